@@ -1,0 +1,92 @@
+"""``rankmap`` command line: ``main(argv, ctx) -> exit status``.
+
+Each subcommand lives in its own module with ``register(subparsers)`` and
+``run(args, ctx) -> int``; modules keep heavy imports (rich, torch, pynvml) inside functions so
+``rankmap --help`` and ``doctor --json`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from rankmap import __version__
+from rankmap.cli.context import AppContext
+from rankmap.errors import RankMapError, UsageError
+from rankmap.status import ExitStatus
+
+# Order shown in --help.
+COMMANDS: tuple[str, ...] = ("doctor", "check", "explain", "probe", "run", "bench", "topo", "machines")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint=f"see `{self.prog} --help`")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The root parser with every available subcommand registered."""
+    parser = _Parser(
+        prog="rankmap",
+        description="Which rank runs on which physical GPU - checked before NCCL does, "
+        "and explained when it is wrong.",
+    )
+    parser.add_argument("--version", action="version", version=f"rankmap {__version__}")
+    parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        if importlib.util.find_spec(f"rankmap.cli.{name}") is None:
+            continue
+        module = importlib.import_module(f"rankmap.cli.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> int:
+    """Run one command; never raises for user errors - returns the exit status."""
+    ctx = ctx or AppContext.from_system()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = "--traceback" in args_list
+    try:
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        if not getattr(args, "command", None):
+            parser.print_help(ctx.stdout)
+            return int(ExitStatus.USAGE)
+        module = importlib.import_module(f"rankmap.cli.{args.command}")
+        return int(module.run(args, ctx))
+    except RankMapError as exc:
+        if show_traceback:
+            raise
+        _print_error(ctx, exc.message, exc.hint)
+        return int(exc.exit_status)
+    except KeyboardInterrupt:
+        _print_error(ctx, "interrupted", None)
+        return int(ExitStatus.INTERRUPTED)
+    except BrokenPipeError:
+        return int(ExitStatus.OK)
+    except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
+        if show_traceback:
+            raise
+        _print_error(ctx, f"internal error: {type(exc).__name__}: {exc}",
+                     "re-run with --traceback and report it")
+        return int(ExitStatus.UNAVAILABLE)
+
+
+def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:
+    line = " ".join(message.split())
+    ctx.stderr.write(f"rankmap: error: {line}\n")
+    if hint:
+        ctx.stderr.write(f"hint: {hint}\n")
+    ctx.stderr.flush()
+
+
+def console_main() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

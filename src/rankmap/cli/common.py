@@ -1,0 +1,49 @@
+"""Options shared by several subcommands, and the one way a command emits its report."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from rankmap.cli.context import AppContext
+from rankmap.findings import Report
+from rankmap.status import ExitStatus
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the rankmap/1 JSON report on stdout")
+
+
+def add_machine(parser: argparse.ArgumentParser, *, repeatable: bool = True) -> None:
+    parser.add_argument(
+        "--machine", "-m", action="append" if repeatable else "store", default=[] if repeatable else None,
+        metavar="NAME|PATH",
+        help="built-in profile (see `rankmap machines`), profile JSON from `doctor --save`, or "
+        "pasted nvidia-smi output (-q -x XML, -L, --query-gpu CSV, the table)"
+        + ("; repeat once per node" if repeatable else ""),
+    )
+
+
+def add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env", "-e", action="append", default=[], metavar="KEY=VALUE",
+        help="environment to assume instead of / on top of the real one (repeatable)",
+    )
+
+
+def emit(
+    report: Report,
+    ctx: AppContext,
+    *,
+    as_json: bool,
+    render_text: Callable[[Report, AppContext], None],
+) -> int:
+    """Write ``report`` as JSON or text and return the exit status its findings imply."""
+    if as_json:
+        from rankmap.render.json import report_json
+
+        ctx.stdout.write(report_json(report))
+    else:
+        render_text(report, ctx)
+    ctx.stdout.flush()
+    return int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)

@@ -1,0 +1,43 @@
+"""AppContext: every stream, the environment and injectable sources, so main() runs in-process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@dataclass
+class AppContext:
+    """What a command may touch. Tests build one with StringIO streams and a fixed environment."""
+
+    stdout: TextIO
+    stderr: TextIO
+    stdin: TextIO
+    environ: Mapping[str, str]
+    color: bool = False
+    width: int | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    # Injected ports (tests / dry runs). None = the real adapter.
+    inventory_source: Callable[[], Any] | None = None
+    system_facts: Callable[[], Any] | None = None
+
+    @classmethod
+    def from_system(cls) -> AppContext:
+        """The real process: sys streams, os.environ, colour when stdout is a terminal."""
+        env = dict(os.environ)
+        tty = sys.stdout.isatty()
+        color = tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
+        return cls(stdout=sys.stdout, stderr=sys.stderr, stdin=sys.stdin, environ=env, color=color)
+
+    def console(self) -> Console:
+        """Console for human output on stdout."""
+        from rankmap.render.console import make_console
+
+        return make_console(self.stdout, color=self.color, width=self.width)

@@ -1,0 +1,8 @@
+"""Finding codes owned by `rankmap explain` (sub-range x40-x59 of each category).
+
+Shared causes live in :mod:`rankmap.codes.core`; use those first.
+"""
+
+from __future__ import annotations
+
+from rankmap.codes import define  # noqa: F401
