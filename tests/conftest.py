@@ -31,11 +31,25 @@ RunCli = Callable[..., CliResult]
 def run_cli(tmp_path: Path) -> RunCli:
     """Run ``rankmap`` in-process: ``run_cli(["doctor", "--json"], env={...}, stdin="...")``."""
 
-    def _run(argv: list[str], *, env: Mapping[str, str] | None = None, stdin: str = "",
-             width: int = 100, **ctx_kwargs: object) -> CliResult:
+    def _run(
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: str = "",
+        width: int = 100,
+        **ctx_kwargs: object,
+    ) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
-        ctx = AppContext(stdout=out, stderr=err, stdin=io.StringIO(stdin), environ=dict(env or {}),
-                         color=False, width=width, cwd=tmp_path, **ctx_kwargs)  # type: ignore[arg-type]
+        ctx = AppContext(
+            stdout=out,
+            stderr=err,
+            stdin=io.StringIO(stdin),
+            environ=dict(env or {}),
+            color=False,
+            width=width,
+            cwd=tmp_path,
+            **ctx_kwargs,
+        )  # type: ignore[arg-type]
         status = main(argv, ctx)
         return CliResult(status, out.getvalue(), err.getvalue())
 

@@ -13,7 +13,9 @@ __version__ = "0.1.0"
 __all__ = ["RankMapError", "__version__", "verify"]
 
 
-def verify(device: Any = None, *, timeout: float = 60.0, machine: Any = None, strict: bool = False) -> Any:
+def verify(
+    device: Any = None, *, timeout: float = 60.0, machine: Any = None, strict: bool = False
+) -> Any:
     """Check the whole job's rank -> GPU map from inside a training script (every rank calls it).
 
     See :func:`rankmap.probe.verify`.

@@ -137,6 +137,8 @@ class Host:
     view: str = "host"
     source: str = ""  # where this came from: "nvml", "profile:dgx-h100", "nvidia-smi -L", ...
     description: str | None = None
+    # GPU/NIC/CPU topology (the `topology` key of a profile; see rankmap.topology). JSON-ready.
+    topology: Any = None
 
     def gpu_by_uuid(self, uuid: str) -> Gpu | None:
         """The GPU with this ``GPU-`` UUID, or the parent of this ``MIG-`` UUID."""
@@ -167,6 +169,8 @@ class Host:
             out["cuda_fastest_first"] = list(self.cuda_fastest_first)
         if self.description:
             out["description"] = self.description
+        if self.topology is not None:
+            out["topology"] = self.topology
         return out
 
 

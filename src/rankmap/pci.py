@@ -60,7 +60,10 @@ def from_nccl_int(value: int) -> PciAddress:
     if value < 0:
         raise ValueError(f"negative NCCL bus id {value}")
     return PciAddress(
-        domain=value >> 20, bus=(value >> 12) & 0xFF, device=(value >> 4) & 0xFF, function=value & 0xF
+        domain=value >> 20,
+        bus=(value >> 12) & 0xFF,
+        device=(value >> 4) & 0xFF,
+        function=value & 0xF,
     )
 
 

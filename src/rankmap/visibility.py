@@ -84,7 +84,9 @@ def resolve_visible(host: Host, env: Mapping[str, str]) -> VisibleView:
     b = _Builder()
     base = _container_filter(host, env, b)
     base = _slurm_filter(host, base, env, b)
-    order_name = PCI_BUS_ID if env.get("CUDA_DEVICE_ORDER", "").strip() == PCI_BUS_ID else FASTEST_FIRST
+    order_name = (
+        PCI_BUS_ID if env.get("CUDA_DEVICE_ORDER", "").strip() == PCI_BUS_ID else FASTEST_FIRST
+    )
     fastest, inferred = fastest_first_order(host, base)
     pci = sorted(base, key=lambda g: g.nvml_index)
     ordered = pci if order_name == PCI_BUS_ID else fastest
@@ -167,8 +169,12 @@ def _container_filter(host: Host, env: Mapping[str, str], b: _Builder) -> list[G
     for token in (t.strip() for t in value.split(",")):
         gpu = _match_host_gpu(host, token)
         if gpu is None:
-            b.drop(token, "container", f"NVIDIA_VISIBLE_DEVICES entry {token!r} matches no GPU on "
-                   f"{host.hostname}; the container runtime refuses to start such a container.")
+            b.drop(
+                token,
+                "container",
+                f"NVIDIA_VISIBLE_DEVICES entry {token!r} matches no GPU on "
+                f"{host.hostname}; the container runtime refuses to start such a container.",
+            )
         elif gpu not in chosen:
             chosen.append(gpu)
     # NOTE: inside the container NVML enumerates the injected GPUs in PCI order (unverified:
@@ -247,7 +253,8 @@ def _parse_cvd(cvd: str, ordered: list[Gpu], b: _Builder) -> list[_Entry]:
             rest = tokens[pos + 1 :]
             if rest:
                 b.drop(
-                    ",".join(rest), "after_invalid",
+                    ",".join(rest),
+                    "after_invalid",
                     f"CUDA stops reading CUDA_VISIBLE_DEVICES at {token!r}; "
                     f"{', '.join(repr(r) for r in rest)} after it "
                     f"{'is' if len(rest) == 1 else 'are'} ignored too.",
@@ -259,7 +266,8 @@ def _parse_cvd(cvd: str, ordered: list[Gpu], b: _Builder) -> list[_Entry]:
         key = e.mig.uuid if e.mig else e.gpu.uuid
         if key in seen:
             b.drop(
-                e.raw, "duplicate",
+                e.raw,
+                "duplicate",
                 f"CUDA_VISIBLE_DEVICES names {key} more than once: a repeated device makes the whole "
                 "set empty, so no CUDA device is visible.",
             )
@@ -276,29 +284,47 @@ def _parse_token(token: str, ordered: list[Gpu]) -> tuple[_Entry | None, str, st
         if len(matches) == 1:
             return _Entry(token, matches[0]), "", ""
         if matches:
-            return None, "ambiguous", (
-                f"CUDA_VISIBLE_DEVICES entry {token!r} is an ambiguous UUID prefix "
-                f"({len(matches)} GPUs match): it is invalid."
+            return (
+                None,
+                "ambiguous",
+                (
+                    f"CUDA_VISIBLE_DEVICES entry {token!r} is an ambiguous UUID prefix "
+                    f"({len(matches)} GPUs match): it is invalid."
+                ),
             )
-        return None, "unknown_uuid", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r} matches no GPU this process can see: it is invalid."
+        return (
+            None,
+            "unknown_uuid",
+            (
+                f"CUDA_VISIBLE_DEVICES entry {token!r} matches no GPU this process can see: it is invalid."
+            ),
         )
     if token.startswith("-"):
-        return None, "negative", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r} is negative: it ends the list."
+        return (
+            None,
+            "negative",
+            (f"CUDA_VISIBLE_DEVICES entry {token!r} is negative: it ends the list."),
         )
     index = _strtoul_prefix(token)
     if index is None:
-        return None, "invalid", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r} is neither an index nor a GPU-/MIG- UUID: "
-            "it is invalid."
+        return (
+            None,
+            "invalid",
+            (
+                f"CUDA_VISIBLE_DEVICES entry {token!r} is neither an index nor a GPU-/MIG- UUID: "
+                "it is invalid."
+            ),
         )
     if index >= len(ordered):
-        return None, "out_of_range", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r}: index {index} does not exist "
-            f"({len(ordered)} GPU(s), indices 0-{len(ordered) - 1})."
-            if ordered
-            else f"CUDA_VISIBLE_DEVICES entry {token!r}: index {index} does not exist (no GPU)."
+        return (
+            None,
+            "out_of_range",
+            (
+                f"CUDA_VISIBLE_DEVICES entry {token!r}: index {index} does not exist "
+                f"({len(ordered)} GPU(s), indices 0-{len(ordered) - 1})."
+                if ordered
+                else f"CUDA_VISIBLE_DEVICES entry {token!r}: index {index} does not exist (no GPU)."
+            ),
         )
     return _Entry(token, ordered[index]), "", ""
 
@@ -306,7 +332,7 @@ def _parse_token(token: str, ordered: list[Gpu]) -> tuple[_Entry | None, str, st
 def _parse_mig_token(token: str, ordered: list[Gpu]) -> tuple[_Entry | None, str, str]:
     if token.startswith("MIG-GPU-"):
         # legacy MIG-GPU-<gpu uuid>/<gi>/<ci>
-        parts = token[len("MIG-"):].split("/")
+        parts = token[len("MIG-") :].split("/")
         if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
             gpu = next((g for g in ordered if g.uuid == parts[0]), None)
             if gpu is not None:
@@ -316,18 +342,28 @@ def _parse_mig_token(token: str, ordered: list[Gpu]) -> tuple[_Entry | None, str
                 )
                 if mig is not None:
                     return _Entry(token, gpu, mig), "", ""
-        return None, "unknown_uuid", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r} names no MIG instance on this machine: invalid."
+        return (
+            None,
+            "unknown_uuid",
+            (
+                f"CUDA_VISIBLE_DEVICES entry {token!r} names no MIG instance on this machine: invalid."
+            ),
         )
     found = [(g, m) for g in ordered for m in g.mig_devices if m.uuid.startswith(token)]
     if len(found) == 1:
         return _Entry(token, found[0][0], found[0][1]), "", ""
     if found:
-        return None, "ambiguous", (
-            f"CUDA_VISIBLE_DEVICES entry {token!r} is an ambiguous MIG UUID prefix: it is invalid."
+        return (
+            None,
+            "ambiguous",
+            (
+                f"CUDA_VISIBLE_DEVICES entry {token!r} is an ambiguous MIG UUID prefix: it is invalid."
+            ),
         )
-    return None, "unknown_uuid", (
-        f"CUDA_VISIBLE_DEVICES entry {token!r} names no MIG instance on this machine: invalid."
+    return (
+        None,
+        "unknown_uuid",
+        (f"CUDA_VISIBLE_DEVICES entry {token!r} names no MIG instance on this machine: invalid."),
     )
 
 
@@ -343,8 +379,11 @@ def _apply_mig(entries: list[_Entry], b: _Builder) -> list[_Entry]:
             if e.gpu.mig_devices:
                 first = _Entry(e.raw, e.gpu, e.gpu.mig_devices[0])
                 break
-            b.drop(e.raw, "mig_no_instances", f"GPU {e.gpu.nvml_index} has MIG enabled but no MIG "
-                   "instance: CUDA cannot use it.")
+            b.drop(
+                e.raw,
+                "mig_no_instances",
+                f"GPU {e.gpu.nvml_index} has MIG enabled but no MIG instance: CUDA cannot use it.",
+            )
     kept = [first] if first else []
     for e in entries:
         if first is not None and e.raw == first.raw:
@@ -353,7 +392,8 @@ def _apply_mig(entries: list[_Entry], b: _Builder) -> list[_Entry]:
             continue
         what = f"MIG instance {e.mig.uuid}" if e.mig else f"GPU {e.gpu.nvml_index}"
         b.drop(
-            e.raw, "mig_single",
+            e.raw,
+            "mig_single",
             f"{what} is not visible: with MIG, CUDA enumerates a single MIG instance per process "
             f"(only {first.mig.uuid if first and first.mig else 'the first'} is used).",
         )

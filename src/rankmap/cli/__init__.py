@@ -20,7 +20,16 @@ from rankmap.errors import RankMapError, UsageError
 from rankmap.status import ExitStatus
 
 # Order shown in --help.
-COMMANDS: tuple[str, ...] = ("doctor", "check", "explain", "probe", "run", "bench", "topo", "machines")
+COMMANDS: tuple[str, ...] = (
+    "doctor",
+    "check",
+    "explain",
+    "probe",
+    "run",
+    "bench",
+    "topo",
+    "machines",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,8 +83,11 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
         if show_traceback:
             raise
-        _print_error(ctx, f"internal error: {type(exc).__name__}: {exc}",
-                     "re-run with --traceback and report it")
+        _print_error(
+            ctx,
+            f"internal error: {type(exc).__name__}: {exc}",
+            "re-run with --traceback and report it",
+        )
         return int(ExitStatus.UNAVAILABLE)
 
 

@@ -11,12 +11,17 @@ from rankmap.status import ExitStatus
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the rankmap/1 JSON report on stdout")
+    parser.add_argument(
+        "--json", action="store_true", help="print the rankmap/1 JSON report on stdout"
+    )
 
 
 def add_machine(parser: argparse.ArgumentParser, *, repeatable: bool = True) -> None:
     parser.add_argument(
-        "--machine", "-m", action="append" if repeatable else "store", default=[] if repeatable else None,
+        "--machine",
+        "-m",
+        action="append" if repeatable else "store",
+        default=[] if repeatable else None,
         metavar="NAME|PATH",
         help="built-in profile (see `rankmap machines`), profile JSON from `doctor --save`, or "
         "pasted nvidia-smi output (-q -x XML, -L, --query-gpu CSV, the table)"
@@ -26,8 +31,18 @@ def add_machine(parser: argparse.ArgumentParser, *, repeatable: bool = True) -> 
 
 def add_env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--env", "-e", action="append", default=[], metavar="KEY=VALUE",
+        "--env",
+        "-e",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="environment to assume instead of / on top of the real one (repeatable)",
+    )
+
+
+def add_html(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--html", metavar="PATH", help="also write a self-contained HTML rank map to PATH"
     )
 
 
@@ -37,8 +52,13 @@ def emit(
     *,
     as_json: bool,
     render_text: Callable[[Report, AppContext], None],
+    html: str | None = None,
 ) -> int:
-    """Write ``report`` as JSON or text and return the exit status its findings imply."""
+    """Write ``report`` as JSON or text (and HTML when asked); return the exit status."""
+    if html:
+        from rankmap.render.html import write_html
+
+        write_html(report, html)
     if as_json:
         from rankmap.render.json import report_json
 

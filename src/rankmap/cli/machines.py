@@ -10,8 +10,11 @@ from rankmap.cli.context import AppContext
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("machines", help="list built-in machine profiles",
-                            description="List the built-in machine profiles usable with --machine.")
+    parser = sub.add_parser(
+        "machines",
+        help="list built-in machine profiles",
+        description="List the built-in machine profiles usable with --machine.",
+    )
     add_json(parser)
 
 
@@ -26,8 +29,18 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     if args.json:
         from rankmap.render.json import dumps
 
-        ctx.stdout.write(dumps({"schema": "rankmap/1", "command": "machines", "verdict": "ok",
-                                "findings": [], "placements": [], "machines": rows}))
+        ctx.stdout.write(
+            dumps(
+                {
+                    "schema": "rankmap/1",
+                    "command": "machines",
+                    "verdict": "ok",
+                    "findings": [],
+                    "placements": [],
+                    "machines": rows,
+                }
+            )
+        )
         return 0
     from rich.table import Table
 
@@ -35,6 +48,6 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     for col in ("name", "gpus", "description"):
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(row["name"], str(row["gpus"]), row["description"])
+        table.add_row(str(row["name"]), str(row["gpus"]), str(row["description"]))
     ctx.console().print(table)
     return 0

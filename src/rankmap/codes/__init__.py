@@ -90,7 +90,9 @@ def markdown() -> str:
     ]
     codes = all_codes()
     for c in codes:
-        lines.append(f"| [{c.code}](#{c.code.lower()}) | `{c.category}` | {c.severity.value} | {c.summary} |")
+        lines.append(
+            f"| [{c.code}](#{c.code.lower()}) | `{c.category}` | {c.severity.value} | {c.summary} |"
+        )
     for c in codes:
         lines += [
             "",

@@ -44,13 +44,19 @@ def _builtin_text(name: str) -> str | None:
 
 def load_machine(spec: str) -> list[Host]:
     """Resolve one ``--machine`` value into hosts. Bad input raises :class:`InputError`."""
-    text = _builtin_text(spec) if "/" not in spec and not spec.endswith((".json", ".xml", ".txt", ".csv")) else None
+    text = (
+        _builtin_text(spec)
+        if "/" not in spec and not spec.endswith((".json", ".xml", ".txt", ".csv"))
+        else None
+    )
     if text is not None:
         return parse_machine_text(text, source=f"profile:{spec}")
     path = Path(spec)
     if not path.exists():
         names = ", ".join(p.name for p in builtin_profiles())
-        raise InputError(f"--machine {spec!r}: no such built-in profile or file (built-in: {names})")
+        raise InputError(
+            f"--machine {spec!r}: no such built-in profile or file (built-in: {names})"
+        )
     if path.is_dir():
         raise InputError(f"--machine {spec!r} is a directory, not a machine file")
     try:

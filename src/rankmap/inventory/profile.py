@@ -18,7 +18,9 @@ from rankmap.pci import try_normalize_bus_id
 PROFILE_SCHEMA = "rankmap-profile/1"
 
 
-def dump_profile(inventory: Inventory, *, name: str | None = None, description: str | None = None) -> str:
+def dump_profile(
+    inventory: Inventory, *, name: str | None = None, description: str | None = None
+) -> str:
     """Serialise an inventory as profile JSON (what ``doctor --save`` writes)."""
     doc: dict[str, Any] = {"schema": PROFILE_SCHEMA}
     if name:
@@ -43,7 +45,9 @@ def parse_profile_json(text: str, *, source: str) -> list[Host]:
     if not isinstance(hosts_doc, list) or not hosts_doc:
         raise InputError(f"{source}: no 'hosts' list found (not a rankmap profile or report)")
     description = doc.get("description") if isinstance(doc.get("description"), str) else None
-    return [_host(h, source=source, pos=i, description=description) for i, h in enumerate(hosts_doc)]
+    return [
+        _host(h, source=source, pos=i, description=description) for i, h in enumerate(hosts_doc)
+    ]
 
 
 def _host(doc: Any, *, source: str, pos: int, description: str | None) -> Host:
@@ -76,6 +80,7 @@ def _host(doc: Any, *, source: str, pos: int, description: str | None) -> Host:
         view=_str(doc.get("view")) or "host",
         source=_str(doc.get("source")) or source,
         description=_str(doc.get("description")) or description,
+        topology=doc.get("topology"),
     )
 
 

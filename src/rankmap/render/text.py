@@ -39,8 +39,10 @@ def render_findings(console: Console, findings: Sequence[Finding]) -> None:
         return
     for f in findings:
         style = _SEVERITY_STYLE[f.severity]
-        console.print(f"[{style}]{f.severity.value.upper():7}[/] [bold]{f.code}[/] {esc(f.title)}  "
-                      f"[dim]({f.category})[/]")
+        console.print(
+            f"[{style}]{f.severity.value.upper():7}[/] [bold]{f.code}[/] {esc(f.title)}  "
+            f"[dim]({f.category})[/]"
+        )
         if f.detail:
             console.print(f"        {esc(f.detail)}")
         for line in f.evidence[:5]:
@@ -53,7 +55,9 @@ def _cell(value: object) -> str:
     return "-" if value is None else esc(value)
 
 
-def render_placements(console: Console, placements: Sequence[Placement], *, title: str = "Rank map") -> None:
+def render_placements(
+    console: Console, placements: Sequence[Placement], *, title: str = "Rank map"
+) -> None:
     """The rank -> node -> GPU table; long maps show the first and last rows."""
     from rich.table import Table
 
@@ -71,12 +75,20 @@ def render_placements(console: Console, placements: Sequence[Placement], *, titl
         shown = rows
     for p in shown:
         if p is None:
-            table.add_row("…", "", f"{len(rows) - MAX_PLACEMENT_ROWS} more ranks", "", "", "", "", "")
+            table.add_row(
+                "…", "", f"{len(rows) - MAX_PLACEMENT_ROWS} more ranks", "", "", "", "", ""
+            )
             continue
         uuid = p.mig.uuid if p.mig else p.uuid
         table.add_row(
-            str(p.rank), _cell(p.local_rank), _cell(p.node), _cell(p.cuda_index), _cell(p.nvml_index),
-            _cell(p.pci_bus_id), _cell(uuid), esc(p.error or ""),
+            str(p.rank),
+            _cell(p.local_rank),
+            _cell(p.node),
+            _cell(p.cuda_index),
+            _cell(p.nvml_index),
+            _cell(p.pci_bus_id),
+            _cell(uuid),
+            esc(p.error or ""),
         )
     console.print(table)
 
@@ -97,21 +109,33 @@ def render_inventory(console: Console, inventory: Inventory) -> None:
         for g in host.gpus:
             mig = f"on, {len(g.mig_devices)} instance(s)" if g.mig_mode else "off"
             mem = f"{g.memory_mib} MiB" if g.memory_mib is not None else "-"
-            table.add_row(str(g.nvml_index), _cell(g.pci_bus_id), esc(g.uuid), _cell(g.name), mem, mig)
+            table.add_row(
+                str(g.nvml_index), _cell(g.pci_bus_id), esc(g.uuid), _cell(g.name), mem, mig
+            )
         console.print(table)
 
 
-def render_visible(console: Console, visible: Sequence[dict[str, Any]], notes: Sequence[str]) -> None:
+def render_visible(
+    console: Console, visible: Sequence[dict[str, Any]], notes: Sequence[str]
+) -> None:
     """The logical -> physical view of one process."""
     from rich.table import Table
 
-    table = Table(title="Visible to this process (CUDA order)", title_justify="left",
-                  show_edge=False, pad_edge=False)
+    table = Table(
+        title="Visible to this process (CUDA order)",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
     for col in ("cuda", "nvml", "pci_bus_id", "uuid"):
         table.add_column(col, overflow="fold")
     for d in visible:
-        table.add_row(f"cuda:{d['cuda_index']}", str(d["nvml_index"]), _cell(d.get("pci_bus_id")),
-                      esc(d["uuid"]))
+        table.add_row(
+            f"cuda:{d['cuda_index']}",
+            str(d["nvml_index"]),
+            _cell(d.get("pci_bus_id")),
+            esc(d["uuid"]),
+        )
     if visible:
         console.print(table)
     else:

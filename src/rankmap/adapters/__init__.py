@@ -1,0 +1,1 @@
+"""All I/O lives here: NVML, the local system, files, processes. The core stays pure."""
