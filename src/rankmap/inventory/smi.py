@@ -1,0 +1,460 @@
+"""Pasted ``nvidia-smi`` output -> :class:`~rankmap.model.Host` (one host per paste).
+
+Formats (samples and sources: reference/nvidia_smi_formats.md):
+
+* ``smi-xml``   ``nvidia-smi -q -x`` (any DTD version, MIG devices, processes). Parsed with
+  ``xml.etree`` after rejecting any ``<!ENTITY`` declaration (no entity-expansion bombs); the
+  external DTD named by ``<!DOCTYPE ... SYSTEM ...>`` is never fetched.
+* ``smi-list``  ``nvidia-smi -L`` (GPU lines, R470+ MIG lines, legacy ``MIG-GPU-<uuid>/gi/ci``).
+  It carries no PCI bus ids; every GPU says so in ``Gpu.errors``.
+* ``smi-csv``   ``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]``, any column order;
+  needs ``index`` and ``uuid`` or ``pci.bus_id`` (without a header they are recognised by shape).
+* ``smi-table`` the default table, old (<= R530) and R535+ layouts, its MIG-devices and process
+  tables. It carries no UUIDs; placeholders ``unknown-uuid:nvml<N>`` stand in and say so.
+
+Text pasted into issues is tolerated: CRLF, ANSI colour codes, ``$ nvidia-smi`` prompt lines and
+prose around the output. Anything else raises :class:`~rankmap.errors.InputError` (one line).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, replace
+
+from rankmap.errors import InputError
+from rankmap.model import Gpu, GpuProcess, Host, MigDevice
+from rankmap.pci import try_normalize_bus_id
+
+UNKNOWN_UUID_PREFIX = "unknown-uuid:"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_PROMPT = re.compile(r"^\s*(?:\S*[$#%>]\s+)?(?:sudo\s+)?nvidia-smi(?:\s.*)?$")
+_BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]"
+_UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
+_LIST_GPU = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$")
+_LIST_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)\s*$")
+_TABLE_HEAD = re.compile(
+    r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*([0-9.]+|N/A))?"
+)
+_TABLE_GPU = re.compile(
+    rf"^\|\s*(\d+)\s+(.*?)\s*(?:\b(On|Off|N/A)\s*)?\|\s*({_BUS})\s+\S*\s*\|"
+)
+_TABLE_MEM = re.compile(r"\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB\s*\|")
+_TABLE_MIGMODE = re.compile(r"^\|[\s|]*\|\s*(Enabled|Disabled|N/A)\s*\|\s*$")
+_TABLE_MIGDEV = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_TABLE_PROC = re.compile(
+    r"^\|\s*(\d+)\s+(?:(\d+|N/A)\s+(\d+|N/A)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+(.*?)\s+(\d+MiB|N/A)\s*\|$"
+)
+
+
+def clean_text(text: str) -> list[str]:
+    """Lines of a paste without CRLF, ANSI codes, a BOM or ``$ nvidia-smi ...`` prompt lines."""
+    text = _ANSI.sub("", text.replace("\ufeff", "")).replace("\r\n", "\n").replace("\r", "\n")
+    return [line.rstrip() for line in text.split("\n") if not _PROMPT.match(line)]
+
+
+def detect_text_format(text: str) -> str:
+    """``smi-list`` | ``smi-csv`` | ``smi-table`` | ``unknown`` (``smi-xml`` too, in prose)."""
+    lines = clean_text(text)
+    if any("<nvidia_smi_log" in line for line in lines[:5000]):
+        return "smi-xml"
+    if any(_TABLE_HEAD.search(line) for line in lines) or any(
+        _TABLE_GPU.match(line) for line in lines
+    ):
+        return "smi-table"
+    if any(_LIST_GPU.match(line) for line in lines):
+        return "smi-list"
+    if _find_csv(lines) is not None:
+        return "smi-csv"
+    return "unknown"
+
+
+def parse(fmt: str, text: str, *, source: str) -> list[Host]:
+    """Parse ``text`` in format ``fmt`` into one host; ``InputError`` names what is wrong."""
+    parsers = {
+        "smi-xml": _parse_xml,
+        "smi-list": _parse_list,
+        "smi-csv": _parse_csv,
+        "smi-table": _parse_table,
+    }
+    if fmt not in parsers:
+        raise InputError(f"{source}: unknown nvidia-smi format {fmt!r}")
+    host = parsers[fmt](text, source)
+    if not host.gpus:
+        raise InputError(f"{source}: {fmt} output lists no GPU")
+    indices = [g.nvml_index for g in host.gpus]
+    if len(set(indices)) != len(indices):
+        raise InputError(f"{source}: {fmt} output lists a GPU index twice")
+    return [host]
+
+
+def _host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
+    return Host(
+        hostname="nvidia-smi",
+        gpus=tuple(sorted(gpus, key=lambda g: g.nvml_index)),
+        driver_version=kw.get("driver_version"),
+        cuda_driver_version=kw.get("cuda_driver_version"),
+        source=f"{label}:{source}",
+    )
+
+
+def _unknown_uuid(index: int) -> str:
+    return f"{UNKNOWN_UUID_PREFIX}nvml{index}"
+
+
+def _bus(raw: str | None) -> str | None:
+    return try_normalize_bus_id(raw.strip()) if raw else None
+
+
+def _mib(raw: str | None) -> int | None:
+    match = re.match(r"\s*(\d+)", raw or "")
+    return int(match.group(1)) if match else None
+
+
+# --- nvidia-smi -q -x --------------------------------------------------------------------------
+
+
+def _parse_xml(text: str, source: str) -> Host:
+    body = "\n".join(clean_text(text))
+    start = body.find("<?xml")
+    if start < 0:
+        start = body.find("<nvidia_smi_log")
+    end = body.rfind("</nvidia_smi_log>")
+    if start < 0 or end < 0:
+        raise InputError(f"{source}: nvidia-smi XML is truncated (no </nvidia_smi_log>)")
+    body = body[start : end + len("</nvidia_smi_log>")]
+    if re.search(r"<!ENTITY", body, re.IGNORECASE):
+        raise InputError(f"{source}: XML declares entities; refused (not nvidia-smi output)")
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as exc:
+        raise InputError(f"{source}: malformed nvidia-smi XML ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise InputError(f"{source}: XML root is <{root.tag}>, not <nvidia_smi_log>")
+    gpus = [_xml_gpu(el, pos, source) for pos, el in enumerate(root.findall("gpu"))]
+    return _host(
+        gpus,
+        source,
+        "nvidia-smi -q -x",
+        driver_version=_xt(root, "driver_version"),
+        cuda_driver_version=_xt(root, "cuda_version"),
+    )
+
+
+def _xt(el: ET.Element, path: str) -> str | None:
+    found = el.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return None if value in ("", "N/A", "None") else value
+
+
+def _xint(el: ET.Element, path: str) -> int | None:
+    value = _xt(el, path)
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
+    uuid = _xt(el, "uuid")
+    bus = _bus(el.get("id")) or _bus(_xt(el, "pci/pci_bus_id"))
+    if uuid is None and bus is None:
+        raise InputError(f"{source}: <gpu> number {pos} has neither a uuid nor a bus id")
+    # NOTE: the XML order is taken as the NVML index order (unverified that it is guaranteed;
+    # reference/nvidia_smi_formats.md §5). nvidia-smi prints GPUs in PCI order.
+    errors = [] if uuid else ["nvidia-smi XML gave no UUID"]
+    mig_devices = tuple(
+        MigDevice(
+            uuid=_xt(m, "uuid") or f"{UNKNOWN_UUID_PREFIX}gpu{pos}-gi{_xt(m, 'gpu_instance_id')}"
+            f"-ci{_xt(m, 'compute_instance_id')}",
+            gi=_xint(m, "gpu_instance_id"),
+            ci=_xint(m, "compute_instance_id"),
+            index=_xint(m, "index"),
+            memory_mib=_mib(_xt(m, "fb_memory_usage/total")),
+        )
+        for m in el.findall("mig_devices/mig_device")
+    )
+    if mig_devices and not any(m.find("uuid") is not None for m in el.iter("mig_device")):
+        errors.append("nvidia-smi XML gives no MIG UUIDs; use nvidia-smi -L for them")
+    procs = tuple(
+        GpuProcess(
+            pid=int(_xt(p, "pid") or 0),
+            name=_xt(p, "process_name"),
+            used_memory_mib=_mib(_xt(p, "used_memory")),
+        )
+        for p in el.findall("processes/process_info")
+        if (_xt(p, "pid") or "").isdigit()
+    )
+    return Gpu(
+        nvml_index=pos,
+        uuid=uuid or _unknown_uuid(pos),
+        pci_bus_id=bus,
+        name=_xt(el, "product_name"),
+        memory_mib=_mib(_xt(el, "fb_memory_usage/total")),
+        mig_mode=(_xt(el, "mig_mode/current_mig") or "").lower() == "enabled",
+        mig_devices=mig_devices,
+        minor_number=_xint(el, "minor_number"),
+        processes=procs,
+        errors=tuple(errors),
+    )
+
+
+# --- nvidia-smi -L -----------------------------------------------------------------------------
+
+
+def _parse_list(text: str, source: str) -> Host:
+    gpus: list[Gpu] = []
+    migs: list[MigDevice] = []
+    for line in clean_text(text):
+        match = _LIST_GPU.match(line)
+        if match:
+            _close_list_gpu(gpus, migs)
+            migs = []
+            index = int(match.group(1))
+            gpus.append(
+                Gpu(
+                    nvml_index=index,
+                    uuid=match.group(3),
+                    pci_bus_id=None,
+                    name=match.group(2).strip(),
+                    errors=("nvidia-smi -L gives no PCI bus id",),
+                )
+            )
+            continue
+        mig = _LIST_MIG.match(line)
+        if mig and gpus:
+            migs.append(_list_mig(mig.group(3), mig.group(1), int(mig.group(2))))
+    _close_list_gpu(gpus, migs)
+    return _host(gpus, source, "nvidia-smi -L")
+
+
+def _list_mig(uuid: str, profile: str, index: int) -> MigDevice:
+    gi = ci = None
+    legacy = re.match(r"^MIG-GPU-[0-9A-Fa-f-]+/(\d+)/(\d+)$", uuid)
+    if legacy:  # pre-R470: MIG-GPU-<gpu uuid>/<gi>/<ci>
+        gi, ci = int(legacy.group(1)), int(legacy.group(2))
+    return MigDevice(uuid=uuid, gi=gi, ci=ci, index=index, profile=profile)
+
+
+def _close_list_gpu(gpus: list[Gpu], migs: list[MigDevice]) -> None:
+    if gpus and migs:
+        gpus[-1] = replace(gpus[-1], mig_mode=True, mig_devices=tuple(migs))
+
+
+# --- nvidia-smi --query-gpu --format=csv -------------------------------------------------------
+
+
+@dataclass
+class _Csv:
+    columns: dict[str, int]  # field name -> column position
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def _split_csv(line: str) -> list[str]:
+    return [cell.strip() for cell in line.split(",")]
+
+
+def _field_name(header_cell: str) -> str:
+    return re.sub(r"\s*\[.*?\]\s*$", "", header_cell.strip()).lower()
+
+
+def _find_csv(lines: list[str]) -> _Csv | None:
+    """Locate the CSV block: a header naming index + uuid/pci.bus_id, or rows of that shape."""
+    for pos, line in enumerate(lines):
+        cells = [_field_name(c) for c in _split_csv(line)]
+        if "index" in cells and ("uuid" in cells or "pci.bus_id" in cells):
+            csv = _Csv({name: i for i, name in enumerate(cells)})
+            csv.rows = _csv_rows(lines[pos + 1 :], len(cells))
+            return csv if csv.rows else None
+    rows = [
+        _split_csv(line)
+        for line in lines
+        if "," in line and (re.search(_UUID, line) or re.search(_BUS, line))
+    ]
+    if not rows or len({len(r) for r in rows}) != 1:
+        return None
+    columns = _infer_columns(rows)
+    if "index" not in columns or not ({"uuid", "pci.bus_id"} & set(columns)):
+        return None
+    return _Csv(columns, rows)
+
+
+def _csv_rows(lines: list[str], width: int) -> list[list[str]]:
+    rows = []
+    for line in lines:
+        cells = _split_csv(line)
+        if len(cells) == width and cells[0]:
+            rows.append(cells)
+        elif rows:
+            break
+    return rows
+
+
+def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
+    """``noheader`` CSV: recognise uuid / bus id / index / name columns by their values."""
+    columns: dict[str, int] = {}
+    for col in range(len(rows[0])):
+        values = [r[col] for r in rows]
+        if "uuid" not in columns and all(re.fullmatch(_UUID, v) for v in values):
+            columns["uuid"] = col
+        elif "pci.bus_id" not in columns and all(re.fullmatch(_BUS, v) for v in values):
+            columns["pci.bus_id"] = col
+        elif (
+            "index" not in columns
+            and all(v.isdigit() for v in values)
+            and len({int(v) for v in values}) == len(values)
+            and max(int(v) for v in values) < 64
+        ):
+            # NOTE: heuristic - the first column of distinct small integers is the index.
+            columns["index"] = col
+        elif "name" not in columns and all(re.search(r"[A-Za-z]", v) for v in values):
+            columns["name"] = col
+    return columns
+
+
+def _parse_csv(text: str, source: str) -> Host:
+    csv = _find_csv(clean_text(text))
+    if csv is None:
+        raise InputError(
+            f"{source}: nvidia-smi CSV needs at least the index and uuid or pci.bus_id columns"
+        )
+
+    def cell(row: list[str], name: str) -> str | None:
+        pos = csv.columns.get(name)
+        if pos is None or pos >= len(row):
+            return None
+        value = row[pos]
+        return None if value in ("", "[N/A]", "N/A", "[Not Supported]") else value
+
+    gpus = []
+    drivers = set()
+    for row in csv.rows:
+        raw_index = cell(row, "index")
+        if raw_index is None or not raw_index.isdigit():
+            raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
+        index = int(raw_index)
+        raw_bus = cell(row, "pci.bus_id")
+        bus = _bus(raw_bus)
+        if raw_bus and bus is None:
+            raise InputError(f"{source}: CSV pci.bus_id {raw_bus!r} is not a PCI bus id")
+        errors = []
+        if bus is None:
+            errors.append("the CSV has no pci.bus_id column")
+        uuid = cell(row, "uuid")
+        if uuid is None:
+            errors.append("the CSV has no uuid column")
+        if cell(row, "driver_version"):
+            drivers.add(cell(row, "driver_version"))
+        cc = cell(row, "compute_cap")
+        gpus.append(
+            Gpu(
+                nvml_index=index,
+                uuid=uuid or _unknown_uuid(index),
+                pci_bus_id=bus,
+                name=cell(row, "name"),
+                memory_mib=_mib(cell(row, "memory.total")),
+                compute_capability=cc,
+                mig_mode=(cell(row, "mig.mode.current") or "").lower() == "enabled",
+                minor_number=_mib(cell(row, "minor_number")),
+                errors=tuple(errors),
+            )
+        )
+    driver = drivers.pop() if len(drivers) == 1 else None
+    return _host(gpus, source, "nvidia-smi --query-gpu", driver_version=driver)
+
+
+# --- the default nvidia-smi table --------------------------------------------------------------
+
+
+def _parse_table(text: str, source: str) -> Host:
+    lines = clean_text(text)
+    driver = cuda = None
+    gpus: list[Gpu] = []
+    migs: dict[int, list[MigDevice]] = {}
+    procs: dict[int, list[GpuProcess]] = {}
+    section = "gpus"
+    for pos, line in enumerate(lines):
+        head = _TABLE_HEAD.search(line)
+        if head:
+            driver = head.group(2)
+            cuda = head.group(3) if head.group(3) not in (None, "N/A") else None
+            continue
+        if "MIG devices:" in line:
+            section = "mig"
+            continue
+        if "Processes:" in line:
+            section = "procs"
+            continue
+        if section == "gpus":
+            gpu = _table_gpu(line, lines[pos + 1 : pos + 3])
+            if gpu is not None:
+                gpus.append(gpu)
+        elif section == "mig":
+            match = _TABLE_MIGDEV.match(line)
+            if match:
+                idx, gi, ci, dev = (int(match.group(i)) for i in range(1, 5))
+                migs.setdefault(idx, []).append(
+                    MigDevice(
+                        uuid=f"{UNKNOWN_UUID_PREFIX}gpu{idx}-gi{gi}-ci{ci}",
+                        gi=gi,
+                        ci=ci,
+                        index=dev,
+                        memory_mib=int(match.group(6)),
+                    )
+                )
+        else:
+            match = _TABLE_PROC.match(line)
+            if match:
+                mem = match.group(7)
+                procs.setdefault(int(match.group(1)), []).append(
+                    GpuProcess(
+                        pid=int(match.group(4)),
+                        name=match.group(6).strip() or None,
+                        used_memory_mib=_mib(mem) if mem != "N/A" else None,
+                    )
+                )
+    has_proc_table = any("Processes:" in line for line in lines)
+    gpus = [_table_finish(g, migs, procs, has_proc_table) for g in gpus]
+    return _host(gpus, source, "nvidia-smi", driver_version=driver, cuda_driver_version=cuda)
+
+
+def _table_gpu(line: str, following: list[str]) -> Gpu | None:
+    match = _TABLE_GPU.match(line)
+    if not match:
+        return None
+    index = int(match.group(1))
+    memory = mig_mode = None
+    for nxt in following:
+        mem = _TABLE_MEM.search(nxt)
+        if mem and memory is None:
+            memory = int(mem.group(2))
+        mig = _TABLE_MIGMODE.match(nxt)
+        if mig:
+            mig_mode = mig.group(1)
+    name = match.group(2).strip()
+    if name.endswith("..."):
+        name = name[:-3].rstrip()
+    return Gpu(
+        nvml_index=index,
+        uuid=_unknown_uuid(index),
+        pci_bus_id=_bus(match.group(4)),
+        name=name or None,
+        memory_mib=memory,
+        mig_mode=mig_mode == "Enabled",
+        errors=("the nvidia-smi table gives no UUID (use nvidia-smi -L or -q -x)",),
+    )
+
+
+def _table_finish(
+    gpu: Gpu,
+    migs: dict[int, list[MigDevice]],
+    procs: dict[int, list[GpuProcess]],
+    has_proc_table: bool,
+) -> Gpu:
+    mig = tuple(migs.get(gpu.nvml_index, ()))
+    return replace(
+        gpu,
+        mig_mode=gpu.mig_mode or bool(mig),
+        mig_devices=mig,
+        processes=tuple(procs.get(gpu.nvml_index, ())) if has_proc_table else None,
+    )
