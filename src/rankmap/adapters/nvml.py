@@ -31,7 +31,10 @@ _REASONS: dict[int, tuple[str, str]] = {
     6: ("NotFound", "not found"),
     7: ("InsufficientSize", "NVML buffer too small (nvidia-ml-py older than the driver?)"),
     8: ("InsufficientPower", "the GPU's external power cables are not attached properly"),
-    9: ("DriverNotLoaded", "the NVIDIA kernel driver is not loaded (no GPU driver on this machine)"),
+    9: (
+        "DriverNotLoaded",
+        "the NVIDIA kernel driver is not loaded (no GPU driver on this machine)",
+    ),
     10: ("Timeout", "NVML timed out talking to the GPU"),
     11: ("IrqIssue", "the NVIDIA kernel driver reports an interrupt problem with the GPU"),
     12: (

@@ -37,12 +37,12 @@ _LIST_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)
 _TABLE_HEAD = re.compile(
     r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*([0-9.]+|N/A))?"
 )
-_TABLE_GPU = re.compile(
-    rf"^\|\s*(\d+)\s+(.*?)\s*(?:\b(On|Off|N/A)\s*)?\|\s*({_BUS})\s+\S*\s*\|"
-)
+_TABLE_GPU = re.compile(rf"^\|\s*(\d+)\s+(.*?)\s*(?:\b(On|Off|N/A)\s*)?\|\s*({_BUS})\s+\S*\s*\|")
 _TABLE_MEM = re.compile(r"\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB\s*\|")
 _TABLE_MIGMODE = re.compile(r"^\|[\s|]*\|\s*(Enabled|Disabled|N/A)\s*\|\s*$")
-_TABLE_MIGDEV = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_TABLE_MIGDEV = re.compile(
+    r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB"
+)
 _TABLE_PROC = re.compile(
     r"^\|\s*(\d+)\s+(?:(\d+|N/A)\s+(\d+|N/A)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+(.*?)\s+(\d+MiB|N/A)\s*\|$"
 )
@@ -165,7 +165,8 @@ def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
     errors = [] if uuid else ["nvidia-smi XML gave no UUID"]
     mig_devices = tuple(
         MigDevice(
-            uuid=_xt(m, "uuid") or f"{UNKNOWN_UUID_PREFIX}gpu{pos}-gi{_xt(m, 'gpu_instance_id')}"
+            uuid=_xt(m, "uuid")
+            or f"{UNKNOWN_UUID_PREFIX}gpu{pos}-gi{_xt(m, 'gpu_instance_id')}"
             f"-ci{_xt(m, 'compute_instance_id')}",
             gi=_xint(m, "gpu_instance_id"),
             ci=_xint(m, "compute_instance_id"),
