@@ -259,22 +259,22 @@ def gpu_findings(host: Host, view: VisibleView) -> list[Finding]:
             )
     seen: set[int] = set()
     for dev in view.devices:
-        gpu = next((g for g in host.gpus if g.nvml_index == dev.nvml_index), None)
-        if gpu is None or gpu.nvml_index in seen or not gpu.processes:
+        busy = next((g for g in host.gpus if g.nvml_index == dev.nvml_index), None)
+        if busy is None or busy.nvml_index in seen or not busy.processes:
             continue
-        seen.add(gpu.nvml_index)
+        seen.add(busy.nvml_index)
         procs = ", ".join(
             f"pid {p.pid} {p.name or '?'}"
             + (f" {p.used_memory_mib} MiB" if p.used_memory_mib is not None else "")
-            for p in gpu.processes
+            for p in busy.processes
         )
         out.append(
             finding(
                 "RM010",
-                f"GPU {gpu.nvml_index} ({_device(host, gpu.nvml_index)}) already holds "
-                f"{len(gpu.processes)} process(es)",
+                f"GPU {busy.nvml_index} ({_device(host, busy.nvml_index)}) already holds "
+                f"{len(busy.processes)} process(es)",
                 detail=f"cuda:{dev.cuda_index} of this process is busy: {procs}.",
-                devices=[_device(host, gpu.nvml_index)],
+                devices=[_device(host, busy.nvml_index)],
                 hosts=[host.hostname],
             )
         )

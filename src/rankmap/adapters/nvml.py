@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
@@ -123,10 +124,8 @@ def reset() -> None:
     """Forget the init state (and shut NVML down if it was up); tests call it between scenarios."""
     with _lock:
         if _state["initialized"]:
-            try:
+            with contextlib.suppress(Exception):  # shutting down; nothing to report
                 _pynvml().nvmlShutdown()
-            except Exception:  # noqa: BLE001, S110 - shutting down; nothing to report
-                pass
         _state["initialized"] = False
         _state["error"] = None
 
