@@ -100,6 +100,8 @@ def _live_facts(ctx: AppContext, overrides: dict[str, str]) -> Any:
     identity = replace(system.identity, nccl_hostid=env.get("NCCL_HOSTID") or None)
     if host is not None:
         host = replace(host, identity=identity, hostname=identity.hostname or host.hostname)
+        if host.source == "nvml":  # inside a container NVML sees only the injected GPUs
+            host = replace(host, view="container" if identity.container else "host")
     return DoctorFacts(
         host=host,
         env=env,
@@ -212,7 +214,7 @@ def _render(report: Report, ctx: AppContext) -> None:
     _render_mapping(console, "Launcher / Slurm / MPI variables", sec["launcher_env"])
     _render_mapping(console, "NCCL / CUDA / TORCH variables", sec["gpu_env"])
     _render_identity(console, sec["host_identity"], sec["container"])
-    _render_versions(console, sec["versions"])
+    _render_versions(console, sec["versions"], simulated=sec["simulated"])
     console.print()
     console.print("[bold]Findings[/]")
     render_findings(console, report.ordered_findings())
@@ -278,7 +280,7 @@ def _render_identity(console: Any, ident: dict[str, Any], container: dict[str, A
     console.print(f"  [dim]{esc(container['implication'])}[/]")
 
 
-def _render_versions(console: Any, v: dict[str, Any]) -> None:
+def _render_versions(console: Any, v: dict[str, Any], *, simulated: bool) -> None:
     from rankmap.render.text import esc
 
     def show(value: Any) -> str:
@@ -291,6 +293,10 @@ def _render_versions(console: Any, v: dict[str, Any]) -> None:
         f"torch {show(v['torch_version'])} (built for CUDA {show(v['torch_cuda_version'])}) | "
         f"NCCL {nccl}"
     )
+    if simulated and not v["torch_version"] and not v["python_version"]:
+        console.print(
+            "  [dim]torch/NCCL not read: simulated machine (--inherit-env uses this Python's)[/]"
+        )
     verdicts = {
         "ok": "[green]compatible[/]: the driver supports torch's CUDA",
         "too_old": "[red]driver too old[/] for torch's CUDA (see RM050)",
