@@ -195,3 +195,18 @@ def test_bad_machine_files_exit_2_with_one_line(tmp_path: Path, run_cli, name: s
     assert result.status == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") <= 2 and result.stderr.startswith("rankmap: error:")
+
+
+@pytest.mark.parametrize(
+    ("name", "profile"),
+    [("dgx_a100_table_r515.txt", "dgx-a100"), ("dgx_h100_table_r550.txt", "dgx-h100")],
+)
+def test_dgx_tables_match_the_builtin_profiles(name: str, profile: str, machine) -> None:
+    host = _load(name)
+    assert [g.pci_bus_id for g in host.gpus] == [g.pci_bus_id for g in machine(profile).gpus]
+    assert [g.memory_mib for g in host.gpus] == [g.memory_mib for g in machine(profile).gpus]
+    assert all(g.processes == () for g in host.gpus)  # "No running processes found"
+
+
+def test_truncated_old_layout_names_are_kept_as_printed() -> None:
+    assert _load("dgx_a100_table_r515.txt").gpus[0].name == "NVIDIA A100-SXM..."

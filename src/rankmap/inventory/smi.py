@@ -432,9 +432,7 @@ def _table_gpu(line: str, following: list[str]) -> Gpu | None:
         mig = _TABLE_MIGMODE.match(nxt)
         if mig:
             mig_mode = mig.group(1)
-    name = match.group(2).strip()
-    if name.endswith("..."):
-        name = name[:-3].rstrip()
+    name = match.group(2).strip()  # old layouts truncate long names: "NVIDIA A100-SXM..."
     return Gpu(
         nvml_index=index,
         uuid=_unknown_uuid(index),
