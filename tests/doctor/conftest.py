@@ -23,5 +23,3 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeNvm
 
     yield _install
     nvml.reset()
-
-

@@ -4,7 +4,7 @@ system facts, and golden-file comparison (regenerate with RANKMAP_UPDATE_GOLDEN=
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,7 +13,6 @@ from typing import Any
 import pynvml
 import pytest
 
-from rankmap.adapters import nvml
 from rankmap.adapters.versions import Versions
 from rankmap.doctor import SystemFacts
 from rankmap.model import HostIdentity

@@ -80,8 +80,13 @@ def test_live_nvml_text_and_json(run_cli, fake_nvml) -> None:
     assert codes(doc) == ["RM010", "RM050"]
     assert doc["versions"]["verdict"] == "too_old"
     assert doc["processes"] == [
-        {"nvml_index": 1, "pci_bus_id": "0000:52:00.0", "pid": 4242, "name": "python",
-         "used_memory_mib": 14195}
+        {
+            "nvml_index": 1,
+            "pci_bus_id": "0000:52:00.0",
+            "pid": 4242,
+            "name": "python",
+            "used_memory_mib": 14195,
+        }
     ]
     assert doc["host_identity"]["nccl_host_hash_input"] == "gpu-node-01" + FIXED_IDENTITY.boot_id
     check_golden("doctor_nvml_2gpu.txt", text.stdout)
@@ -122,7 +127,14 @@ def test_gpu_lost_keeps_the_report(run_cli, fake_nvml) -> None:
 def test_cvd_hiding_everything_exits_1(run_cli) -> None:
     for value in ("-1", "", "NoDevFiles", "0,0"):
         result = run_cli(
-            ["doctor", "--machine", "workstation-4gpu", "--env", f"CUDA_VISIBLE_DEVICES={value}", "--json"]
+            [
+                "doctor",
+                "--machine",
+                "workstation-4gpu",
+                "--env",
+                f"CUDA_VISIBLE_DEVICES={value}",
+                "--json",
+            ]
         )
         assert result.status == 1, value
         assert codes(_json(result)) == ["RM203"], value
@@ -133,7 +145,9 @@ def test_order_mismatch_on_mixed_machine(run_cli) -> None:
     assert codes(doc) == ["RM204"]
     assert "cuda:0 is nvidia-smi GPU 1" in doc["findings"][0]["title"]
     doc = _json(
-        run_cli(["doctor", "--machine", "mixed-2gpu", "--env", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "--json"])
+        run_cli(
+            ["doctor", "--machine", "mixed-2gpu", "--env", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "--json"]
+        )
     )
     assert codes(doc) == [] and doc["visible_devices"][0]["nvml_index"] == 0
 
@@ -143,8 +157,14 @@ def test_mig(run_cli) -> None:
     assert codes(doc) == ["RM603"]
     doc = _json(
         run_cli(
-            ["doctor", "--machine", "a100-mig", "--env",
-             "CUDA_VISIBLE_DEVICES=MIG-3274418e-8451-5f27-a7e4-1cb9d6001119,MIG-13d98c76", "--json"]
+            [
+                "doctor",
+                "--machine",
+                "a100-mig",
+                "--env",
+                "CUDA_VISIBLE_DEVICES=MIG-3274418e-8451-5f27-a7e4-1cb9d6001119,MIG-13d98c76",
+                "--json",
+            ]
         )
     )
     assert sorted(codes(doc)) == ["RM602", "RM603"]
@@ -154,7 +174,9 @@ def test_mig(run_cli) -> None:
 def test_container_and_nccl_hostid(run_cli, fake_nvml) -> None:
     fake_nvml()
     ident = HostIdentity(
-        hostname="pod-a", boot_id="b1", container="kubernetes",
+        hostname="pod-a",
+        boot_id="b1",
+        container="kubernetes",
         container_evidence=("KUBERNETES_SERVICE_HOST is set",),
     )
     doc = _json(
@@ -183,7 +205,9 @@ def test_slurm_and_nvidia_visible_devices(run_cli) -> None:
     )
     assert [d["nvml_index"] for d in doc["visible_devices"]] == [4, 5]
     doc = _json(
-        run_cli(["doctor", "--machine", "dgx-h100", "--env", "NVIDIA_VISIBLE_DEVICES=2,77", "--json"])
+        run_cli(
+            ["doctor", "--machine", "dgx-h100", "--env", "NVIDIA_VISIBLE_DEVICES=2,77", "--json"]
+        )
     )
     assert "RM702" in codes(doc)
 

@@ -74,7 +74,9 @@ def test_not_supported_fields_are_explained_not_fatal(fake_nvml) -> None:
 
 
 def test_no_permission_for_processes(fake_nvml) -> None:
-    fake_nvml(fail={("nvmlDeviceGetComputeRunningProcesses", None): pynvml.NVML_ERROR_NO_PERMISSION})
+    fake_nvml(
+        fail={("nvmlDeviceGetComputeRunningProcesses", None): pynvml.NVML_ERROR_NO_PERMISSION}
+    )
     host, findings = nvml.collect_host({})
     assert host is not None and len(host.gpus) == 2
     assert "NoPermission" in host.gpus[1].errors[0]
@@ -90,7 +92,12 @@ def test_gpu_is_lost_on_one_gpu_keeps_the_others(fake_nvml) -> None:
     fake_nvml(gpus, fail={("nvmlDeviceGetHandleByIndex", 2): pynvml.NVML_ERROR_GPU_IS_LOST})
     host, findings = nvml.collect_host({})
     assert host is not None
-    assert [g.pci_bus_id for g in host.gpus] == ["0000:18:00.0", "0000:2A:00.0", None, "0000:5D:00.0"]
+    assert [g.pci_bus_id for g in host.gpus] == [
+        "0000:18:00.0",
+        "0000:2A:00.0",
+        None,
+        "0000:5D:00.0",
+    ]
     lost = host.gpus[2]
     assert lost.uuid.startswith("unknown-uuid:")
     assert "GpuIsLost" in lost.errors[0] and "Xid 79" in lost.errors[0]

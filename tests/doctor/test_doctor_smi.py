@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from doctor_fakes import SMI
 
 from rankmap.errors import InputError
 from rankmap.inventory import detect_format, load_machine, parse_machine_text
 from rankmap.inventory.smi import UNKNOWN_UUID_PREFIX, clean_text, detect_text_format, parse
 from rankmap.model import Host
-
-from doctor_fakes import SMI
 
 WS4_FILES = {
     "ws4_q.xml": "smi-xml",
@@ -70,7 +69,10 @@ def test_process_tables_are_read(name: str) -> None:
 
 
 def test_driver_and_cuda_versions_from_table_and_xml() -> None:
-    assert (_load("ws4_table_r525.txt").driver_version, _load("ws4_table_r525.txt").cuda_driver_version) == ("525.85.12", "12.0")
+    assert (
+        _load("ws4_table_r525.txt").driver_version,
+        _load("ws4_table_r525.txt").cuda_driver_version,
+    ) == ("525.85.12", "12.0")
     xml = _load("ws4_q.xml")
     assert (xml.driver_version, xml.cuda_driver_version) == ("550.54.15", "12.4")
     assert _load("ws4_query_busid_index.csv").driver_version == "550.54.15"
@@ -86,7 +88,8 @@ def test_csv_columns_in_any_order_with_units() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["a100mig_list.txt", "a100mig_list_legacy_r450.txt", "a100mig_q.xml", "a100mig_table_r535.txt"]
+    "name",
+    ["a100mig_list.txt", "a100mig_list_legacy_r450.txt", "a100mig_q.xml", "a100mig_table_r535.txt"],
 )
 def test_mig_formats_give_seven_instances(name: str, machine) -> None:
     profile = machine("a100-mig")
@@ -130,12 +133,19 @@ def test_reference_samples() -> None:
     assert _load("ref_table_r535_l4.txt").gpus[0].pci_bus_id == "0000:31:00.0"
     for name in ("ref_query_2080ti.csv", "ref_query_2080ti_noheader.csv"):
         gpu = _load(name).gpus[0]
-        assert (gpu.uuid, gpu.pci_bus_id) == ("GPU-eb6c0716-025b-941f-3e3d-bab07b5a9539", "0000:0A:00.0")
+        assert (gpu.uuid, gpu.pci_bus_id) == (
+            "GPU-eb6c0716-025b-941f-3e3d-bab07b5a9539",
+            "0000:0A:00.0",
+        )
 
 
 def test_xml_with_prose_prompt_and_crlf_around_it() -> None:
     xml = (SMI / "ws4_q.xml").read_text(encoding="utf-8")
-    paste = "Here is my output:\r\n$ nvidia-smi -q -x\r\n" + xml.replace("\n", "\r\n") + "\r\nthanks\r\n"
+    paste = (
+        "Here is my output:\r\n$ nvidia-smi -q -x\r\n"
+        + xml.replace("\n", "\r\n")
+        + "\r\nthanks\r\n"
+    )
     hosts = parse_machine_text(paste, source="issue")
     assert [g.pci_bus_id for g in hosts[0].gpus][0] == "0000:4F:00.0"
 
@@ -152,7 +162,7 @@ def test_entity_declarations_are_refused() -> None:
     bomb = (
         '<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [<!ENTITY a "aaaaaaaaaa">'
         '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>\n'
-        "<nvidia_smi_log><gpu id=\"00000000:01:00.0\"><uuid>&b;</uuid></gpu></nvidia_smi_log>\n"
+        '<nvidia_smi_log><gpu id="00000000:01:00.0"><uuid>&b;</uuid></gpu></nvidia_smi_log>\n'
     )
     with pytest.raises(InputError, match="entities"):
         parse_machine_text(bomb, source="bomb.xml")
@@ -166,8 +176,11 @@ def test_entity_declarations_are_refused() -> None:
         ("<nvidia_smi_log></nvidia_smi_log>", "no GPU"),
         ("hello world\nthis is not nvidia-smi\n", "not a machine description"),
         ("index, name\n0, Tesla\n", "not a machine description"),
-        ("GPU 0: A (UUID: GPU-11111111-2222-3333-4444-555555555555)\n"
-         "GPU 0: B (UUID: GPU-11111111-2222-3333-4444-666666666666)\n", "twice"),
+        (
+            "GPU 0: A (UUID: GPU-11111111-2222-3333-4444-555555555555)\n"
+            "GPU 0: B (UUID: GPU-11111111-2222-3333-4444-666666666666)\n",
+            "twice",
+        ),
         ("index, pci.bus_id\n0, 00000000:ZZ:00.0\n", "not a PCI bus id"),
     ],
 )
@@ -189,7 +202,11 @@ def test_detect_text_format_unknown_for_prose() -> None:
 @pytest.mark.parametrize("name", ["empty.txt", "binary.bin", "garbage.txt"])
 def test_bad_machine_files_exit_2_with_one_line(tmp_path: Path, run_cli, name: str) -> None:
     path = tmp_path / name
-    content = {"empty.txt": b"", "binary.bin": b"\x00\x01\x02nvidia", "garbage.txt": b"lorem ipsum\n"}
+    content = {
+        "empty.txt": b"",
+        "binary.bin": b"\x00\x01\x02nvidia",
+        "garbage.txt": b"lorem ipsum\n",
+    }
     path.write_bytes(content[name])
     result = run_cli(["doctor", "--machine", str(path), "--json"])
     assert result.status == 2

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 import rankmap
-from rankmap.adapters.versions import Versions, collect_python_versions, compatibility, torch_cuda_build
+from rankmap.adapters.versions import (
+    Versions,
+    collect_python_versions,
+    compatibility,
+    torch_cuda_build,
+)
 from rankmap.findings import Severity
 
 
@@ -64,7 +69,9 @@ def test_collect_reports_python_version() -> None:
     ],
 )
 def test_compatibility_verdict(driver, build, verdict, severity) -> None:
-    v = Versions(driver_version="x", cuda_driver_version=driver, torch_version="t", torch_cuda_version=build)
+    v = Versions(
+        driver_version="x", cuda_driver_version=driver, torch_version="t", torch_cuda_version=build
+    )
     got, findings = compatibility(v, hosts=("n1",))
     assert got == verdict
     if severity is None:
