@@ -120,7 +120,7 @@ def _machine_facts(args: argparse.Namespace, ctx: AppContext, overrides: dict[st
     from rankmap.inventory import load_machine
 
     spec = args.machine
-    if not Path(spec).is_absolute() and (ctx.cwd / spec).is_file():
+    if not Path(spec).exists() and (ctx.cwd / spec).is_file():
         spec = str(ctx.cwd / spec)
     hosts = load_machine(spec)
     notes: list[str] = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 
 from rankmap.errors import InputError
 from rankmap.model import Gpu, GpuProcess, Host, MigDevice
@@ -90,8 +91,10 @@ def parse(fmt: str, text: str, *, source: str) -> list[Host]:
 
 
 def _host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
+    # A paste names no machine: the file's stem stands in, so two pasted nodes stay two hosts.
+    stem = PurePath(source).stem if source else ""
     return Host(
-        hostname="nvidia-smi",
+        hostname=stem or "nvidia-smi",
         gpus=tuple(sorted(gpus, key=lambda g: g.nvml_index)),
         driver_version=kw.get("driver_version"),
         cuda_driver_version=kw.get("cuda_driver_version"),
