@@ -227,3 +227,19 @@ def test_dgx_tables_match_the_builtin_profiles(name: str, profile: str, machine)
 
 def test_truncated_old_layout_names_are_kept_as_printed() -> None:
     assert _load("dgx_a100_table_r515.txt").gpus[0].name == "NVIDIA A100-SXM..."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| 0 " + " " * 4000 + "x\n",
+        ("| " * 1500 + "\n") * 200,
+        "\x1b]" * 50000,
+        "GPU 0: " + "(UUID: " * 5000 + "\n",
+        "| Processes: |\n" + ("|    1    3    0   34965   C   " + "py " * 500 + " 1MiB |\n") * 50,
+    ],
+    ids=["spaces", "pipes", "osc", "uuid-repeats", "long-process-rows"],
+)
+def test_pathological_pastes_are_rejected_not_hung(text: str) -> None:
+    with pytest.raises(InputError):
+        parse_machine_text(text, source="paste")

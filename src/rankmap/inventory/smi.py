@@ -29,7 +29,7 @@ from rankmap.pci import try_normalize_bus_id
 
 UNKNOWN_UUID_PREFIX = "unknown-uuid:"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b\][^\x07\x1b]{0,256}\x07")
 _PROMPT = re.compile(r"^\s*(?:\S*[$#%>]\s+)?(?:sudo\s+)?nvidia-smi(?:\s.*)?$")
 _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]"
 _UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
@@ -38,15 +38,15 @@ _LIST_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)
 _TABLE_HEAD = re.compile(
     r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*([0-9.]+|N/A))?"
 )
-_TABLE_GPU = re.compile(rf"^\|\s*(\d+)\s+(.*?)\s*(?:\b(On|Off|N/A)\s*)?\|\s*({_BUS})\s+\S*\s*\|")
+_TABLE_BUS_CELL = re.compile(rf"^\s*({_BUS})(?:\s|$)")
+_TABLE_GPU_CELL = re.compile(r"^\s*(\d+)\s+(\S.*)$")
 _TABLE_MEM = re.compile(r"\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB\s*\|")
-_TABLE_MIGMODE = re.compile(r"^\|[\s|]*\|\s*(Enabled|Disabled|N/A)\s*\|\s*$")
 _TABLE_MIGDEV = re.compile(
     r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)\s*MiB\s*/\s*(\d+)\s*MiB"
 )
-_TABLE_PROC = re.compile(
-    r"^\|\s*(\d+)\s+(?:(\d+|N/A)\s+(\d+|N/A)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+(.*?)\s+(\d+MiB|N/A)\s*\|$"
-)
+_MIG_MODES = ("Enabled", "Disabled", "N/A")
+_PROC_TYPES = frozenset({"C", "G", "M", "C+G", "M+C"})
+MAX_LINE = 4096  # nvidia-smi lines are ~100 characters; longer lines are not its output
 
 
 def clean_text(text: str) -> list[str]:
@@ -55,13 +55,55 @@ def clean_text(text: str) -> list[str]:
     return [line.rstrip() for line in text.split("\n") if not _PROMPT.match(line)]
 
 
+def _lines(text: str) -> list[str]:
+    """Cleaned lines short enough to be nvidia-smi text (keeps every regex linear in practice)."""
+    return [line for line in clean_text(text) if len(line) <= MAX_LINE]
+
+
+def _cells(line: str) -> list[str]:
+    """``| a | b |`` -> ``["a", "b"]`` (table rows)."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _table_gpu_row(line: str) -> tuple[int, str, str] | None:
+    """(index, name, bus id) of a GPU row ``|   0  NAME   Off | 00000000:4F:00.0 Off | ...``."""
+    if not line.startswith("|") or line.count("|") < 3:
+        return None
+    parts = line.strip().strip("|").split("|")
+    head = _TABLE_GPU_CELL.match(parts[0])
+    bus = _TABLE_BUS_CELL.match(parts[1])
+    if not head or not bus:
+        return None
+    words = head.group(2).split()
+    if len(words) > 1 and words[-1] in ("On", "Off", "N/A"):
+        words = words[:-1]  # the Persistence-M column
+    return int(head.group(1)), " ".join(words), bus.group(1)
+
+
+def _table_process_row(line: str) -> tuple[int, GpuProcess] | None:
+    """``|    1    3    0      34965      C   python     14195MiB |`` (GI/CI optional)."""
+    cells = _cells(line)
+    if len(cells) != 1 or not line.startswith("|"):
+        return None
+    words = cells[0].split()
+    if len(words) < 5 or not words[0].isdigit():
+        return None
+    gi_ci = 2 if len(words) >= 7 and words[3].isdigit() and words[4] in _PROC_TYPES else 0
+    pid, kind, memory = words[1 + gi_ci], words[2 + gi_ci], words[-1]
+    if not pid.isdigit() or kind not in _PROC_TYPES or not re.fullmatch(r"\d+MiB|N/A", memory):
+        return None
+    name = " ".join(words[3 + gi_ci : -1]) or None
+    used = int(memory[:-3]) if memory != "N/A" else None
+    return int(words[0]), GpuProcess(pid=int(pid), name=name, used_memory_mib=used)
+
+
 def detect_text_format(text: str) -> str:
     """``smi-list`` | ``smi-csv`` | ``smi-table`` | ``unknown`` (``smi-xml`` too, in prose)."""
-    lines = clean_text(text)
-    if any("<nvidia_smi_log" in line for line in lines[:5000]):
+    if "<nvidia_smi_log" in text:
         return "smi-xml"
+    lines = _lines(text)
     if any(_TABLE_HEAD.search(line) for line in lines) or any(
-        _TABLE_GPU.match(line) for line in lines
+        _table_gpu_row(line) for line in lines
     ):
         return "smi-table"
     if any(_LIST_GPU.match(line) for line in lines):
@@ -209,7 +251,7 @@ def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
 def _parse_list(text: str, source: str) -> Host:
     gpus: list[Gpu] = []
     migs: list[MigDevice] = []
-    for line in clean_text(text):
+    for line in _lines(text):
         match = _LIST_GPU.match(line)
         if match:
             _close_list_gpu(gpus, migs)
@@ -317,7 +359,7 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
 
 
 def _parse_csv(text: str, source: str) -> Host:
-    csv = _find_csv(clean_text(text))
+    csv = _find_csv(_lines(text))
     if csv is None:
         raise InputError(
             f"{source}: nvidia-smi CSV needs at least the index and uuid or pci.bus_id columns"
@@ -371,7 +413,7 @@ def _parse_csv(text: str, source: str) -> Host:
 
 
 def _parse_table(text: str, source: str) -> Host:
-    lines = clean_text(text)
+    lines = _lines(text)
     driver = cuda = None
     gpus: list[Gpu] = []
     migs: dict[int, list[MigDevice]] = {}
@@ -407,39 +449,31 @@ def _parse_table(text: str, source: str) -> Host:
                     )
                 )
         else:
-            match = _TABLE_PROC.match(line)
-            if match:
-                mem = match.group(7)
-                procs.setdefault(int(match.group(1)), []).append(
-                    GpuProcess(
-                        pid=int(match.group(4)),
-                        name=match.group(6).strip() or None,
-                        used_memory_mib=_mib(mem) if mem != "N/A" else None,
-                    )
-                )
+            row = _table_process_row(line)
+            if row:
+                procs.setdefault(row[0], []).append(row[1])
     has_proc_table = any("Processes:" in line for line in lines)
     gpus = [_table_finish(g, migs, procs, has_proc_table) for g in gpus]
     return _host(gpus, source, "nvidia-smi", driver_version=driver, cuda_driver_version=cuda)
 
 
 def _table_gpu(line: str, following: list[str]) -> Gpu | None:
-    match = _TABLE_GPU.match(line)
-    if not match:
+    row = _table_gpu_row(line)
+    if row is None:
         return None
-    index = int(match.group(1))
+    index, name, bus = row  # old layouts truncate long names: "NVIDIA A100-SXM..."
     memory = mig_mode = None
     for nxt in following:
         mem = _TABLE_MEM.search(nxt)
         if mem and memory is None:
             memory = int(mem.group(2))
-        mig = _TABLE_MIGMODE.match(nxt)
-        if mig:
-            mig_mode = mig.group(1)
-    name = match.group(2).strip()  # old layouts truncate long names: "NVIDIA A100-SXM..."
+        cells = _cells(nxt)
+        if nxt.startswith("|") and not any(cells[:-1]) and cells[-1] in _MIG_MODES:
+            mig_mode = cells[-1]
     return Gpu(
         nvml_index=index,
         uuid=_unknown_uuid(index),
-        pci_bus_id=_bus(match.group(4)),
+        pci_bus_id=_bus(bus),
         name=name or None,
         memory_mib=memory,
         mig_mode=mig_mode == "Enabled",
