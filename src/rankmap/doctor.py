@@ -11,7 +11,7 @@ Report sections (top-level JSON keys besides the contract's): ``inventory``, ``v
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rankmap.adapters.versions import Versions, compatibility
 from rankmap.findings import Finding, Report, finding
@@ -87,9 +87,11 @@ def select_env(
 def build_report(facts: DoctorFacts) -> Report:
     """Inventory, logical -> physical view, env, identity, container, versions and findings."""
     report = Report(command="doctor")
-    report.findings.extend(facts.inventory_findings)
     host = facts.host
     hostname = host.hostname if host else (facts.identity.hostname or "localhost")
+    report.findings.extend(
+        f if f.hosts else replace(f, hosts=(hostname,)) for f in facts.inventory_findings
+    )
     view = resolve_visible(host, facts.env) if host is not None else None
     report.sections["simulated"] = facts.simulated
     report.sections["source"] = facts.source
@@ -103,7 +105,12 @@ def build_report(facts: DoctorFacts) -> Report:
     report.sections["host_identity"] = facts.identity.to_dict()
     report.sections["container"] = _container_section(facts.identity, host)
     verdict, version_findings = compatibility(facts.versions, hosts=(hostname,))
-    report.sections["versions"] = {**facts.versions.to_dict(), "verdict": verdict}
+    report.sections["versions"] = {
+        **facts.versions.to_dict(),
+        "verdict": verdict,
+        "verdict_reason": _verdict_reason(verdict, facts),
+        "nccl_note": _nccl_note(facts.env),
+    }
     report.sections["processes"] = _processes(host)
     if host is not None and view is not None:
         report.findings.extend(visibility_findings(host, view, facts.env))
@@ -132,6 +139,32 @@ def _visibility_sections(view: VisibleView | None) -> dict[str, object]:
             "dropped": [{"entry": d.entry, "reason": d.reason} for d in view.dropped],
         },
     }
+
+
+def _verdict_reason(verdict: str, facts: DoctorFacts) -> str:
+    v = facts.versions
+    if verdict == "ok":
+        return (
+            f"the driver supports CUDA {v.cuda_driver_version} >= {v.torch_cuda_version}, "
+            "the CUDA torch was built with"
+        )
+    if verdict == "too_old":
+        return f"torch needs CUDA {v.torch_cuda_version}; the driver supports {v.cuda_driver_version}"
+    if not v.cuda_driver_version:
+        return "the driver's CUDA version is unknown (no NVML / not in the machine description)"
+    if facts.simulated and not v.python_version:
+        return "torch is not read for a simulated machine (--inherit-env uses this Python's)"
+    if not v.torch_version:
+        return "torch is not installed in this Python"
+    return f"torch {v.torch_version} is a CPU-only build: it needs no CUDA driver"
+
+
+def _nccl_note(env: Mapping[str, str]) -> str | None:
+    # reference/pytorch_nccl.md §4: the NCCL loaded at runtime may be a system lib via LD_PRELOAD.
+    preload = env.get("LD_PRELOAD", "")
+    if "nccl" in preload.lower():
+        return f"LD_PRELOAD={preload}: this libnccl replaces the wheel's at run time"
+    return None
 
 
 def _container_section(identity: HostIdentity, host: Host | None) -> dict[str, object]:

@@ -291,3 +291,37 @@ def test_doctor_json_never_imports_torch(machine: list[str]) -> None:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_machine_from_stdin(run_cli) -> None:
+    from doctor_fakes import SMI
+
+    paste = (SMI / "ws4_table_issue_paste.txt").read_text(encoding="utf-8")
+    doc = _json(run_cli(["doctor", "--machine", "-", "--json"], stdin=paste))
+    assert doc["inventory"]["hosts"][0]["gpus"][0]["pci_bus_id"] == "0000:4F:00.0"
+    assert doc["inventory"]["hosts"][0]["hostname"] == "stdin"
+    assert run_cli(["doctor", "--machine", "-"], stdin="").status == 2
+
+
+def test_version_reasons_and_preloaded_nccl(run_cli, fake_nvml) -> None:
+    fake_nvml()
+    cpu = Versions(torch_version="2.13.0+cpu", python_version="3.11.7")
+    doc = _json(
+        run_cli(
+            ["doctor", "--env", "LD_PRELOAD=/opt/nccl/lib/libnccl.so.2", "--json"],
+            system_facts=system_facts(versions=cpu),
+        )
+    )
+    assert doc["versions"]["verdict"] == "unknown"
+    assert "CPU-only build" in doc["versions"]["verdict_reason"]
+    assert "libnccl" in doc["versions"]["nccl_note"]
+    ok = Versions(torch_version="2.5.1+cu121", torch_cuda_version="12.1", python_version="3.11.7")
+    doc = _json(run_cli(["doctor", "--json"], system_facts=system_facts(versions=ok)))
+    assert doc["versions"]["verdict"] == "ok" and doc["versions"]["nccl_note"] is None
+    assert "RM050" not in codes(doc)
+
+
+def test_inventory_findings_name_the_host(run_cli, fake_nvml) -> None:
+    fake_nvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    doc = _json(run_cli(["doctor", "--json"], system_facts=system_facts()))
+    assert doc["findings"][0]["hosts"] == ["gpu-node-01"]

@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--host", metavar="NAME", help="with a multi-host profile: the host to diagnose"
     )
+    parser.epilog = "--machine - reads pasted nvidia-smi output (or a profile) from stdin."
     parser.add_argument(
         "--save",
         metavar="PATH",
@@ -120,9 +121,17 @@ def _machine_facts(args: argparse.Namespace, ctx: AppContext, overrides: dict[st
     from rankmap.inventory import load_machine
 
     spec = args.machine
-    if not Path(spec).exists() and (ctx.cwd / spec).is_file():
-        spec = str(ctx.cwd / spec)
-    hosts = load_machine(spec)
+    if spec == "-":  # `nvidia-smi | rankmap doctor --machine -`
+        from rankmap.inventory import parse_machine_text
+
+        text = ctx.stdin.read(64 * 1024 * 1024)
+        if not text.strip():
+            raise InputError("--machine -: nothing on stdin")
+        hosts = parse_machine_text(text, source="stdin")
+    else:
+        if not Path(spec).exists() and (ctx.cwd / spec).is_file():
+            spec = str(ctx.cwd / spec)
+        hosts = load_machine(spec)
     notes: list[str] = []
     if args.host:
         chosen = [h for h in hosts if h.hostname == args.host]
@@ -214,7 +223,7 @@ def _render(report: Report, ctx: AppContext) -> None:
     _render_mapping(console, "Launcher / Slurm / MPI variables", sec["launcher_env"])
     _render_mapping(console, "NCCL / CUDA / TORCH variables", sec["gpu_env"])
     _render_identity(console, sec["host_identity"], sec["container"])
-    _render_versions(console, sec["versions"], simulated=sec["simulated"])
+    _render_versions(console, sec["versions"])
     console.print()
     console.print("[bold]Findings[/]")
     render_findings(console, report.ordered_findings())
@@ -280,7 +289,7 @@ def _render_identity(console: Any, ident: dict[str, Any], container: dict[str, A
     console.print(f"  [dim]{esc(container['implication'])}[/]")
 
 
-def _render_versions(console: Any, v: dict[str, Any], *, simulated: bool) -> None:
+def _render_versions(console: Any, v: dict[str, Any]) -> None:
     from rankmap.render.text import esc
 
     def show(value: Any) -> str:
@@ -293,13 +302,7 @@ def _render_versions(console: Any, v: dict[str, Any], *, simulated: bool) -> Non
         f"torch {show(v['torch_version'])} (built for CUDA {show(v['torch_cuda_version'])}) | "
         f"NCCL {nccl}"
     )
-    if simulated and not v["torch_version"] and not v["python_version"]:
-        console.print(
-            "  [dim]torch/NCCL not read: simulated machine (--inherit-env uses this Python's)[/]"
-        )
-    verdicts = {
-        "ok": "[green]compatible[/]: the driver supports torch's CUDA",
-        "too_old": "[red]driver too old[/] for torch's CUDA (see RM050)",
-        "unknown": "not compared (driver CUDA or torch CUDA build unknown)",
-    }
-    console.print(f"  verdict: {verdicts.get(v['verdict'], esc(v['verdict']))}")
+    if v.get("nccl_note"):
+        console.print(f"  [yellow]note:[/] {esc(v['nccl_note'])}")
+    style = {"ok": "green", "too_old": "red"}.get(v["verdict"], "dim")
+    console.print(f"  verdict: [{style}]{esc(v['verdict'])}[/] - {esc(v['verdict_reason'])}")
