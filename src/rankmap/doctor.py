@@ -149,7 +149,9 @@ def _verdict_reason(verdict: str, facts: DoctorFacts) -> str:
             "the CUDA torch was built with"
         )
     if verdict == "too_old":
-        return f"torch needs CUDA {v.torch_cuda_version}; the driver supports {v.cuda_driver_version}"
+        return (
+            f"torch needs CUDA {v.torch_cuda_version}; the driver supports {v.cuda_driver_version}"
+        )
     if not v.cuda_driver_version:
         return "the driver's CUDA version is unknown (no NVML / not in the machine description)"
     if facts.simulated and not v.python_version:

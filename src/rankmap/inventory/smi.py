@@ -19,7 +19,6 @@ prose around the output. Anything else raises :class:`~rankmap.errors.InputError
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 
@@ -115,8 +114,10 @@ def detect_text_format(text: str) -> str:
 
 def parse(fmt: str, text: str, *, source: str) -> list[Host]:
     """Parse ``text`` in format ``fmt`` into one host; ``InputError`` names what is wrong."""
+    from rankmap.inventory.smi_xml import parse_xml
+
     parsers = {
-        "smi-xml": _parse_xml,
+        "smi-xml": parse_xml,
         "smi-list": _parse_list,
         "smi-csv": _parse_csv,
         "smi-table": _parse_table,
@@ -132,7 +133,8 @@ def parse(fmt: str, text: str, *, source: str) -> list[Host]:
     return [host]
 
 
-def _host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
+def make_host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
+    """One host from parsed GPUs; ``kw``: ``driver_version``, ``cuda_driver_version``."""
     # A paste names no machine: the file's stem stands in, so two pasted nodes stay two hosts.
     stem = PurePath(source).stem if source else ""
     return Host(
@@ -144,105 +146,20 @@ def _host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
     )
 
 
-def _unknown_uuid(index: int) -> str:
+def unknown_uuid(index: int) -> str:
+    """Placeholder UUID for a GPU whose source gives none (unique, never matches ``GPU-``)."""
     return f"{UNKNOWN_UUID_PREFIX}nvml{index}"
 
 
-def _bus(raw: str | None) -> str | None:
+def bus_id(raw: str | None) -> str | None:
+    """Canonical bus id of any spelling, or ``None``."""
     return try_normalize_bus_id(raw.strip()) if raw else None
 
 
-def _mib(raw: str | None) -> int | None:
+def leading_int(raw: str | None) -> int | None:
+    """``"81559 MiB"`` -> 81559; ``None`` when there is no leading number."""
     match = re.match(r"\s*(\d+)", raw or "")
     return int(match.group(1)) if match else None
-
-
-# --- nvidia-smi -q -x --------------------------------------------------------------------------
-
-
-def _parse_xml(text: str, source: str) -> Host:
-    body = "\n".join(clean_text(text))
-    start = body.find("<?xml")
-    if start < 0:
-        start = body.find("<nvidia_smi_log")
-    end = body.rfind("</nvidia_smi_log>")
-    if start < 0 or end < 0:
-        raise InputError(f"{source}: nvidia-smi XML is truncated (no </nvidia_smi_log>)")
-    body = body[start : end + len("</nvidia_smi_log>")]
-    if re.search(r"<!ENTITY", body, re.IGNORECASE):
-        raise InputError(f"{source}: XML declares entities; refused (not nvidia-smi output)")
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError as exc:
-        raise InputError(f"{source}: malformed nvidia-smi XML ({exc})") from None
-    if root.tag != "nvidia_smi_log":
-        raise InputError(f"{source}: XML root is <{root.tag}>, not <nvidia_smi_log>")
-    gpus = [_xml_gpu(el, pos, source) for pos, el in enumerate(root.findall("gpu"))]
-    return _host(
-        gpus,
-        source,
-        "nvidia-smi -q -x",
-        driver_version=_xt(root, "driver_version"),
-        cuda_driver_version=_xt(root, "cuda_version"),
-    )
-
-
-def _xt(el: ET.Element, path: str) -> str | None:
-    found = el.find(path)
-    if found is None or found.text is None:
-        return None
-    value = found.text.strip()
-    return None if value in ("", "N/A", "None") else value
-
-
-def _xint(el: ET.Element, path: str) -> int | None:
-    value = _xt(el, path)
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
-    uuid = _xt(el, "uuid")
-    bus = _bus(el.get("id")) or _bus(_xt(el, "pci/pci_bus_id"))
-    if uuid is None and bus is None:
-        raise InputError(f"{source}: <gpu> number {pos} has neither a uuid nor a bus id")
-    # NOTE: the XML order is taken as the NVML index order (unverified that it is guaranteed;
-    # reference/nvidia_smi_formats.md §5). nvidia-smi prints GPUs in PCI order.
-    errors = [] if uuid else ["nvidia-smi XML gave no UUID"]
-    mig_devices = tuple(
-        MigDevice(
-            uuid=_xt(m, "uuid")
-            or f"{UNKNOWN_UUID_PREFIX}gpu{pos}-gi{_xt(m, 'gpu_instance_id')}"
-            f"-ci{_xt(m, 'compute_instance_id')}",
-            gi=_xint(m, "gpu_instance_id"),
-            ci=_xint(m, "compute_instance_id"),
-            index=_xint(m, "index"),
-            memory_mib=_mib(_xt(m, "fb_memory_usage/total")),
-        )
-        for m in el.findall("mig_devices/mig_device")
-    )
-    if mig_devices and not any(m.find("uuid") is not None for m in el.iter("mig_device")):
-        errors.append("nvidia-smi XML gives no MIG UUIDs; use nvidia-smi -L for them")
-    procs = tuple(
-        GpuProcess(
-            pid=int(_xt(p, "pid") or 0),
-            name=_xt(p, "process_name"),
-            used_memory_mib=_mib(_xt(p, "used_memory")),
-        )
-        for p in el.findall("processes/process_info")
-        if (_xt(p, "pid") or "").isdigit()
-    )
-    return Gpu(
-        nvml_index=pos,
-        uuid=uuid or _unknown_uuid(pos),
-        pci_bus_id=bus,
-        name=_xt(el, "product_name"),
-        memory_mib=_mib(_xt(el, "fb_memory_usage/total")),
-        mig_mode=(_xt(el, "mig_mode/current_mig") or "").lower() == "enabled",
-        mig_devices=mig_devices,
-        minor_number=_xint(el, "minor_number"),
-        processes=procs,
-        errors=tuple(errors),
-    )
 
 
 # --- nvidia-smi -L -----------------------------------------------------------------------------
@@ -271,7 +188,7 @@ def _parse_list(text: str, source: str) -> Host:
         if mig and gpus:
             migs.append(_list_mig(mig.group(3), mig.group(1), int(mig.group(2))))
     _close_list_gpu(gpus, migs)
-    return _host(gpus, source, "nvidia-smi -L")
+    return make_host(gpus, source, "nvidia-smi -L")
 
 
 def _list_mig(uuid: str, profile: str, index: int) -> MigDevice:
@@ -380,7 +297,7 @@ def _parse_csv(text: str, source: str) -> Host:
             raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
         index = int(raw_index)
         raw_bus = cell(row, "pci.bus_id")
-        bus = _bus(raw_bus)
+        bus = bus_id(raw_bus)
         if raw_bus and bus is None:
             raise InputError(f"{source}: CSV pci.bus_id {raw_bus!r} is not a PCI bus id")
         errors = []
@@ -395,18 +312,18 @@ def _parse_csv(text: str, source: str) -> Host:
         gpus.append(
             Gpu(
                 nvml_index=index,
-                uuid=uuid or _unknown_uuid(index),
+                uuid=uuid or unknown_uuid(index),
                 pci_bus_id=bus,
                 name=cell(row, "name"),
-                memory_mib=_mib(cell(row, "memory.total")),
+                memory_mib=leading_int(cell(row, "memory.total")),
                 compute_capability=cc,
                 mig_mode=(cell(row, "mig.mode.current") or "").lower() == "enabled",
-                minor_number=_mib(cell(row, "minor_number")),
+                minor_number=leading_int(cell(row, "minor_number")),
                 errors=tuple(errors),
             )
         )
     driver = drivers.pop() if len(drivers) == 1 else None
-    return _host(gpus, source, "nvidia-smi --query-gpu", driver_version=driver)
+    return make_host(gpus, source, "nvidia-smi --query-gpu", driver_version=driver)
 
 
 # --- the default nvidia-smi table --------------------------------------------------------------
@@ -454,7 +371,7 @@ def _parse_table(text: str, source: str) -> Host:
                 procs.setdefault(row[0], []).append(row[1])
     has_proc_table = any("Processes:" in line for line in lines)
     gpus = [_table_finish(g, migs, procs, has_proc_table) for g in gpus]
-    return _host(gpus, source, "nvidia-smi", driver_version=driver, cuda_driver_version=cuda)
+    return make_host(gpus, source, "nvidia-smi", driver_version=driver, cuda_driver_version=cuda)
 
 
 def _table_gpu(line: str, following: list[str]) -> Gpu | None:
@@ -472,8 +389,8 @@ def _table_gpu(line: str, following: list[str]) -> Gpu | None:
             mig_mode = cells[-1]
     return Gpu(
         nvml_index=index,
-        uuid=_unknown_uuid(index),
-        pci_bus_id=_bus(bus),
+        uuid=unknown_uuid(index),
+        pci_bus_id=bus_id(bus),
         name=name or None,
         memory_mib=memory,
         mig_mode=mig_mode == "Enabled",
