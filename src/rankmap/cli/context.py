@@ -34,10 +34,27 @@ class AppContext:
         env = dict(os.environ)
         tty = sys.stdout.isatty()
         color = tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
-        return cls(stdout=sys.stdout, stderr=sys.stderr, stdin=sys.stdin, environ=env, color=color)
+        # NOTE: piped output (logs, CI, bug reports) gets 120 columns instead of rich's 80, so
+        # tables keep UUIDs and bus ids on one line; a terminal uses its own width.
+        width = None if tty else _columns(env, default=120)
+        return cls(
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            stdin=sys.stdin,
+            environ=env,
+            color=color,
+            width=width,
+        )
 
     def console(self) -> Console:
         """Console for human output on stdout."""
         from rankmap.render.console import make_console
 
         return make_console(self.stdout, color=self.color, width=self.width)
+
+
+def _columns(env: Mapping[str, str], *, default: int) -> int:
+    try:
+        return max(40, int(env.get("COLUMNS", "")))
+    except ValueError:
+        return default
