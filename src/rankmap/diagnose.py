@@ -109,7 +109,9 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
     """Findings (best-supported cause first), placements and sections from the evidence."""
     findings: list[Finding] = []
     dup = ev.has("duplicate_gpu", "multi_rank_gpu") or bool(ev.rankmap.collisions())
-    specific = ev.has("nccl_mismatch", "bootstrap_dup_rank", "no_interface", "store_error")
+    specific = ev.has(
+        "nccl_mismatch", "bootstrap_dup_rank", "no_interface", "store_error", "socket_error"
+    )
     bare = not dup and not specific and _bare_invalid_usage(ev)
     if dup or bare:
         findings += duplicate_findings(ctx, ev)

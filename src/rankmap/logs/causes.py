@@ -129,6 +129,10 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
         cands["oversub"].add(
             4, f"accelerate put {len(banners)} processes on cuda:{banners[0]} (wraps modulo GPUs)"
         )
+    gpus = ctx.gpus_per_node()
+    named = {r for e in ev.of("duplicate_gpu") for r in e.ranks}
+    if gpus is not None and len(named) > gpus:
+        cands["oversub"].add(5, f"{len(named)} ranks share a host that has {gpus} GPU(s)")
     split = _split_hosts(ev)
     if split:
         cands["RM801"].add(5, split)
@@ -155,7 +159,7 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     forms = {e.get("form") for e in ev.of("invalid_ordinal")}
     if "mig_assert" in forms:
         cands["mig"].add(6, "PyTorch's device-count INTERNAL ASSERT is the MIG visibility failure")
-    else:
+    elif not _mig_evidence(ctx, ev):
         cands["mig"].score = min(cands["mig"].score, 2)
     if ctx.launch and ctx.launch.gpus_per_task == 1:
         cands["per_process"].add(6, "srun --gpus-per-task=1: each task sees only cuda:0")

@@ -77,7 +77,10 @@ class Context:
 
     def gpus_per_node(self) -> int | None:
         """GPU count of the (first) machine given, None when no machine was given."""
-        return len(self.machines[0].gpus) if self.machines else None
+        if not self.machines:
+            return None
+        # A MIG GPU offers one CUDA device per instance to the processes of a job.
+        return sum(max(1, len(g.mig_devices)) if g.mig_mode else 1 for g in self.machines[0].gpus)
 
     def selection(self) -> str | None:
         """How the job selects devices: the script's answer, else the simulation's."""

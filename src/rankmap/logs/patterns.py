@@ -62,6 +62,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"MIG",
     b"timed out",
     b"Failed",
+    b"AF_INET",
+    b"interface",
 )
 
 # init.cc line of the duplicate-GPU WARN -> NCCL release (reference/nccl.md (a)).
@@ -195,7 +197,7 @@ _HOSTID = _R(r"NCCL_HOSTID set by environment to (?P<v>\S+)")
 _IFNAME_SET = _R(r"NCCL_SOCKET_IFNAME set (?:by environment )?to (?P<v>\S+)")
 _NO_IFACE = _R(
     r"Bootstrap : no socket interface found|NET/Socket : no interface found|"
-    r"No usable listening interface found"
+    r"No usable listening interface found|is neither AF_INET|no NCCL_SOCKET_IFNAME interface"
 )
 _SOCKET = _R(
     r"socketStartConnect|socketPollConnect|exceeded error retry count|Connection closed by remote"

@@ -17,6 +17,7 @@ _TIMESTAMP = re.compile(
 )
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+")
 _RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")
+_TAG = re.compile(r"^\[[A-Za-z][\w|.-]*\]:\s?")  # torchx-style "[trainer0|0]:" role tags
 _MPI = re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
 _RAY = re.compile(r"^\((?:[\w.-]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s*")
 _SRUN = re.compile(r"^(?P<task>\d{1,5}): ")
@@ -66,6 +67,10 @@ def strip_prefixes(text: str) -> tuple[Prefix, str]:
         m = _RANK.match(msg) or _MPI.match(msg)
         if m:
             rank = int(m.group("rank"))
+            msg = msg[m.end() :]
+            continue
+        m = _TAG.match(msg)
+        if m:
             msg = msg[m.end() :]
             continue
         m = _RAY.match(msg)
