@@ -20,7 +20,7 @@ from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
 from rankmap.logs.findings_map import duplicate_findings, ordinal_findings, quote
 from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS
-from rankmap.logs.reader import open_input, scan_stream
+from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env
 
@@ -59,6 +59,15 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
             ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS))
             continue
         handle, size = open_input(name)
+        if size is not None:
+            fast = scan_file_parallel(
+                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS
+            )
+            if fast is not None:
+                handle.close()
+                ev.sources.append(name)
+                ev.add_lines(fast)
+                continue
         with handle:
             ev.sources.append(name)
             ev.add_lines(

@@ -19,9 +19,12 @@ from dataclasses import dataclass, field
 from rankmap.logs.prefix import Prefix, split_messages, strip_prefixes
 from rankmap.logs.reader import Line
 
-CORE_ANCHORS: tuple[bytes, ...] = (b"WARN", b"- Init ", b"rror")
+CORE_ANCHORS: tuple[bytes, ...] = (b"NCCL WARN", b"- Init ", b"rror")
+# NOTE: long anchors scan faster with bytes.find; these three cover the WARN, Init and error
+# lines a mapping failure leaves in the middle of a huge INFO log.
 ANCHORS: tuple[bytes, ...] = (
     *CORE_ANCHORS,
+    b"WARN",
     b"Init START",
     b"Init COMPLETE",
     b"NCCL version",
@@ -37,8 +40,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"Failures:",
     b"exitcode",
     b"local_rank:",
-    b"host ",
-    b"Rank ",
+    b"host   ",
+    b" Pid ",
     b"Using devices",
     b"out of memory",
     b"memory in use",

@@ -26,8 +26,8 @@ CHUNK_BYTES = 4 * 1024 * 1024
 MAX_LINE = 16 * 1024  # longer lines are cut into windows around each anchor hit
 WINDOW_BEFORE = 1024
 WINDOW_AFTER = 3072
-FULL_SCAN_LIMIT = 32 * 1024 * 1024  # files up to this size get every anchor everywhere
-EDGE_BYTES = 8 * 1024 * 1024  # head and tail of bigger files get every anchor too
+FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
+EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
 _SNIFF = 8192
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -164,6 +164,78 @@ def scan_stream(
             break
         if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
             carry = carry[-MAX_LINE:]
+
+
+PARALLEL_MIN_BYTES = 256 * 1024 * 1024
+
+
+def _scan_segment(args: tuple[str, int, int, tuple[bytes, ...]]) -> list[bytes]:
+    """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
+    path, start, end, anchors = args
+    out: list[bytes] = []
+    with open(path, "rb", buffering=0) as f:
+        f.seek(start)
+        pos = start
+        carry = b""
+        while pos < end:
+            chunk = f.read(min(CHUNK_BYTES, end - pos))
+            if not chunk:
+                break
+            pos += len(chunk)
+            buf = carry + chunk if carry else chunk
+            limit = len(buf) if pos >= end else buf.rfind(b"\n") + 1
+            if limit == 0:
+                limit = max(0, len(buf) - WINDOW_BEFORE)
+            region = buf[:limit]
+            out.extend(region[a:b] for a, b in _spans(region, _hits(region, anchors), limit))
+            carry = buf[limit:][-MAX_LINE * 4 :]
+    return out
+
+
+def _line_start(f: BinaryIO, pos: int) -> int:
+    f.seek(pos)
+    tail = f.read(MAX_LINE)
+    i = tail.find(b"\n")
+    return pos + i + 1 if i != -1 else pos
+
+
+def scan_file_parallel(
+    path: str, size: int, *, anchors: Sequence[bytes], core_anchors: Sequence[bytes]
+) -> Iterator[Line] | None:
+    """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
+
+    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``.
+    """
+    cpus = os.cpu_count() or 1
+    if size < PARALLEL_MIN_BYTES or cpus < 2:
+        return None
+    try:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+    except (ImportError, ValueError):
+        return None
+    with open(path, "rb", buffering=0) as f:
+        check_text(f.read(_SNIFF), path)
+        head_end = _line_start(f, EDGE_BYTES)
+        tail_start = _line_start(f, size - EDGE_BYTES)
+        n = min(cpus, 8)
+        step = (tail_start - head_end) // n
+        cuts = [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
+    jobs = [(path, 0, head_end, tuple(anchors))]
+    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors)) for i in range(n)]
+    jobs.append((path, tail_start, size, tuple(anchors)))
+    try:
+        with ctx.Pool(n) as pool:
+            parts = pool.map(_scan_segment, jobs)
+    except OSError:
+        return None
+    return (
+        Line(text, path, None)
+        for part in parts
+        for raw in part
+        if (text := clean(raw)).strip()
+    )
 
 
 def open_input(path: str) -> tuple[BinaryIO, int | None]:
