@@ -76,7 +76,9 @@ def generate(path: Path, size_mb: int) -> None:
             written += len(block)
 
 
-def timed(cmd: list[str] | str, *, shell: bool = False, env: dict[str, str] | None = None) -> tuple[float, str]:
+def timed(
+    cmd: list[str] | str, *, shell: bool = False, env: dict[str, str] | None = None
+) -> tuple[float, str]:
     """Best of two runs (the first warms the page cache)."""
     best, out = float("inf"), ""
     for _ in range(2):
@@ -104,13 +106,19 @@ def main(argv: list[str] | None = None) -> int:
             f"LC_ALL=C grep -n -e 'NCCL WARN' -e 'Init START' -e 'Init COMPLETE' -e Error {log} | wc -l",
             shell=True,
         )
-        rm_s, rm_out = timed([sys.executable, "-m", "rankmap", "explain", str(log), "--json"], env=env)
+        rm_s, rm_out = timed(
+            [sys.executable, "-m", "rankmap", "explain", str(log), "--json"], env=env
+        )
         doc = json.loads(rm_out)
         first = doc["findings"][0]
         found = 0 in first["ranks"] and 4 in first["ranks"] and "0000:4F:00.0" in first["devices"]
         print(f"{'tool':<10}{'seconds':>10}{'MB/s':>10}")
-        print(f"{'grep':<10}{grep_s:>10.2f}{size / 1e6 / grep_s:>10.0f}   ({grep_out.strip()} lines)")
-        print(f"{'rankmap':<10}{rm_s:>10.2f}{size / 1e6 / rm_s:>10.0f}   ({len(doc['placements'])} ranks mapped)")
+        print(
+            f"{'grep':<10}{grep_s:>10.2f}{size / 1e6 / grep_s:>10.0f}   ({grep_out.strip()} lines)"
+        )
+        print(
+            f"{'rankmap':<10}{rm_s:>10.2f}{size / 1e6 / rm_s:>10.0f}   ({len(doc['placements'])} ranks mapped)"
+        )
         print(f"ratio (grep time / rankmap time): {grep_s / rm_s:.2f}x   target >= 0.5x")
         print(f"planted collision found: {found} ({first['code']}: {first['title'][:90]})")
         if args.keep:

@@ -30,14 +30,15 @@ STDIN_NAMES = ("-",)
 class _TextAsBytes(io.RawIOBase):
     """A text stream (``sys.stdin``, ``StringIO``) read as UTF-8 bytes in chunks."""
 
-    def __init__(self, text: IO[str]) -> None:
+    def __init__(self, text: Any) -> None:
         self._text = text
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int = -1) -> bytes:
-        return self._text.read(size if size and size > 0 else -1).encode("utf-8", "replace")
+        chunk: str = self._text.read(size if size and size > 0 else -1)
+        return chunk.encode("utf-8", "replace")
 
 
 def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) -> Evidence:
@@ -60,9 +61,7 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
             continue
         handle, size = open_input(name)
         if size is not None:
-            fast = scan_file_parallel(
-                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS
-            )
+            fast = scan_file_parallel(name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS)
             if fast is not None:
                 handle.close()
                 ev.sources.append(name)
@@ -170,7 +169,9 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _simple(code: str, title: str, kinds: tuple[str, ...], **kw: Any) -> Callable[..., list[Finding]]:
+def _simple(
+    code: str, title: str, kinds: tuple[str, ...], **kw: Any
+) -> Callable[..., list[Finding]]:
     def rule(ev: Evidence, ctx: Context) -> list[Finding]:
         evs = ev.of(*kinds)
         if not evs:
@@ -178,7 +179,9 @@ def _simple(code: str, title: str, kinds: tuple[str, ...], **kw: Any) -> Callabl
         ranks = sorted({e.rank for e in evs if e.rank is not None})
         hosts = list(dict.fromkeys(e.host for e in evs if e.host))
         return [
-            finding(code, title, ranks=ranks, hosts=hosts, evidence=[quote(e) for e in evs[:4]], **kw)
+            finding(
+                code, title, ranks=ranks, hosts=hosts, evidence=[quote(e) for e in evs[:4]], **kw
+            )
         ]
 
     return rule
@@ -304,16 +307,24 @@ def _nvml_nf(ev: Evidence, ctx: Context) -> list[Finding]:
 def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
     if ev.has("no_interface", "store_error"):
         return []
-    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(ev, ctx)
+    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
+        ev, ctx
+    )
 
 
 def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = [e for e in ev.of("cuda_failure")]
+    evs = list(ev.of("cuda_failure"))
     if not evs:
         return []
     err = evs[0].get("err")
-    return [finding("RM040", f"CUDA call failed inside NCCL: '{err}'",
-                    hosts=[e.host for e in evs if e.host], evidence=[quote(e) for e in evs[:3]])]
+    return [
+        finding(
+            "RM040",
+            f"CUDA call failed inside NCCL: '{err}'",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
 
 
 _RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
@@ -351,7 +362,9 @@ def _rankmap_finding(ev: Evidence) -> Finding:
     mig = ev.rankmap.all_cuda0()
     detail = (
         f"Every rank on {', '.join(mig)} is cudaDev 0 nvmlDev 0: no set_device, or one MIG "
-        "instance / one GPU per process." if mig else ""
+        "instance / one GPU per process."
+        if mig
+        else ""
     )
     return finding("RM042", title, detail=detail, hosts=hosts[:16])
 
@@ -363,7 +376,11 @@ def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
             found = gpu_for_bus(ctx.machines, p.pci_bus_id, p.node)
             if found:
                 h, g = found
-                p = replace(p, uuid=g.uuid, nvml_index=p.nvml_index if p.nvml_index is not None else g.nvml_index)
+                p = replace(
+                    p,
+                    uuid=g.uuid,
+                    nvml_index=p.nvml_index if p.nvml_index is not None else g.nvml_index,
+                )
         out.append(p)
     return out
 
@@ -382,8 +399,13 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
             for c, rs in list(ev.rankmap.communicators().items())[:32]
         ],
         "failures": [
-            {"rank": f.rank, "local_rank": f.local_rank, "host": f.host, "exitcode": f.exitcode,
-             "root_cause": f.root}
+            {
+                "rank": f.rank,
+                "local_rank": f.local_rank,
+                "host": f.host,
+                "exitcode": f.exitcode,
+                "root_cause": f.root,
+            }
             for f in ev.failures[:64]
         ],
     }

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankmap.logs.patterns import recognise
+from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS, recognise
 from rankmap.logs.prefix import strip_prefixes
 from rankmap.logs.reader import Line, scan_stream
-from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS
 
 DUP = "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n"
 
@@ -49,8 +48,16 @@ def test_unrelated_text_is_rm003(run_cli) -> None:
 
 def test_stdin_duplicate_with_context(run_cli) -> None:
     r = run_cli(
-        ["explain", "--json", "--launch", "torchrun --nproc_per_node 8 train.py",
-         "--env", "CUDA_VISIBLE_DEVICES=0,1,2,3", "--machine", "workstation-4gpu"],
+        [
+            "explain",
+            "--json",
+            "--launch",
+            "torchrun --nproc_per_node 8 train.py",
+            "--env",
+            "CUDA_VISIBLE_DEVICES=0,1,2,3",
+            "--machine",
+            "workstation-4gpu",
+        ],
         stdin=DUP,
     )
     doc = json.loads(r.stdout)
@@ -96,12 +103,36 @@ def test_init_shapes(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "bus", "version"),
     [
-        ("a:1:2 [0] init.cc:461 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", "1000", "2.5.6"),
-        ("a:1:2 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 83000", "83000", "2.7.8"),
-        ("[2026-05-05 06:16:47] a:1:2 [7] init.cc:904 NCCL WARN Duplicate GPU detected : rank 15 and rank 7 both on CUDA device e4000", "e4000", "2.28.7/2.28.9"),
-        ("[1,2]<stdout>:a:1:2 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 196000", "196000", "2.9.9"),
-        ("(RayWorkerWrapper pid=5, ip=10.0.0.1) a:1:2 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 40", "40", "2.29.7"),
-        ("worker-0: a:1:2 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 10", "10", "2.21.5"),
+        (
+            "a:1:2 [0] init.cc:461 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
+            "1000",
+            "2.5.6",
+        ),
+        (
+            "a:1:2 [0] init.cc:573 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 83000",
+            "83000",
+            "2.7.8",
+        ),
+        (
+            "[2026-05-05 06:16:47] a:1:2 [7] init.cc:904 NCCL WARN Duplicate GPU detected : rank 15 and rank 7 both on CUDA device e4000",
+            "e4000",
+            "2.28.7/2.28.9",
+        ),
+        (
+            "[1,2]<stdout>:a:1:2 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 196000",
+            "196000",
+            "2.9.9",
+        ),
+        (
+            "(RayWorkerWrapper pid=5, ip=10.0.0.1) a:1:2 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 40",
+            "40",
+            "2.29.7",
+        ),
+        (
+            "worker-0: a:1:2 [0] init.cc:943 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 10",
+            "10",
+            "2.21.5",
+        ),
     ],
 )
 def test_duplicate_every_version(text: str, bus: str, version: str) -> None:
@@ -122,7 +153,9 @@ def test_huge_line_and_crlf_bounded(tmp_path: Path) -> None:
         f.write(b"x" * (20 * 1024 * 1024))
         f.write(DUP.encode().replace(b"\n", b"\r\n"))
     with p.open("rb") as f:
-        lines = list(scan_stream(f, "big", anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=p.stat().st_size))
+        lines = list(
+            scan_stream(f, "big", anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=p.stat().st_size)
+        )
     assert lines and all(len(line.text) <= 8192 for line in lines)
     assert any("rank 0 and rank 4" in line.text for line in lines)
 
@@ -150,5 +183,7 @@ def test_fuzz_text_never_raise(text: str) -> None:
     from rankmap.logs.context import Context
 
     ev = Evidence()
-    ev.add_lines([Line(text + " Duplicate GPU detected : rank 1 and rank 0 both on CUDA device ", "f")])
+    ev.add_lines(
+        [Line(text + " Duplicate GPU detected : rank 1 and rank 0 both on CUDA device ", "f")]
+    )
     diagnose(ev, Context())

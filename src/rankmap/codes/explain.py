@@ -53,7 +53,7 @@ define(
     fix="Give each process exactly one MIG instance: "
     "`CUDA_VISIBLE_DEVICES=MIG-<uuid>` (from `nvidia-smi -L`), one process per instance.",
     example="`RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
-    "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50`.",
+    '"../aten/src/ATen/cuda/CUDAContext.cpp":50`.',
 )
 define(
     "RM940",

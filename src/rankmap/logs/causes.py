@@ -88,9 +88,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
     mig = _mig_evidence(ctx, ev)
     for reason in mig:
         cands["mig"].add(4, reason)
-    hostid = ctx.env.get("NCCL_HOSTID") or next(
-        (e.get("v") for e in ev.of("env_hostid")), None
-    )
+    hostid = ctx.env.get("NCCL_HOSTID") or next((e.get("v") for e in ev.of("env_hostid")), None)
     if hostid:
         cands["RM801"].add(5, f"NCCL_HOSTID is set ({hostid}): different machines may merge")
     if ev.has("ray_prefix") or any(e.prefix.ip for e in ev.of("duplicate_gpu", "invalid_ordinal")):
@@ -163,20 +161,26 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
         cands["mig"].score = min(cands["mig"].score, 2)
     if ctx.launch and ctx.launch.gpus_per_task == 1:
         cands["per_process"].add(6, "srun --gpus-per-task=1: each task sees only cuda:0")
-    if ctx.env.get("SLURM_GPUS_PER_TASK") == "1" or ctx.env.get("SLURM_TRES_PER_TASK") == "gres/gpu:1":
+    if (
+        ctx.env.get("SLURM_GPUS_PER_TASK") == "1"
+        or ctx.env.get("SLURM_TRES_PER_TASK") == "gres/gpu:1"
+    ):
         cands["per_process"].add(5, "Slurm binds one GPU per task")
     has = [e.get("has") for e in ev.of("lightning_has")]
     if has and has[0] is not None and has[0].strip() == "0":
         cands["per_process"].add(5, "Lightning: the process sees only GPU [0]")
     entries = ctx.cvd_entries()
-    if entries is not None and len(entries) == 1 and (ctx.launch and (ctx.launch.nproc_per_node or 0) > 1):
+    if (
+        entries is not None
+        and len(entries) == 1
+        and (ctx.launch and (ctx.launch.nproc_per_node or 0) > 1)
+    ):
         cands["per_process"].add(2, "CUDA_VISIBLE_DEVICES holds a single GPU")
     hosts = {f.host for f in ev.failures if f.host}
     failing = sorted({f.rank for f in ev.failures if f.rank is not None})
     local = sorted({f.local_rank for f in ev.failures if f.local_rank is not None})
-    if failing and local and min(failing) != min(local):
-        if len(hosts) >= 1 and min(local) > 0:
-            cands["oversub"].add(1, f"failing local ranks start at {min(local)}")
+    if failing and local and min(failing) != min(local) and len(hosts) >= 1 and min(local) > 0:
+        cands["oversub"].add(1, f"failing local ranks start at {min(local)}")
     tests_fail = [e for e in ev.of("invalid_ordinal") if e.get("form") == "nccl-tests"]
     ranks = sorted({e.rank for e in tests_fail if e.rank is not None})
     if ranks and min(ranks) >= 8:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rankmap.codes import lookup
 from rankmap.findings import Finding, Severity, finding
@@ -117,13 +118,34 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     if ev.has("multi_rank_gpu") and not ranks:
         shared += " (NCCL 2.30+ names no ranks; add NCCL_DEBUG=INFO for the Init START lines)"
     vnote = _version_note(ev)
-    check = _check_first(ctx, {"oversubscribed", "visible_devices_mismatch", "no_set_device",
-                               "global_rank_as_device", "per_process_visible_devices", "mig",
-                               "host_identity", "launcher_config", "container_mapping"})
-    common = {"ranks": ranks, "devices": buses, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
+    check = _check_first(
+        ctx,
+        {
+            "oversubscribed",
+            "visible_devices_mismatch",
+            "no_set_device",
+            "global_rank_as_device",
+            "per_process_visible_devices",
+            "mig",
+            "host_identity",
+            "launcher_config",
+            "container_mapping",
+        },
+    )
+    common: dict[str, Any] = {
+        "ranks": ranks,
+        "devices": buses,
+        "hosts": hosts,
+        "evidence": quotes[:MAX_EVIDENCE],
+    }
     if check is not None:
-        first = finding(check.code, check.title, detail=f"{check.detail} The log confirms it: "
-                        f"{shared}.{vnote}", fix=check.fix, **common)  # type: ignore[arg-type]
+        first = finding(
+            check.code,
+            check.title,
+            detail=f"{check.detail} The log confirms it: {shared}.{vnote}",
+            fix=check.fix,
+            **common,
+        )
         chosen = check.code
     elif best.score >= DECIDED:
         first = finding(
@@ -131,7 +153,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             f"{lookup(best.code).summary}: {shared}",
             detail="; ".join(best.reasons) + "." + vnote,
             fix=_fix(best.code, ctx),
-            **common,  # type: ignore[arg-type]
+            **common,
         )
         chosen = best.code
     else:
@@ -143,7 +165,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             f"alone does not say why.{vnote} What would decide: {decide}; or run "
             "`rankmap explain LOG --launch '<launch command>' --script train.py`, or "
             "`rankmap check -- <launch command>`.",
-            **common,  # type: ignore[arg-type]
+            **common,
         )
         chosen = "RM103"
     defaults = ("RM101", "RM301") if chosen == "RM103" else ()
@@ -155,20 +177,36 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     evs = ev.of("invalid_ordinal")
     ranks = sorted({e.rank for e in evs if e.rank is not None})
     ranks += [f.rank for f in ev.failures if f.rank is not None and f.rank not in ranks]
-    hosts = list(dict.fromkeys(h for h in [*(e.host for e in evs), *(f.host for f in ev.failures)] if h))
+    hosts = list(
+        dict.fromkeys(h for h in [*(e.host for e in evs), *(f.host for f in ev.failures)] if h)
+    )
     quotes = [quote(e) for e in evs[:4]] + [f.evidence for f in ev.failures[:2] if f.evidence]
     cands = ordinal_candidates(ctx, ev)
     best = cands[0]
     forms = sorted({e.get("form") or "?" for e in evs})
     what = "a rank asked for a CUDA device index that does not exist in its process"
     rank_txt = f" (ranks {', '.join(map(str, sorted(set(ranks))[:8]))})" if ranks else ""
-    common = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
-    check = _check_first(ctx, {"oversubscribed", "visible_devices_mismatch",
-                               "global_rank_as_device", "per_process_visible_devices", "mig",
-                               "launcher_config", "host_identity"})
+    common: dict[str, Any] = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
+    check = _check_first(
+        ctx,
+        {
+            "oversubscribed",
+            "visible_devices_mismatch",
+            "global_rank_as_device",
+            "per_process_visible_devices",
+            "mig",
+            "launcher_config",
+            "host_identity",
+        },
+    )
     if check is not None:
-        first = finding(check.code, check.title, detail=f"{check.detail} The log confirms it: "
-                        f"{what}{rank_txt}.", fix=check.fix, **common)  # type: ignore[arg-type]
+        first = finding(
+            check.code,
+            check.title,
+            detail=f"{check.detail} The log confirms it: {what}{rank_txt}.",
+            fix=check.fix,
+            **common,
+        )
         chosen = check.code
     elif best.score >= DECIDED:
         first = finding(
@@ -176,7 +214,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             f"{lookup(best.code).summary}{rank_txt}",
             detail="; ".join(best.reasons) + f". Seen as: {', '.join(forms)}.",
             fix=_fix(best.code, ctx),
-            **common,  # type: ignore[arg-type]
+            **common,
         )
         chosen = best.code
     else:
@@ -187,7 +225,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             detail=f"Seen as: {', '.join(forms)}. The log alone does not say whether there are "
             "more processes than GPUs, each process sees only its own GPU, or the global rank is "
             f"used as the index. What would decide: {decide}.",
-            **common,  # type: ignore[arg-type]
+            **common,
         )
         chosen = "RM102"
     defaults = ("RM501", "RM401") if chosen == "RM102" and best.score < DECIDED else ()

@@ -267,7 +267,13 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
     if m:
         vals = {"va": m.group("va"), "vb": m.group("vb")}
         return [
-            _ev("nccl_mismatch", line, pre, ranks=(int(m.group("a")), int(m.group("b"))), values=vals)
+            _ev(
+                "nccl_mismatch",
+                line,
+                pre,
+                ranks=(int(m.group("a")), int(m.group("b"))),
+                values=vals,
+            )
         ]
     m = _CUDA_FAIL.search(msg)
     if m:
@@ -326,7 +332,9 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         form = "xla" if "CUDA_ERROR_INVALID_DEVICE" in msg else "pytorch"
         ev.append(_ev("invalid_ordinal", line, pre, values={"form": form}))
     if (m := _GUESS.search(msg)) is not None:
-        ev.append(_ev("device_guess", line, pre, values={"rank": m.group("r"), "gpu": m.group("gpu")}))
+        ev.append(
+            _ev("device_guess", line, pre, values={"rank": m.group("r"), "gpu": m.group("gpu")})
+        )
     elif _GUESS_NEW.search(msg):
         ev.append(_ev("device_guess", line, pre))
     if _ROOT.search(msg):
@@ -335,7 +343,7 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         ev.append(f)
     if (m := _TESTS_DEV.match(msg)) is not None:
         vals = {"rank": m.group("rank"), "host": m.group("host"), "dev": m.group("dev")}
-        vals["name"] = m.group("name").strip() or None  # type: ignore[assignment]
+        vals["name"] = m.group("name").strip() or None
         ev.append(_ev("tests_device", line, pre, bus_id=m.group("bus"), values=vals))
     if _OOM.search(msg):
         gm = _OOM_GPU.search(msg)

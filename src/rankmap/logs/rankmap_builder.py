@@ -108,9 +108,7 @@ class RankMap:
             hosts[r.host].append(r)
         out = []
         for host, rs in hosts.items():
-            if len(rs) >= 2 and all(
-                r.cuda_index == 0 and r.nvml_index in (0, None) for r in rs
-            ):
+            if len(rs) >= 2 and all(r.cuda_index == 0 and r.nvml_index in (0, None) for r in rs):
                 out.append(host or "?")
         return out
 

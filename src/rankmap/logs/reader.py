@@ -221,7 +221,9 @@ def scan_file_parallel(
         tail_start = _line_start(f, size - EDGE_BYTES)
         n = min(cpus, 8)
         step = (tail_start - head_end) // n
-        cuts = [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
+        cuts = (
+            [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
+        )
     jobs = [(path, 0, head_end, tuple(anchors))]
     jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors)) for i in range(n)]
     jobs.append((path, tail_start, size, tuple(anchors)))
@@ -231,10 +233,7 @@ def scan_file_parallel(
     except OSError:
         return None
     return (
-        Line(text, path, None)
-        for part in parts
-        for raw in part
-        if (text := clean(raw)).strip()
+        Line(text, path, None) for part in parts for raw in part if (text := clean(raw)).strip()
     )
 
 
@@ -253,7 +252,7 @@ def open_input(path: str) -> tuple[BinaryIO, int | None]:
         size = st.st_size if os.path.isfile(path) else None
     except OSError:
         size = None
-    return handle, size  # type: ignore[return-value]
+    return handle, size
 
 
 def iter_text_lines(text: str, source: str = "<text>") -> Iterable[Line]:
