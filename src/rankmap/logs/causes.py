@@ -76,6 +76,16 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         cands["oversub"].add(6, f"{nproc} processes per node on a {gpus}-GPU machine")
     elif nproc is not None and (cvd or gpus) and nproc <= (cvd or gpus or 0):
         cands["oversub"].add(-2, f"{nproc} processes fit the {cvd or gpus} visible GPU(s)")
+    if ctx.launch and ctx.launch.nested_in:
+        tasks = ctx.launch.outer_tasks_per_node
+        if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdigit():
+            tasks = int(ctx.env["SLURM_NTASKS_PER_NODE"])
+        if tasks and tasks > 1:
+            cands["nested"].add(
+                7,
+                f"{ctx.launch.nested_in} starts {tasks} tasks per node and each runs "
+                f"{ctx.launch.launcher} with {nproc or '?'} workers",
+            )
     sel = ctx.selection()
     if sel == "none":
         cands["RM301"].add(6, "the script never selects a device per rank")
@@ -111,9 +121,17 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
             ("mig", "RM601"),
             ("RM801", "RM801"),
             ("per_process", "RM503"),
+            ("nested", "RM904"),
         )
     }
-    _common(ctx, ev, cands)
+    nproc = _common(ctx, ev, cands)
+    visible = _cvd_count(ctx, ev) or ctx.gpus_per_node()
+    if nproc is not None and visible and nproc <= visible and not cands["nested"].score:
+        cands["RM301"].add(
+            3,
+            f"{nproc} processes fit the {visible} visible GPUs, so ranks share one only if the "
+            "device is not selected per rank",
+        )
     rm = ev.rankmap
     if rm.all_cuda0():
         hosts = ", ".join(rm.all_cuda0())
@@ -150,6 +168,7 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
             ("mig", "RM640"),
             ("RM801", "RM801"),
             ("per_process", "RM501"),
+            ("nested", "RM904"),
         )
     }
     _common(ctx, ev, cands)

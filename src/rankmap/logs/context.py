@@ -53,6 +53,8 @@ class LaunchFacts:
     gpus_per_task: int | None = None
     device_selection: str | None = None  # from check's simulation or the script
     env: tuple[tuple[str, str], ...] = ()  # VAR=value assignments before the command
+    nested_in: str | None = None  # "srun"/"mpirun" wrapping torchrun/accelerate/deepspeed
+    outer_tasks_per_node: int | None = None  # tasks per node of the outer launcher
     check_findings: tuple[Finding, ...] = ()
     predicted_errors: tuple[str, ...] = ()
 
@@ -105,6 +107,7 @@ def parse_launch(command: str) -> LaunchFacts:
             k, _, v = tokens.pop(0).partition("=")
             env.append((k, v))
     launcher = _launcher(tokens)
+    outer, tokens = _split_nested(tokens)
     nums: dict[str, int] = {}
     for i, tok in enumerate(tokens):
         name, eq, val = tok.partition("=")
@@ -122,6 +125,12 @@ def parse_launch(command: str) -> LaunchFacts:
     nproc = nums.get("nproc")
     if nproc is None and "total" in nums:
         nproc = nums["total"] // max(1, nnodes or 1)
+    outer_tasks = None
+    for i, tok in enumerate(outer):
+        name, eq, val = tok.partition("=")
+        if name in ("--ntasks-per-node", "--npernode", "-npernode"):
+            raw = val if eq else (outer[i + 1] if i + 1 < len(outer) else "")
+            outer_tasks = int(raw) if raw.isdigit() else None
     return LaunchFacts(
         command=command,
         launcher=launcher,
@@ -129,7 +138,24 @@ def parse_launch(command: str) -> LaunchFacts:
         nnodes=nnodes,
         gpus_per_task=nums.get("gpt"),
         env=tuple(env),
+        nested_in=outer[0] if outer else None,
+        outer_tasks_per_node=outer_tasks,
     )
+
+
+_INNER = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
+
+
+def _split_nested(tokens: list[str]) -> tuple[list[str], list[str]]:
+    """``srun ... torchrun ...`` -> (outer srun/mpirun tokens, inner launcher tokens)."""
+    if not tokens or Path(tokens[0]).name not in ("srun", "mpirun", "mpiexec"):
+        return [], tokens
+    for i, tok in enumerate(tokens[1:], 1):
+        if any(Path(tok).name == name or tok == name for name in _INNER):
+            return tokens[:i], tokens[i:]
+        if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] in _INNER[1:3]:
+            return tokens[:i], tokens[i:]
+    return [], tokens
 
 
 def _launcher(tokens: Sequence[str]) -> str | None:
@@ -174,6 +200,8 @@ def simulate_launch(
         gpus_per_task=facts.gpus_per_task,
         device_selection=launch.get("device_selection"),
         env=facts.env,
+        nested_in=facts.nested_in,
+        outer_tasks_per_node=facts.outer_tasks_per_node,
         check_findings=tuple(report.ordered_findings()),
         predicted_errors=tuple(report.sections.get("predicted_errors") or ()),
     )
