@@ -143,7 +143,13 @@ def parse_launch(command: str) -> LaunchFacts:
     )
 
 
-_INNER = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed")
+_INNER = (
+    "torchrun",
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "accelerate",
+    "deepspeed",
+)
 
 
 def _split_nested(tokens: list[str]) -> tuple[list[str], list[str]]:

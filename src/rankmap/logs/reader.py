@@ -26,6 +26,7 @@ CHUNK_BYTES = 4 * 1024 * 1024
 MAX_LINE = 16 * 1024  # longer lines are cut into windows around each anchor hit
 WINDOW_BEFORE = 1024
 WINDOW_AFTER = 3072
+MAX_WINDOWS_PER_LINE = 32
 FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
 EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
 _SNIFF = 8192
@@ -72,21 +73,29 @@ def check_text(head: bytes, source: str) -> None:
 
 
 def _hits(buf: bytes, anchors: Sequence[bytes]) -> list[int]:
+    """Positions of anchors in ``buf``: at most one per line, or per window of a long line."""
     out: list[int] = []
     find = buf.find
     for anchor in anchors:
         i = find(anchor)
         while i != -1:
             out.append(i)
-            i = find(anchor, i + 1)
+            nl = find(b"\n", i, i + WINDOW_AFTER)
+            i = find(anchor, (nl if nl != -1 else i + WINDOW_AFTER) + 1)
     out.sort()
     return out
 
 
 def _spans(buf: bytes, hits: list[int], limit: int) -> list[tuple[int, int]]:
-    """Line spans (start, end) around ``hits`` in ``buf[:limit]``, long lines cut into windows."""
+    """Line spans (start, end) around ``hits`` in ``buf[:limit]``, long lines cut into windows.
+
+    A span never grows past :data:`MAX_LINE` + a window, and one long line yields at most
+    :data:`MAX_WINDOWS_PER_LINE` windows per chunk, so adversarial input stays cheap.
+    """
     spans: list[tuple[int, int]] = []
     last_end = -1
+    line_start = -1
+    windows = 0
     rfind, find = buf.rfind, buf.find
     for pos in hits:
         if pos < last_end:
@@ -96,12 +105,17 @@ def _spans(buf: bytes, hits: list[int], limit: int) -> list[tuple[int, int]]:
         if end == -1:
             end = limit
         if end - start > MAX_LINE:
+            windows = windows + 1 if start == line_start else 1
+            line_start = start
+            if windows > MAX_WINDOWS_PER_LINE:
+                last_end = end
+                continue
             start = max(start, pos - WINDOW_BEFORE, last_end)
             end = min(end, pos + WINDOW_AFTER)
-        if spans and start <= spans[-1][1]:
+        if spans and start <= spans[-1][1] and end - spans[-1][0] <= MAX_LINE:
             spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
         else:
-            spans.append((start, end))
+            spans.append((max(start, spans[-1][1]) if spans else start, end))
         last_end = spans[-1][1]
     return spans
 
