@@ -6,3 +6,74 @@ Shared causes live in :mod:`rankmap.codes.core`; use those first.
 from __future__ import annotations
 
 from rankmap.codes import define  # noqa: F401
+
+define(
+    "RM040",
+    "other",
+    "error",
+    "NCCL or CUDA failed for a reason that is not a GPU-mapping error",
+    cause="The log shows an NCCL/CUDA failure (`Cuda failure 'out of memory'`, "
+    "`unhandled system error`, a remote peer exiting) that rankmap cannot tie to which rank "
+    "uses which GPU.",
+    fix="Read the quoted lines; re-run with `NCCL_DEBUG=INFO` (and "
+    "`NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV,NET`) for the first failing rank's details.",
+    example="`init.cc:1212 NCCL WARN Cuda failure 'initialization error'`.",
+)
+define(
+    "RM041",
+    "other",
+    "error",
+    "NCCL ranks could not connect to each other",
+    cause="Socket connections between ranks (bootstrap or the socket transport) failed or timed "
+    "out: a firewall, a wrong interface (`NCCL_SOCKET_IFNAME`), an unreachable address, or a "
+    "peer that died first.",
+    fix="Check every node reaches the others on the interface NCCL chose "
+    "(`NCCL_DEBUG=INFO` shows `Bootstrap : Using <if>:<ip>`); pin it with "
+    "`NCCL_SOCKET_IFNAME`; look for the rank that exited first.",
+    example="`socketStartConnect: Connect to 10.0.0.2<43417> failed : Connection refused`.",
+)
+define(
+    "RM042",
+    "other",
+    "info",
+    "NCCL communicators and ranks rebuilt from the log",
+    cause="The log holds NCCL `Init START`/`Init COMPLETE` (or nccl-tests `Using devices`) lines, "
+    "which state each rank's host, CUDA index, nvidia-smi index and bus id.",
+    fix="Nothing to fix; the rank map is in the report.",
+    example="`16 ranks on 2 hosts (node-01, node-02), 1 communicator, no GPU shared`.",
+)
+define(
+    "RM640",
+    "mig",
+    "error",
+    "PyTorch counts physical GPUs but CUDA sees only MIG instances",
+    cause="On a MIG-enabled GPU without a `MIG-` UUID in CUDA_VISIBLE_DEVICES, PyTorch's NVML "
+    "device count and CUDA's disagree, ending in `device >= 0 && device < num_gpus INTERNAL "
+    "ASSERT FAILED`, or a second device index that does not exist.",
+    fix="Give each process exactly one MIG instance: "
+    "`CUDA_VISIBLE_DEVICES=MIG-<uuid>` (from `nvidia-smi -L`), one process per instance.",
+    example="`RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+    '"../aten/src/ATen/cuda/CUDAContext.cpp":50`.',
+)
+define(
+    "RM940",
+    "launcher_config",
+    "error",
+    "DeepSpeed was asked for a GPU slot the host does not have",
+    cause="`--include host:SLOTS` / `--exclude` names a slot missing from the hostfile or the "
+    "local GPU count (`No slot 'N' specified on host 'H'`).",
+    fix="List only existing slots (`--include localhost:0,1`), or fix `slots=` in the hostfile.",
+    example="`ValueError: No slot '4' specified on host 'localhost'`.",
+)
+define(
+    "RM941",
+    "launcher_config",
+    "error",
+    "The framework's device/process settings contradict the launch",
+    cause="Lightning's `devices`*`num_nodes` differs from the world size the launcher made, or "
+    "accelerate got fewer than two `gpu_ids` for a multi-GPU run.",
+    fix="Make the framework's `devices`/`num_nodes` (or accelerate `num_processes`/`gpu_ids`) "
+    "match the launcher's process count.",
+    example="`You set devices=4 and num_nodes=1 in Lightning, but the product (4 * 1) does not "
+    "match the world size (8).`",
+)

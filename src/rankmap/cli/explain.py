@@ -1,0 +1,77 @@
+"""``rankmap explain [FILE...|-]``: read what a failed job printed; say what failed and why."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rankmap.cli.common import add_env, add_html, add_json, add_machine, emit
+from rankmap.cli.context import AppContext
+from rankmap.findings import Report
+
+
+def register(sub: Any) -> None:
+    """Add the ``explain`` subparser."""
+    parser = sub.add_parser(
+        "explain",
+        help="explain a failed job's log: cause, ranks, physical GPU, fix",
+        description="Read console output, tracebacks, NCCL_DEBUG logs, torchrun summaries or "
+        "nccl-tests output (stdin when no FILE or '-') and say what failed, on which ranks, "
+        "hosts and physical GPUs, the most likely cause with the evidence, and the fix.",
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help="log files ('-' = stdin)")
+    parser.add_argument(
+        "--launch", metavar="CMD", help="the launch command that produced the log, if known"
+    )
+    add_env(parser)
+    add_machine(parser)
+    parser.add_argument(
+        "--script", metavar="PATH", help="the training script (parsed with ast, never run)"
+    )
+    add_json(parser)
+    add_html(parser)
+
+
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    """Run ``explain``; returns the exit status."""
+    from rankmap.diagnose import explain_files
+    from rankmap.envspec import parse_env_assignments
+    from rankmap.errors import InputError
+    from rankmap.inventory import load_machine
+
+    env = parse_env_assignments(args.env)
+    machines = [h for spec in args.machine for h in load_machine(spec)]
+    script = None
+    if args.script:
+        script = Path(args.script)
+        if not script.is_absolute():
+            script = ctx.cwd / script
+        if not script.is_file():
+            raise InputError(f"--script {args.script!r}: no such file")
+    files = [f if f == "-" or Path(f).is_absolute() else str(ctx.cwd / f) for f in args.files]
+    report = explain_files(
+        [Path(f) if f != "-" else Path("-") for f in files] or [Path("-")],
+        launch=args.launch,
+        env=env,
+        machines=machines,
+        script=script,
+        stdin=ctx.stdin,
+    )
+    return emit(report, ctx, as_json=args.json, render_text=render, html=args.html)
+
+
+def render(report: Report, ctx: AppContext) -> None:
+    """Human text: verdict, findings with evidence, rank map, what was read."""
+    from rankmap.render.text import esc, render_findings, render_placements, render_verdict
+
+    console = ctx.console()
+    sec = report.sections.get("explain", {})
+    inputs = ", ".join(sec.get("inputs") or []) or "input"
+    render_verdict(console, report, f"rankmap explain {inputs}")
+    render_findings(console, report.ordered_findings())
+    if report.placements:
+        render_placements(console, report.placements, title="Rank map (from NCCL Init lines)")
+    version = sec.get("nccl_version")
+    if version:
+        console.print(f"[dim]NCCL {esc(version)} ({esc(sec.get('nccl_version_source'))})[/]")

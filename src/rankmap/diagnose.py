@@ -1,0 +1,422 @@
+"""``rankmap explain``: from what a failed job printed to the cause, the ranks, the GPU and the fix.
+
+:func:`explain_files` streams each input through the anchor scanner
+(:mod:`rankmap.logs.reader`), recognises events (:mod:`rankmap.logs.patterns`), rebuilds the
+rank map from NCCL Init lines, combines it with the context the user gave (launch command through
+``check``'s simulation, ``--env``, ``--machine``, ``--script``) and returns a :class:`Report`
+whose first finding is the best-supported cause.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, Any
+
+from rankmap.findings import Finding, Report, finding
+from rankmap.logs.collect import Evidence
+from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
+from rankmap.logs.findings_map import duplicate_findings, ordinal_findings, quote
+from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS
+from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
+from rankmap.model import Host, Placement
+from rankmap.redact import redact_env
+
+STDIN_NAMES = ("-",)
+
+
+class _TextAsBytes(io.RawIOBase):
+    """A text stream (``sys.stdin``, ``StringIO``) read as UTF-8 bytes in chunks."""
+
+    def __init__(self, text: Any) -> None:
+        self._text = text
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk: str = self._text.read(size if size and size > 0 else -1)
+        return chunk.encode("utf-8", "replace")
+
+
+def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) -> Evidence:
+    """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input."""
+    ev = Evidence()
+    for p in paths or ("-",):
+        name = str(p)
+        if name in STDIN_NAMES:
+            stream: Any = stdin
+            if stream is None:
+                import sys
+
+                stream = sys.stdin
+            raw = getattr(stream, "buffer", None)
+            binary = raw if raw is not None else stream
+            if isinstance(stream, io.TextIOBase) and raw is None:
+                binary = _TextAsBytes(stream)
+            ev.sources.append("<stdin>")
+            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS))
+            continue
+        handle, size = open_input(name)
+        if size is not None:
+            fast = scan_file_parallel(name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS)
+            if fast is not None:
+                handle.close()
+                ev.sources.append(name)
+                ev.add_lines(fast)
+                continue
+        with handle:
+            ev.sources.append(name)
+            ev.add_lines(
+                scan_stream(handle, name, anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=size)
+            )
+    return ev
+
+
+def build_context(
+    launch: str | None,
+    env: Mapping[str, str] | None,
+    machines: Sequence[Host],
+    script: Path | None,
+) -> Context:
+    """The non-log facts, with the launch command simulated."""
+    env_map = dict(env or {})
+    facts = None
+    if launch:
+        facts = simulate_launch(launch, machines, env_map, script)
+        for k, v in facts.env:
+            env_map.setdefault(k, v)
+    selection = script_selection(script) if script else None
+    return Context(
+        launch=facts,
+        env=env_map,
+        machines=tuple(machines),
+        script_selection=selection,
+        script_path=str(script) if script else None,
+    )
+
+
+def explain_files(
+    paths: Sequence[Path],
+    *,
+    launch: str | None = None,
+    env: Mapping[str, str] | None = None,
+    machines: Sequence[Host] = (),
+    script: Path | None = None,
+    stdin: IO[Any] | None = None,
+) -> Report:
+    """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
+    ev = read_evidence(paths, stdin=stdin)
+    ctx = build_context(launch, env, machines, script)
+    return diagnose(ev, ctx)
+
+
+def diagnose(ev: Evidence, ctx: Context) -> Report:
+    """Findings (best-supported cause first), placements and sections from the evidence."""
+    findings: list[Finding] = []
+    dup = ev.has("duplicate_gpu", "multi_rank_gpu") or bool(ev.rankmap.collisions())
+    specific = ev.has(
+        "nccl_mismatch", "bootstrap_dup_rank", "no_interface", "store_error", "socket_error"
+    )
+    bare = not dup and not specific and _bare_invalid_usage(ev)
+    if dup or bare:
+        findings += duplicate_findings(ctx, ev)
+    if ev.has("invalid_ordinal"):
+        ordinal = ordinal_findings(ctx, ev)
+        findings = ordinal + findings if not dup else findings + ordinal
+    for rule in _RULES:
+        findings += rule(ev, ctx)
+    if ev.rankmap.records:
+        findings.append(_rankmap_finding(ev))
+    if not findings:
+        findings.append(
+            finding(
+                "RM003",
+                "Nothing in the input was recognised"
+                if not ev.counts
+                else "No GPU-mapping problem recognised in the input",
+                detail=f"Read {', '.join(ev.sources) or 'no input'}: {ev.lines_seen} candidate "
+                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows.",
+            )
+        )
+    return Report(
+        command="explain",
+        findings=_dedupe(findings),
+        placements=_placements(ev, ctx),
+        sections={"explain": _section(ev, ctx)},
+    )
+
+
+def _bare_invalid_usage(ev: Evidence) -> bool:
+    for e in ev.of("torch_nccl_error"):
+        if (e.get("err") or "").startswith(("invalid usage", "internal error")):
+            return True
+    return any(
+        e.get("code") in ("ncclInvalidUsage", "ncclInternalError") for e in ev.of("nccl_result")
+    )
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for f in findings:
+        if f.code in seen:
+            continue
+        seen.add(f.code)
+        out.append(f)
+    return out
+
+
+def _simple(
+    code: str, title: str, kinds: tuple[str, ...], **kw: Any
+) -> Callable[..., list[Finding]]:
+    def rule(ev: Evidence, ctx: Context) -> list[Finding]:
+        evs = ev.of(*kinds)
+        if not evs:
+            return []
+        ranks = sorted({e.rank for e in evs if e.rank is not None})
+        hosts = list(dict.fromkeys(e.host for e in evs if e.host))
+        return [
+            finding(
+                code, title, ranks=ranks, hosts=hosts, evidence=[quote(e) for e in evs[:4]], **kw
+            )
+        ]
+
+    return rule
+
+
+def _mismatch(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("nccl_mismatch")
+    if not evs:
+        return []
+    e = evs[0]
+    va, vb = e.get("va"), e.get("vb")
+    return [
+        finding(
+            "RM051",
+            f"Ranks load different NCCL versions: rank {e.ranks[0]} has {va}, rank {e.ranks[1]} "
+            f"has {vb}",
+            ranks=e.ranks,
+            hosts=[x.host for x in evs if x.host],
+            evidence=[quote(x) for x in evs[:4]],
+        )
+    ]
+
+
+def _versions(ev: Evidence, ctx: Context) -> list[Finding]:
+    seen = ev.nccl_versions()
+    if len(seen) < 2 or ev.has("nccl_mismatch"):
+        return []
+    return [
+        finding(
+            "RM051",
+            f"The log shows {len(seen)} NCCL versions: {', '.join(seen)}",
+            evidence=list(seen.values())[:4],
+            severity="warning",
+        )
+    ]
+
+
+def _oom(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("oom")
+    if not evs:
+        return []
+    procs = max(int(e.get("procs") or 0) for e in evs)
+    gpus = sorted({e.get("gpu") for e in evs if e.get("gpu") is not None}, key=str)
+    if procs >= 2 or ev.has("duplicate_gpu"):
+        title = f"CUDA out of memory on GPU {', '.join(map(str, gpus)) or '?'} used by {procs} processes"
+        return [finding("RM011", title, evidence=[quote(e) for e in evs[:3]])]
+    return [
+        finding(
+            "RM040",
+            "CUDA out of memory (one process per GPU as far as the log shows)",
+            evidence=[quote(e) for e in evs[:3]],
+            fix="Reduce batch size / model memory; check `nvidia-smi` for other processes.",
+            severity="warning",
+        )
+    ]
+
+
+def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
+    req, has = ev.of("lightning_requested"), ev.of("lightning_has")
+    if not req or ev.has("invalid_ordinal"):
+        return []
+    have = (has[0].get("has") or "").strip() if has else ""
+    code = "RM501" if have == "0" else "RM102"
+    quotes = [quote(e) for e in (req[:1] + has[:1])]
+    return [
+        finding(
+            code,
+            f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]",
+            evidence=quotes,
+        )
+    ]
+
+
+def _guess(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("device_guess")
+    if not evs:
+        return []
+    ranks = sorted({e.rank for e in evs if e.rank is not None})
+    return [
+        finding(
+            "RM402",
+            "PyTorch guessed each rank's GPU (no device bound to the process group)",
+            ranks=ranks,
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("no_interface")
+    if not evs:
+        return []
+    set_to = [e.get("v") for e in ev.of("env_ifname")] or [ctx.env.get("NCCL_SOCKET_IFNAME")]
+    val = next((v for v in set_to if v), None)
+    extra = f" (NCCL_SOCKET_IFNAME={val})" if val else ""
+    return [
+        finding(
+            "RM020",
+            f"NCCL found no usable network interface{extra}",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3] + ev.of("env_ifname")[:1]],
+        )
+    ]
+
+
+def _nvml_nf(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("nvml_not_found")
+    if not evs:
+        return []
+    return [
+        finding(
+            "RM502",
+            "NCCL could not find a peer's GPU on what it took for the same host",
+            detail="Per-process GPU isolation (cgroups, per-task CUDA_VISIBLE_DEVICES) hides the "
+            "peer's GPU, or two containers with one hostname are one NCCL host (nccl.md (b)). "
+            "Would decide: `hostname` and `nvidia-smi -L` inside each rank's container.",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
+    if ev.has("no_interface", "store_error"):
+        return []
+    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
+        ev, ctx
+    )
+
+
+def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = list(ev.of("cuda_failure"))
+    if not evs:
+        return []
+    err = evs[0].get("err")
+    return [
+        finding(
+            "RM040",
+            f"CUDA call failed inside NCCL: '{err}'",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+_RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
+    _mismatch,
+    _simple("RM905", "Two processes claim the same global rank", ("bootstrap_dup_rank",)),
+    _simple("RM940", "DeepSpeed was asked for a GPU slot the host does not have", ("ds_no_slot",)),
+    _simple(
+        "RM941",
+        "The framework's device/process settings contradict the launch",
+        ("lightning_world", "accelerate_gpu_ids"),
+    ),
+    _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
+    _lightning,
+    _ifname,
+    _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",)),
+    _socket,
+    _nvml_nf,
+    _oom,
+    _cuda_failure,
+    _guess,
+    _versions,
+)
+
+
+def _rankmap_finding(ev: Evidence) -> Finding:
+    recs = ev.rankmap.main_comm()
+    hosts = ev.rankmap.hosts()
+    comms = len(ev.rankmap.communicators())
+    shared = len(ev.rankmap.collisions())
+    title = (
+        f"Rank map rebuilt from the log: {len(recs)} rank(s) on {len(hosts) or '?'} host(s), "
+        f"{comms} communicator(s), "
+        + (f"{shared} GPU(s) shared by several ranks" if shared else "no GPU shared")
+    )
+    mig = ev.rankmap.all_cuda0()
+    detail = (
+        f"Every rank on {', '.join(mig)} is cudaDev 0 nvmlDev 0: no set_device, or one MIG "
+        "instance / one GPU per process."
+        if mig
+        else ""
+    )
+    return finding("RM042", title, detail=detail, hosts=hosts[:16])
+
+
+def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
+    out = []
+    for p in ev.rankmap.placements():
+        if p.pci_bus_id and ctx.machines:
+            found = gpu_for_bus(ctx.machines, p.pci_bus_id, p.node)
+            if found:
+                h, g = found
+                p = replace(
+                    p,
+                    uuid=g.uuid,
+                    nvml_index=p.nvml_index if p.nvml_index is not None else g.nvml_index,
+                )
+        out.append(p)
+    return out
+
+
+def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
+    versions = ev.nccl_versions()
+    fp = ev.fingerprint()
+    out: dict[str, Any] = {
+        "inputs": ev.sources,
+        "lines_matched": ev.lines_seen,
+        "events": dict(sorted(ev.counts.items())),
+        "nccl_version": next(iter(versions), None) or fp,
+        "nccl_version_source": "log" if versions else ("init.cc line" if fp else None),
+        "communicators": [
+            {"comm": c, "ranks": len(rs), "hosts": sorted({r.host for r in rs if r.host})[:32]}
+            for c, rs in list(ev.rankmap.communicators().items())[:32]
+        ],
+        "failures": [
+            {
+                "rank": f.rank,
+                "local_rank": f.local_rank,
+                "host": f.host,
+                "exitcode": f.exitcode,
+                "root_cause": f.root,
+            }
+            for f in ev.failures[:64]
+        ],
+    }
+    if ctx.launch:
+        out["launch"] = {
+            "command": ctx.launch.command,
+            "launcher": ctx.launch.launcher,
+            "nproc_per_node": ctx.launch.nproc_per_node,
+            "nnodes": ctx.launch.nnodes,
+            "device_selection": ctx.selection(),
+        }
+    if ctx.env:
+        out["env"] = redact_env(ctx.env)
+    return out

@@ -1,0 +1,245 @@
+"""Rank the possible causes of a duplicate GPU or an invalid device ordinal.
+
+Each candidate cause collects points from the log and the context (launch command, env,
+machine, script); the best-supported one is reported first, the others after it as "also
+possible". When nothing decides (best score below :data:`DECIDED`), the generic finding comes
+first and says which fact would decide and the command that shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rankmap.logs.collect import Evidence
+from rankmap.logs.context import Context
+
+DECIDED = 3
+
+
+@dataclass
+class Candidate:
+    """One possible cause with its score and the reasons behind it."""
+
+    code: str
+    score: int = 0
+    reasons: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def add(self, points: int, reason: str, evidence: str | None = None) -> None:
+        """Add support (or, with negative points, contrary evidence)."""
+        self.score += points
+        self.reasons.append(reason)
+        if evidence:
+            self.evidence.append(evidence)
+
+
+def _quote(ev_line: object) -> str:
+    return str(ev_line)
+
+
+def _cvd_count(ctx: Context, ev: Evidence) -> int | None:
+    entries = ctx.cvd_entries()
+    if entries is None:
+        cvds = ev.of("env_cvd")
+        if cvds:
+            entries = [e for e in (cvds[-1].get("v") or "").split(",") if e]
+    return len(entries) if entries is not None else None
+
+
+def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
+    out = []
+    entries = ctx.cvd_entries() or []
+    if any(e.startswith("MIG-") for e in entries):
+        out.append(f"CUDA_VISIBLE_DEVICES lists MIG instances ({','.join(entries)[:80]})")
+    if any(g.mig_mode for h in ctx.machines for g in h.gpus):
+        out.append("the machine given has MIG mode enabled")
+    if ev.has("mig_seen"):
+        line = ev.of("mig_seen")[0].line
+        out.append(f"the log mentions MIG devices ({line.where()})")
+    return out
+
+
+def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | None:
+    """Points every failure shape shares; returns processes per node when known."""
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    banners = ev.of("accel_nproc")
+    if nproc is None and banners:
+        nproc = banners[0].geti("n")
+    cvd = _cvd_count(ctx, ev)
+    gpus = ctx.gpus_per_node()
+    if nproc is not None and cvd is not None and nproc > cvd:
+        cands["RM201"].add(
+            6,
+            f"{nproc} processes per node but CUDA_VISIBLE_DEVICES exposes {cvd} GPU(s)",
+        )
+    elif nproc is not None and gpus is not None and nproc > gpus:
+        cands["oversub"].add(6, f"{nproc} processes per node on a {gpus}-GPU machine")
+    elif nproc is not None and (cvd or gpus) and nproc <= (cvd or gpus or 0):
+        cands["oversub"].add(-2, f"{nproc} processes fit the {cvd or gpus} visible GPU(s)")
+    if ctx.launch and ctx.launch.nested_in:
+        tasks = ctx.launch.outer_tasks_per_node
+        if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdigit():
+            tasks = int(ctx.env["SLURM_NTASKS_PER_NODE"])
+        if tasks and tasks > 1:
+            cands["nested"].add(
+                7,
+                f"{ctx.launch.nested_in} starts {tasks} tasks per node and each runs "
+                f"{ctx.launch.launcher} with {nproc or '?'} workers",
+            )
+    sel = ctx.selection()
+    if sel == "none":
+        cands["RM301"].add(6, "the script never selects a device per rank")
+    elif sel == "constant":
+        cands["RM302"].add(6, "the script selects one fixed device for every rank")
+    elif sel == "global_rank":
+        cands["RM401"].add(6, "the script uses the global rank as the device index")
+    elif sel in ("local_rank", "accelerate"):
+        cands["RM301"].add(-3, "the script selects cuda:LOCAL_RANK")
+    mig = _mig_evidence(ctx, ev)
+    for reason in mig:
+        cands["mig"].add(4, reason)
+    hostid = ctx.env.get("NCCL_HOSTID") or next((e.get("v") for e in ev.of("env_hostid")), None)
+    if hostid:
+        cands["RM801"].add(5, f"NCCL_HOSTID is set ({hostid}): different machines may merge")
+    if ev.has("ray_prefix") or any(e.prefix.ip for e in ev.of("duplicate_gpu", "invalid_ordinal")):
+        cands["per_process"].add(
+            2, "Ray workers: each gets its own CUDA_VISIBLE_DEVICES (launchers.md §8)"
+        )
+    return nproc
+
+
+def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
+    """Candidates for two ranks on one GPU, best first."""
+    cands = {
+        k: Candidate(c)
+        for k, c in (
+            ("RM201", "RM201"),
+            ("oversub", "RM101"),
+            ("RM301", "RM301"),
+            ("RM302", "RM302"),
+            ("RM401", "RM401"),
+            ("mig", "RM601"),
+            ("RM801", "RM801"),
+            ("per_process", "RM503"),
+            ("nested", "RM904"),
+        )
+    }
+    nproc = _common(ctx, ev, cands)
+    visible = _cvd_count(ctx, ev) or ctx.gpus_per_node()
+    if nproc is not None and visible and nproc <= visible and not cands["nested"].score:
+        cands["RM301"].add(
+            3,
+            f"{nproc} processes fit the {visible} visible GPUs, so ranks share one only if the "
+            "device is not selected per rank",
+        )
+    rm = ev.rankmap
+    if rm.all_cuda0():
+        hosts = ", ".join(rm.all_cuda0())
+        cands["RM301"].add(3, f"every rank on {hosts} initialised NCCL on cudaDev 0 nvmlDev 0")
+        cands["mig"].add(1, "all ranks on cudaDev 0 nvmlDev 0 is also the MIG pattern")
+    wrap = _wrap_pattern(ev)
+    if wrap:
+        cands["oversub"].add(3, wrap)
+    banners = [e.get("dev") for e in ev.of("device_banner")]
+    if ev.has("accel_env") and len(banners) >= 2 and len(set(banners)) == 1:
+        cands["oversub"].add(
+            4, f"accelerate put {len(banners)} processes on cuda:{banners[0]} (wraps modulo GPUs)"
+        )
+    gpus = ctx.gpus_per_node()
+    named = {r for e in ev.of("duplicate_gpu") for r in e.ranks}
+    if gpus is not None and len(named) > gpus:
+        cands["oversub"].add(5, f"{len(named)} ranks share a host that has {gpus} GPU(s)")
+    split = _split_hosts(ev)
+    if split:
+        cands["RM801"].add(5, split)
+    return sorted(cands.values(), key=lambda c: -c.score)
+
+
+def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
+    """Candidates for ``invalid device ordinal``, best first."""
+    cands = {
+        k: Candidate(c)
+        for k, c in (
+            ("RM201", "RM201"),
+            ("oversub", "RM102"),
+            ("RM301", "RM301"),
+            ("RM302", "RM302"),
+            ("RM401", "RM401"),
+            ("mig", "RM640"),
+            ("RM801", "RM801"),
+            ("per_process", "RM501"),
+            ("nested", "RM904"),
+        )
+    }
+    _common(ctx, ev, cands)
+    cands["RM301"].score = min(cands["RM301"].score, 0)  # no set_device never asks for cuda:N>0
+    forms = {e.get("form") for e in ev.of("invalid_ordinal")}
+    if "mig_assert" in forms:
+        cands["mig"].add(6, "PyTorch's device-count INTERNAL ASSERT is the MIG visibility failure")
+    elif not _mig_evidence(ctx, ev):
+        cands["mig"].score = min(cands["mig"].score, 2)
+    if ctx.launch and ctx.launch.gpus_per_task == 1:
+        cands["per_process"].add(6, "srun --gpus-per-task=1: each task sees only cuda:0")
+    if (
+        ctx.env.get("SLURM_GPUS_PER_TASK") == "1"
+        or ctx.env.get("SLURM_TRES_PER_TASK") == "gres/gpu:1"
+    ):
+        cands["per_process"].add(5, "Slurm binds one GPU per task")
+    has = [e.get("has") for e in ev.of("lightning_has")]
+    if has and has[0] is not None and has[0].strip() == "0":
+        cands["per_process"].add(5, "Lightning: the process sees only GPU [0]")
+    entries = ctx.cvd_entries()
+    if (
+        entries is not None
+        and len(entries) == 1
+        and (ctx.launch and (ctx.launch.nproc_per_node or 0) > 1)
+    ):
+        cands["per_process"].add(2, "CUDA_VISIBLE_DEVICES holds a single GPU")
+    hosts = {f.host for f in ev.failures if f.host}
+    failing = sorted({f.rank for f in ev.failures if f.rank is not None})
+    local = sorted({f.local_rank for f in ev.failures if f.local_rank is not None})
+    if failing and local and min(failing) != min(local) and len(hosts) >= 1 and min(local) > 0:
+        cands["oversub"].add(1, f"failing local ranks start at {min(local)}")
+    tests_fail = [e for e in ev.of("invalid_ordinal") if e.get("form") == "nccl-tests"]
+    ranks = sorted({e.rank for e in tests_fail if e.rank is not None})
+    if ranks and min(ranks) >= 8:
+        cands["RM801"].add(
+            2,
+            f"nccl-tests ranks {ranks[0]}-{ranks[-1]} fail: nccl-tests counts local ranks by host "
+            "hash, two hosts with one identity give local ranks >= GPUs (nccl.md (b), unverified)",
+        )
+    return sorted(cands.values(), key=lambda c: -c.score)
+
+
+def _wrap_pattern(ev: Evidence) -> str | None:
+    """``cudaDev`` repeating with period k < ranks on a host: ranks wrapped modulo k GPUs."""
+    by_host: dict[str | None, list[tuple[int, int]]] = {}
+    for r in ev.rankmap.main_comm():
+        if r.cuda_index is not None:
+            by_host.setdefault(r.host, []).append((r.rank, r.cuda_index))
+    for host, pairs in by_host.items():
+        devs = [d for _, d in pairs]
+        if len(devs) > len(set(devs)) > 1:
+            return (
+                f"on {host or 'one host'} {len(devs)} ranks use only {len(set(devs))} distinct "
+                "CUDA indices: local ranks wrap modulo the GPU count"
+            )
+    pairs2 = [e.ranks for e in ev.of("duplicate_gpu") if len(e.ranks) == 2]
+    diffs = {abs(a - b) for a, b in pairs2}
+    if len(pairs2) >= 2 and len(diffs) == 1 and min(diffs) >= 2:
+        d = min(diffs)
+        return f"every duplicate pair is {d} ranks apart: {d} GPUs shared by {2 * d} or more ranks"
+    return None
+
+
+def _split_hosts(ev: Evidence) -> str | None:
+    """A duplicate pair whose ranks the Init lines place on different host names."""
+    host_of = {r.rank: r.host for r in ev.rankmap.main_comm() if r.host}
+    for e in ev.of("duplicate_gpu"):
+        a, b = e.ranks
+        if a in host_of and b in host_of and host_of[a] != host_of[b]:
+            return (
+                f"ranks {a} and {b} are on different hosts ({host_of[a]}, {host_of[b]}) yet NCCL "
+                "saw one host: their host identities collide"
+            )
+    return None

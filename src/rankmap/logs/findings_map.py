@@ -1,0 +1,255 @@
+"""Turn recognised events (and ranked causes) into findings with quoted evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rankmap.codes import lookup
+from rankmap.findings import Finding, Severity, finding
+from rankmap.logs.causes import DECIDED, Candidate, duplicate_candidates, ordinal_candidates
+from rankmap.logs.collect import Evidence
+from rankmap.logs.context import Context, gpu_for_bus
+from rankmap.logs.patterns import Event
+from rankmap.pci import try_normalize_bus_id
+
+MAX_EVIDENCE = 6
+
+DECIDERS: dict[str, str] = {
+    "RM101": "processes per node vs GPUs: the launcher's --nproc-per-node against "
+    "`nvidia-smi -L | wc -l` on the host",
+    "RM102": "processes per node vs GPUs: the launcher's --nproc-per-node against "
+    "`nvidia-smi -L | wc -l` on the host",
+    "RM201": "`echo $CUDA_VISIBLE_DEVICES` in the job against the launcher's process count",
+    "RM301": "whether the script selects a device per rank: `grep -nE "
+    "'set_device|device_id|cuda:' train.py` (or pass --script)",
+    "RM302": "`grep -nE 'cuda:[0-9]|set_device\\([0-9]' train.py`",
+    "RM401": "`grep -nE 'set_device\\(.*rank|get_rank\\(\\)' train.py`: RANK used where "
+    "LOCAL_RANK belongs",
+    "RM501": "`echo $CUDA_VISIBLE_DEVICES` printed by every rank (one GPU each?), e.g. "
+    "`srun bash -c 'echo $SLURM_LOCALID $CUDA_VISIBLE_DEVICES'`",
+    "RM503": "`CUDA_VISIBLE_DEVICES` printed by every rank (the same single GPU everywhere?)",
+    "RM601": "`nvidia-smi -L` on the host: MIG lines under one GPU",
+    "RM640": "`nvidia-smi -L` on the host: MIG lines under one GPU",
+    "RM801": "`hostname; cat /proc/sys/kernel/random/boot_id; echo $NCCL_HOSTID` on each node",
+}
+
+
+def quote(ev: Event) -> str:
+    """``file:line: text`` for a finding's evidence."""
+    return f"{ev.line.where()}: {ev.line.text.strip()[:300]}"
+
+
+def _gpu_words(ctx: Context, bus: str, host: str | None) -> str:
+    found = gpu_for_bus(ctx.machines, bus, host)
+    if not found:
+        return bus
+    h, g = found
+    name = f", {g.name}" if g.name else ""
+    return f"{bus} = nvidia-smi GPU {g.nvml_index} on {h.hostname} ({g.uuid}{name})"
+
+
+def _dup_facts(ev: Evidence) -> tuple[list[int], list[str], list[str], list[str]]:
+    ranks: list[int] = []
+    buses: list[str] = []
+    hosts: list[str] = []
+    quotes: list[str] = []
+    for e in ev.of("duplicate_gpu"):
+        ranks.extend(e.ranks)
+        bus = try_normalize_bus_id(e.bus_id)
+        if bus:
+            buses.append(bus)
+        if e.host:
+            hosts.append(e.host)
+        quotes.append(quote(e))
+    for c in ev.rankmap.collisions():
+        ranks.extend(c.ranks)
+        buses.append(c.bus_id)
+        if c.host:
+            hosts.append(c.host)
+        quotes.extend(c.evidence[:2])
+    for e in ev.of("multi_rank_gpu", "torch_nccl_error", "nccl_result")[:3]:
+        quotes.append(quote(e))
+    return sorted(set(ranks)), list(dict.fromkeys(buses)), list(dict.fromkeys(hosts)), quotes
+
+
+def _version_note(ev: Evidence) -> str:
+    fp = ev.fingerprint()
+    versions = list(ev.nccl_versions())
+    if versions:
+        return f" NCCL {versions[0]}."
+    return f" NCCL {fp} (from the init.cc line of the WARN)." if fp else ""
+
+
+def _alternatives(
+    chosen: str, cands: Iterable[Candidate], defaults: Iterable[str], what: str
+) -> list[Finding]:
+    out: list[Finding] = []
+    seen = {chosen}
+    pool = [c for c in cands if c.score > 0] + [Candidate(code) for code in defaults]
+    for c in pool:
+        if c.code in seen:
+            continue
+        seen.add(c.code)
+        why = "; ".join(c.reasons) if c.reasons else "not excluded by the input"
+        decide = DECIDERS.get(c.code, "")
+        out.append(
+            finding(
+                c.code,
+                f"Also possible for the {what}: {lookup(c.code).summary}",
+                detail=f"Support: {why}." + (f" Would decide: {decide}." if decide else ""),
+                severity=Severity.WARNING if c.score > 0 else Severity.INFO,
+            )
+        )
+    return out
+
+
+def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
+    """Findings for ranks sharing a GPU: best cause first, alternatives after."""
+    ranks, buses, hosts, quotes = _dup_facts(ev)
+    cands = duplicate_candidates(ctx, ev)
+    best = cands[0]
+    gpu = ", ".join(_gpu_words(ctx, b, hosts[0] if hosts else None) for b in buses[:3])
+    who = " and ".join(map(str, ranks)) if len(ranks) <= 2 else ", ".join(map(str, ranks[:8]))
+    if len(ranks) > 8:
+        who += f" (+{len(ranks) - 8} more)"
+    where = f" on {gpu}" if gpu else ""
+    shared = f"ranks {who} share one GPU{where}" if ranks else f"several ranks share one GPU{where}"
+    if ev.has("multi_rank_gpu") and not ranks:
+        shared += " (NCCL 2.30+ names no ranks; add NCCL_DEBUG=INFO for the Init START lines)"
+    vnote = _version_note(ev)
+    check = _check_first(
+        ctx,
+        {
+            "oversubscribed",
+            "visible_devices_mismatch",
+            "no_set_device",
+            "global_rank_as_device",
+            "per_process_visible_devices",
+            "mig",
+            "host_identity",
+            "launcher_config",
+            "container_mapping",
+        },
+    )
+    common: dict[str, Any] = {
+        "ranks": ranks,
+        "devices": buses,
+        "hosts": hosts,
+        "evidence": quotes[:MAX_EVIDENCE],
+    }
+    if check is not None:
+        first = finding(
+            check.code,
+            check.title,
+            detail=f"{check.detail} The log confirms it: {shared}.{vnote}",
+            fix=check.fix,
+            **common,
+        )
+        chosen = check.code
+    elif best.score >= DECIDED:
+        first = finding(
+            best.code,
+            f"{lookup(best.code).summary}: {shared}",
+            detail="; ".join(best.reasons) + "." + vnote,
+            fix=_fix(best.code, ctx),
+            **common,
+        )
+        chosen = best.code
+    else:
+        decide = "; ".join(DECIDERS[c] for c in ("RM101", "RM301"))
+        first = finding(
+            "RM103",
+            f"Two ranks on one host use the same physical GPU: {shared}",
+            detail="NCCL refuses two ranks of one communicator on one GPU of one host. The log "
+            f"alone does not say why.{vnote} What would decide: {decide}; or run "
+            "`rankmap explain LOG --launch '<launch command>' --script train.py`, or "
+            "`rankmap check -- <launch command>`.",
+            **common,
+        )
+        chosen = "RM103"
+    defaults = ("RM101", "RM301") if chosen == "RM103" else ()
+    return [first, *_alternatives(chosen, cands, defaults, "shared GPU")]
+
+
+def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
+    """Findings for ``invalid device ordinal`` in any of its forms."""
+    evs = ev.of("invalid_ordinal")
+    ranks = sorted({e.rank for e in evs if e.rank is not None})
+    ranks += [f.rank for f in ev.failures if f.rank is not None and f.rank not in ranks]
+    hosts = list(
+        dict.fromkeys(h for h in [*(e.host for e in evs), *(f.host for f in ev.failures)] if h)
+    )
+    quotes = [quote(e) for e in evs[:4]] + [f.evidence for f in ev.failures[:2] if f.evidence]
+    cands = ordinal_candidates(ctx, ev)
+    best = cands[0]
+    forms = sorted({e.get("form") or "?" for e in evs})
+    what = "a rank asked for a CUDA device index that does not exist in its process"
+    rank_txt = f" (ranks {', '.join(map(str, sorted(set(ranks))[:8]))})" if ranks else ""
+    common: dict[str, Any] = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
+    check = _check_first(
+        ctx,
+        {
+            "oversubscribed",
+            "visible_devices_mismatch",
+            "global_rank_as_device",
+            "per_process_visible_devices",
+            "mig",
+            "launcher_config",
+            "host_identity",
+        },
+    )
+    if check is not None:
+        first = finding(
+            check.code,
+            check.title,
+            detail=f"{check.detail} The log confirms it: {what}{rank_txt}.",
+            fix=check.fix,
+            **common,
+        )
+        chosen = check.code
+    elif best.score >= DECIDED:
+        first = finding(
+            best.code,
+            f"{lookup(best.code).summary}{rank_txt}",
+            detail="; ".join(best.reasons) + f". Seen as: {', '.join(forms)}.",
+            fix=_fix(best.code, ctx),
+            **common,
+        )
+        chosen = best.code
+    else:
+        decide = "; ".join(DECIDERS[c] for c in ("RM102", "RM501", "RM401"))
+        first = finding(
+            "RM102",
+            f"invalid device ordinal: {what}{rank_txt}",
+            detail=f"Seen as: {', '.join(forms)}. The log alone does not say whether there are "
+            "more processes than GPUs, each process sees only its own GPU, or the global rank is "
+            f"used as the index. What would decide: {decide}.",
+            **common,
+        )
+        chosen = "RM102"
+    defaults = ("RM501", "RM401") if chosen == "RM102" and best.score < DECIDED else ()
+    return [first, *_alternatives(chosen, cands, defaults, "invalid device ordinal")]
+
+
+def _check_first(ctx: Context, categories: set[str]) -> Finding | None:
+    if not ctx.launch:
+        return None
+    for f in ctx.launch.check_findings:
+        if f.severity is Severity.ERROR and f.category in categories:
+            return f
+    return None
+
+
+def _fix(code: str, ctx: Context) -> str:
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    cvd = ctx.cvd_entries()
+    gpus = ctx.gpus_per_node()
+    if code == "RM201" and nproc and cvd is not None:
+        return (
+            f"Start {len(cvd)} processes per node (`--nproc-per-node {len(cvd)}`), or expose "
+            f"{nproc} GPUs in CUDA_VISIBLE_DEVICES (or unset it)."
+        )
+    if code in ("RM101", "RM102") and nproc and gpus:
+        return f"Start at most {gpus} processes per node (`--nproc-per-node {gpus}`)."
+    return lookup(code).fix

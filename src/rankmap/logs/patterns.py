@@ -1,0 +1,403 @@
+"""Recognisers: one cleaned log line -> typed events.
+
+Every message format comes from the reference files: reference/nccl.md (duplicate-GPU WARN of
+every version, Init START/COMPLETE shapes, error strings, socket/bootstrap WARNs, the init.cc line
+-> version table), reference/pytorch_nccl.md (DistBackendError wrapper, device-guess warnings),
+reference/launchers.md (torchrun, accelerate, DeepSpeed, Slurm, Lightning messages) and
+reference/cuda_devices.md (``invalid device ordinal`` forms).
+
+:data:`ANCHORS` are literals at least one of which every recognised line contains; the reader
+scans for them so that only candidate lines are decoded. :data:`CORE_ANCHORS` is the subset
+used in the middle of huge files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rankmap.logs.prefix import Prefix, split_messages, strip_prefixes
+from rankmap.logs.reader import Line
+
+CORE_ANCHORS: tuple[bytes, ...] = (b"NCCL WARN", b"- Init ", b"rror")
+# NOTE: long anchors scan faster with bytes.find; these three cover the WARN, Init and error
+# lines a mapping failure leaves in the middle of a huge INFO log.
+ANCHORS: tuple[bytes, ...] = (
+    *CORE_ANCHORS,
+    b"WARN",
+    b"Init START",
+    b"Init COMPLETE",
+    b"NCCL version",
+    b"Duplicate GPU",
+    b"Multiple Ranks",
+    b"ordinal",
+    b"INVALID_DEVICE",
+    b"ASSERT",
+    b"using GPU",
+    b"using best-guess GPU",
+    b"Guessing device",
+    b"Root Cause",
+    b"Failures:",
+    b"exitcode",
+    b"local_rank:",
+    b"host   ",
+    b" Pid ",
+    b"Using devices",
+    b"out of memory",
+    b"memory in use",
+    b"No slot",
+    b"Mismatched",
+    b"requested gpu",
+    b"machine only has",
+    b"GPU ids",
+    b"does not match the world size",
+    b"unrecognized arguments",
+    b"NCCL_HOSTID",
+    b"NCCL_SOCKET_IFNAME",
+    b"socket",
+    b"Bootstrap",
+    b"failed",
+    b"Last error",
+    b"CUDA_VISIBLE_DEVICES",
+    b"Device: cuda",
+    b"Num processes",
+    b"Distributed environment",
+    b"MIG",
+    b"timed out",
+    b"Failed",
+    b"AF_INET",
+    b"interface",
+)
+
+# init.cc line of the duplicate-GPU WARN -> NCCL release (reference/nccl.md (a)).
+DUPLICATE_LINE_VERSION: dict[int, str] = {
+    461: "2.5.6",
+    469: "2.5.7 or 2.12.10/2.12.12",
+    598: "2.6.4",
+    578: "2.7.3-2.7.6",
+    573: "2.7.8",
+    584: "2.8.x",
+    492: "2.9.6/2.9.8",
+    497: "2.9.9",
+    521: "2.10.3",
+    545: "2.11.4",
+    466: "2.12.7",
+    511: "2.13.4",
+    525: "2.14.3-2.15.5",
+    642: "2.16.x",
+    639: "2.17.1",
+    748: "2.18.1",
+    795: "2.18.3-2.18.6",
+    824: "2.19.1/2.19.3",
+    818: "2.19.4",
+    869: "2.20.3",
+    871: "2.20.5",
+    943: "2.21.5",
+    738: "2.22.3",
+    783: "2.23.4",
+    777: "2.24.3",
+    720: "2.25.1",
+    722: "2.26.2/2.26.3",
+    732: "2.26.5/2.26.6",
+    737: "2.27.x",
+    808: "2.28.3",
+    904: "2.28.7/2.28.9",
+    946: "2.29.2/2.29.3",
+    974: "2.29.7",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One recognised fact of the log. ``kind`` says which fields are meaningful."""
+
+    kind: str
+    line: Line
+    prefix: Prefix
+    ranks: tuple[int, ...] = ()
+    bus_id: str | None = None  # NCCL hex form as printed ("4f000") or a PCI spelling
+    version: str | None = None
+    values: tuple[tuple[str, str], ...] = field(default=())  # kind-specific extra fields
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """A kind-specific value."""
+        for k, v in self.values:
+            if k == key:
+                return v
+        return default
+
+    def geti(self, key: str) -> int | None:
+        """A kind-specific integer value (None when absent)."""
+        v = self.get(key)
+        return int(v) if v is not None and v.lstrip("-").isdigit() else None
+
+    @property
+    def host(self) -> str | None:
+        """Host from the line's prefix (or a field of the message)."""
+        return self.get("host") or self.prefix.host
+
+    @property
+    def rank(self) -> int | None:
+        """The reporting rank: a message field first, then ``[rankN]:``/mpirun prefixes."""
+        r = self.geti("rank")
+        return r if r is not None else self.prefix.rank
+
+
+_R = re.compile  # short alias for the table below
+
+_DUPLICATE = _R(
+    r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device "
+    r"(?P<bus>[0-9a-fA-F]+)"
+)
+_WARN_LOC = _R(r"^(?:(?P<file>[\w./-]+):(?P<line>\d+) )?NCCL WARN ")
+_MULTI = _R(r"Multiple Ranks are using the same GPU/Partition")
+_INIT = _R(
+    r"(?:\[Rank (?P<r0>\d+)\] )?(?:(?P<api>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
+    r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+)"
+    r"(?: nvmlDev (?P<nvml>\d+))? busId (?P<bus>[0-9a-fA-F]+)"
+    r"(?P<rest>.*?)\s*- Init (?P<phase>START|COMPLETE)"
+)
+_COMMID = _R(r"commId (?P<id>0x[0-9a-fA-F]+)")
+_PARENT = _R(r"parent (?P<p>0x[0-9a-fA-F]+|\(nil\))")
+_VERSION = _R(r"NCCL version:? (?P<v>\d+\.\d+\.\d+)")
+_TORCH_NCCL = _R(
+    r"NCCL error in: (?P<where>[^,]+), (?P<err>[^,]+?)(?:, NCCL version (?P<v>[\d.]+))?\s*$"
+)
+_RESULT = _R(
+    r"(?P<code>ncclInvalidUsage|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|"
+    r"ncclRemoteError|ncclInvalidArgument)\b"
+)
+_MISMATCH = _R(
+    r"Mismatched NCCL version detected\s*:\s*rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) "
+    r"version (?P<vb>\d+)"
+)
+_ORDINAL = _R(r"invalid device ordinal|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice")
+_ASSERT = _R(r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED")
+_GUESS = _R(
+    r"(?:Rank (?P<r>\d+)\]?\s+)?using (?:best-guess )?GPU (?P<gpu>\d+) (?:to perform barrier|as device)"
+)
+_GUESS_NEW = _R(r"Guessing device ID based on global rank")
+_ROOT = _R(r"Root Cause \(first observed failure\)")
+_FIELD = _R(r"^(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s*(?P<val>.*)$")
+_RANK_FIELD = _R(r"^(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?")
+_EXIT_FIELD = _R(r"^(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?")
+_TESTS_DEV = _R(
+    r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+) on\s+(?P<host>\S+)\s+"
+    r"device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]+)\]\s*(?P<name>.*)$"
+)
+_TESTS_FAIL = _R(r"Test CUDA failure (?P<where>\S+) '(?P<err>[^']+)'")
+_CUDA_FAIL = _R(r"Cuda failure (?:(?P<num>\d+) )?'(?P<err>[^']+)'")
+_OOM = _R(r"CUDA out of memory|OutOfMemoryError")
+_OOM_GPU = _R(r"GPU (?P<gpu>\d+) has a total capacity")
+_OOM_PROC = _R(r"Process \d+ has [\d.]+ [GMK]i?B memory in use")
+_NO_SLOT = _R(r"No slot '(?P<slot>[^']*)' specified on host '(?P<host>[^']*)'")
+_REQ_GPU = _R(r"You requested gpu(?:s)?: \[(?P<req>[^\]]*)\]")
+_HAS_GPU = _R(r"But your machine only has: \[(?P<has>[^\]]*)\]")
+_LT_WORLD = _R(r"does not match the world size")
+_ACC_IDS = _R(r"Less than two GPU ids were configured")
+_UNRECOGNIZED = _R(r"unrecognized arguments: .*--local[-_]rank")
+_HOSTID = _R(r"NCCL_HOSTID set by environment to (?P<v>\S+)")
+_IFNAME_SET = _R(r"NCCL_SOCKET_IFNAME set (?:by environment )?to (?P<v>\S+)")
+_NO_IFACE = _R(
+    r"Bootstrap : no socket interface found|NET/Socket : no interface found|"
+    r"No usable listening interface found|is neither AF_INET|no NCCL_SOCKET_IFNAME interface"
+)
+_SOCKET = _R(
+    r"socketStartConnect|socketPollConnect|exceeded error retry count|Connection closed by remote"
+    r"|connect to \S+ failed"
+)
+_STORE = _R(
+    r"failed to listen on any local network address|client socket has timed out|"
+    r"EADDRINUSE|Address already in use|waiting for clients|TCP client failed to connect"
+)
+_BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
+_NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
+_CVD = _R(r"(?:Setting )?CUDA_VISIBLE_DEVICES[=:]\s*(?P<v>[\w,:/-]*)")
+_DEVICE_BANNER = _R(r"^Device: cuda:(?P<d>\d+)")
+_NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
+_ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
+_MIG_LINE = _R(r"MIG[- ](?:\d+g\.\d+gb|GPU-|[0-9a-f]{8}-)")
+
+
+def _ev(kind: str, line: Line, pre: Prefix, **kw: object) -> Event:
+    values = tuple((k, str(v)) for k, v in kw.pop("values", {}).items() if v is not None)  # type: ignore[attr-defined]
+    return Event(kind, line, pre, values=values, **kw)  # type: ignore[arg-type]
+
+
+def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
+    out: list[Event] = []
+    m = _DUPLICATE.search(msg)
+    if m:
+        loc = _WARN_LOC.match(msg)
+        version = None
+        if loc and loc.group("file") and loc.group("file").endswith("init.cc"):
+            version = DUPLICATE_LINE_VERSION.get(int(loc.group("line")))
+        out.append(
+            _ev(
+                "duplicate_gpu",
+                line,
+                pre,
+                ranks=(int(m.group("a")), int(m.group("b"))),
+                bus_id=m.group("bus").lower(),
+                version=version,
+                values={"rank": m.group("a"), "init_line": loc.group("line") if loc else None},
+            )
+        )
+        return out
+    if _MULTI.search(msg):
+        return [_ev("multi_rank_gpu", line, pre, version="2.30+")]
+    m = _INIT.search(msg)
+    if m:
+        rest = m.group("rest")
+        cm = _COMMID.search(rest)
+        pm = _PARENT.search(rest)
+        vals = {
+            "rank": m.group("rank"),
+            "nranks": m.group("nranks"),
+            "cuda": m.group("cuda"),
+            "nvml": m.group("nvml"),
+            "phase": m.group("phase"),
+            "comm": m.group("comm"),
+            "commId": cm.group("id") if cm else None,
+            "parent": pm.group("p") if pm else None,
+            "api": m.group("api"),
+        }
+        return [_ev("init", line, pre, bus_id=m.group("bus").lower(), values=vals)]
+    m = _MISMATCH.search(msg)
+    if m:
+        vals = {"va": m.group("va"), "vb": m.group("vb")}
+        return [
+            _ev(
+                "nccl_mismatch",
+                line,
+                pre,
+                ranks=(int(m.group("a")), int(m.group("b"))),
+                values=vals,
+            )
+        ]
+    m = _CUDA_FAIL.search(msg)
+    if m:
+        err = m.group("err")
+        kind = "invalid_ordinal" if "invalid device ordinal" in err else "cuda_failure"
+        if "out of memory" in err:
+            kind = "oom"
+        return [_ev(kind, line, pre, values={"form": "nccl", "err": err})]
+    return out
+
+
+def _root_cause_field(msg: str, line: Line, pre: Prefix) -> Event | None:
+    m = _FIELD.match(msg)
+    if not m:
+        return None
+    key, val = m.group("key"), m.group("val").strip()
+    vals: dict[str, object] = {"key": key, "val": val}
+    if key == "rank":
+        rm = _RANK_FIELD.match(val)
+        if not rm:
+            return None
+        vals.update(rank=rm.group("rank"), local_rank=rm.group("local"))
+    elif key == "exitcode":
+        em = _EXIT_FIELD.match(val)
+        if not em:
+            return None
+        vals.update(code=em.group("code"), pid=em.group("pid"))
+    elif key == "host":
+        vals["host"] = val.split()[0] if val else None
+    return _ev("torchrun_field", line, pre, values=vals)
+
+
+def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C901 - a flat table
+    ev: list[Event] = []
+    m = _TORCH_NCCL.search(msg)
+    if m:
+        ev.append(
+            _ev(
+                "torch_nccl_error",
+                line,
+                pre,
+                version=m.group("v"),
+                values={"err": m.group("err").strip(), "where": m.group("where")},
+            )
+        )
+    elif (m := _VERSION.search(msg)) is not None:
+        ev.append(_ev("nccl_version", line, pre, version=m.group("v")))
+    if (m := _RESULT.search(msg)) is not None and "NCCL error in" not in msg:
+        ev.append(_ev("nccl_result", line, pre, values={"code": m.group("code")}))
+    if _ASSERT.search(msg):
+        ev.append(_ev("invalid_ordinal", line, pre, values={"form": "mig_assert"}))
+    elif (m := _TESTS_FAIL.search(msg)) is not None:
+        kind = "invalid_ordinal" if "ordinal" in m.group("err") else "cuda_failure"
+        ev.append(_ev(kind, line, pre, values={"form": "nccl-tests", "err": m.group("err")}))
+    elif _ORDINAL.search(msg) and not msg.lstrip().startswith(("File ", "raise ", "#")):
+        form = "xla" if "CUDA_ERROR_INVALID_DEVICE" in msg else "pytorch"
+        ev.append(_ev("invalid_ordinal", line, pre, values={"form": form}))
+    if (m := _GUESS.search(msg)) is not None:
+        ev.append(
+            _ev("device_guess", line, pre, values={"rank": m.group("r"), "gpu": m.group("gpu")})
+        )
+    elif _GUESS_NEW.search(msg):
+        ev.append(_ev("device_guess", line, pre))
+    if _ROOT.search(msg):
+        ev.append(_ev("torchrun_root", line, pre))
+    elif (f := _root_cause_field(msg, line, pre)) is not None:
+        ev.append(f)
+    if (m := _TESTS_DEV.match(msg)) is not None:
+        vals = {"rank": m.group("rank"), "host": m.group("host"), "dev": m.group("dev")}
+        vals["name"] = m.group("name").strip() or None
+        ev.append(_ev("tests_device", line, pre, bus_id=m.group("bus"), values=vals))
+    if _OOM.search(msg):
+        gm = _OOM_GPU.search(msg)
+        procs = len(_OOM_PROC.findall(msg))
+        ev.append(
+            _ev("oom", line, pre, values={"gpu": gm.group("gpu") if gm else None, "procs": procs})
+        )
+    for regex, kind in (
+        (_NO_SLOT, "ds_no_slot"),
+        (_LT_WORLD, "lightning_world"),
+        (_ACC_IDS, "accelerate_gpu_ids"),
+        (_UNRECOGNIZED, "local_rank_arg"),
+        (_NO_IFACE, "no_interface"),
+        (_BOOT_DUP, "bootstrap_dup_rank"),
+        (_NVML_NF, "nvml_not_found"),
+        (_STORE, "store_error"),
+        (_SOCKET, "socket_error"),
+    ):
+        if (m := regex.search(msg)) is not None:
+            ev.append(_ev(kind, line, pre, values=m.groupdict()))
+    if (m := _REQ_GPU.search(msg)) is not None:
+        ev.append(_ev("lightning_requested", line, pre, values={"req": m.group("req")}))
+    if (m := _HAS_GPU.search(msg)) is not None:
+        ev.append(_ev("lightning_has", line, pre, values={"has": m.group("has")}))
+    if (m := _HOSTID.search(msg)) is not None:
+        ev.append(_ev("env_hostid", line, pre, values={"v": m.group("v")}))
+    if (m := _IFNAME_SET.search(msg)) is not None:
+        ev.append(_ev("env_ifname", line, pre, values={"v": m.group("v")}))
+    if (m := _CVD.search(msg)) is not None and m.group("v"):
+        ev.append(_ev("env_cvd", line, pre, values={"v": m.group("v")}))
+    if (m := _DEVICE_BANNER.match(msg)) is not None:
+        ev.append(_ev("device_banner", line, pre, values={"dev": m.group("d")}))
+    if (m := _NUM_PROC.match(msg)) is not None:
+        ev.append(_ev("accel_nproc", line, pre, values={"n": m.group("n")}))
+    if (m := _ACC_ENV.search(msg)) is not None:
+        ev.append(_ev("accel_env", line, pre, values={"t": m.group("t")}))
+    if _MIG_LINE.search(msg):
+        ev.append(_ev("mig_seen", line, pre))
+    return ev
+
+
+def recognise(line: Line) -> list[Event]:
+    """Every event in one line (several when pasted text lost its newlines). Never raises."""
+    events: list[Event] = []
+    for part in split_messages(line.text):
+        pre, msg = strip_prefixes(part)
+        if pre.ray:
+            events.append(Event("ray_prefix", line, pre))
+        if not msg:
+            continue
+        if "NCCL" in msg or "Duplicate GPU" in msg or "- Init " in msg:
+            found = _nccl_events(msg, line, pre)
+            if found:
+                events.extend(found)
+                continue
+        events.extend(_other_events(msg, line, pre))
+    return events

@@ -1,0 +1,109 @@
+"""Line prefixes added by NCCL, launchers and loggers, peeled off into facts (host, pid, rank).
+
+Handled (reference/nccl.md (d), launchers.md): ``host:pid:tid [dev]`` (NCCL), an optional
+``[YYYY-MM-DD HH:MM:SS] `` timestamp (NCCL >= 2.26 WARN) and other ISO timestamps, ``[rankN]:``
+(PyTorch), ``[1,N]<stdout>:`` (Open MPI ``--tag-output``), ``host: `` (pdsh / DeepSpeed),
+``N: `` (``srun --label``), ``(pid=N)`` / ``(RayWorkerWrapper pid=N, ip=A)`` (Ray).
+Text pasted with lost newlines is split back at known message starts (:func:`split_messages`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TIMESTAMP = re.compile(
+    r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?:?\s+"
+)
+_GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+")
+_RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")
+_TAG = re.compile(r"^\[[A-Za-z][\w|.-]*\]:\s?")  # torchx-style "[trainer0|0]:" role tags
+_MPI = re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
+_RAY = re.compile(r"^\((?:[\w.-]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s*")
+_SRUN = re.compile(r"^(?P<task>\d{1,5}): ")
+_PDSH = re.compile(r"^(?P<host>localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+): (?=\S)")
+NCCL_PREFIX = re.compile(
+    r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ?(?:(?P<ms>\d+\.\d+) )?"
+)
+# Message starts used to split text whose newlines were lost (pasted into an issue).
+_SPLIT = re.compile(
+    r"(?<=Last error:)\s*|(?<=\S)\s+(?="
+    r"(?:\[\d{4}-\d\d-\d\d [\d:]+\] )?[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./]+:\d+ )?NCCL (?:INFO|WARN)"
+    r"|\[rank\d+\]:|\[\d+,\d+\]<std(?:out|err)>:|Traceback \(most recent"
+    r"|(?:[\w.]+\.)?(?:DistBackendError|RuntimeError|ValueError|AcceleratorError|"
+    r"OutOfMemoryError|XlaRuntimeError|ChildFailedError)[:\s]"
+    r"|nccl(?:InvalidUsage|InternalError|UnhandledCudaError|SystemError|RemoteError|"
+    r"InvalidArgument): |Last error:|Root Cause \(|Failures:"
+    r"|\s{2,}(?:time|host|rank|exitcode|error_file|traceback)\s+:)"
+)
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """What the prefixes of one line said about where it came from."""
+
+    host: str | None = None
+    pid: int | None = None
+    tid: int | None = None
+    dev: int | None = None  # the logging thread's current CUDA device (NCCL prefix)
+    rank: int | None = None  # from [rankN]: or mpirun [1,N]
+    task: int | None = None  # srun --label task id
+    ip: str | None = None  # Ray worker ip
+    nccl: bool = False  # the line had NCCL's host:pid:tid [dev] prefix
+    ray: bool = False  # the line came from a Ray worker ((pid=N) prefix)
+
+
+def strip_prefixes(text: str) -> tuple[Prefix, str]:
+    """Peel launcher/logger prefixes off ``text``; return the facts and the message."""
+    host = ip = None
+    pid = tid = dev = rank = task = None
+    nccl = ray = False
+    msg = text.strip()
+    for _ in range(6):
+        m = _TIMESTAMP.match(msg) or _GLOG.match(msg)
+        if m:
+            msg = msg[m.end() :]
+            continue
+        m = _RANK.match(msg) or _MPI.match(msg)
+        if m:
+            rank = int(m.group("rank"))
+            msg = msg[m.end() :]
+            continue
+        m = _TAG.match(msg)
+        if m:
+            msg = msg[m.end() :]
+            continue
+        m = _RAY.match(msg)
+        if m:
+            pid = int(m.group("pid"))
+            ip = m.group("ip") or ip
+            ray = True
+            msg = msg[m.end() :]
+            continue
+        m = NCCL_PREFIX.match(msg)
+        if m:
+            host, pid, tid = m.group("host"), int(m.group("pid")), int(m.group("tid"))
+            dev = int(m.group("dev"))
+            nccl = True
+            msg = msg[m.end() :]
+            break
+        m = _SRUN.match(msg)
+        if m:
+            task = int(m.group("task"))
+            msg = msg[m.end() :]
+            continue
+        m = _PDSH.match(msg)
+        if m and not msg.startswith(("http", "https")):
+            host = m.group("host")
+            msg = msg[m.end() :]
+            continue
+        break
+    return Prefix(host, pid, tid, dev, rank, task, ip, nccl, ray), msg
+
+
+def split_messages(text: str) -> list[str]:
+    """Split a line holding several messages (lost newlines) at known message starts."""
+    if len(text) < 120:
+        return [text]
+    parts = [p for p in _SPLIT.split(text) if p and p.strip()]
+    return parts or [text]

@@ -1,0 +1,170 @@
+"""NCCL ``Init START``/``Init COMPLETE`` (and nccl-tests ``Using devices``) lines -> rank map.
+
+Mapping rule (reference/nccl.md (d)): ``cudaDev`` is the CUDA ordinal inside the process,
+``nvmlDev`` the nvidia-smi index on that host, ``busId`` the physical address and ``commId`` the
+communicator. Ranks are grouped by ``(host, commId)``; a bus id used by two ranks of one
+communicator on one NCCL host is what NCCL's duplicate check rejects. The MIG pattern (every rank
+of a host ``cudaDev 0 nvmlDev 0`` on one bus id) is reported as such.
+
+Bounded memory: at most :data:`MAX_RECORDS` rank records are kept.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rankmap.logs.patterns import Event
+from rankmap.model import Placement
+from rankmap.pci import try_normalize_bus_id
+
+MAX_RECORDS = 200_000
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """One rank of one communicator as its Init line states it."""
+
+    rank: int
+    nranks: int | None
+    host: str | None
+    pid: int | None
+    cuda_index: int | None
+    nvml_index: int | None
+    bus_id: str | None  # canonical
+    comm: str  # commId, or the comm pointer / "nccl-tests" when no commId is printed
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Collision:
+    """Several ranks of one communicator on one bus id of one NCCL host."""
+
+    host: str | None
+    bus_id: str
+    ranks: tuple[int, ...]
+    comm: str
+    evidence: tuple[str, ...]
+
+
+@dataclass
+class RankMap:
+    """The ranks of the main communicator, collisions of every communicator, patterns seen."""
+
+    records: dict[tuple[str, int], RankRecord] = field(default_factory=dict)
+    dropped: int = 0
+
+    def add(self, ev: Event) -> None:
+        """Record an ``init`` or ``tests_device`` event."""
+        if len(self.records) >= MAX_RECORDS:
+            self.dropped += 1
+            return
+        rec = _record(ev)
+        if rec is None:
+            return
+        key = (rec.comm, rec.rank)
+        old = self.records.get(key)
+        # COMPLETE lines repeat START; keep the first, fill missing fields.
+        if old is None or (old.nvml_index is None and rec.nvml_index is not None):
+            self.records[key] = rec
+
+    def communicators(self) -> dict[str, list[RankRecord]]:
+        """Records per communicator, in first-seen order."""
+        out: dict[str, list[RankRecord]] = defaultdict(list)
+        for rec in self.records.values():
+            out[rec.comm].append(rec)
+        return dict(out)
+
+    def main_comm(self) -> list[RankRecord]:
+        """The largest communicator (the world group, normally)."""
+        comms = self.communicators()
+        if not comms:
+            return []
+        best = max(comms.values(), key=lambda rs: (max(r.nranks or 0 for r in rs), len(rs)))
+        return sorted(best, key=lambda r: r.rank)
+
+    def collisions(self) -> list[Collision]:
+        """Bus ids shared by two or more ranks of one communicator on one host."""
+        out: list[Collision] = []
+        seen: set[tuple[str | None, str, tuple[int, ...]]] = set()
+        for comm, recs in self.communicators().items():
+            by: dict[tuple[str | None, str], list[RankRecord]] = defaultdict(list)
+            for r in recs:
+                if r.bus_id:
+                    by[(r.host, r.bus_id)].append(r)
+            for (host, bus), rs in by.items():
+                ranks = tuple(sorted({r.rank for r in rs}))
+                if len(ranks) < 2 or (host, bus, ranks) in seen:
+                    continue
+                seen.add((host, bus, ranks))
+                ev = tuple(r.evidence for r in sorted(rs, key=lambda r: r.rank)[:4])
+                out.append(Collision(host, bus, ranks, comm, ev))
+        return out
+
+    def all_cuda0(self) -> list[str]:
+        """Hosts where every rank (two or more) reports cudaDev 0 and nvmlDev 0 (or none)."""
+        hosts: dict[str | None, list[RankRecord]] = defaultdict(list)
+        for r in self.main_comm():
+            hosts[r.host].append(r)
+        out = []
+        for host, rs in hosts.items():
+            if len(rs) >= 2 and all(r.cuda_index == 0 and r.nvml_index in (0, None) for r in rs):
+                out.append(host or "?")
+        return out
+
+    def hosts(self) -> list[str]:
+        """Hosts of the main communicator in rank order."""
+        return list(dict.fromkeys(r.host for r in self.main_comm() if r.host))
+
+    def placements(self) -> list[Placement]:
+        """One placement per rank of the main communicator."""
+        recs = self.main_comm()
+        local: dict[str | None, int] = defaultdict(int)
+        out = []
+        for r in recs:
+            lr = local[r.host]
+            local[r.host] += 1
+            out.append(
+                Placement(
+                    rank=r.rank,
+                    local_rank=lr if r.host else None,
+                    node=r.host,
+                    cuda_index=r.cuda_index,
+                    nvml_index=r.nvml_index,
+                    pci_bus_id=r.bus_id,
+                    source="nccl-log",
+                )
+            )
+        return out
+
+
+def _record(ev: Event) -> RankRecord | None:
+    rank = ev.geti("rank")
+    if rank is None:
+        return None
+    text = f"{ev.line.where()}: {ev.line.text.strip()[:300]}"
+    if ev.kind == "tests_device":
+        return RankRecord(
+            rank=rank,
+            nranks=None,
+            host=ev.get("host"),
+            pid=ev.prefix.pid,
+            cuda_index=ev.geti("dev"),
+            nvml_index=None,
+            bus_id=try_normalize_bus_id(f"[{ev.bus_id}]"),
+            comm="nccl-tests",
+            evidence=text,
+        )
+    # Before 2.16 no commId is printed: ranks of one size are taken as one communicator.
+    comm = ev.get("commId") or f"nranks={ev.get('nranks')}"
+    return RankRecord(
+        rank=rank,
+        nranks=ev.geti("nranks"),
+        host=ev.prefix.host,
+        pid=ev.prefix.pid,
+        cuda_index=ev.geti("cuda"),
+        nvml_index=ev.geti("nvml"),
+        bus_id=try_normalize_bus_id(ev.bus_id),
+        comm=comm,
+        evidence=text,
+    )

@@ -1,0 +1,277 @@
+"""Streaming, memory-bounded reading of logs: only the lines that can matter come out.
+
+A 1 GB ``NCCL_DEBUG=INFO`` log is mostly channel/topology chatter. Reading it line by line in
+Python is far slower than ``grep``, so the reader scans big binary chunks with ``bytes.find`` for
+*anchors* (short literals every recognised message contains, see :mod:`rankmap.logs.patterns`)
+and decodes only the lines around a hit. Memory stays bounded whatever the file size or line
+length: chunks are fixed-size, the carry-over of an unterminated line is capped, and a very long
+line is cut into windows around each hit.
+
+Small inputs (and the first/last :data:`EDGE_BYTES` of big files, where version banners, launcher
+output and tracebacks live) are scanned with every anchor; the middle of a big file only with the
+anchors of the messages a mapping failure leaves there (NCCL WARN, Init START/COMPLETE, errors).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from rankmap.errors import InputError
+
+CHUNK_BYTES = 4 * 1024 * 1024
+MAX_LINE = 16 * 1024  # longer lines are cut into windows around each anchor hit
+WINDOW_BEFORE = 1024
+WINDOW_AFTER = 3072
+MAX_WINDOWS_PER_LINE = 32
+FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
+EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
+_SNIFF = 8192
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One candidate line of input, decoded and cleaned (ANSI colours and CR removed)."""
+
+    text: str
+    source: str
+    lineno: int | None = None  # 1-based; None where counting lines would cost a full pass
+
+    def where(self) -> str:
+        """``file:12`` or ``file``."""
+        return f"{self.source}:{self.lineno}" if self.lineno else self.source
+
+
+def clean(raw: bytes) -> str:
+    """Decode (invalid UTF-8 replaced), drop ANSI colour codes, CR and other control characters."""
+    text = raw.decode("utf-8", "replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        # A CR inside a line (progress bars) keeps only what was last drawn; a trailing CR is CRLF.
+        text = text.rstrip("\r")
+        if "\r" in text:
+            text = text.rsplit("\r", 1)[-1] if text.rsplit("\r", 1)[-1].strip() else text
+    return text.replace("\x00", "")
+
+
+def check_text(head: bytes, source: str) -> None:
+    """Raise :class:`InputError` when ``head`` (the first bytes) looks binary."""
+    if not head:
+        return
+    if b"\x00" in head:
+        raise InputError(f"{source}: binary file (NUL bytes), not a log")
+    sample = head[:_SNIFF]
+    bad = sum(1 for b in sample if b < 9 or 13 < b < 32 and b != 27)
+    if bad * 10 > len(sample):
+        raise InputError(f"{source}: binary file, not a log")
+
+
+def _hits(buf: bytes, anchors: Sequence[bytes]) -> list[int]:
+    """Positions of anchors in ``buf``: at most one per line, or per window of a long line."""
+    out: list[int] = []
+    find = buf.find
+    for anchor in anchors:
+        i = find(anchor)
+        while i != -1:
+            out.append(i)
+            nl = find(b"\n", i, i + WINDOW_AFTER)
+            i = find(anchor, (nl if nl != -1 else i + WINDOW_AFTER) + 1)
+    out.sort()
+    return out
+
+
+def _spans(buf: bytes, hits: list[int], limit: int) -> list[tuple[int, int]]:
+    """Line spans (start, end) around ``hits`` in ``buf[:limit]``, long lines cut into windows.
+
+    A span never grows past :data:`MAX_LINE` + a window, and one long line yields at most
+    :data:`MAX_WINDOWS_PER_LINE` windows per chunk, so adversarial input stays cheap.
+    """
+    spans: list[tuple[int, int]] = []
+    last_end = -1
+    line_start = -1
+    windows = 0
+    rfind, find = buf.rfind, buf.find
+    for pos in hits:
+        if pos < last_end:
+            continue
+        start = rfind(b"\n", 0, pos) + 1
+        end = find(b"\n", pos, limit)
+        if end == -1:
+            end = limit
+        if end - start > MAX_LINE:
+            windows = windows + 1 if start == line_start else 1
+            line_start = start
+            if windows > MAX_WINDOWS_PER_LINE:
+                last_end = end
+                continue
+            start = max(start, pos - WINDOW_BEFORE, last_end)
+            end = min(end, pos + WINDOW_AFTER)
+        if spans and start <= spans[-1][1] and end - spans[-1][0] <= MAX_LINE:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((max(start, spans[-1][1]) if spans else start, end))
+        last_end = spans[-1][1]
+    return spans
+
+
+def scan_stream(
+    stream: BinaryIO,
+    source: str,
+    *,
+    anchors: Sequence[bytes],
+    core_anchors: Sequence[bytes] | None = None,
+    size: int | None = None,
+    count_lines: bool | None = None,
+) -> Iterator[Line]:
+    """Yield the lines of ``stream`` that contain an anchor, in input order.
+
+    ``core_anchors`` are used for the middle of inputs larger than :data:`FULL_SCAN_LIMIT`
+    (``size`` must then be known). Raises :class:`InputError` for binary input.
+    """
+    full = size is None or size <= FULL_SCAN_LIMIT or core_anchors is None
+    if count_lines is None:
+        count_lines = full
+    offset = 0  # absolute offset of buf[0]
+    lineno = 1  # line number at buf[0]
+    carry = b""
+    first = True
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if first:
+            check_text(chunk, source)
+            first = False
+        eof = not chunk
+        buf = carry + chunk if carry else chunk
+        if not buf:
+            break
+        if eof:
+            limit = len(buf)
+        else:
+            limit = buf.rfind(b"\n") + 1
+            if limit == 0:  # no newline at all: a long line; process all but a window tail
+                limit = max(0, len(buf) - WINDOW_BEFORE)
+        use = anchors
+        if not full and size is not None:
+            in_edge = offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES
+            use = anchors if in_edge else (core_anchors or anchors)
+        region = buf[:limit] if limit < len(buf) else buf
+        hits = _hits(region, use)
+        prev = 0
+        for start, end in _spans(region, hits, limit):
+            if count_lines:
+                lineno += region.count(b"\n", prev, start)
+                prev = start
+            text = clean(region[start:end])
+            if text.strip():
+                yield Line(text, source, lineno if count_lines else None)
+        if count_lines:
+            lineno += region.count(b"\n", prev, limit)
+        carry = buf[limit:]
+        offset += limit
+        if eof:
+            break
+        if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
+            carry = carry[-MAX_LINE:]
+
+
+PARALLEL_MIN_BYTES = 256 * 1024 * 1024
+
+
+def _scan_segment(args: tuple[str, int, int, tuple[bytes, ...]]) -> list[bytes]:
+    """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
+    path, start, end, anchors = args
+    out: list[bytes] = []
+    with open(path, "rb", buffering=0) as f:
+        f.seek(start)
+        pos = start
+        carry = b""
+        while pos < end:
+            chunk = f.read(min(CHUNK_BYTES, end - pos))
+            if not chunk:
+                break
+            pos += len(chunk)
+            buf = carry + chunk if carry else chunk
+            limit = len(buf) if pos >= end else buf.rfind(b"\n") + 1
+            if limit == 0:
+                limit = max(0, len(buf) - WINDOW_BEFORE)
+            region = buf[:limit]
+            out.extend(region[a:b] for a, b in _spans(region, _hits(region, anchors), limit))
+            carry = buf[limit:][-MAX_LINE * 4 :]
+    return out
+
+
+def _line_start(f: BinaryIO, pos: int) -> int:
+    f.seek(pos)
+    tail = f.read(MAX_LINE)
+    i = tail.find(b"\n")
+    return pos + i + 1 if i != -1 else pos
+
+
+def scan_file_parallel(
+    path: str, size: int, *, anchors: Sequence[bytes], core_anchors: Sequence[bytes]
+) -> Iterator[Line] | None:
+    """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
+
+    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``.
+    """
+    cpus = os.cpu_count() or 1
+    if size < PARALLEL_MIN_BYTES or cpus < 2:
+        return None
+    try:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+    except (ImportError, ValueError):
+        return None
+    with open(path, "rb", buffering=0) as f:
+        check_text(f.read(_SNIFF), path)
+        head_end = _line_start(f, EDGE_BYTES)
+        tail_start = _line_start(f, size - EDGE_BYTES)
+        n = min(cpus, 8)
+        step = (tail_start - head_end) // n
+        cuts = (
+            [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
+        )
+    jobs = [(path, 0, head_end, tuple(anchors))]
+    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors)) for i in range(n)]
+    jobs.append((path, tail_start, size, tuple(anchors)))
+    try:
+        with ctx.Pool(n) as pool:
+            parts = pool.map(_scan_segment, jobs)
+    except OSError:
+        return None
+    return (
+        Line(text, path, None) for part in parts for raw in part if (text := clean(raw)).strip()
+    )
+
+
+def open_input(path: str) -> tuple[BinaryIO, int | None]:
+    """Open a file for :func:`scan_stream`; ``InputError`` (one line) when it cannot be read."""
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a log file")
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(handle.fileno())
+        size = st.st_size if os.path.isfile(path) else None
+    except OSError:
+        size = None
+    return handle, size
+
+
+def iter_text_lines(text: str, source: str = "<text>") -> Iterable[Line]:
+    """Every non-empty line of an in-memory string (tests, small pastes), cleaned."""
+    for i, raw in enumerate(text.splitlines(), 1):
+        cleaned = clean(raw.encode("utf-8", "surrogatepass"))
+        if cleaned.strip():
+            yield Line(cleaned[:MAX_LINE], source, i)

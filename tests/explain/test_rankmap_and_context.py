@@ -1,0 +1,115 @@
+"""Rank map from Init lines (per-rank files), torchrun summaries, device guesses, bounded memory."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from rankmap.diagnose import explain_files
+from rankmap.inventory import load_machine
+from rankmap.logs.context import parse_launch, script_selection
+
+INIT = (
+    "{host}:{pid}:{pid} [{cuda}] NCCL INFO ncclCommInitRank comm 0x{pid:x} rank {rank} nranks 8 "
+    "cudaDev {cuda} nvmlDev {nvml} busId {bus} commId 0xfeed - Init START\n"
+)
+DGX_BUSES = ["18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000"]
+
+
+def _per_rank_files(tmp_path: Path, cuda_of: dict[int, int]) -> list[Path]:
+    paths = []
+    for rank, cuda in cuda_of.items():
+        host = "gpu-a" if rank < 4 else "gpu-b"
+        p = tmp_path / f"nccl.{host}.{1000 + rank}.log"
+        p.write_text(
+            INIT.format(
+                host=host, pid=1000 + rank, cuda=cuda, nvml=cuda, rank=rank, bus=DGX_BUSES[cuda]
+            )
+        )
+        paths.append(p)
+    return paths
+
+
+def test_rank_map_from_one_file_per_rank(tmp_path: Path) -> None:
+    files = _per_rank_files(tmp_path, {r: r % 4 for r in range(8)})
+    report = explain_files(files, machines=load_machine("dgx-h100"))
+    placements = {p.rank: p for p in report.placements}
+    assert sorted(placements) == list(range(8))
+    assert placements[5].node == "gpu-b" and placements[5].cuda_index == 1
+    assert placements[5].pci_bus_id == "0000:2A:00.0"
+    assert placements[5].uuid and placements[5].uuid.startswith("GPU-")
+    assert report.ordered_findings()[0].code == "RM042"  # no collision: info only
+    assert report.verdict == "ok"
+
+
+def test_collision_found_per_host_and_comm(tmp_path: Path) -> None:
+    files = _per_rank_files(tmp_path, {0: 0, 1: 1, 2: 0, 3: 3, 4: 0, 5: 1, 6: 2, 7: 3})
+    report = explain_files(files)
+    first = report.ordered_findings()[0]
+    assert first.ranks == (0, 2) and first.devices == ("0000:18:00.0",)
+    assert first.hosts == ("gpu-a",)
+
+
+def test_mig_pattern_every_rank_cuda0(tmp_path: Path) -> None:
+    files = _per_rank_files(tmp_path, dict.fromkeys(range(4), 0))
+    report = explain_files(files, machines=load_machine("a100-mig"))
+    assert report.ordered_findings()[0].category == "mig"
+
+
+def test_torchrun_root_cause_and_guess_warning(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[rank6]:[W1109 10:00:00.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 6]  using "
+        "GPU 6 to perform barrier as devices used by this process are currently unknown.\n"
+        "[rank9]: torch.AcceleratorError: CUDA error: invalid device ordinal\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2025-01-01_10:00:00\n"
+        "  host      : node-2\n  rank      : 9 (local_rank: 1)\n  exitcode  : 1 (pid: 77)\n"
+    )
+    report = explain_files([log])
+    codes = [f.code for f in report.ordered_findings()]
+    assert "RM402" in codes
+    failures = report.sections["explain"]["failures"]
+    assert failures == [
+        {"rank": 9, "local_rank": 1, "host": "node-2", "exitcode": 1, "root_cause": True}
+    ]
+    assert 9 in report.ordered_findings()[0].ranks
+
+
+def test_launch_parser_and_script_selection(tmp_path: Path) -> None:
+    f = parse_launch("CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --nproc-per-node=4 t.py")
+    assert (f.launcher, f.nproc_per_node, f.nnodes) == ("torchrun", 4, 2)
+    assert ("CUDA_VISIBLE_DEVICES", "0,1") in f.env
+    nested = parse_launch("srun --ntasks-per-node=8 torchrun --nproc_per_node=8 t.py")
+    assert nested.nested_in == "srun" and nested.outer_tasks_per_node == 8
+    s = tmp_path / "t.py"
+    s.write_text("import os, torch\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")
+    assert script_selection(s) == "local_rank"
+    s.write_text("def broken(:\n")
+    assert script_selection(s) == "unknown"
+
+
+def test_no_newline_file_memory_bounded(tmp_path: Path) -> None:
+    p = tmp_path / "one-line.log"
+    with p.open("wb") as f:
+        for _ in range(6):
+            f.write(b"Error " * (1024 * 1024 // 6 * 4))
+    tracemalloc.start()
+    explain_files([p])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024
+
+
+def test_check_launch_integration(tmp_path: Path) -> None:
+    pytest.importorskip("rankmap.plan")
+    log = tmp_path / "d.log"
+    log.write_text("Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n")
+    report = explain_files(
+        [log],
+        launch="torchrun --nproc-per-node 8 train.py",
+        env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"},
+        machines=load_machine("workstation-4gpu"),
+    )
+    assert report.ordered_findings()[0].category == "visible_devices_mismatch"
