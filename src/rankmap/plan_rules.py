@@ -1,0 +1,429 @@
+"""Findings and predicted errors of a simulated launch (see :func:`rankmap.plan.check_launch`).
+
+NCCL's duplicate rule (reference/nccl.md (a)/(b)): two ranks of one communicator collide when
+they have the same host hash (hostname + boot_id, or only ``NCCL_HOSTID``) and the same PCI bus
+id of their current CUDA device (NCCL 2.5.6-2.29.7: ``Duplicate GPU detected : rank A and rank B
+both on CUDA device <busid>``, A = the reporting rank, B = the lowest other rank) or the same GPU
+UUID (2.30: ``Multiple Ranks are using the same GPU/Partition...``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rankmap.findings import Finding, finding
+from rankmap.launchers import LaunchPlan
+from rankmap.pci import nccl_form
+from rankmap.plan_fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.script_scan import DeviceSelection
+
+if TYPE_CHECKING:
+    from rankmap.plan import RankOutcome
+
+DUP_230 = (
+    "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "
+    "enable this configuration."
+)
+ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
+NO_GPU = "RuntimeError: No CUDA GPUs are available"
+MAX_PREDICTED = 256
+
+
+def host_key(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> str:
+    """The string NCCL hashes for "same host" for this rank (NCCL_HOSTID wins)."""
+    hostid = o.proc.env.get("NCCL_HOSTID") or plan.node_env.get(o.proc.node, {}).get(
+        "NCCL_HOSTID", env.get("NCCL_HOSTID")
+    )
+    if hostid:
+        return f"NCCL_HOSTID={hostid}"
+    return o.host.identity.nccl_host_hash_input() or o.host.hostname
+
+
+def device_of(o: RankOutcome) -> tuple[str, str] | None:
+    """(bus id or uuid, uuid) of the rank's current device; None when it fails before NCCL."""
+    if o.error is not None or o.cuda_index is None:
+        return None
+    dev = o.view.devices[o.cuda_index]
+    return (dev.pci_bus_id or dev.physical_uuid, dev.uuid)
+
+
+def duplicate_groups(
+    outcomes: list[RankOutcome], plan: LaunchPlan, env: Mapping[str, str]
+) -> list[list[RankOutcome]]:
+    """Groups of >= 2 ranks of one world on one NCCL host with the same bus id (rank order)."""
+    groups: dict[tuple[int, str, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        dev = device_of(o)
+        if dev is not None:
+            groups[(o.proc.world, host_key(o, plan, env), dev[0])].append(o)
+    found = [sorted(g, key=lambda o: o.proc.rank) for g in groups.values() if len(g) > 1]
+    return sorted(found, key=lambda g: (g[0].proc.world, g[0].proc.rank))
+
+
+def findings_for(
+    plan: LaunchPlan,
+    sel: DeviceSelection,
+    outcomes: list[RankOutcome],
+    env: Mapping[str, str],
+    path: Path | None,
+) -> list[Finding]:
+    """Every finding of the plan, most likely root cause first."""
+    out: list[Finding] = [
+        finding(
+            i.code,
+            i.title,
+            detail=i.detail,
+            ranks=i.ranks,
+            fix=i.fix,
+            evidence=i.predicted[:5],
+            severity=i.severity,
+        )
+        for i in plan.issues
+    ]
+    out += _arg_spelling(plan, sel)
+    out += _failures(plan, sel, outcomes, env)
+    out += _duplicates(plan, sel, outcomes, env)
+    out += _warnings(plan, outcomes, env)
+    if sel.parse_error:
+        out.append(
+            finding(
+                "RM004",
+                f"{sel.parse_error}: could not parse the script; assuming cuda:LOCAL_RANK",
+                fix="Pass the real entry script with --script.",
+            )
+        )
+    elif sel.kind == "assumed_local_rank":
+        out.append(
+            finding(
+                "RM005",
+                "No training script read: assuming each rank calls "
+                "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+                detail="Pass --script train.py (or name an existing .py in the command) to "
+                "check what the script really selects.",
+            )
+        )
+    return out
+
+
+def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, bool]:
+    node_cvd = plan.node_env.get(o.proc.node, {}).get("CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES"))
+    per_process = plan.per_process_cvd or "CUDA_VISIBLE_DEVICES" in o.proc.env
+    narrowed = (
+        node_cvd is not None
+        and not per_process
+        and len(o.view.devices) < len(o.host.gpus)
+        and plan.nproc_per_node <= len(o.host.gpus)
+    )
+    return {"per_process": per_process, "narrowed": narrowed}
+
+
+def _failure_code(o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]) -> str:
+    c = _cause_context(o, plan, env)
+    if not o.view.devices:
+        return "RM203"
+    if o.error and o.error.startswith(("KeyError", "ValueError")):
+        return "RM903" if not plan.sets_local_rank else "RM905"
+    if c["per_process"] and len(o.view.devices) <= 1:
+        return "RM501"
+    if sel.kind == "global_rank":
+        return "RM401"
+    if sel.kind == "constant":
+        return "RM302"
+    if c["narrowed"]:
+        return "RM201"
+    return "RM102"
+
+
+def _failures(
+    plan: LaunchPlan, sel: DeviceSelection, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    shapes: dict[tuple[str, str, tuple[int, ...]], list[list[RankOutcome]]] = defaultdict(list)
+    per_node: dict[tuple[int, int, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.error is not None:
+            per_node[(o.proc.world, o.proc.node, _failure_code(o, plan, sel, env))].append(o)
+    for (_, _, code), group in per_node.items():
+        key = (code, group[0].error or "", tuple(o.proc.local_rank for o in group))
+        shapes[key].append(group)
+    out = []
+    for (code, error, _), groups in shapes.items():
+        first = groups[0]
+        o = first[0]
+        n_vis = len(o.view.devices)
+        asked = sorted({x.cuda_index for x in first if x.cuda_index is not None})
+        where = o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
+        if error.startswith(("KeyError", "ValueError")):
+            title = f"ranks {ranks_text(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
+        elif not o.view.devices:
+            title = f"ranks {ranks_text(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+        else:
+            title = (
+                f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
+                f"{_cuda_list(asked)} but only {n_vis} GPU(s) are visible (cuda:0-{n_vis - 1}): "
+                "invalid device ordinal"
+            )
+        detail = (
+            f"Each rank selects its device by {sel.call or sel.kind} ({o.reason}); it sees "
+            f"{_visible_text(o)}."
+        )
+        out.append(
+            finding(
+                code,
+                title,
+                detail=detail,
+                ranks=[x.proc.rank for g in groups for x in g],
+                hosts=[g[0].host.hostname for g in groups],
+                fix=_fix(code, plan, sel, o, env),
+            )
+        )
+    return out
+
+
+def _duplicates(
+    plan: LaunchPlan, sel: DeviceSelection, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    shapes: dict[tuple[str, tuple[int, ...], str], list[list[RankOutcome]]] = defaultdict(list)
+    for group in duplicate_groups(outcomes, plan, env):
+        code = _dup_code(group, plan, sel, env)
+        dev = device_of(group[0])
+        assert dev is not None
+        key = (code, tuple(o.proc.local_rank for o in group), dev[0] if code != "RM801" else "")
+        shapes[key].append(group)
+    out = []
+    for (code, _, _), groups in shapes.items():
+        g = groups[0]
+        o = g[0]
+        dev = o.view.devices[o.cuda_index or 0]
+        bus = dev.pci_bus_id or dev.physical_uuid
+        gpu = f"GPU {dev.nvml_index} ({bus})"
+        if dev.mig:
+            gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
+        hosts = sorted({x.host.hostname for x in g})
+        more = f" (and the same on {len(groups) - 1} more node(s))" if len(groups) > 1 else ""
+        title = (
+            f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
+            f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+        )
+        if code == "RM801":
+            title = (
+                f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
+                f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
+            )
+        selected = "; ".join(f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4])
+        detail = (
+            f"{selected}. NCCL sees the same host and the same GPU: "
+            f"`Duplicate GPU detected : rank {g[0].proc.rank} and rank {g[1].proc.rank} both on "
+            f"CUDA device {nccl_form(bus) if dev.pci_bus_id else bus}`."
+        )
+        out.append(
+            finding(
+                code,
+                title,
+                detail=detail,
+                ranks=[x.proc.rank for grp in groups for x in grp],
+                devices=[bus],
+                hosts=[x.host.hostname for grp in groups for x in grp],
+                fix=_fix(code, plan, sel, o, env),
+            )
+        )
+    return out
+
+
+def _dup_code(
+    group: list[RankOutcome], plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
+) -> str:
+    o = group[0]
+    if len({x.proc.node for x in group}) > 1:
+        return "RM801"
+    mig = {x.view.devices[x.cuda_index or 0].uuid for x in group if x.view.devices[x.cuda_index or 0].mig}
+    if len(mig) > 1:
+        return "RM601"
+    if any(x.from_default for x in group):
+        if not plan.sets_local_rank:
+            return "RM903"
+        if sel.arg_dest is not None:
+            return "RM901"
+    if sel.kind == "none":
+        return "RM301"
+    if sel.kind == "constant":
+        return "RM302"
+    if sel.kind == "global_rank":
+        return "RM401"
+    c = _cause_context(o, plan, env)
+    if c["per_process"]:
+        return "RM503"
+    if c["narrowed"]:
+        return "RM201"
+    return "RM101"
+
+
+def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
+    arg = plan.local_rank_arg
+    if not arg or not sel.declared_args or sel.tolerant_args or arg in sel.declared_args:
+        return []
+    line = f"error: unrecognized arguments: {arg}=0"
+    return [
+        finding(
+            "RM901",
+            f"{plan.launcher} passes {arg}=N but the script declares only "
+            f"{', '.join(sel.declared_args)}",
+            detail=f"argparse stops every rank with `{line}`.",
+            ranks=[p.rank for p in plan.procs],
+            evidence=[line],
+            fix='parser.add_argument("--local-rank", "--local_rank", type=int, '
+            'default=int(os.environ.get("LOCAL_RANK", 0)))',
+        )
+    ]
+
+
+def _warnings(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> list[Finding]:
+    out: list[Finding] = []
+    seen_notes: set[str] = set()
+    for o in outcomes:
+        for d in o.view.dropped:
+            if d.reason in ("duplicate",) or d.note in seen_notes:
+                continue
+            seen_notes.add(d.note)
+            if len(seen_notes) <= 4:
+                out.append(finding("RM202", d.note, hosts=[o.host.hostname]))
+    first = outcomes[0] if outcomes else None
+    if first and first.view.order_differs and first.view.cuda_order != "PCI_BUS_ID":
+        cvd = first.view.cuda_visible_devices
+        if cvd is None or any(t.strip().isdigit() for t in cvd.split(",")):
+            pairs = ", ".join(f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4])
+            out.append(
+                finding(
+                    "RM204",
+                    f"CUDA order differs from nvidia-smi order on {first.host.hostname} ({pairs})",
+                    hosts=[first.host.hostname],
+                    fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs in CUDA_VISIBLE_DEVICES)",
+                )
+            )
+    out += _identity_warnings(plan, outcomes, env)
+    per_proc = [o for o in outcomes if o.error is None and len(o.view.devices) == 1]
+    if (plan.per_process_cvd or any("CUDA_VISIBLE_DEVICES" in o.proc.env for o in per_proc)) and len(
+        {(o.proc.world, o.proc.node) for o in per_proc}
+    ) < len(per_proc) and plan.worlds == 1:
+        o = per_proc[0]
+        out.append(
+            finding(
+                "RM502",
+                f"each rank on {o.host.hostname} sees only its own GPU",
+                detail="NCCL cannot use CUDA P2P/NVLink between GPUs a process cannot see.",
+                ranks=[x.proc.rank for x in per_proc if x.proc.node == o.proc.node],
+                hosts=[o.host.hostname],
+            )
+        )
+    return out
+
+
+def _identity_warnings(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for i in sorted({o.proc.node for o in outcomes}):
+        h = plan.hosts[i]
+        by_name[h.identity.hostname or h.hostname].add(h.identity.boot_id or f"node{i}")
+    return [
+        finding(
+            "RM802",
+            f"{len(boots)} machines share the hostname {name!r}",
+            detail="NCCL >= 2.5 tells them apart by boot_id, but tools and scripts that group by "
+            "hostname merge them.",
+            hosts=[name],
+        )
+        for name, boots in by_name.items()
+        if len(boots) > 1
+    ]
+
+
+def _fix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]) -> str:
+    n_vis = len(o.view.devices)
+    if code in ("RM101", "RM102"):
+        return fix_count(plan, n_vis) + " (one process per visible GPU)"
+    if code == "RM201":
+        return fix_for_cvd(plan, o, env)
+    if code == "RM203":
+        return "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
+    if code in ("RM301", "RM302", "RM401", "RM901"):
+        return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
+    if code == "RM501":
+        return (
+            "each process sees one GPU: use torch.cuda.set_device(0) (or LOCAL_RANK % "
+            "torch.cuda.device_count()), or bind GPUs per node (srun --gpus-per-node=N instead of "
+            "--gpus-per-task=1)"
+        )
+    if code == "RM503":
+        return "give each process its own GPU: CUDA_VISIBLE_DEVICES=$LOCAL_RANK (one entry per rank)"
+    if code == "RM601":
+        return "one MIG instance per physical GPU, or whole GPUs; NCCL >= 2.30: NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental)"
+    if code == "RM801":
+        return "unset NCCL_HOSTID (or make it unique per machine); give cloned machines their own boot_id/hostname"
+    if code in ("RM903", "RM905"):
+        return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
+    return ""
+
+
+def _cuda_list(idx: list[int]) -> str:
+    if not idx:
+        return "a device"
+    if len(idx) > 2 and idx == list(range(idx[0], idx[-1] + 1)):
+        return f"cuda:{idx[0]}..cuda:{idx[-1]}"
+    return ", ".join(f"cuda:{i}" for i in idx)
+
+
+def _visible_text(o: RankOutcome) -> str:
+    cvd = o.view.cuda_visible_devices
+    n = len(o.view.devices)
+    base = f"{n} GPU(s)" + (f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else "")
+    return base
+
+
+def predicted_errors(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> dict[str, Any]:
+    """``predicted_errors`` (exact lines, unique, in rank order) and a per-rank breakdown."""
+    lines: list[str] = []
+    detail: list[dict[str, Any]] = []
+    issue_lines = [line for i in plan.issues for line in i.predicted]
+    for line in issue_lines:
+        if line not in lines:
+            lines.append(line)
+    failed_worlds = set()
+    for o in outcomes:
+        if o.error is None:
+            continue
+        failed_worlds.add(o.proc.world)
+        text = _error_line(o.error)
+        detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"})
+        if text not in lines:
+            lines.append(text)
+    multi = env.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1"
+    same_uuid = False
+    for group in duplicate_groups(outcomes, plan, env):
+        if group[0].proc.world in failed_worlds:
+            continue  # a rank died before init_process_group: NCCL never gets to its check
+        peer_of = group[0].proc.rank
+        for o in group:
+            peer = peer_of if o.proc.rank != peer_of else group[1].proc.rank
+            dev = o.view.devices[o.cuda_index or 0]
+            busid = nccl_form(dev.pci_bus_id) if dev.pci_bus_id else dev.physical_uuid
+            text = f"Duplicate GPU detected : rank {o.proc.rank} and rank {peer} both on CUDA device {busid}"
+            detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"})
+            if len(lines) < MAX_PREDICTED:
+                lines.append(text)
+        if len({o.view.devices[o.cuda_index or 0].uuid for o in group}) < len(group):
+            same_uuid = True
+    if same_uuid and not multi:
+        lines.append(DUP_230)
+        detail.append({"rank": None, "node": None, "line": DUP_230, "source": "nccl>=2.30"})
+    return {"predicted_errors": lines, "predicted_errors_by_rank": detail[:MAX_PREDICTED * 4]}
+
+
+def _error_line(error: str) -> str:
+    if error == "invalid device ordinal":
+        return ORDINAL
+    if error == "no CUDA GPUs are available":
+        return NO_GPU
+    return error
