@@ -87,6 +87,8 @@ def findings_for(
     out += _failures(plan, sel, outcomes, env)
     out += _duplicates(plan, sel, outcomes, env)
     out += _warnings(plan, outcomes, env)
+    if not outcomes:
+        return out
     if sel.parse_error:
         out.append(
             finding(

@@ -17,6 +17,7 @@ class OptSpec:
     short: Mapping[str, str] = field(default_factory=dict)  # "-m" -> "module"
     strict: bool = True  # unknown options are usage errors (torchrun, accelerate, deepspeed)
     single_dash_long: bool = False  # Open MPI/Hydra accept -np, -hostfile...
+    guess_values: bool = False  # unknown ``--opt X``: X is its value unless it looks like a script
 
 
 @dataclass
@@ -62,6 +63,16 @@ def parse_options(argv: Sequence[str], spec: OptSpec) -> Parsed:
             if spec.strict:
                 raise UsageError(f"{spec.prog}: unrecognized option {name!r}")
             out.unknown.append(arg)
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if (
+                spec.guess_values
+                and not eq
+                and nxt is not None
+                and not nxt.startswith("-")
+                and not nxt.endswith((".py", ".sh"))
+            ):
+                out.unknown.append(nxt)
+                i += 1
             i += 1
             continue
         if spec.takes_value[key]:
