@@ -93,7 +93,7 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
 
 def device_line(plan: LaunchPlan) -> str:
     """The script line that selects the right GPU per process under this launcher."""
-    var = _LOCAL_VAR.get(plan.launcher)
+    var = plan.fix_hints.get("local_var") or _LOCAL_VAR.get(plan.launcher)
     if var:
         return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", os.environ["{var}"])))'
     return 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'
