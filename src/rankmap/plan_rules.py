@@ -10,7 +10,7 @@ UUID (2.30: ``Multiple Ranks are using the same GPU/Partition...``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,7 @@ def findings_for(
     out += _arg_spelling(plan, sel)
     out += _failures(plan, sel, outcomes, env)
     out += _duplicates(plan, sel, outcomes, env)
+    out += _cross_world(plan, outcomes, env)
     out += _warnings(plan, outcomes, env)
     if not outcomes:
         return out
@@ -158,9 +159,9 @@ def _failures(
         asked = sorted({x.cuda_index for x in first if x.cuda_index is not None})
         where = o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
         if error.startswith(("KeyError", "ValueError")):
-            title = f"ranks {ranks_text(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
+            title = f"{_rk(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
-            title = f"ranks {ranks_text(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+            title = f"{_rk(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
         else:
             title = (
                 f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
@@ -367,6 +368,37 @@ def _fix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env:
     if code in ("RM903", "RM905"):
         return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
     return ""
+
+
+def _rk(ranks: Iterable[int]) -> str:
+    vals = sorted(set(ranks))
+    return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
+
+
+def _cross_world(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> list[Finding]:
+    """Independent launches (worlds) whose ranks land on the same physical GPU."""
+    if plan.worlds < 2:
+        return []
+    users: dict[tuple[str, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        dev = device_of(o)
+        if dev is not None:
+            users[(host_key(o, plan, env), dev[0])].append(o)
+    out = []
+    for (_, bus), group in users.items():
+        worlds = sorted({o.proc.world for o in group})
+        if len(worlds) > 1:
+            out.append(
+                finding(
+                    "RM503",
+                    f"{len(worlds)} independent launches all use GPU {group[0].view.devices[group[0].cuda_index or 0].nvml_index} ({bus}) on {group[0].host.hostname}",
+                    detail="Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU.",
+                    devices=[bus],
+                    hosts=[group[0].host.hostname],
+                    fix="give each launch its own GPU (CUDA_VISIBLE_DEVICES=$i), or better one launch for the job",
+                )
+            )
+    return out[:8]
 
 
 def _cuda_list(idx: list[int]) -> str:
