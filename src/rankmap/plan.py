@@ -131,7 +131,9 @@ def evaluate(
             merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
             view = resolve_visible(host, merged)
             cache[key] = view
-        idx, error, reason, from_default = select_index(selection, proc, base, len(view.devices))
+        idx, error, reason, from_default = _with_mod(
+            select_index(selection, proc, base, len(view.devices)), selection, len(view.devices)
+        )
         if error is None and idx is not None and not 0 <= idx < len(view.devices):
             error = "invalid device ordinal" if view.devices else "no CUDA GPUs are available"
         out.append(RankOutcome(proc, host, view, idx, error, reason, from_default))
@@ -186,6 +188,13 @@ def _from_arg(
         # process stays on cuda:0; a None default is treated the same way (unverified).
         return 0, None, f"--{sel.arg_dest} not passed (default {default}): stays on cuda:0", True
     return _mod(default, sel, n_visible), None, f"--{sel.arg_dest} default {default}", True
+
+
+def _with_mod(result: tuple[int | None, str | None, str, bool], sel: DeviceSelection, n: int) -> tuple[int | None, str | None, str, bool]:
+    idx, err, why, dflt = result
+    if sel.modulo and err is None:
+        why += f" % device_count {n}"
+    return idx, err, why, dflt
 
 
 def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
@@ -246,6 +255,12 @@ def _sections(
     }
 
 
+def _bus(o: RankOutcome) -> str | None:
+    if o.error is not None or o.cuda_index is None:
+        return None
+    return o.view.devices[o.cuda_index].pci_bus_id
+
+
 def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, Any]:
     base = node_env(plan, env, o.proc.node)
     shown = dict(o.proc.env)
@@ -260,6 +275,7 @@ def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[
         "env": redact_env(shown),
         "args": list(o.proc.args),
         "visible": [d.nvml_index for d in o.view.devices],
+        "pci_bus_id": _bus(o),
         "cuda_index": o.cuda_index,
         "selected_by": o.reason,
         "error": o.error,
