@@ -87,7 +87,7 @@ def check_launch(
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
     report.placements = [_placement(o) for o in outcomes]
     report.sections.update(_sections(plan, selection, outcomes, ctx.env, path))
-    report.sections.update(plan_rules.predicted_errors(plan, outcomes, ctx.env))
+    report.sections.update(plan_rules.predicted_errors(plan, outcomes, ctx.env, selection))
     return report
 
 

@@ -263,11 +263,19 @@ def _dup_code(
     return "RM101"
 
 
-def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
+def arg_error_line(plan: LaunchPlan, sel: DeviceSelection) -> str | None:
+    """argparse's error when the launcher appends a --local-rank spelling the script lacks."""
     arg = plan.local_rank_arg
     if not arg or not sel.declared_args or sel.tolerant_args or arg in sel.declared_args:
+        return None
+    return f"error: unrecognized arguments: {arg}=0"
+
+
+def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
+    arg = plan.local_rank_arg
+    line = arg_error_line(plan, sel)
+    if line is None or arg is None:
         return []
-    line = f"error: unrecognized arguments: {arg}=0"
     return [
         finding(
             "RM901",
@@ -416,10 +424,17 @@ def _visible_text(o: RankOutcome) -> str:
     return base
 
 
-def predicted_errors(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> dict[str, Any]:
+def predicted_errors(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str], sel: DeviceSelection
+) -> dict[str, Any]:
     """``predicted_errors`` (exact lines, unique, in rank order) and a per-rank breakdown."""
     lines: list[str] = []
     detail: list[dict[str, Any]] = []
+    arg_line = arg_error_line(plan, sel)
+    if arg_line is not None:  # every rank stops in parse_args, before any CUDA/NCCL call
+        for o in outcomes:
+            detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": arg_line.replace("=0", f"={o.proc.local_rank}"), "source": "argparse"})
+        return {"predicted_errors": [arg_line], "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
     issue_lines = [line for i in plan.issues for line in i.predicted]
     for line in issue_lines:
         if line not in lines:
