@@ -8,6 +8,7 @@ findings and the exact errors the job would print (:mod:`rankmap.plan_rules`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host, Placement
-from rankmap.redact import redact_env
+from rankmap.redact import redact_value
 from rankmap.script_scan import ASSUMED, DeviceSelection, scan_script
 from rankmap.visibility import VisibleView, resolve_visible
 
@@ -125,7 +126,8 @@ def evaluate(
     for proc in plan.procs:
         base = envs[proc.node]
         host = hosts[proc.node]
-        key = (proc.node, *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS))
+        # Cloned nodes share one GPU tuple: one resolution serves them all.
+        key = (id(host.gpus), host.view, host.cuda_fastest_first, *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS))
         view = cache.get(key)
         if view is None:
             merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
@@ -255,6 +257,11 @@ def _sections(
     }
 
 
+@functools.lru_cache(maxsize=4096)
+def _redacted(name: str, value: str) -> str:
+    return redact_value(name, value)
+
+
 def _bus(o: RankOutcome) -> str | None:
     if o.error is not None or o.cuda_index is None:
         return None
@@ -272,7 +279,7 @@ def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[
         "local_rank": o.proc.local_rank,
         "node": o.host.hostname,
         "world": o.proc.world,
-        "env": redact_env(shown),
+        "env": {k: _redacted(k, v) for k, v in shown.items()},
         "args": list(o.proc.args),
         "visible": [d.nvml_index for d in o.view.devices],
         "pci_bus_id": _bus(o),

@@ -189,24 +189,25 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
         elif nodes_total > 1 and len(groups) > 1:
             title += " (differs from the other nodes)"
         table = Table(title=esc(title), title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("rank", "local", "CVD", "sees", "selects", "cuda", "→ GPU (nvml, bus id)", "note"):
-            table.add_column(col, overflow="fold")
+        for col in ("rank", "local", "CVD", "selects", "cuda", "nvml", "pci_bus_id", "note"):
+            table.add_column(col, overflow="fold", no_wrap=col in ("pci_bus_id", "cuda"))
         for r in rs[:64]:
             vis = r["visible"]
             cvd = r["env"].get("CUDA_VISIBLE_DEVICES")
-            nvml = "-" if r["error"] or r["cuda_index"] is None else f"{vis[r['cuda_index']]} ({r.get('pci_bus_id') or '?'})"
+            ok = not r["error"] and r["cuda_index"] is not None
+            nvml = str(vis[r["cuda_index"]]) if ok else "-"
             table.add_row(
                 str(r["rank"]),
                 str(r["local_rank"]),
                 "(unset)" if cvd is None else esc(cvd),
-                f"{len(vis)} GPU(s)",
                 esc(r["selected_by"]),
                 "-" if r["cuda_index"] is None else f"cuda:{r['cuda_index']}",
                 nvml,
+                esc(r.get("pci_bus_id") or "-"),
                 esc(r["error"] or ""),
             )
         if len(rs) > 64:
-            table.add_row("…", "", "", "", f"{len(rs) - 64} more ranks", "", "", "")
+            table.add_row("…", "", "", f"{len(rs) - 64} more ranks", "", "", "", "")
         console.print(table)
     if len(groups) > MAX_GROUPS_SHOWN:
         rest = groups[MAX_GROUPS_SHOWN:]
