@@ -210,6 +210,7 @@ def _duplicates(
             f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
             f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
         )
+        title = _cause_prefix(code, plan, sel, o) + title
         if code == "RM801":
             title = (
                 f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
@@ -233,6 +234,23 @@ def _duplicates(
             )
         )
     return out
+
+
+def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome) -> str:
+    n = len(o.view.devices)
+    cvd = o.view.cuda_visible_devices
+    prefixes = {
+        "RM903": f"{plan.launcher} does not set {sel.env_vars[0] if sel.env_vars else 'LOCAL_RANK'}: ",
+        "RM301": "no device is selected per rank: ",
+        "RM302": "one constant device for every rank: ",
+        "RM401": "the global rank is used as device index: ",
+        "RM901": "--local_rank is never passed to the script: ",
+        "RM201": f"CUDA_VISIBLE_DEVICES={cvd} shows {n} GPU(s) to {plan.nproc_per_node} processes: ",
+        "RM101": f"{plan.nproc_per_node} processes share {n} GPU(s): ",
+        "RM503": "per-process CUDA_VISIBLE_DEVICES gives the same GPU: ",
+        "RM601": "MIG slices of one GPU: ",
+    }
+    return prefixes.get(code, "")
 
 
 def _dup_code(

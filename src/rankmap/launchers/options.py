@@ -98,11 +98,6 @@ def _key(name: str, spec: OptSpec) -> str | None:
         key = norm(name)
         if key in spec.takes_value:
             return key
-        if spec.strict and name.startswith("--") and len(key) >= 2:
-            # argparse's allow_abbrev: a unique prefix of a long option (torchrun --nproc 8).
-            hits = [k for k in spec.takes_value if k.startswith(key)]
-            if len(hits) == 1:
-                return hits[0]
     return None
 
 
