@@ -33,9 +33,13 @@ def main() -> None:
     render_check(report, ctx)
     t3 = time.perf_counter()
     plan_s = t1 - t0
-    print(f"ranks: {len(report.placements)}  findings: {len(report.findings)}  verdict: {report.verdict}")
+    print(
+        f"ranks: {len(report.placements)}  findings: {len(report.findings)}  verdict: {report.verdict}"
+    )
     print(f"plan (check_launch): {plan_s:.3f} s  ({plan_s / BUDGET_S:.2f} x the 1 s budget)")
-    print(f"json: {t2 - t1:.3f} s ({len(text) / 1e6:.1f} MB)   text: {t3 - t2:.3f} s ({len(out.getvalue().splitlines())} lines)")
+    print(
+        f"json: {t2 - t1:.3f} s ({len(text) / 1e6:.1f} MB)   text: {t3 - t2:.3f} s ({len(out.getvalue().splitlines())} lines)"
+    )
 
 
 if __name__ == "__main__":

@@ -127,7 +127,12 @@ def evaluate(
         base = envs[proc.node]
         host = hosts[proc.node]
         # Cloned nodes share one GPU tuple: one resolution serves them all.
-        key = (id(host.gpus), host.view, host.cuda_fastest_first, *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS))
+        key = (
+            id(host.gpus),
+            host.view,
+            host.cuda_fastest_first,
+            *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS),
+        )
         view = cache.get(key)
         if view is None:
             merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
@@ -192,7 +197,9 @@ def _from_arg(
     return _mod(default, sel, n_visible), None, f"--{sel.arg_dest} default {default}", True
 
 
-def _with_mod(result: tuple[int | None, str | None, str, bool], sel: DeviceSelection, n: int) -> tuple[int | None, str | None, str, bool]:
+def _with_mod(
+    result: tuple[int | None, str | None, str, bool], sel: DeviceSelection, n: int
+) -> tuple[int | None, str | None, str, bool]:
     idx, err, why, dflt = result
     if sel.modulo and err is None:
         why += f" % device_count {n}"
@@ -206,7 +213,9 @@ def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
 
 
 def _placement(o: RankOutcome) -> Placement:
-    dev = o.view.by_cuda_index(o.cuda_index) if o.error is None and o.cuda_index is not None else None
+    dev = (
+        o.view.by_cuda_index(o.cuda_index) if o.error is None and o.cuda_index is not None else None
+    )
     return Placement(
         rank=o.proc.rank,
         local_rank=o.proc.local_rank,

@@ -70,7 +70,12 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
         return f"num_processes: {value}  (in {plan.fix_hints['config_file']}), or --num_processes {value}"
     new = replace_option(plan.argv, opts, value) if opts else None
     if new is None and opts and plan.argv:
-        new = [plan.argv[0], f"{opts[0]}={value}" if plan.launcher == "srun" else opts[0], *([] if plan.launcher == "srun" else [value]), *plan.argv[1:]]
+        new = [
+            plan.argv[0],
+            f"{opts[0]}={value}" if plan.launcher == "srun" else opts[0],
+            *([] if plan.launcher == "srun" else [value]),
+            *plan.argv[1:],
+        ]
         if plan.launcher in ("torch.distributed.launch",) or plan.argv[0].startswith("python"):
             new = None
     if new is None:

@@ -112,7 +112,9 @@ def findings_for(
 
 
 def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, bool]:
-    node_cvd = plan.node_env.get(o.proc.node, {}).get("CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES"))
+    node_cvd = plan.node_env.get(o.proc.node, {}).get(
+        "CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")
+    )
     per_process = plan.per_process_cvd or "CUDA_VISIBLE_DEVICES" in o.proc.env
     narrowed = (
         node_cvd is not None
@@ -123,7 +125,9 @@ def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> 
     return {"per_process": per_process, "narrowed": narrowed}
 
 
-def _failure_code(o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]) -> str:
+def _failure_code(
+    o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
+) -> str:
     c = _cause_context(o, plan, env)
     if not o.view.devices:
         return "RM203"
@@ -157,7 +161,9 @@ def _failures(
         o = first[0]
         n_vis = len(o.view.devices)
         asked = sorted({x.cuda_index for x in first if x.cuda_index is not None})
-        where = o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
+        where = (
+            o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
+        )
         if error.startswith(("KeyError", "ValueError")):
             title = f"{_rk(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
@@ -191,9 +197,9 @@ def _duplicates(
     shapes: dict[tuple[str, tuple[int, ...], str], list[list[RankOutcome]]] = defaultdict(list)
     for group in duplicate_groups(outcomes, plan, env):
         code = _dup_code(group, plan, sel, env)
-        dev = device_of(group[0])
-        assert dev is not None
-        key = (code, tuple(o.proc.local_rank for o in group), dev[0] if code != "RM801" else "")
+        got = device_of(group[0])
+        assert got is not None
+        key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
         shapes[key].append(group)
     out = []
     for (code, _, _), groups in shapes.items():
@@ -216,7 +222,9 @@ def _duplicates(
                 f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
                 f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
             )
-        selected = "; ".join(f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4])
+        selected = "; ".join(
+            f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4]
+        )
         detail = (
             f"{selected}. NCCL sees the same host and the same GPU: "
             f"`Duplicate GPU detected : rank {g[0].proc.rank} and rank {g[1].proc.rank} both on "
@@ -259,7 +267,11 @@ def _dup_code(
     o = group[0]
     if len({x.proc.node for x in group}) > 1:
         return "RM801"
-    mig = {x.view.devices[x.cuda_index or 0].uuid for x in group if x.view.devices[x.cuda_index or 0].mig}
+    mig = {
+        x.view.devices[x.cuda_index or 0].uuid
+        for x in group
+        if x.view.devices[x.cuda_index or 0].mig
+    }
     if len(mig) > 1:
         return "RM601"
     if any(x.from_default for x in group):
@@ -308,7 +320,9 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     ]
 
 
-def _warnings(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> list[Finding]:
+def _warnings(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
     out: list[Finding] = []
     seen_notes: set[str] = set()
     for o in outcomes:
@@ -322,7 +336,9 @@ def _warnings(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, s
     if first and first.view.order_differs and first.view.cuda_order != "PCI_BUS_ID":
         cvd = first.view.cuda_visible_devices
         if cvd is None or any(t.strip().isdigit() for t in cvd.split(",")):
-            pairs = ", ".join(f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4])
+            pairs = ", ".join(
+                f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4]
+            )
             out.append(
                 finding(
                     "RM204",
@@ -333,9 +349,11 @@ def _warnings(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, s
             )
     out += _identity_warnings(plan, outcomes, env)
     per_proc = [o for o in outcomes if o.error is None and len(o.view.devices) == 1]
-    if (plan.per_process_cvd or any("CUDA_VISIBLE_DEVICES" in o.proc.env for o in per_proc)) and len(
-        {(o.proc.world, o.proc.node) for o in per_proc}
-    ) < len(per_proc) and plan.worlds == 1:
+    if (
+        (plan.per_process_cvd or any("CUDA_VISIBLE_DEVICES" in o.proc.env for o in per_proc))
+        and len({(o.proc.world, o.proc.node) for o in per_proc}) < len(per_proc)
+        and plan.worlds == 1
+    ):
         o = per_proc[0]
         out.append(
             finding(
@@ -369,14 +387,18 @@ def _identity_warnings(
     ]
 
 
-def _fix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]) -> str:
+def _fix(
+    code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]
+) -> str:
     n_vis = len(o.view.devices)
     if code in ("RM101", "RM102"):
         return fix_count(plan, n_vis) + " (one process per visible GPU)"
     if code == "RM201":
         return fix_for_cvd(plan, o, env)
     if code == "RM203":
-        return "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
+        return (
+            "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
+        )
     if code in ("RM301", "RM302", "RM401", "RM901"):
         return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
     if code == "RM501":
@@ -386,7 +408,9 @@ def _fix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env:
             "--gpus-per-task=1)"
         )
     if code == "RM503":
-        return "give each process its own GPU: CUDA_VISIBLE_DEVICES=$LOCAL_RANK (one entry per rank)"
+        return (
+            "give each process its own GPU: CUDA_VISIBLE_DEVICES=$LOCAL_RANK (one entry per rank)"
+        )
     if code == "RM601":
         return "one MIG instance per physical GPU, or whole GPUs; NCCL >= 2.30: NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental)"
     if code == "RM801":
@@ -401,7 +425,9 @@ def _rk(ranks: Iterable[int]) -> str:
     return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
 
 
-def _cross_world(plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]) -> list[Finding]:
+def _cross_world(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
     """Independent launches (worlds) whose ranks land on the same physical GPU."""
     if plan.worlds < 2:
         return []
@@ -451,8 +477,18 @@ def predicted_errors(
     arg_line = arg_error_line(plan, sel)
     if arg_line is not None:  # every rank stops in parse_args, before any CUDA/NCCL call
         for o in outcomes:
-            detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": arg_line.replace("=0", f"={o.proc.local_rank}"), "source": "argparse"})
-        return {"predicted_errors": [arg_line], "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
+            detail.append(
+                {
+                    "rank": o.proc.rank,
+                    "node": o.host.hostname,
+                    "line": arg_line.replace("=0", f"={o.proc.local_rank}"),
+                    "source": "argparse",
+                }
+            )
+        return {
+            "predicted_errors": [arg_line],
+            "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4],
+        }
     issue_lines = [line for i in plan.issues for line in i.predicted]
     for line in issue_lines:
         if line not in lines:
@@ -463,7 +499,9 @@ def predicted_errors(
             continue
         failed_worlds.add(o.proc.world)
         text = _error_line(o.error)
-        detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"})
+        detail.append(
+            {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"}
+        )
         if text not in lines:
             lines.append(text)
     multi = env.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1"
@@ -477,7 +515,9 @@ def predicted_errors(
             dev = o.view.devices[o.cuda_index or 0]
             busid = nccl_form(dev.pci_bus_id) if dev.pci_bus_id else dev.physical_uuid
             text = f"Duplicate GPU detected : rank {o.proc.rank} and rank {peer} both on CUDA device {busid}"
-            detail.append({"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"})
+            detail.append(
+                {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"}
+            )
             if len(lines) < MAX_PREDICTED:
                 lines.append(text)
         if len({o.view.devices[o.cuda_index or 0].uuid for o in group}) < len(group):
@@ -485,7 +525,7 @@ def predicted_errors(
     if same_uuid and not multi:
         lines.append(DUP_230)
         detail.append({"rank": None, "node": None, "line": DUP_230, "source": "nccl>=2.30"})
-    return {"predicted_errors": lines, "predicted_errors_by_rank": detail[:MAX_PREDICTED * 4]}
+    return {"predicted_errors": lines, "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
 
 
 def _error_line(error: str) -> str:

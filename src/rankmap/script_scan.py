@@ -140,14 +140,19 @@ class _Scanner:
             self.tolerant = True
         if not fname.endswith("add_argument"):
             return
-        names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        names = [
+            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
         if not any("local" in n and "rank" in n for n in names):
             return
         self.declared += [n for n in names if n.startswith("--")]
         for kw in call.keywords:
-            if kw.arg == "default" and isinstance(kw.value, ast.Constant):
-                if isinstance(kw.value.value, int):
-                    self.arg_default = kw.value.value
+            if (
+                kw.arg == "default"
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, int)
+            ):
+                self.arg_default = kw.value.value
             if kw.arg == "default" and isinstance(kw.value, ast.UnaryOp):
                 const = kw.value.operand
                 if isinstance(const, ast.Constant) and isinstance(const.value, int):
@@ -237,16 +242,24 @@ class _Scanner:
                     return ast.Constant(int(rest))
                 if len(node.values) > 1 and isinstance(node.values[1], ast.FormattedValue):
                     return node.values[1].value
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value.startswith("cuda:") and node.value[5:].isdigit():
-                return ast.Constant(int(node.value[5:]))
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("cuda:")
+            and node.value[5:].isdigit()
+        ):
+            return ast.Constant(int(node.value[5:]))
         if isinstance(node, ast.Call) and _dotted(node.func).endswith("format") and node.args:
             base = node.func.value if isinstance(node.func, ast.Attribute) else None
             if isinstance(base, ast.Constant) and str(base.value).startswith("cuda:"):
                 return node.args[0]
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            if isinstance(node.left, ast.Constant) and node.left.value == "cuda:":
-                return node.right
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.left, ast.Constant)
+            and node.left.value == "cuda:"
+        ):
+            return node.right
         if isinstance(node, ast.Name) and depth < 2 and node.id in self.assign:
             return self._cuda_index_in_string(self.assign[node.id], depth + 1)
         if isinstance(node, ast.Call) and _dotted(node.func).endswith("device") and node.args:
@@ -281,7 +294,11 @@ class _Scanner:
     def _classify(self, node: ast.expr, depth: int) -> _Index:
         if depth > _MAX_DEPTH:
             return _Index()
-        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int)
+            and not isinstance(node.value, bool)
+        ):
             return _Index("constant", constant=node.value)
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             s = node.value
@@ -331,7 +348,9 @@ class _Scanner:
         if tail == "device" and node.args:
             return self._classify(node.args[-1], depth + 1)
         if tail == "current_device":
-            return _Index("none", note="torch.cuda.current_device() is cuda:0 unless set_device ran")
+            return _Index(
+                "none", note="torch.cuda.current_device() is cuda:0 unless set_device ran"
+            )
         return _Index(note=f"could not follow {fname}()")
 
 

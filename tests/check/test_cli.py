@@ -11,8 +11,19 @@ import pytest
 DATA = Path(__file__).parents[1] / "data" / "check"
 GOLDEN = DATA / "golden"
 DONE_WHEN = [
-    "check", "--machine", "dgx-h100", "--env", "CUDA_VISIBLE_DEVICES=0,1,2,3",
-    "--script", str(DATA / "train_modulo.py"), "--json", "--", "torchrun", "--nproc_per_node", "8", "train.py",
+    "check",
+    "--machine",
+    "dgx-h100",
+    "--env",
+    "CUDA_VISIBLE_DEVICES=0,1,2,3",
+    "--script",
+    str(DATA / "train_modulo.py"),
+    "--json",
+    "--",
+    "torchrun",
+    "--nproc_per_node",
+    "8",
+    "train.py",
 ]
 
 
@@ -29,17 +40,34 @@ def test_done_when_modulo_duplicate(run_cli) -> None:  # type: ignore[no-untyped
     assert first["devices"] == ["0000:18:00.0"]  # GPU 0 of dgx-h100
     assert first["severity"] == "error"
     assert "torchrun --nproc_per_node 4 train.py" in first["fix"]
-    assert "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 18000" in doc["predicted_errors"]
-    assert "Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 18000" in doc["predicted_errors"]
-    assert any(line.startswith("Multiple Ranks are using the same GPU/Partition") for line in doc["predicted_errors"])
-    assert doc["launch"] == {**doc["launch"], "launcher": "torchrun", "nnodes": 1, "nproc_per_node": 8,
-                             "world_size": 8, "device_selection": "local_rank_modulo"}
+    assert (
+        "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 18000"
+        in doc["predicted_errors"]
+    )
+    assert (
+        "Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 18000"
+        in doc["predicted_errors"]
+    )
+    assert any(
+        line.startswith("Multiple Ranks are using the same GPU/Partition")
+        for line in doc["predicted_errors"]
+    )
+    assert doc["launch"] == {
+        **doc["launch"],
+        "launcher": "torchrun",
+        "nnodes": 1,
+        "nproc_per_node": 8,
+        "world_size": 8,
+        "device_selection": "local_rank_modulo",
+    }
     by_rank = {p["rank"]: p for p in doc["placements"]}
     assert by_rank[4]["cuda_index"] == 0 and by_rank[4]["pci_bus_id"] == "0000:18:00.0"
 
 
 def test_done_when_set_device_ordinal(run_cli) -> None:  # type: ignore[no-untyped-def]
-    argv = [a if not a.endswith("train_modulo.py") else str(DATA / "train_local.py") for a in DONE_WHEN]
+    argv = [
+        a if not a.endswith("train_modulo.py") else str(DATA / "train_local.py") for a in DONE_WHEN
+    ]
     result = run_cli(argv)
     assert result.status == 1
     doc = _json(result)
@@ -48,9 +76,13 @@ def test_done_when_set_device_ordinal(run_cli) -> None:  # type: ignore[no-untyp
     assert "invalid device ordinal" in first["title"]
     assert first["fix"]
     assert "RuntimeError: CUDA error: invalid device ordinal" in doc["predicted_errors"]
-    failing = sorted(r["rank"] for r in doc["predicted_errors_by_rank"] if "invalid device ordinal" in r["line"])
+    failing = sorted(
+        r["rank"] for r in doc["predicted_errors_by_rank"] if "invalid device ordinal" in r["line"]
+    )
     assert failing == [4, 5, 6, 7]
-    assert [p["local_rank"] for p in doc["placements"] if p.get("error") == "invalid device ordinal"] == [4, 5, 6, 7]
+    assert [
+        p["local_rank"] for p in doc["placements"] if p.get("error") == "invalid device ordinal"
+    ] == [4, 5, 6, 7]
 
 
 def _normalise(text: str) -> str:
@@ -61,8 +93,23 @@ def _normalise(text: str) -> str:
     ("name", "argv"),
     [
         ("modulo", DONE_WHEN),
-        ("mpirun", ["check", "--machine", "workstation-4gpu", "--script", str(DATA / "train_ompi.py"), "--json",
-                    "--", "mpirun", "-np", "4", "python", "train.py"]),
+        (
+            "mpirun",
+            [
+                "check",
+                "--machine",
+                "workstation-4gpu",
+                "--script",
+                str(DATA / "train_ompi.py"),
+                "--json",
+                "--",
+                "mpirun",
+                "-np",
+                "4",
+                "python",
+                "train.py",
+            ],
+        ),
     ],
 )
 @pytest.mark.parametrize("fmt", ["json", "txt"])
@@ -79,14 +126,38 @@ def test_golden(run_cli, name: str, argv: list[str], fmt: str) -> None:  # type:
 
 
 def test_healthy_exit_zero(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli(["check", "--machine", "dgx-h100", "--script", str(DATA / "train_local.py"), "--",
-                      "torchrun", "--nproc-per-node", "8", "train.py"])
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--script",
+            str(DATA / "train_local.py"),
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "8",
+            "train.py",
+        ]
+    )
     assert result.status == 0, result.stdout
     assert "dgx-h100-01" in result.stdout and "0000:DB:00.0" in result.stdout
 
 
 def test_assumption_without_script(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli(["check", "--machine", "dgx-h100", "--json", "--", "torchrun", "--nproc-per-node", "8", "nothere.py"])
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--json",
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "8",
+            "nothere.py",
+        ]
+    )
     doc = _json(result)
     assert result.status == 0
     assert doc["launch"]["device_selection"] == "assumed_local_rank"
@@ -94,16 +165,45 @@ def test_assumption_without_script(run_cli) -> None:  # type: ignore[no-untyped-
 
 
 def test_many_nodes_summarised(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli(["check", "--machine", "dgx-h100", "--nodes", "64", "--", "torchrun", "--nnodes", "64",
-                      "--nproc-per-node", "8", "train.py"])
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--nodes",
+            "64",
+            "--",
+            "torchrun",
+            "--nnodes",
+            "64",
+            "--nproc-per-node",
+            "8",
+            "train.py",
+        ]
+    )
     assert result.status == 0
     assert "64 identical nodes (dgx-h100-01 … dgx-h100-64)" in result.stdout
     assert len(result.stdout.splitlines()) < 40
 
 
 def test_secrets_redacted(run_cli) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli(["check", "--machine", "dgx-h100", "--env", "HF_TOKEN=hf_supersecretvalue", "--json", "--",
-                      "env", "WANDB_API_KEY=wandbsecret123", "torchrun", "--nproc-per-node", "2", "train.py"])
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--env",
+            "HF_TOKEN=hf_supersecretvalue",
+            "--json",
+            "--",
+            "env",
+            "WANDB_API_KEY=wandbsecret123",
+            "torchrun",
+            "--nproc-per-node",
+            "2",
+            "train.py",
+        ]
+    )
     assert result.status == 0
     assert "hf_supersecretvalue" not in result.stdout and "wandbsecret123" not in result.stdout
 
@@ -111,21 +211,93 @@ def test_secrets_redacted(run_cli) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["check", "--machine", "dgx-h100", "--", "frobnicate", "train.py"], "unknown launcher 'frobnicate'"),
+        (
+            ["check", "--machine", "dgx-h100", "--", "frobnicate", "train.py"],
+            "unknown launcher 'frobnicate'",
+        ),
         (["check", "--machine", "dgx-h100", "torchrun", "train.py"], "after `--`"),
         (["check", "--machine", "dgx-h100", "--"], "missing launch command"),
-        (["check", "--machine", "dgx-h100", "--", "accelerate", "launch", "--config_file", str(DATA / "accel_bad.yaml"), "t.py"],
-         "accel_bad.yaml:4: malformed YAML"),
-        (["check", "--machine", "dgx-h100", "--", "deepspeed", "-H", str(DATA / "ds_bad_hostfile"), "t.py"],
-         "ds_bad_hostfile:2: Hostfile contains a bad entry"),
-        (["check", "--machine", "dgx-h100", "--", "mpirun", "--hostfile", str(DATA / "accel_bad.yaml"), "python", "t.py"],
-         "accel_bad.yaml:1: not a hostfile line"),
-        (["check", "--machine", "dgx-h100", "--env", "NOEQUALS", "--", "torchrun", "t.py"], "expected KEY=VALUE"),
-        (["check", "--machine", "dgx-h100", "--", "torchrun", "--nproc-per-node", "eight", "t.py"], "--nproc-per-node"),
-        (["check", "--machine", "dgx-h100", "--", "torchrun", "--bogus-flag", "t.py"], "unrecognized option"),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "accelerate",
+                "launch",
+                "--config_file",
+                str(DATA / "accel_bad.yaml"),
+                "t.py",
+            ],
+            "accel_bad.yaml:4: malformed YAML",
+        ),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "deepspeed",
+                "-H",
+                str(DATA / "ds_bad_hostfile"),
+                "t.py",
+            ],
+            "ds_bad_hostfile:2: Hostfile contains a bad entry",
+        ),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "mpirun",
+                "--hostfile",
+                str(DATA / "accel_bad.yaml"),
+                "python",
+                "t.py",
+            ],
+            "accel_bad.yaml:1: not a hostfile line",
+        ),
+        (
+            ["check", "--machine", "dgx-h100", "--env", "NOEQUALS", "--", "torchrun", "t.py"],
+            "expected KEY=VALUE",
+        ),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "torchrun",
+                "--nproc-per-node",
+                "eight",
+                "t.py",
+            ],
+            "--nproc-per-node",
+        ),
+        (
+            ["check", "--machine", "dgx-h100", "--", "torchrun", "--bogus-flag", "t.py"],
+            "unrecognized option",
+        ),
         (["check", "--machine", "dgx-h100", "--nodes", "0", "--", "torchrun", "t.py"], "--nodes"),
-        (["check", "--machine", "dgx-h100", "--", "accelerate", "launch", "--config_file", "nope.yaml", "t.py"], "cannot read"),
-        (["check", "--machine", "dgx-h100", "--shell", str(DATA / "train_local.py")], "no launch command found"),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "accelerate",
+                "launch",
+                "--config_file",
+                "nope.yaml",
+                "t.py",
+            ],
+            "cannot read",
+        ),
+        (
+            ["check", "--machine", "dgx-h100", "--shell", str(DATA / "train_local.py")],
+            "no launch command found",
+        ),
         (["check", "--machine", "no-such-profile", "--", "torchrun", "t.py"], "no-such-profile"),
     ],
 )

@@ -9,13 +9,34 @@ from rankmap.launchers.torchrun import parse_torchrun_args
 ARGVS = [
     ["--nproc_per_node", "8", "train.py"],
     ["--nproc-per-node=4", "--nnodes", "2", "--node-rank", "1", "train.py", "--lr", "0.1"],
-    ["--nnodes=1:4", "--rdzv-backend", "c10d", "--rdzv_endpoint", "host:29400", "--nproc_per_node", "gpu", "t.py"],
+    [
+        "--nnodes=1:4",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv_endpoint",
+        "host:29400",
+        "--nproc_per_node",
+        "gpu",
+        "t.py",
+    ],
     ["--standalone", "--nproc-per-node", "auto", "train.py", "--local_rank", "3"],
     ["-m", "--nproc_per_node", "2", "pkg.train", "--x"],
     ["--no-python", "--nproc_per_node", "2", "bash", "run.sh"],
     ["--master-addr", "10.0.0.1", "--master_port=29501", "--node_rank=0", "--nnodes=2", "train.py"],
     ["--virtual-local-rank", "--nproc-per-node", "4", "--local-ranks-filter", "0", "train.py"],
-    ["--max-restarts", "3", "--rdzv-id", "job", "--rdzv-conf", "timeout=60", "-r", "3", "-t", "3", "train.py"],
+    [
+        "--max-restarts",
+        "3",
+        "--rdzv-id",
+        "job",
+        "--rdzv-conf",
+        "timeout=60",
+        "-r",
+        "3",
+        "-t",
+        "3",
+        "train.py",
+    ],
 ]
 
 
@@ -45,7 +66,9 @@ def test_pet_env_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PET_NNODES", "2")
     theirs = run.get_args_parser().parse_args(["train.py"])
     ours = parse_torchrun_args(["train.py"], {"PET_NPROC_PER_NODE": "4", "PET_NNODES": "2"})
-    assert (ours.nproc_per_node, ours.nnodes) == (theirs.nproc_per_node, theirs.nnodes) == ("4", "2")
+    assert (
+        (ours.nproc_per_node, ours.nnodes) == (theirs.nproc_per_node, theirs.nnodes) == ("4", "2")
+    )
 
 
 def test_abbreviation_rejected_like_torch() -> None:

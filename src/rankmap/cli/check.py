@@ -36,15 +36,21 @@ def register(sub: Any) -> None:
         "torchrun --nproc-per-node 8 train.py",
     )
     add_machine(parser)
-    parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes (one --machine is cloned per node)")
+    parser.add_argument(
+        "--nodes", type=int, metavar="N", help="number of nodes (one --machine is cloned per node)"
+    )
     add_env(parser)
     parser.add_argument(
         "--inherit-env",
         action="store_true",
         help="start from this shell's environment (default: only --env values)",
     )
-    parser.add_argument("--script", metavar="PATH", help="training script to read statically (never run)")
-    parser.add_argument("--shell", metavar="FILE", help="shell/sbatch script with the launch line(s)")
+    parser.add_argument(
+        "--script", metavar="PATH", help="training script to read statically (never run)"
+    )
+    parser.add_argument(
+        "--shell", metavar="FILE", help="shell/sbatch script with the launch line(s)"
+    )
     add_json(parser)
     add_html(parser)
     parser.add_argument("launch", nargs=argparse.REMAINDER, help="-- LAUNCH COMMAND...")
@@ -69,7 +75,11 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
         )
     overrides = parse_env_assignments(args.env)
-    base = dict(ctx.environ) if args.inherit_env else {k: ctx.environ[k] for k in _LOCATION_VARS if k in ctx.environ}
+    base = (
+        dict(ctx.environ)
+        if args.inherit_env
+        else {k: ctx.environ[k] for k in _LOCATION_VARS if k in ctx.environ}
+    )
     env = effective_env(base, overrides)
     machines = _machines(args.machine, ctx)
     report = check_launch(
@@ -106,8 +116,7 @@ def _machines(specs: list[str], ctx: AppContext) -> list[Host]:
         hosts = getattr(got, "hosts", got)
         return list(hosts) if isinstance(hosts, (list, tuple)) else [hosts]
     if importlib.util.find_spec("rankmap.adapters.nvml") is not None:
-        from rankmap.adapters import nvml
-
+        nvml = importlib.import_module("rankmap.adapters.nvml")
         host, _ = nvml.collect_host(ctx.environ)
         if host is not None:
             return [host]
@@ -162,7 +171,13 @@ def node_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[s
     groups: dict[tuple[object, ...], tuple[list[str], list[dict[str, Any]]]] = {}
     for (node, _), rs in by_node.items():
         sig = tuple(
-            (r["local_rank"], r["cuda_index"], tuple(r["visible"]), r["error"], r["env"].get("CUDA_VISIBLE_DEVICES"))
+            (
+                r["local_rank"],
+                r["cuda_index"],
+                tuple(r["visible"]),
+                r["error"],
+                r["env"].get("CUDA_VISIBLE_DEVICES"),
+            )
             for r in rs
         )
         if sig in groups:
@@ -212,4 +227,6 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
     if len(groups) > MAX_GROUPS_SHOWN:
         rest = groups[MAX_GROUPS_SHOWN:]
         names = [n for g, _ in rest for n in g]
-        console.print(f"… {len(rest)} more node group(s): {esc(', '.join(names[:8]))}{' …' if len(names) > 8 else ''}")
+        console.print(
+            f"… {len(rest)} more node group(s): {esc(', '.join(names[:8]))}{' …' if len(names) > 8 else ''}"
+        )

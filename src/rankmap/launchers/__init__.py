@@ -132,7 +132,9 @@ class LaunchContext:
 def expand_machines(machines: Sequence[Host], n: int) -> list[Host]:
     """``n`` hosts for ``n`` nodes. One machine is cloned with distinct hostnames and boot_ids."""
     if not machines:
-        raise UsageError("no machine to simulate", hint="pass --machine NAME (see `rankmap machines`)")
+        raise UsageError(
+            "no machine to simulate", hint="pass --machine NAME (see `rankmap machines`)"
+        )
     if len(machines) >= n:
         return list(machines[:n])
     if len(machines) == 1:

@@ -46,7 +46,9 @@ _VALUE = {
     "quiet": False,
     "tpu": False,
 }
-SPEC = OptSpec("accelerate launch", _VALUE, {"-m": "module", "-q": "quiet"}, strict=False, guess_values=True)
+SPEC = OptSpec(
+    "accelerate launch", _VALUE, {"-m": "module", "-q": "quiet"}, strict=False, guess_values=True
+)
 _MULTI = ("MULTI_GPU", "DEEPSPEED", "FSDP", "MEGATRON_LM")
 
 
@@ -89,7 +91,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         got = p.get(flag)
         return got if got is not None else cfg.get(key, default)
 
-    num_machines = int_value("accelerate", "--num_machines", str(opt("num_machines", "num_machines", 1)), 1)
+    num_machines = int_value(
+        "accelerate", "--num_machines", str(opt("num_machines", "num_machines", 1)), 1
+    )
     dist = str(cfg.get("distributed_type", "NO")).upper()
     if p.flag("multi_gpu"):
         dist = "MULTI_GPU"
@@ -98,7 +102,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if p.flag("use_fsdp"):
         dist = "FSDP"
     n_default = len(resolve_visible(ctx.hosts(1)[0], ctx.env).devices) if not cfg else 1
-    num_processes = int_value("accelerate", "--num_processes", _s(opt("num_processes", "num_processes")), n_default)
+    num_processes = int_value(
+        "accelerate", "--num_processes", _s(opt("num_processes", "num_processes")), n_default
+    )
     if not cfg and p.get("num_processes") is None:
         notes.append(
             f"no accelerate config found: --num_processes defaults to the GPU count ({n_default})"
@@ -118,18 +124,38 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
                 "Less than two GPU ids were configured and tried to run on multiple GPUs. Please "
                 "ensure at least two are specified for `--gpu_ids`, or use `--gpu_ids='all'`."
             )
-            issues.append(LaunchIssue("RM923", "accelerate stops: fewer than two gpu_ids for a multi-GPU run",
-                                      detail=line, fix="gpu_ids: all", predicted=(line,)))
+            issues.append(
+                LaunchIssue(
+                    "RM923",
+                    "accelerate stops: fewer than two gpu_ids for a multi-GPU run",
+                    detail=line,
+                    fix="gpu_ids: all",
+                    predicted=(line,),
+                )
+            )
             return _stopped(argv, ctx, issues, notes)
         extra["CUDA_VISIBLE_DEVICES"] = ",".join(i.strip() for i in ids)
-    if dist == "DEEPSPEED" and num_machines > 1 and str(cfg.get("deepspeed_config", {}).get("deepspeed_multinode_launcher", "pdsh")) != "standard" and extra:
-        issues.append(LaunchIssue("RM922", f"gpu_ids {gpu_ids} is ignored: accelerate runs the DeepSpeed runner with --num_gpus",
-                                  detail="With --num_gpus the DeepSpeed runner ignores CUDA_VISIBLE_DEVICES and uses GPUs 0..N-1.",
-                                  fix="deepspeed_multinode_launcher: standard (torchrun), or select GPUs per host in the hostfile"))
+    if (
+        dist == "DEEPSPEED"
+        and num_machines > 1
+        and str(cfg.get("deepspeed_config", {}).get("deepspeed_multinode_launcher", "pdsh"))
+        != "standard"
+        and extra
+    ):
+        issues.append(
+            LaunchIssue(
+                "RM922",
+                f"gpu_ids {gpu_ids} is ignored: accelerate runs the DeepSpeed runner with --num_gpus",
+                detail="With --num_gpus the DeepSpeed runner ignores CUDA_VISIBLE_DEVICES and uses GPUs 0..N-1.",
+                fix="deepspeed_multinode_launcher: standard (torchrun), or select GPUs per host in the hostfile",
+            )
+        )
         extra = {}
     nproc = max(1, num_processes // max(num_machines, 1)) if multi else 1
     if multi and num_processes % max(num_machines, 1):
-        notes.append(f"num_processes {num_processes} is not a multiple of num_machines {num_machines}.")
+        notes.append(
+            f"num_processes {num_processes} is not a multiple of num_machines {num_machines}."
+        )
     rest_args = p.rest
     targs = TorchrunArgs(
         nnodes=str(num_machines if multi else 1),
@@ -181,7 +207,9 @@ def _config(p: Parsed, ctx: LaunchContext) -> tuple[dict[str, Any], str | None, 
     return {}, None, notes
 
 
-def _stopped(argv: Sequence[str], ctx: LaunchContext, issues: list[LaunchIssue], notes: list[str]) -> LaunchPlan:
+def _stopped(
+    argv: Sequence[str], ctx: LaunchContext, issues: list[LaunchIssue], notes: list[str]
+) -> LaunchPlan:
     return LaunchPlan(
         launcher="accelerate",
         nnodes=1,

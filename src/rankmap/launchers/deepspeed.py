@@ -48,7 +48,11 @@ _VALUE = {
     "bind_cores_to_rank": False,
 }
 SPEC = OptSpec(
-    "deepspeed", _VALUE, {"-H": "hostfile", "-i": "include", "-e": "exclude"}, strict=False, guess_values=True
+    "deepspeed",
+    _VALUE,
+    {"-H": "hostfile", "-i": "include", "-e": "exclude"},
+    strict=False,
+    guess_values=True,
 )
 DEFAULT_HOSTFILE = "/job/hostfile"
 _LINE = re.compile(r"^(\S+)\s+slots=(\d+)")
@@ -72,7 +76,9 @@ def parse_hostfile(text: str, where: str) -> dict[str, int]:
             )
         pool[m.group(1)] = int(m.group(2))
     if not pool:
-        raise InputError(f"{where}:1: Hostfile is empty or not formatted correctly, unable to proceed with launching.")
+        raise InputError(
+            f"{where}:1: Hostfile is empty or not formatted correctly, unable to proceed with launching."
+        )
     return pool
 
 
@@ -147,7 +153,11 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
 
 
 def _select(
-    pool: dict[str, list[int]], include: str | None, exclude: str | None, num_nodes: str | None, num_gpus: str | None
+    pool: dict[str, list[int]],
+    include: str | None,
+    exclude: str | None,
+    num_nodes: str | None,
+    num_gpus: str | None,
 ) -> dict[str, list[int]]:
     if include and exclude:
         raise ValueError("include_str and exclude_str are mutually exclusive.")
@@ -185,8 +195,10 @@ def _plan(
     hosts = ctx.hosts(len(names))
     if have_hostfile:
         hosts = [
-            h if n == "localhost" else replace(h, hostname=n, identity=replace(h.identity, hostname=n))
-            for h, n in zip(hosts, names)
+            h
+            if n == "localhost"
+            else replace(h, hostname=n, identity=replace(h.identity, hostname=n))
+            for h, n in zip(hosts, names, strict=False)
         ]
     world = sum(len(s) for s in active.values())
     procs: list[Proc] = []
@@ -226,20 +238,32 @@ def _plan(
 
 
 def _stopped(
-    argv: Sequence[str], ctx: LaunchContext, issues: list[LaunchIssue], notes: list[str], message: str, include: str | None
+    argv: Sequence[str],
+    ctx: LaunchContext,
+    issues: list[LaunchIssue],
+    notes: list[str],
+    message: str,
+    include: str | None,
 ) -> LaunchPlan:
     line = f"ValueError: {message}"
     issues.append(
         LaunchIssue(
             "RM921",
             f"deepspeed stops before starting any rank: {message}",
-            detail=(f"--include={include} " if include else "") + "names resources the runner does not have.",
+            detail=(f"--include={include} " if include else "")
+            + "names resources the runner does not have.",
             fix="name only existing slots, e.g. deepspeed --include localhost:0,1 ... (slots are "
             "0..torch.cuda.device_count()-1 as the runner counts them)",
             predicted=(line,),
         )
     )
     return LaunchPlan(
-        launcher="deepspeed", nnodes=1, nproc_per_node=0, procs=(), issues=tuple(issues),
-        notes=tuple(notes), argv=tuple(argv), hosts=tuple(ctx.hosts(1)),
+        launcher="deepspeed",
+        nnodes=1,
+        nproc_per_node=0,
+        procs=(),
+        issues=tuple(issues),
+        notes=tuple(notes),
+        argv=tuple(argv),
+        hosts=tuple(ctx.hosts(1)),
     )

@@ -12,17 +12,58 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from rankmap.errors import InputError, UsageError
-from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, identify, split_env_prefix
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    identify,
+    split_env_prefix,
+)
 
 _ONE = {
-    "np", "n", "c", "N", "npernode", "map_by", "H", "host", "hosts", "hostfile", "machinefile",
-    "f", "x", "ppn", "bind_to", "rank_by", "wdir", "prefix", "rankfile", "display_map",
-    "output_filename", "launch_agent", "iface", "bootstrap", "env_list",
+    "np",
+    "n",
+    "c",
+    "N",
+    "npernode",
+    "map_by",
+    "H",
+    "host",
+    "hosts",
+    "hostfile",
+    "machinefile",
+    "f",
+    "x",
+    "ppn",
+    "bind_to",
+    "rank_by",
+    "wdir",
+    "prefix",
+    "rankfile",
+    "display_map",
+    "output_filename",
+    "launch_agent",
+    "iface",
+    "bootstrap",
+    "env_list",
 }
 _TWO = {"mca", "gmca", "genv", "env"}
 _FLAGS = {
-    "oversubscribe", "allow_run_as_root", "tag_output", "report_bindings", "genvall", "genvnone",
-    "display_allocation", "verbose", "v", "q", "quiet", "bind_to_core", "noprefix", "l",
+    "oversubscribe",
+    "allow_run_as_root",
+    "tag_output",
+    "report_bindings",
+    "genvall",
+    "genvnone",
+    "display_allocation",
+    "verbose",
+    "v",
+    "q",
+    "quiet",
+    "bind_to_core",
+    "noprefix",
+    "l",
 }
 _HYDRA_ONLY = {"ppn", "f", "hosts", "genv", "genvall", "genvnone", "env", "iface", "bootstrap"}
 
@@ -107,9 +148,13 @@ def parse_mpi_hostfile(text: str, where: str) -> list[tuple[str, int | None]]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        m = re.match(r"^([\w.\-]+)(?::(\d+))?(?:\s+slots\s*=\s*(\d+))?(?:\s+max[_-]slots\s*=\s*\d+)?$", line)
+        m = re.match(
+            r"^([\w.\-]+)(?::(\d+))?(?:\s+slots\s*=\s*(\d+))?(?:\s+max[_-]slots\s*=\s*\d+)?$", line
+        )
         if not m:
-            raise InputError(f"{where}:{no}: not a hostfile line (expected `host slots=N` or `host:N`): {raw.strip()}")
+            raise InputError(
+                f"{where}:{no}: not a hostfile line (expected `host slots=N` or `host:N`): {raw.strip()}"
+            )
         n = m.group(2) or m.group(3)
         out.append((m.group(1), int(n) if n else None))
     if not out:
@@ -131,20 +176,31 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]
     if named and len(named) >= len(layout) and len(ctx.machines) == 1:
-        hosts = [replace(h, hostname=named[i], identity=replace(h.identity, hostname=named[i]))
-                 for i, h in enumerate(hosts)]
+        hosts = [
+            replace(h, hostname=named[i], identity=replace(h.identity, hostname=named[i]))
+            for i, h in enumerate(hosts)
+        ]
     world = sum(layout)
     procs: list[Proc] = []
     rank = 0
     for node, k in enumerate(layout):
         for lr in range(k):
             if a.hydra:
-                env = {"PMI_RANK": str(rank), "PMI_SIZE": str(world), "MPI_LOCALRANKID": str(lr),
-                       "MPI_LOCALNRANKS": str(k)}
+                env = {
+                    "PMI_RANK": str(rank),
+                    "PMI_SIZE": str(world),
+                    "MPI_LOCALRANKID": str(lr),
+                    "MPI_LOCALNRANKS": str(k),
+                }
             else:
-                env = {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(world),
-                       "OMPI_COMM_WORLD_LOCAL_RANK": str(lr), "OMPI_COMM_WORLD_LOCAL_SIZE": str(k),
-                       "OMPI_COMM_WORLD_NODE_RANK": str(node), "OMPI_UNIVERSE_SIZE": str(world)}
+                env = {
+                    "OMPI_COMM_WORLD_RANK": str(rank),
+                    "OMPI_COMM_WORLD_SIZE": str(world),
+                    "OMPI_COMM_WORLD_LOCAL_RANK": str(lr),
+                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(k),
+                    "OMPI_COMM_WORLD_NODE_RANK": str(node),
+                    "OMPI_UNIVERSE_SIZE": str(world),
+                }
             procs.append(Proc(rank, lr, node, env, node_rank=node))
             rank += 1
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
@@ -176,13 +232,15 @@ def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
     if a.hosts:
         slots = [s if s is not None else 1 for _, s in a.hosts]
         total = a.np or sum(slots)
-        out = []
+        out: list[int] = []
         for s in slots:
             take = min(s, total - sum(out))
             if take <= 0:
                 break
             out.append(take)
-        if sum(out) < total:  # oversubscribe: the rest round-robin (NOTE: Open MPI refuses without --oversubscribe)
+        if (
+            sum(out) < total
+        ):  # oversubscribe: the rest round-robin (NOTE: Open MPI refuses without --oversubscribe)
             i = 0
             while sum(out) < total:
                 out[i % len(out)] += 1
@@ -194,17 +252,27 @@ def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
     return [min(per, total - i * per) for i in range(n_nodes) if total - i * per > 0]
 
 
-def _nested(outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int) -> LaunchPlan:
+def _nested(
+    outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int
+) -> LaunchPlan:
     from rankmap.launchers.dispatch import simulate_launch
 
-    sub = replace(ctx, env={**ctx.env, **outer.node_env.get(0, {})}, nodes=outer.nnodes, machines=list(outer.hosts))
+    sub = replace(
+        ctx,
+        env={**ctx.env, **outer.node_env.get(0, {})},
+        nodes=outer.nnodes,
+        machines=list(outer.hosts),
+    )
     plan = simulate_launch(inner, sub)
     issues = list(plan.issues)
     if per_node > 1:
-        issues.insert(0, LaunchIssue(
-            "RM904",
-            f"mpirun starts {per_node} launchers per node, each starting {plan.nproc_per_node} workers",
-            detail="Every MPI rank runs the inner launcher, and every launcher starts its own workers.",
-            fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
-        ))
+        issues.insert(
+            0,
+            LaunchIssue(
+                "RM904",
+                f"mpirun starts {per_node} launchers per node, each starting {plan.nproc_per_node} workers",
+                detail="Every MPI rank runs the inner launcher, and every launcher starts its own workers.",
+                fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
+            ),
+        )
     return replace(plan, issues=tuple(issues), notes=outer.notes + plan.notes, argv=outer.argv)

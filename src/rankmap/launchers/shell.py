@@ -13,7 +13,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rankmap.errors import InputError, UsageError
-from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, identify, split_env_prefix
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    identify,
+    split_env_prefix,
+)
 
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
 _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
@@ -74,7 +81,9 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
         if loop is not None:
             body.append((cmd, no))
             continue
-        if cmd[0] == "export" or (len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()):
+        if cmd[0] == "export" or (
+            len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
+        ):
             for tok in cmd[1:] if cmd[0] == "export" else cmd:
                 name, eq, value = tok.partition("=")
                 if eq and name.isidentifier():
@@ -88,9 +97,18 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
     out: list[tuple[int, list[str]]] = []
     lines = text.replace("\\\n", " ").splitlines()
     for no, raw in enumerate(lines, 1):
-        line = _CFOR.sub(lambda m: f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__", raw)
-        line = _SEQ.sub(lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line)
-        line = _ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
+        line = _CFOR.sub(
+            lambda m: (
+                f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
+            ),
+            raw,
+        )
+        line = _SEQ.sub(
+            lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line
+        )
+        line = _ARITH.sub(
+            lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line
+        )
         if line.lstrip().startswith("#"):
             continue
         try:
@@ -136,7 +154,9 @@ def _loop_header(cmd: list[str], vars_: Mapping[str, str], no: int) -> tuple[str
     return var, items, no
 
 
-def _launch(cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int) -> list[ShellLaunch]:
+def _launch(
+    cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int
+) -> list[ShellLaunch]:
     argv = [_expand(t, vars_) for t in cmd]
     prefix, rest = split_env_prefix(argv)
     kind = identify(rest)
@@ -210,9 +230,11 @@ def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> La
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
     from rankmap.launchers.dispatch import simulate_launch
 
-    plans = [simulate_launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches]
+    plans = [
+        simulate_launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches
+    ]
     procs: list[Proc] = []
-    for w, (sl, plan) in enumerate(zip(launches, plans)):
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         for pr in plan.procs:
             env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
             procs.append(replace(pr, world=w, env=env))
@@ -252,10 +274,12 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
 
 def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) -> list[LaunchIssue]:
     ports: dict[str, list[int]] = {}
-    for w, (sl, plan) in enumerate(zip(launches, plans)):
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         if plan.launcher not in ("torchrun", "torch.distributed.launch", "accelerate"):
             continue
-        port = _opt(sl.argv, ("--master_port", "--master-port", "--main_process_port")) or sl.env.get("MASTER_PORT", "29500")
+        port = _opt(
+            sl.argv, ("--master_port", "--master-port", "--main_process_port")
+        ) or sl.env.get("MASTER_PORT", "29500")
         if "--standalone" in sl.argv:
             continue
         ports.setdefault(port, []).append(w)

@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from rankmap.errors import UsageError
-from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, identify, split_env_prefix
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    identify,
+    split_env_prefix,
+)
 from rankmap.launchers.options import OptSpec, parse_options
 
 _VALUE = {
@@ -49,9 +56,23 @@ _VALUE = {
 SPEC = OptSpec(
     "srun",
     _VALUE,
-    {"-N": "nodes", "-n": "ntasks", "-G": "gpus", "-c": "cpus_per_task", "-p": "partition",
-     "-t": "time", "-J": "job_name", "-A": "account", "-o": "output", "-e": "error",
-     "-w": "nodelist", "-l": "label", "-u": "unbuffered", "-C": "constraint", "-q": "qos"},
+    {
+        "-N": "nodes",
+        "-n": "ntasks",
+        "-G": "gpus",
+        "-c": "cpus_per_task",
+        "-p": "partition",
+        "-t": "time",
+        "-J": "job_name",
+        "-A": "account",
+        "-o": "output",
+        "-e": "error",
+        "-w": "nodelist",
+        "-l": "label",
+        "-u": "unbuffered",
+        "-C": "constraint",
+        "-q": "qos",
+    },
     strict=False,
     guess_values=True,
 )
@@ -118,8 +139,10 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         + (f", {gpn} GPU(s) per node (assumed to be the node's first {gpn})" if gpn else "")
     ]
     if gpn is None:
-        notes.append("no GPU requested (--gres/--gpus*): assuming every GPU of the node is visible "
-                     "(NOTE: depends on the cluster's cgroup ConstrainDevices; unverified).")
+        notes.append(
+            "no GPU requested (--gres/--gpus*): assuming every GPU of the node is visible "
+            "(NOTE: depends on the cluster's cgroup ConstrainDevices; unverified)."
+        )
     per_task_cvd = bool(gpt) or bind.startswith(("single:", "map_gpu:", "map:", "per_task:"))
     if bind.startswith("per_task:"):
         gpt = _count(bind.split(":", 1)[1], "--gpu-bind per_task")
@@ -158,7 +181,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         nproc_per_node=per_node,
         procs=tuple(procs),
         script=_script_of(inner),
-        script_args=tuple(inner[2:]) if inner and inner[0].startswith("python") else tuple(inner[1:]),
+        script_args=tuple(inner[2:])
+        if inner and inner[0].startswith("python")
+        else tuple(inner[1:]),
         notes=tuple(notes),
         per_process_cvd=per_task_cvd and bool(gpn),
         sets_local_rank=False,
@@ -213,15 +238,25 @@ def _nested(
     """srun running a launcher: one launcher per task (K per node) on each node."""
     from rankmap.launchers.dispatch import simulate_launch
 
-    env0 = {**ctx.env, **{k: v for k, v in node_env[0].items() if not k.startswith("SLURM_")}, **inner_env}
-    sub = replace(ctx, env=env0, nodes=outer.nnodes * per_node if per_node > 1 else outer.nnodes,
-                  machines=list(outer.hosts) if per_node == 1 else list(outer.hosts))
+    env0 = {
+        **ctx.env,
+        **{k: v for k, v in node_env[0].items() if not k.startswith("SLURM_")},
+        **inner_env,
+    }
+    sub = replace(
+        ctx,
+        env=env0,
+        nodes=outer.nnodes * per_node if per_node > 1 else outer.nnodes,
+        machines=list(outer.hosts) if per_node == 1 else list(outer.hosts),
+    )
     if per_node > 1 and kind == "torchrun":
         from rankmap.launchers import torchrun
 
         args = torchrun.parse_torchrun_args(torchrun._strip_program(inner), env0)
         sub = replace(sub, nodes=outer.nnodes)
-        plan = torchrun.plan_from_args(args, sub, launcher="torchrun", argv=inner, agents_per_node=per_node)
+        plan = torchrun.plan_from_args(
+            args, sub, launcher="torchrun", argv=inner, agents_per_node=per_node
+        )
     else:
         plan = simulate_launch(inner, replace(sub, nodes=outer.nnodes))
     issues = list(plan.issues)
@@ -237,8 +272,10 @@ def _nested(
                 ranks=tuple(pr.rank for pr in plan.procs),
             ),
         )
-    merged_env = {n: {**{k: v for k, v in node_env.get(n, {}).items()}, **plan.node_env.get(n, {})}
-                  for n in range(len(plan.hosts))}
+    merged_env = {
+        n: {**dict(node_env.get(n, {}).items()), **plan.node_env.get(n, {})}
+        for n in range(len(plan.hosts))
+    }
     return replace(
         plan,
         issues=tuple(issues),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rankmap.errors import UsageError
 from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, python_module
-from rankmap.launchers.options import OptSpec, Parsed, int_value, parse_options
+from rankmap.launchers.options import OptSpec, int_value, parse_options
 from rankmap.visibility import resolve_visible
 
 _VALUE = {
@@ -94,7 +94,9 @@ def parse_torchrun_args(
     return TorchrunArgs(
         nnodes=val("nnodes", "1:1"),
         nproc_per_node=val("nproc_per_node", "1"),
-        node_rank=None if node_rank_raw is None else int_value("torchrun", "--node-rank", node_rank_raw, 0),
+        node_rank=None
+        if node_rank_raw is None
+        else int_value("torchrun", "--node-rank", node_rank_raw, 0),
         rdzv_backend=val("rdzv_backend", "static"),
         standalone=flag("standalone"),
         virtual_local_rank=flag("virtual_local_rank"),
@@ -122,7 +124,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext, *, legacy: bool = False) -
     args = parse_torchrun_args(rest, ctx.env, legacy=legacy)
     if args.script is None:
         raise UsageError("torchrun: no training script given", hint="torchrun ... train.py")
-    return plan_from_args(args, ctx, launcher="torch.distributed.launch" if legacy else "torchrun", argv=argv)
+    return plan_from_args(
+        args, ctx, launcher="torch.distributed.launch" if legacy else "torchrun", argv=argv
+    )
 
 
 def _strip_program(argv: Sequence[str]) -> list[str]:
@@ -143,7 +147,9 @@ def plan_from_args(
 ) -> LaunchPlan:
     """Processes of a torchrun launch on ``nnodes`` nodes (``agents_per_node`` > 1: nested)."""
     nnodes = 1 if args.standalone else nnodes_of(args.nnodes)
-    n_agents = ctx.node_count(nnodes) * agents_per_node if agents_per_node > 1 else ctx.node_count(nnodes)
+    n_agents = (
+        ctx.node_count(nnodes) * agents_per_node if agents_per_node > 1 else ctx.node_count(nnodes)
+    )
     n_machines = max(1, n_agents // agents_per_node)
     hosts = ctx.hosts(n_machines)
     base = {**ctx.env, **(extra_env or {})}
@@ -226,12 +232,16 @@ def _nproc(spec: str, host: object, env: Mapping[str, str], notes: list[str]) ->
     assert isinstance(host, Host)
     if spec in ("gpu", "auto"):
         n = len(resolve_visible(host, env).devices)
-        notes.append(f"--nproc-per-node {spec}: torch.cuda.device_count() = {n} on {host.hostname}.")
+        notes.append(
+            f"--nproc-per-node {spec}: torch.cuda.device_count() = {n} on {host.hostname}."
+        )
         if n == 0 and spec == "gpu":
             raise UsageError("torchrun --nproc-per-node gpu: no visible GPU on the machine")
         return max(n, 1)
     if spec in ("cpu", "xpu"):
-        raise UsageError(f"torchrun --nproc-per-node {spec}: rankmap check simulates CUDA GPU jobs only")
+        raise UsageError(
+            f"torchrun --nproc-per-node {spec}: rankmap check simulates CUDA GPU jobs only"
+        )
     try:
         n = int(spec)
     except ValueError:
@@ -283,5 +293,4 @@ def _same_node_rank(args: TorchrunArgs, n_agents: int) -> LaunchIssue:
         severity="warning",
         fix="Pass a different --node-rank per node (e.g. --node-rank $SLURM_NODEID), or use "
         "--rdzv-backend c10d --rdzv-endpoint HOST:29400 and drop --node-rank.",
-        ranks=tuple(p.rank for p in procs),
     )
