@@ -29,7 +29,7 @@ _VIS_KEYS = (
     "SLURM_STEP_GPUS",
     "SLURM_JOB_GPUS",
 )
-MAX_RANK_ROWS = 4096  # per-rank "ranks" section entries kept in JSON
+MAX_RANK_ROWS = 65536  # per-rank "ranks" section entries kept in JSON
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def check_launch(
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
     report.placements = [_placement(o) for o in outcomes]
-    report.sections.update(_sections(plan, selection, outcomes, ctx.env, path))
+    report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
     report.sections.update(plan_rules.predicted_errors(plan, outcomes, ctx.env, selection))
     return report
 
@@ -237,6 +237,7 @@ def _sections(
     outcomes: list[RankOutcome],
     env: Mapping[str, str],
     path: Path | None,
+    cwd: Path,
 ) -> dict[str, Any]:
     from rankmap.model import Inventory
 
@@ -246,7 +247,7 @@ def _sections(
         "nnodes": plan.nnodes,
         "nproc_per_node": plan.nproc_per_node,
         "world_size": plan.world_size,
-        "script": str(path) if path else plan.script,
+        "script": _shown_path(path, cwd) if path else plan.script,
         "device_selection": "unknown" if sel.kind == "unknown" else sel.kind,
         "device_selection_call": sel.call,
         "device_selection_line": sel.line,
@@ -275,6 +276,13 @@ def _bus(o: RankOutcome) -> str | None:
     if o.error is not None or o.cuda_index is None:
         return None
     return o.view.devices[o.cuda_index].pci_bus_id
+
+
+def _shown_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
 
 
 def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, Any]:

@@ -171,7 +171,8 @@ def _failures(
         else:
             title = (
                 f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
-                f"{_cuda_list(asked)} but only {n_vis} GPU(s) are visible (cuda:0-{n_vis - 1}): "
+                f"{_cuda_list(asked)} but only {n_vis} GPU(s) are visible "
+                f"({'cuda:0' if n_vis == 1 else f'cuda:0-{n_vis - 1}'}): "
                 "invalid device ordinal"
             )
         detail = (

@@ -165,13 +165,14 @@ def _launch_line(launch: dict[str, Any]) -> str:
 
 def node_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[str, Any]]]]:
     """Nodes with identical per-local-rank outcomes grouped: [(node names, rows of the first)]."""
-    by_node: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_node[(r["node"], r["world"])].append(r)
+        by_node[r["node"]].append(r)
     groups: dict[tuple[object, ...], tuple[list[str], list[dict[str, Any]]]] = {}
-    for (node, _), rs in by_node.items():
+    for node, rs in by_node.items():
         sig = tuple(
             (
+                r["world"],
                 r["local_rank"],
                 r["cuda_index"],
                 tuple(r["visible"]),
@@ -204,7 +205,9 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
         elif nodes_total > 1 and len(groups) > 1:
             title += " (differs from the other nodes)"
         table = Table(title=esc(title), title_justify="left", show_edge=False, pad_edge=False)
-        for col in ("rank", "local", "CVD", "selects", "cuda", "nvml", "pci_bus_id", "note"):
+        worlds = any(r["world"] for r in rs)
+        cols = ("world", "rank", "local", "CVD", "selects", "cuda", "nvml", "pci_bus_id", "note")
+        for col in cols if worlds else cols[1:]:
             table.add_column(col, overflow="fold", no_wrap=col in ("pci_bus_id", "cuda"))
         for r in rs[:64]:
             vis = r["visible"]
@@ -212,6 +215,7 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
             ok = not r["error"] and r["cuda_index"] is not None
             nvml = str(vis[r["cuda_index"]]) if ok else "-"
             table.add_row(
+                *([str(r["world"])] if worlds else []),
                 str(r["rank"]),
                 str(r["local_rank"]),
                 "(unset)" if cvd is None else esc(cvd),
@@ -222,7 +226,9 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
                 esc(r["error"] or ""),
             )
         if len(rs) > 64:
-            table.add_row("…", "", "", f"{len(rs) - 64} more ranks", "", "", "", "")
+            table.add_row(
+                *([""] if worlds else []), "…", "", "", f"{len(rs) - 64} more ranks", "", "", "", ""
+            )
         console.print(table)
     if len(groups) > MAX_GROUPS_SHOWN:
         rest = groups[MAX_GROUPS_SHOWN:]

@@ -246,7 +246,7 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
             "RM902",
             f"{len(plans)} independent launches (worlds of size {', '.join(map(str, sorted(set(sizes))))}) "
             f"instead of one job of {total} ranks",
-            detail=f"{path}: lines {', '.join(str(sl.line) for sl in launches[:8])} each start their "
+            detail=f"{path}: line(s) {', '.join(sorted({str(sl.line) for sl in launches}))} start their "
             "own launcher; every world has its own rank 0 and no rank talks to another world.",
             fix=f"torchrun --nproc-per-node {total} {first.script or 'train.py'}  (one launch; each rank "
             "selects cuda:LOCAL_RANK)",
