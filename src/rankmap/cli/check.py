@@ -74,6 +74,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             "missing launch command after `--`; supported launchers: " + ", ".join(SUPPORTED),
             hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
         )
+    if args.html and importlib.util.find_spec("rankmap.render.html") is None:
+        raise UsageError("--html needs rankmap.render.html, which this build does not have")
     overrides = parse_env_assignments(args.env)
     base = (
         dict(ctx.environ)
