@@ -162,6 +162,10 @@ def select_index(
         return _mod(idx, sel, n_visible), None, f"constant cuda:{idx}", False
     if sel.arg_dest is not None:
         return _from_arg(sel, proc, n_visible)
+    if sel.kind == "unknown" and not sel.env_vars:
+        # NOTE: the index could not be traced; the torchrun convention is assumed (RM005 says so).
+        idx = proc.local_rank
+        return _mod(idx, sel, n_visible), None, f"untraced index: assuming local rank {idx}", False
     if sel.dist_rank and sel.kind == "global_rank":
         idx = proc.rank
         return _mod(idx, sel, n_visible), None, f"global rank {idx}", False

@@ -98,6 +98,15 @@ def findings_for(
                 fix="Pass the real entry script with --script.",
             )
         )
+    elif sel.kind == "unknown" and not sel.env_vars:
+        out.append(
+            finding(
+                "RM005",
+                f"Could not tell where the device index of `{sel.call}` (line {sel.line}) comes "
+                "from: assuming it is LOCAL_RANK",
+                detail="; ".join(sel.notes),
+            )
+        )
     elif sel.kind == "assumed_local_rank":
         out.append(
             finding(

@@ -314,3 +314,37 @@ def test_unknown_launcher_lists_supported(run_cli) -> None:  # type: ignore[no-u
     assert result.status == 2
     for name in ("torchrun", "accelerate launch", "deepspeed", "srun", "mpirun"):
         assert name in result.stderr
+
+
+def test_untraced_index_assumes_local_rank(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "train.py"
+    script.write_text("import torch\ntorch.cuda.set_device(pick_gpu())\n")
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--json",
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "8",
+            str(script),
+        ]
+    )
+    doc = _json(result)
+    assert result.status == 0
+    assert doc["launch"]["device_selection"] == "unknown"
+    assert doc["findings"][0]["code"] == "RM005"
+    assert "pick_gpu()" in doc["findings"][0]["title"]
+    assert [p["nvml_index"] for p in doc["placements"]] == list(range(8))
+
+
+def test_no_machine_without_nvml_is_unavailable(run_cli) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    if importlib.util.find_spec("rankmap.adapters.nvml") is not None:
+        pytest.skip("NVML adapter present: the result depends on this machine")
+    result = run_cli(["check", "--", "torchrun", "train.py"])
+    assert result.status == 3
+    assert "--machine" in result.stderr

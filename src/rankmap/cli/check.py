@@ -122,7 +122,9 @@ def _machines(specs: list[str], ctx: AppContext) -> list[Host]:
         host, _ = nvml.collect_host(ctx.environ)
         if host is not None:
             return [host]
-    raise UsageError(
+    from rankmap.errors import UnavailableError
+
+    raise UnavailableError(
         "no --machine given and this machine's GPUs could not be read through NVML",
         hint="pass --machine NAME (see `rankmap machines`) or pasted nvidia-smi output",
     )
