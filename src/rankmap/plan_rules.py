@@ -1,66 +1,24 @@
-"""Findings and predicted errors of a simulated launch (see :func:`rankmap.plan.check_launch`).
-
-NCCL's duplicate rule (reference/nccl.md (a)/(b)): two ranks of one communicator collide when
-they have the same host hash (hostname + boot_id, or only ``NCCL_HOSTID``) and the same PCI bus
-id of their current CUDA device (NCCL 2.5.6-2.29.7: ``Duplicate GPU detected : rank A and rank B
-both on CUDA device <busid>``, A = the reporting rank, B = the lowest other rank) or the same GPU
-UUID (2.30: ``Multiple Ranks are using the same GPU/Partition...``).
-"""
+"""Findings of a simulated launch (see :func:`rankmap.plan.check_launch`): the root cause of
+every failing or colliding group of ranks, with its concrete fix. The NCCL rule itself lives in
+:mod:`rankmap.plan_nccl`, warnings in :mod:`rankmap.plan_warnings`."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rankmap.findings import Finding, finding
 from rankmap.launchers import LaunchPlan
 from rankmap.pci import nccl_form
 from rankmap.plan_fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.plan_nccl import arg_error_line, device_of, duplicate_groups, host_key
+from rankmap.plan_warnings import cross_world, warnings
 from rankmap.script_scan import DeviceSelection
 
 if TYPE_CHECKING:
     from rankmap.plan import RankOutcome
-
-DUP_230 = (
-    "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "
-    "enable this configuration."
-)
-ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
-NO_GPU = "RuntimeError: No CUDA GPUs are available"
-MAX_PREDICTED = 256
-
-
-def host_key(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> str:
-    """The string NCCL hashes for "same host" for this rank (NCCL_HOSTID wins)."""
-    hostid = o.proc.env.get("NCCL_HOSTID") or plan.node_env.get(o.proc.node, {}).get(
-        "NCCL_HOSTID", env.get("NCCL_HOSTID")
-    )
-    if hostid:
-        return f"NCCL_HOSTID={hostid}"
-    return o.host.identity.nccl_host_hash_input() or o.host.hostname
-
-
-def device_of(o: RankOutcome) -> tuple[str, str] | None:
-    """(bus id or uuid, uuid) of the rank's current device; None when it fails before NCCL."""
-    if o.error is not None or o.cuda_index is None:
-        return None
-    dev = o.view.devices[o.cuda_index]
-    return (dev.pci_bus_id or dev.physical_uuid, dev.uuid)
-
-
-def duplicate_groups(
-    outcomes: list[RankOutcome], plan: LaunchPlan, env: Mapping[str, str]
-) -> list[list[RankOutcome]]:
-    """Groups of >= 2 ranks of one world on one NCCL host with the same bus id (rank order)."""
-    groups: dict[tuple[int, str, str], list[RankOutcome]] = defaultdict(list)
-    for o in outcomes:
-        dev = device_of(o)
-        if dev is not None:
-            groups[(o.proc.world, host_key(o, plan, env), dev[0])].append(o)
-    found = [sorted(g, key=lambda o: o.proc.rank) for g in groups.values() if len(g) > 1]
-    return sorted(found, key=lambda g: (g[0].proc.world, g[0].proc.rank))
 
 
 def findings_for(
@@ -86,8 +44,8 @@ def findings_for(
     out += _arg_spelling(plan, sel)
     out += _failures(plan, sel, outcomes, env)
     out += _duplicates(plan, sel, outcomes, env)
-    out += _cross_world(plan, outcomes, env)
-    out += _warnings(plan, outcomes, env)
+    out += cross_world(plan, outcomes, env)
+    out += warnings(plan, outcomes, env)
     if not outcomes:
         return out
     if sel.parse_error:
@@ -303,14 +261,6 @@ def _dup_code(
     return "RM101"
 
 
-def arg_error_line(plan: LaunchPlan, sel: DeviceSelection) -> str | None:
-    """argparse's error when the launcher appends a --local-rank spelling the script lacks."""
-    arg = plan.local_rank_arg
-    if not arg or not sel.declared_args or sel.tolerant_args or arg in sel.declared_args:
-        return None
-    return f"error: unrecognized arguments: {arg}=0"
-
-
 def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     arg = plan.local_rank_arg
     line = arg_error_line(plan, sel)
@@ -327,73 +277,6 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
             fix='parser.add_argument("--local-rank", "--local_rank", type=int, '
             'default=int(os.environ.get("LOCAL_RANK", 0)))',
         )
-    ]
-
-
-def _warnings(
-    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
-) -> list[Finding]:
-    out: list[Finding] = []
-    seen_notes: set[str] = set()
-    for o in outcomes:
-        for d in o.view.dropped:
-            if d.reason in ("duplicate",) or d.note in seen_notes:
-                continue
-            seen_notes.add(d.note)
-            if len(seen_notes) <= 4:
-                out.append(finding("RM202", d.note, hosts=[o.host.hostname]))
-    first = outcomes[0] if outcomes else None
-    if first and first.view.order_differs and first.view.cuda_order != "PCI_BUS_ID":
-        cvd = first.view.cuda_visible_devices
-        if cvd is None or any(t.strip().isdigit() for t in cvd.split(",")):
-            pairs = ", ".join(
-                f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4]
-            )
-            out.append(
-                finding(
-                    "RM204",
-                    f"CUDA order differs from nvidia-smi order on {first.host.hostname} ({pairs})",
-                    hosts=[first.host.hostname],
-                    fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs in CUDA_VISIBLE_DEVICES)",
-                )
-            )
-    out += _identity_warnings(plan, outcomes, env)
-    per_proc = [o for o in outcomes if o.error is None and len(o.view.devices) == 1]
-    if (
-        (plan.per_process_cvd or any("CUDA_VISIBLE_DEVICES" in o.proc.env for o in per_proc))
-        and len({(o.proc.world, o.proc.node) for o in per_proc}) < len(per_proc)
-        and plan.worlds == 1
-    ):
-        o = per_proc[0]
-        out.append(
-            finding(
-                "RM502",
-                f"each rank on {o.host.hostname} sees only its own GPU",
-                detail="NCCL cannot use CUDA P2P/NVLink between GPUs a process cannot see.",
-                ranks=[x.proc.rank for x in per_proc if x.proc.node == o.proc.node],
-                hosts=[o.host.hostname],
-            )
-        )
-    return out
-
-
-def _identity_warnings(
-    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
-) -> list[Finding]:
-    by_name: dict[str, set[str]] = defaultdict(set)
-    for i in sorted({o.proc.node for o in outcomes}):
-        h = plan.hosts[i]
-        by_name[h.identity.hostname or h.hostname].add(h.identity.boot_id or f"node{i}")
-    return [
-        finding(
-            "RM802",
-            f"{len(boots)} machines share the hostname {name!r}",
-            detail="NCCL >= 2.5 tells them apart by boot_id, but tools and scripts that group by "
-            "hostname merge them.",
-            hosts=[name],
-        )
-        for name, boots in by_name.items()
-        if len(boots) > 1
     ]
 
 
@@ -435,34 +318,6 @@ def _rk(ranks: Iterable[int]) -> str:
     return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
 
 
-def _cross_world(
-    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
-) -> list[Finding]:
-    """Independent launches (worlds) whose ranks land on the same physical GPU."""
-    if plan.worlds < 2:
-        return []
-    users: dict[tuple[str, str], list[RankOutcome]] = defaultdict(list)
-    for o in outcomes:
-        dev = device_of(o)
-        if dev is not None:
-            users[(host_key(o, plan, env), dev[0])].append(o)
-    out = []
-    for (_, bus), group in users.items():
-        worlds = sorted({o.proc.world for o in group})
-        if len(worlds) > 1:
-            out.append(
-                finding(
-                    "RM503",
-                    f"{len(worlds)} independent launches all use GPU {group[0].view.devices[group[0].cuda_index or 0].nvml_index} ({bus}) on {group[0].host.hostname}",
-                    detail="Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU.",
-                    devices=[bus],
-                    hosts=[group[0].host.hostname],
-                    fix="give each launch its own GPU (CUDA_VISIBLE_DEVICES=$i), or better one launch for the job",
-                )
-            )
-    return out[:8]
-
-
 def _cuda_list(idx: list[int]) -> str:
     if not idx:
         return "a device"
@@ -476,71 +331,3 @@ def _visible_text(o: RankOutcome) -> str:
     n = len(o.view.devices)
     base = f"{n} GPU(s)" + (f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else "")
     return base
-
-
-def predicted_errors(
-    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str], sel: DeviceSelection
-) -> dict[str, Any]:
-    """``predicted_errors`` (exact lines, unique, in rank order) and a per-rank breakdown."""
-    lines: list[str] = []
-    detail: list[dict[str, Any]] = []
-    arg_line = arg_error_line(plan, sel)
-    if arg_line is not None:  # every rank stops in parse_args, before any CUDA/NCCL call
-        for o in outcomes:
-            detail.append(
-                {
-                    "rank": o.proc.rank,
-                    "node": o.host.hostname,
-                    "line": arg_line.replace("=0", f"={o.proc.local_rank}"),
-                    "source": "argparse",
-                }
-            )
-        return {
-            "predicted_errors": [arg_line],
-            "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4],
-        }
-    issue_lines = [line for i in plan.issues for line in i.predicted]
-    for line in issue_lines:
-        if line not in lines:
-            lines.append(line)
-    failed_worlds = set()
-    for o in outcomes:
-        if o.error is None:
-            continue
-        failed_worlds.add(o.proc.world)
-        text = _error_line(o.error)
-        detail.append(
-            {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"}
-        )
-        if text not in lines:
-            lines.append(text)
-    multi = env.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1"
-    same_uuid = False
-    for group in duplicate_groups(outcomes, plan, env):
-        if group[0].proc.world in failed_worlds:
-            continue  # a rank died before init_process_group: NCCL never gets to its check
-        peer_of = group[0].proc.rank
-        for o in group:
-            peer = peer_of if o.proc.rank != peer_of else group[1].proc.rank
-            dev = o.view.devices[o.cuda_index or 0]
-            busid = nccl_form(dev.pci_bus_id) if dev.pci_bus_id else dev.physical_uuid
-            text = f"Duplicate GPU detected : rank {o.proc.rank} and rank {peer} both on CUDA device {busid}"
-            detail.append(
-                {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"}
-            )
-            if len(lines) < MAX_PREDICTED:
-                lines.append(text)
-        if len({o.view.devices[o.cuda_index or 0].uuid for o in group}) < len(group):
-            same_uuid = True
-    if same_uuid and not multi:
-        lines.append(DUP_230)
-        detail.append({"rank": None, "node": None, "line": DUP_230, "source": "nccl>=2.30"})
-    return {"predicted_errors": lines, "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
-
-
-def _error_line(error: str) -> str:
-    if error == "invalid device ordinal":
-        return ORDINAL
-    if error == "no CUDA GPUs are available":
-        return NO_GPU
-    return error

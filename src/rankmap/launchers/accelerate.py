@@ -174,10 +174,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     plan = plan_from_args(targs, ctx, launcher="accelerate", argv=argv, extra_env=extra)
     from dataclasses import replace
 
-    issues += [
-        replace(i, fix=i.fix.replace("torchrun --nnodes", "accelerate launch --num_machines"))
-        for i in plan.issues
-    ]
+    issues += [replace(i, fix=_accelerate_fix(i.code, i.fix)) for i in plan.issues]
     if cfg_path:
         notes.insert(0, f"accelerate config: {cfg_path}")
     return replace(
@@ -186,6 +183,12 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         notes=tuple(notes) + plan.notes,
         fix_hints={"config_file": str(cfg_path)} if cfg_path else {},
     )
+
+
+def _accelerate_fix(code: str, fix: str) -> str:
+    if code == "RM804":
+        return "Give each machine its own machine_rank (0..num_machines-1) in its config file."
+    return fix.replace("torchrun --nnodes", "accelerate launch --num_machines")
 
 
 def _s(value: Any) -> str | None:

@@ -193,7 +193,7 @@ def _plan(
 ) -> LaunchPlan:
     names = list(active)
     hosts = ctx.hosts(len(names))
-    if have_hostfile:
+    if have_hostfile and len(ctx.machines) == 1:  # clones take the hostfile's names
         hosts = [
             h
             if n == "localhost"
