@@ -324,6 +324,14 @@ CASES = [
         world_size=16,
     ),
     Case(
+        "deepspeed-hostfile-same-machine",
+        ["deepspeed", "-H", "ds_hostfile", "train_local.py"],
+        machines=("dgx-h100", "dgx-h100"),
+        code="RM801",
+        category="host_identity",
+        predicted="Duplicate GPU detected : rank 0 and rank 8 both on CUDA device 18000",
+    ),
+    Case(
         "deepspeed-include-constant",
         ["deepspeed", "--include", "localhost:1", "train_const.py"],
         world_size=1,
