@@ -93,6 +93,12 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
         ids = ",".join(str(i) for i in range(plan.nproc_per_node))
         return f"deepspeed --include localhost:{ids} ... (or {count})"
     total = len(o.host.gpus)
+    if "SLURM_STEP_GPUS" in plan.node_env.get(o.proc.node, {}):
+        return (
+            f"{count}  — or let Slurm give the step {plan.nproc_per_node} GPUs per node: "
+            f"--gres=gpu:{plan.nproc_per_node} (or --gpus-per-node={plan.nproc_per_node}) "
+            "instead of --gpus-per-task"
+        )
     return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
 
 
