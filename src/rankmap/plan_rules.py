@@ -242,6 +242,9 @@ def _dup_code(
     }
     if len(mig) > 1:
         return "RM601"
+    c = _cause_context(o, plan, env)
+    if c["per_process"] and all(len(x.view.devices) == 1 for x in group):
+        return "RM503"
     if any(x.from_default for x in group):
         if not plan.sets_local_rank:
             return "RM903"
@@ -253,7 +256,6 @@ def _dup_code(
         return "RM302"
     if sel.kind == "global_rank":
         return "RM401"
-    c = _cause_context(o, plan, env)
     if c["per_process"]:
         return "RM503"
     if c["narrowed"]:
