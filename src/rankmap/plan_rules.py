@@ -100,7 +100,7 @@ def _failure_code(
         return "RM203"
     if o.error and o.error.startswith(("KeyError", "ValueError")):
         return "RM903" if not plan.sets_local_rank else "RM905"
-    if c["per_process"] and len(o.view.devices) <= 1:
+    if c["per_process"] and sel.kind not in ("constant", "global_rank"):
         return "RM501"
     if sel.kind == "global_rank":
         return "RM401"
@@ -298,9 +298,9 @@ def _fix(
         return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
     if code == "RM501":
         return (
-            "each process sees one GPU: use torch.cuda.set_device(0) (or LOCAL_RANK % "
+            "each process sees only its own GPU(s): use cuda:0 inside the process (or LOCAL_RANK % "
             "torch.cuda.device_count()), or bind GPUs per node (srun --gpus-per-node=N instead of "
-            "--gpus-per-task=1)"
+            "--gpus-per-task)"
         )
     if code == "RM503":
         return (

@@ -415,6 +415,14 @@ CASES = [
         warning="RM503",
     ),
     Case(
+        "sbatch-command-overrides",
+        ["sbatch", "--ntasks-per-node=4", "--gpus-per-task=2", "job.sbatch"],
+        world_size=8,
+        code="RM501",
+        category="per_process_visible_devices",
+        ranks=[2, 3, 6, 7],
+    ),
+    Case(
         "sbatch-gpus-per-task",
         [],
         shell="job.sbatch",

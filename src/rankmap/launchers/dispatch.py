@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -41,6 +42,8 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         from rankmap.launchers import deepspeed
 
         return deepspeed.simulate(rest, ctx)
+    if kind == "srun" and os.path.basename(rest[0]) == "sbatch":
+        return _sbatch(rest, ctx)
     if kind == "srun":
         from rankmap.launchers import slurm
 
@@ -55,6 +58,21 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
         return shell.simulate_file(path, ctx)
     return simulate_python(rest, ctx)
+
+
+def _sbatch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """``sbatch [opts] job.sh``: the script's launch lines, command-line options over #SBATCH."""
+    from rankmap.errors import UsageError
+    from rankmap.launchers import shell, slurm
+    from rankmap.launchers.options import parse_options
+
+    p = parse_options(list(argv[1:]), slurm.SPEC)
+    if not p.rest:
+        raise UsageError("sbatch: no batch script given", hint="sbatch job.sbatch")
+    flags = {k: v if isinstance(v, str) else "1" for k, v in p.values.items()}
+    return shell.simulate_shell(
+        Path(p.rest[0]), replace(ctx, sbatch={**ctx.sbatch, **flags}), argv=()
+    )
 
 
 def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
