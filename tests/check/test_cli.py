@@ -299,6 +299,24 @@ def test_secrets_redacted(run_cli) -> None:  # type: ignore[no-untyped-def]
             "no launch command found",
         ),
         (["check", "--machine", "no-such-profile", "--", "torchrun", "t.py"], "no-such-profile"),
+        (
+            [
+                "check",
+                "--machine",
+                "dgx-h100",
+                "--",
+                "mpirun",
+                "-np",
+                "1000000000",
+                "python",
+                "t.py",
+            ],
+            "more than rankmap simulates",
+        ),
+        (
+            ["check", "--machine", "dgx-h100", "--nodes", "999999", "--", "torchrun", "t.py"],
+            "more than rankmap simulates",
+        ),
     ],
 )
 def test_bad_input_exit_2(run_cli, argv: list[str], needle: str) -> None:  # type: ignore[no-untyped-def]
@@ -348,3 +366,25 @@ def test_no_machine_without_nvml_is_unavailable(run_cli) -> None:  # type: ignor
     result = run_cli(["check", "--", "torchrun", "train.py"])
     assert result.status == 3
     assert "--machine" in result.stderr
+
+
+def test_secret_script_arguments_redacted(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        [
+            "check",
+            "--machine",
+            "workstation-4gpu",
+            "--json",
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "8",
+            "train.py",
+            "--hf-token",
+            "hf_abcdefgh123",
+            "--api_key=sk-verysecret",
+        ]
+    )
+    assert result.status == 1
+    assert "hf_abcdefgh123" not in result.stdout and "sk-verysecret" not in result.stdout
+    assert "<redacted>" in result.stdout

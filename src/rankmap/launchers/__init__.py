@@ -129,12 +129,22 @@ class LaunchContext:
         return (p if p.is_absolute() else self.cwd / p).is_file()
 
 
+MAX_RANKS = 262_144  # beyond this a "plan" is a typo, not a job (and would take minutes)
+
+
+def check_size(ranks: int, what: str) -> None:
+    """UsageError when a launch would start more than :data:`MAX_RANKS` processes."""
+    if ranks > MAX_RANKS:
+        raise UsageError(f"{what}: {ranks} processes is more than rankmap simulates ({MAX_RANKS})")
+
+
 def expand_machines(machines: Sequence[Host], n: int) -> list[Host]:
     """``n`` hosts for ``n`` nodes. One machine is cloned with distinct hostnames and boot_ids."""
     if not machines:
         raise UsageError(
             "no machine to simulate", hint="pass --machine NAME (see `rankmap machines`)"
         )
+    check_size(n, "nodes")
     if len(machines) >= n:
         return list(machines[:n])
     if len(machines) == 1:

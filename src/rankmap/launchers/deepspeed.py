@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rankmap.errors import InputError
-from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc
+from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, check_size
 from rankmap.launchers.options import OptSpec, int_value, parse_options
 from rankmap.visibility import resolve_visible
 
@@ -74,6 +74,8 @@ def parse_hostfile(text: str, where: str) -> dict[str, int]:
             raise InputError(
                 f"{where}:{no}: Hostfile contains multiple entries for {m.group(1)}, unable to proceed with launching"
             )
+        if int(m.group(2)) > 4096:
+            raise InputError(f"{where}:{no}: slots={m.group(2)} is not a GPU count")
         pool[m.group(1)] = int(m.group(2))
     if not pool:
         raise InputError(
@@ -177,6 +179,7 @@ def _select(
         active = dict(list(active.items())[:n])
     if num_gpus:
         g = int_value("deepspeed", "--num_gpus", num_gpus, 1)
+        check_size(g * len(active), "deepspeed")
         active = {h: list(range(g)) for h in active}
     return active
 

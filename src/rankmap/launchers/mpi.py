@@ -17,6 +17,7 @@ from rankmap.launchers import (
     LaunchIssue,
     LaunchPlan,
     Proc,
+    check_size,
     identify,
     split_env_prefix,
 )
@@ -172,6 +173,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         raise UsageError(f"{prog}: no program given", hint=f"{prog} -np 8 python train.py")
     if a.hostfile:
         a.hosts = parse_mpi_hostfile(ctx.read(a.hostfile, "hostfile"), a.hostfile)
+    check_size(a.np or 0, prog)
+    check_size(sum(s or 0 for _, s in a.hosts), prog)
     layout = _layout(a, ctx)
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]

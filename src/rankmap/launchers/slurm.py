@@ -17,6 +17,7 @@ from rankmap.launchers import (
     LaunchIssue,
     LaunchPlan,
     Proc,
+    check_size,
     identify,
     split_env_prefix,
 )
@@ -125,6 +126,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     per_node = _count(opts.get("ntasks_per_node"), "--ntasks-per-node")
     if per_node is None:
         per_node = -(-ntasks // n_nodes) if ntasks else 1
+    check_size(n_nodes * per_node, "srun")
     tasks_on = _distribute(n_nodes, per_node, ntasks)
     gpt = _gpu_count(opts.get("gpus_per_task"))
     bind = opts.get("gpu_bind") or (opts.get("tres_bind") or "").replace("gres/gpu:", "")

@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rankmap.errors import UsageError
-from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, python_module
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    check_size,
+    python_module,
+)
 from rankmap.launchers.options import OptSpec, int_value, parse_options
 from rankmap.visibility import resolve_visible
 
@@ -166,6 +173,7 @@ def plan_from_args(
                 fix=f"torchrun --nnodes {ctx.nodes} ...",
             )
         )
+    check_size(n_agents * nproc, "torchrun")
     procs: list[Proc] = []
     cvd_parent = base.get("CUDA_VISIBLE_DEVICES")
     world = n_agents * nproc
