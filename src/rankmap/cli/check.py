@@ -163,7 +163,9 @@ def _launch_line(launch: dict[str, Any]) -> str:
     script = launch.get("script") or launch.get("module") or "no script"
     how = f"; {script}: device selection {sel}"
     if launch.get("device_selection_call"):
-        how += f" (line {launch.get('device_selection_line')}: {launch['device_selection_call']})"
+        line = launch.get("device_selection_line")
+        where = f"line {line}: " if line else "assumed: "
+        how += f" ({where}{launch['device_selection_call']})"
     return head + how
 
 

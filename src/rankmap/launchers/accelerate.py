@@ -133,7 +133,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
                     predicted=(line,),
                 )
             )
-            return _stopped(argv, ctx, issues, notes)
+            return _stopped(argv, ctx, issues, notes, p.rest)
         extra["CUDA_VISIBLE_DEVICES"] = ",".join(i.strip() for i in ids)
     if (
         dist == "DEEPSPEED"
@@ -211,13 +211,18 @@ def _config(p: Parsed, ctx: LaunchContext) -> tuple[dict[str, Any], str | None, 
 
 
 def _stopped(
-    argv: Sequence[str], ctx: LaunchContext, issues: list[LaunchIssue], notes: list[str]
+    argv: Sequence[str],
+    ctx: LaunchContext,
+    issues: list[LaunchIssue],
+    notes: list[str],
+    rest: Sequence[str],
 ) -> LaunchPlan:
     return LaunchPlan(
         launcher="accelerate",
         nnodes=1,
         nproc_per_node=0,
         procs=(),
+        script=rest[0] if rest else None,
         issues=tuple(issues),
         notes=tuple(notes),
         argv=tuple(argv),

@@ -150,7 +150,10 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     try:
         active = _select(pool, include, exclude, num_nodes, num_gpus)
     except ValueError as exc:
-        return _stopped(argv, ctx, issues, notes, str(exc), include)
+        fix = None
+        if cvd is not None and include == f"localhost:{cvd}":
+            fix = f"unset CUDA_VISIBLE_DEVICES; deepspeed --include localhost:{cvd} {' '.join(p.rest)}"
+        return _stopped(argv, ctx, issues, notes, str(exc), include, p.rest, fix)
     return _plan(argv, ctx, p.flag("no_local_rank"), active, issues, notes, have_hostfile, p.rest)
 
 
@@ -247,6 +250,8 @@ def _stopped(
     notes: list[str],
     message: str,
     include: str | None,
+    rest: Sequence[str],
+    fix: str | None,
 ) -> LaunchPlan:
     line = f"ValueError: {message}"
     issues.append(
@@ -255,7 +260,8 @@ def _stopped(
             f"deepspeed stops before starting any rank: {message}",
             detail=(f"--include={include} " if include else "")
             + "names resources the runner does not have.",
-            fix="name only existing slots, e.g. deepspeed --include localhost:0,1 ... (slots are "
+            fix=fix
+            or "name only existing slots, e.g. deepspeed --include localhost:0,1 ... (slots are "
             "0..torch.cuda.device_count()-1 as the runner counts them)",
             predicted=(line,),
         )
@@ -265,6 +271,8 @@ def _stopped(
         nnodes=1,
         nproc_per_node=0,
         procs=(),
+        script=rest[0] if rest else None,
+        script_args=tuple(rest[1:]),
         issues=tuple(issues),
         notes=tuple(notes),
         argv=tuple(argv),
