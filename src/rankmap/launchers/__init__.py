@@ -1,0 +1,252 @@
+"""Launch simulation: a launch command -> the processes it starts, each with its environment.
+
+Pure: every launcher module turns ``argv`` (plus the assumed environment, the machines and, for
+accelerate/DeepSpeed, config files it reads through :class:`LaunchContext`) into a
+:class:`LaunchPlan`. Nothing is executed. Facts: reference/launchers.md.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid as _uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rankmap.errors import InputError, UsageError
+from rankmap.model import Host
+
+SUPPORTED = (
+    "torchrun",
+    "python -m torch.distributed.run",
+    "python -m torch.distributed.launch",
+    "accelerate launch",
+    "deepspeed",
+    "srun",
+    "mpirun / mpiexec",
+    "python SCRIPT.py",
+    "bash/sh SCRIPT.sh (or --shell FILE)",
+)
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process a launch starts: its ranks, the node it runs on and what the launcher sets."""
+
+    rank: int
+    local_rank: int
+    node: int  # index of the machine (physical node) it runs on
+    env: Mapping[str, str]  # variables the launcher sets on top of the node's environment
+    args: tuple[str, ...] = ()  # arguments the launcher appends (``--local-rank=3``)
+    world: int = 0  # index of the independent job (several single-process launches)
+    node_rank: int | None = None  # the launcher's node/agent rank
+
+
+@dataclass(frozen=True)
+class LaunchIssue:
+    """Something about the launch itself (not a rank's device) that becomes a finding."""
+
+    code: str
+    title: str
+    detail: str = ""
+    fix: str = ""
+    ranks: tuple[int, ...] = ()
+    predicted: tuple[str, ...] = ()  # error lines the launcher/job prints because of it
+    severity: str | None = None
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """The processes of one launch (or of several independent launches)."""
+
+    launcher: str
+    nnodes: int
+    nproc_per_node: int
+    procs: tuple[Proc, ...]
+    script: str | None = None
+    script_args: tuple[str, ...] = ()
+    module: str | None = None
+    issues: tuple[LaunchIssue, ...] = ()
+    notes: tuple[str, ...] = ()
+    worlds: int = 1
+    per_process_cvd: bool = False  # the launcher narrows CUDA_VISIBLE_DEVICES per process
+    sets_local_rank: bool = True  # LOCAL_RANK/RANK/WORLD_SIZE are in every worker's env
+    local_rank_arg: str | None = None  # argument spelling appended to the script, if any
+    node_env: Mapping[int, Mapping[str, str]] = field(default_factory=dict)  # per-node base env
+    argv: tuple[str, ...] = ()
+    hosts: tuple[Host, ...] = ()  # the machine of each node index
+    fix_hints: Mapping[str, str] = field(default_factory=dict)  # launcher-specific fix strings
+
+    @property
+    def world_size(self) -> int:
+        """Ranks in the (first) world."""
+        return sum(1 for p in self.procs if p.world == 0)
+
+
+@dataclass
+class LaunchContext:
+    """What a launcher simulation may read: machines, environment, files relative to ``cwd``."""
+
+    machines: Sequence[Host]
+    env: Mapping[str, str]
+    cwd: Path
+    nodes: int | None = None
+    sbatch: Mapping[str, str] = field(default_factory=dict)  # #SBATCH options (long names)
+    read_text: Callable[[Path], str] | None = None
+
+    def node_count(self, wanted: int | None) -> int:
+        """The number of nodes to simulate: --nodes, else the launcher's, else --machine count."""
+        if self.nodes:
+            return self.nodes
+        if wanted:
+            return wanted
+        return max(1, len(self.machines))
+
+    def hosts(self, n: int) -> list[Host]:
+        """``n`` hosts: one per ``--machine``, or the single machine cloned per node."""
+        return expand_machines(self.machines, n)
+
+    def read(self, path: str | Path, what: str) -> str:
+        """Text of a config file named by the launch (relative to ``cwd``); InputError if not."""
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = self.cwd / p
+        try:
+            if self.read_text is not None:
+                return self.read_text(p)
+            data = p.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{what} {str(path)!r}: cannot read: {exc.strerror}") from None
+        if b"\x00" in data:
+            raise InputError(f"{what} {str(path)!r} is a binary file")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{what} {str(path)!r} is not UTF-8 text") from None
+
+    def exists(self, path: str | Path) -> bool:
+        p = Path(path).expanduser()
+        return (p if p.is_absolute() else self.cwd / p).is_file()
+
+
+MAX_RANKS = 262_144  # beyond this a "plan" is a typo, not a job (and would take minutes)
+
+
+def check_size(ranks: int, what: str) -> None:
+    """UsageError when a launch would start more than :data:`MAX_RANKS` processes."""
+    if ranks > MAX_RANKS:
+        raise UsageError(f"{what}: {ranks} processes is more than rankmap simulates ({MAX_RANKS})")
+
+
+def expand_machines(machines: Sequence[Host], n: int) -> list[Host]:
+    """``n`` hosts for ``n`` nodes. One machine is cloned with distinct hostnames and boot_ids."""
+    if not machines:
+        raise UsageError(
+            "no machine to simulate", hint="pass --machine NAME (see `rankmap machines`)"
+        )
+    check_size(n, "nodes")
+    if len(machines) >= n:
+        return list(machines[:n])
+    if len(machines) == 1:
+        return [clone_host(machines[0], i) for i in range(n)]
+    raise UsageError(
+        f"the launch needs {n} nodes but {len(machines)} --machine values were given",
+        hint="give one --machine per node, or one --machine with --nodes N",
+    )
+
+
+def clone_host(host: Host, i: int) -> Host:
+    """Node ``i`` built from ``host``: same GPUs, its own hostname and boot_id (node 0 unchanged)."""
+    if i == 0:
+        return host
+    name = f"{host.hostname}-{i}" if not host.hostname[-1:].isdigit() else _bump(host.hostname, i)
+    boot = str(_uuid.uuid5(_uuid.NAMESPACE_OID, f"{host.identity.boot_id}/{i}"))
+    ident = replace(host.identity, hostname=name, boot_id=boot, machine_id=None)
+    return replace(host, hostname=name, identity=ident)
+
+
+def _bump(hostname: str, i: int) -> str:
+    """``dgx-h100-01`` -> ``dgx-h100-02`` for i=1 (keeps the digit width)."""
+    digits = len(hostname) - len(hostname.rstrip("0123456789"))
+    stem, num = hostname[:-digits], int(hostname[-digits:])
+    return f"{stem}{num + i:0{digits}d}"
+
+
+def split_env_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """``[env] A=1 B=2 cmd ...`` -> ({A: 1, B: 2}, [cmd, ...])."""
+    env: dict[str, str] = {}
+    rest = list(argv)
+    if rest and os.path.basename(rest[0]) == "env":
+        rest = rest[1:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[1:]
+    while rest and "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier():
+        name, value = rest[0].split("=", 1)
+        env[name] = value
+        rest = rest[1:]
+    return env, rest
+
+
+def identify(argv: Sequence[str]) -> str | None:
+    """Which launcher ``argv`` (env prefix stripped) is, or ``None``."""
+    if not argv:
+        return None
+    prog = os.path.basename(argv[0])
+    if prog == "torchrun":
+        return "torchrun"
+    if prog in ("accelerate", "accelerate-launch"):
+        return "accelerate" if prog == "accelerate-launch" or argv[1:2] == ["launch"] else None
+    if prog == "deepspeed":
+        return "deepspeed"
+    if prog in ("srun", "sbatch"):
+        return "srun"
+    if prog in ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun"):
+        return "mpirun"
+    if prog in ("bash", "sh", "zsh") or prog.endswith(".sh"):
+        return "shell"
+    if prog.startswith("python") or prog == "uv":
+        mod = python_module(argv)
+        if mod == "torch.distributed.run":
+            return "torchrun"
+        if mod == "torch.distributed.launch":
+            return "torch.distributed.launch"
+        if mod in ("accelerate.commands.launch",):
+            return "accelerate"
+        if mod == "deepspeed.launcher.runner":
+            return "deepspeed"
+        if mod is None and python_script(argv) is not None:
+            return "python"
+    if prog.endswith(".py"):
+        return "python"
+    return None
+
+
+def python_module(argv: Sequence[str]) -> str | None:
+    """The module of ``python [opts] -m MOD ...``."""
+    for i, a in enumerate(argv[1:], 1):
+        if a == "-m" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("-m") and len(a) > 2:
+            return a[2:]
+        if not a.startswith("-"):
+            return None
+    return None
+
+
+def python_script(argv: Sequence[str]) -> int | None:
+    """Index of the script in ``python [opts] script.py ...``."""
+    for i, a in enumerate(argv[1:], 1):
+        if a in ("-c", "-m"):
+            return None
+        if not a.startswith("-"):
+            return i
+    return None
+
+
+def unsupported(argv: Sequence[str]) -> UsageError:
+    """The exit-2 error for a command that is no known launcher."""
+    what = repr(argv[0]) if argv else "nothing"
+    return UsageError(
+        f"unknown launcher {what}; supported: {', '.join(SUPPORTED)}",
+        hint="rankmap check [options] -- torchrun --nproc-per-node 8 train.py",
+    )

@@ -1,0 +1,103 @@
+"""Pick the launcher simulation for a command line (or a shell script) and run it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchPlan,
+    Proc,
+    identify,
+    python_script,
+    split_env_prefix,
+    unsupported,
+)
+
+
+def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher."""
+    prefix, rest = split_env_prefix(argv)
+    if prefix:
+        ctx = replace(ctx, env={**ctx.env, **prefix})
+    kind = identify(rest)
+    if kind is None:
+        raise unsupported(rest)
+    if kind == "torchrun":
+        from rankmap.launchers import torchrun
+
+        return torchrun.simulate(rest, ctx)
+    if kind == "torch.distributed.launch":
+        from rankmap.launchers import torchrun
+
+        return torchrun.simulate(rest, ctx, legacy=True)
+    if kind == "accelerate":
+        from rankmap.launchers import accelerate
+
+        return accelerate.simulate(rest, ctx)
+    if kind == "deepspeed":
+        from rankmap.launchers import deepspeed
+
+        return deepspeed.simulate(rest, ctx)
+    if kind == "srun" and os.path.basename(rest[0]) == "sbatch":
+        return _sbatch(rest, ctx)
+    if kind == "srun":
+        from rankmap.launchers import slurm
+
+        return slurm.simulate(rest, ctx)
+    if kind == "mpirun":
+        from rankmap.launchers import mpi
+
+        return mpi.simulate(rest, ctx)
+    if kind == "shell":
+        from rankmap.launchers import shell
+
+        path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
+        return shell.simulate_file(path, ctx)
+    return simulate_python(rest, ctx)
+
+
+def _sbatch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """``sbatch [opts] job.sh``: the script's launch lines, command-line options over #SBATCH."""
+    from rankmap.errors import UsageError
+    from rankmap.launchers import shell, slurm
+    from rankmap.launchers.options import parse_options
+
+    p = parse_options(list(argv[1:]), slurm.SPEC)
+    if not p.rest:
+        raise UsageError("sbatch: no batch script given", hint="sbatch job.sbatch")
+    flags = {k: v if isinstance(v, str) else "1" for k, v in p.values.items()}
+    return shell.simulate_shell(
+        Path(p.rest[0]), replace(ctx, sbatch={**ctx.sbatch, **flags}), argv=()
+    )
+
+
+def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """``python train.py``: one process, no launcher variables."""
+    idx = python_script(argv) if not argv[0].endswith(".py") else 0
+    script = argv[idx] if idx is not None else None
+    hosts = ctx.hosts(1)
+    return LaunchPlan(
+        launcher="python",
+        nnodes=1,
+        nproc_per_node=1,
+        procs=(Proc(0, 0, 0, {}),),
+        script=script,
+        script_args=tuple(argv[(idx or 0) + 1 :]),
+        sets_local_rank=False,
+        argv=tuple(argv),
+        hosts=tuple(hosts),
+    )
+
+
+def script_path(plan: LaunchPlan, cwd: Path) -> Path | None:
+    """The training script of ``plan`` when it names a ``.py`` file that exists."""
+    if plan.script and plan.script.endswith(".py"):
+        p = Path(plan.script).expanduser()
+        p = p if p.is_absolute() else cwd / p
+        if p.is_file():
+            return p
+    return None

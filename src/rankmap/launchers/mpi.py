@@ -1,0 +1,281 @@
+"""``mpirun`` / ``mpiexec``: Open MPI and MPICH/Hydra (reference/launchers.md §6).
+
+Open MPI sets ``OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK``; Hydra sets
+``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``, ``MPI_LOCALNRANKS``. Neither sets ``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE`` or CUDA_VISIBLE_DEVICES. Ranks fill nodes in order (by slot).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from rankmap.errors import InputError, UsageError
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    check_size,
+    identify,
+    split_env_prefix,
+)
+
+_ONE = {
+    "np",
+    "n",
+    "c",
+    "N",
+    "npernode",
+    "map_by",
+    "H",
+    "host",
+    "hosts",
+    "hostfile",
+    "machinefile",
+    "f",
+    "x",
+    "ppn",
+    "bind_to",
+    "rank_by",
+    "wdir",
+    "prefix",
+    "rankfile",
+    "display_map",
+    "output_filename",
+    "launch_agent",
+    "iface",
+    "bootstrap",
+    "env_list",
+}
+_TWO = {"mca", "gmca", "genv", "env"}
+_FLAGS = {
+    "oversubscribe",
+    "allow_run_as_root",
+    "tag_output",
+    "report_bindings",
+    "genvall",
+    "genvnone",
+    "display_allocation",
+    "verbose",
+    "v",
+    "q",
+    "quiet",
+    "bind_to_core",
+    "noprefix",
+    "l",
+}
+_HYDRA_ONLY = {"ppn", "f", "hosts", "genv", "genvall", "genvnone", "env", "iface", "bootstrap"}
+
+
+@dataclass
+class MpiArgs:
+    """What decides ranks: process count, per-node count, hosts with slots, exported env."""
+
+    np: int | None = None
+    ppn: int | None = None
+    hosts: list[tuple[str, int | None]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    hydra: bool = False
+    hostfile: str | None = None
+    rest: list[str] = field(default_factory=list)
+
+
+def parse_mpi_args(argv: Sequence[str], prog: str) -> MpiArgs:
+    """Options of mpirun/mpiexec up to the program."""
+    a = MpiArgs(hydra=prog in ("mpiexec.hydra",))
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-"):
+            a.rest = list(argv[i:])
+            return a
+        name = arg.lstrip("-").replace("-", "_")
+        if name in _TWO:
+            if i + 2 >= len(argv):
+                raise UsageError(f"{prog}: {arg} expects two values")
+            if name in ("genv", "env"):
+                a.env[argv[i + 1]] = argv[i + 2]
+            a.hydra = a.hydra or name in _HYDRA_ONLY
+            i += 3
+            continue
+        key, _, inline = name.partition("=")
+        if key in _ONE:
+            value = inline if "=" in name else (argv[i + 1] if i + 1 < len(argv) else None)
+            if value is None:
+                raise UsageError(f"{prog}: {arg} expects a value")
+            _apply(a, key, value, prog)
+            a.hydra = a.hydra or key in _HYDRA_ONLY
+            i += 1 if "=" in name else 2
+            continue
+        a.hydra = a.hydra or key in _HYDRA_ONLY
+        i += 1  # a flag (known or not)
+    return a
+
+
+def _apply(a: MpiArgs, key: str, value: str, prog: str) -> None:
+    if key in ("np", "n", "c"):
+        a.np = _int(value, f"-{key}", prog)
+    elif key in ("N", "npernode", "ppn"):
+        a.ppn = _int(value, f"-{key}", prog)
+    elif key == "map_by":
+        m = re.match(r"ppr:(\d+):node", value)
+        if m:
+            a.ppn = int(m.group(1))
+    elif key in ("H", "host", "hosts"):
+        for tok in value.split(","):
+            host, _, slots = tok.partition(":")
+            a.hosts.append((host, int(slots) if slots.isdigit() else None))
+    elif key in ("hostfile", "machinefile", "f"):
+        a.hostfile = value
+    elif key == "x":
+        name, eq, val = value.partition("=")
+        if eq:
+            a.env[name] = val
+
+
+def _int(value: str, name: str, prog: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+
+
+def parse_mpi_hostfile(text: str, where: str) -> list[tuple[str, int | None]]:
+    """``host slots=N`` (Open MPI) or ``host:N`` (Hydra) lines; InputError names the line."""
+    out: list[tuple[str, int | None]] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.match(
+            r"^([\w.\-]+)(?::(\d+))?(?:\s+slots\s*=\s*(\d+))?(?:\s+max[_-]slots\s*=\s*\d+)?$", line
+        )
+        if not m:
+            raise InputError(
+                f"{where}:{no}: not a hostfile line (expected `host slots=N` or `host:N`): {raw.strip()}"
+            )
+        n = m.group(2) or m.group(3)
+        out.append((m.group(1), int(n) if n else None))
+    if not out:
+        raise InputError(f"{where}:1: hostfile has no hosts")
+    return out
+
+
+def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """Plan of ``mpirun [opts] PROGRAM ...``."""
+    import os
+
+    prog = os.path.basename(argv[0])
+    a = parse_mpi_args(list(argv[1:]), prog)
+    if not a.rest:
+        raise UsageError(f"{prog}: no program given", hint=f"{prog} -np 8 python train.py")
+    if a.hostfile:
+        a.hosts = parse_mpi_hostfile(ctx.read(a.hostfile, "hostfile"), a.hostfile)
+    check_size(a.np or 0, prog)
+    check_size(sum(s or 0 for _, s in a.hosts), prog)
+    layout = _layout(a, ctx)
+    hosts = ctx.hosts(len(layout))
+    named = [n for n, _ in a.hosts]
+    if named and len(named) >= len(layout) and len(ctx.machines) == 1:
+        hosts = [
+            replace(h, hostname=named[i], identity=replace(h.identity, hostname=named[i]))
+            for i, h in enumerate(hosts)
+        ]
+    world = sum(layout)
+    procs: list[Proc] = []
+    rank = 0
+    for node, k in enumerate(layout):
+        for lr in range(k):
+            if a.hydra:
+                env = {
+                    "PMI_RANK": str(rank),
+                    "PMI_SIZE": str(world),
+                    "MPI_LOCALRANKID": str(lr),
+                    "MPI_LOCALNRANKS": str(k),
+                }
+            else:
+                env = {
+                    "OMPI_COMM_WORLD_RANK": str(rank),
+                    "OMPI_COMM_WORLD_SIZE": str(world),
+                    "OMPI_COMM_WORLD_LOCAL_RANK": str(lr),
+                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(k),
+                    "OMPI_COMM_WORLD_NODE_RANK": str(node),
+                    "OMPI_UNIVERSE_SIZE": str(world),
+                }
+            procs.append(Proc(rank, lr, node, env, node_rank=node))
+            rank += 1
+    flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
+    inner_env, inner = split_env_prefix(a.rest)
+    plan = LaunchPlan(
+        launcher="mpirun",
+        nnodes=len(layout),
+        nproc_per_node=max(layout),
+        procs=tuple(procs),
+        script=next((t for t in inner if t.endswith(".py")), None),
+        notes=(f"{flavour}: {world} rank(s) over {len(layout)} node(s) {layout}.",),
+        sets_local_rank=False,
+        node_env={n: {**a.env, **inner_env} for n in range(len(layout))},
+        argv=tuple(argv),
+        hosts=tuple(hosts),
+        fix_hints={"local_var": "MPI_LOCALRANKID" if a.hydra else "OMPI_COMM_WORLD_LOCAL_RANK"},
+    )
+    kind = identify(inner)
+    if kind in (None, "python", "shell"):
+        return plan
+    return _nested(plan, inner, ctx, max(layout))
+
+
+def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
+    if a.ppn:
+        n_nodes = -(-a.np // a.ppn) if a.np else (len(a.hosts) or ctx.nodes or 1)
+        total = a.np or a.ppn * n_nodes
+        return [min(a.ppn, total - i * a.ppn) for i in range(n_nodes)]
+    if a.hosts:
+        slots = [s if s is not None else 1 for _, s in a.hosts]
+        total = a.np or sum(slots)
+        out: list[int] = []
+        for s in slots:
+            take = min(s, total - sum(out))
+            if take <= 0:
+                break
+            out.append(take)
+        if (
+            sum(out) < total
+        ):  # oversubscribe: the rest round-robin (NOTE: Open MPI refuses without --oversubscribe)
+            i = 0
+            while sum(out) < total:
+                out[i % len(out)] += 1
+                i += 1
+        return out
+    n_nodes = ctx.nodes or 1
+    total = a.np or 1
+    per = -(-total // n_nodes)
+    return [min(per, total - i * per) for i in range(n_nodes) if total - i * per > 0]
+
+
+def _nested(
+    outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int
+) -> LaunchPlan:
+    from rankmap.launchers.dispatch import simulate_launch
+
+    sub = replace(
+        ctx,
+        env={**ctx.env, **outer.node_env.get(0, {})},
+        nodes=outer.nnodes,
+        machines=list(outer.hosts),
+    )
+    plan = simulate_launch(inner, sub)
+    issues = list(plan.issues)
+    if per_node > 1:
+        issues.insert(
+            0,
+            LaunchIssue(
+                "RM904",
+                f"mpirun starts {per_node} launchers per node, each starting {plan.nproc_per_node} workers",
+                detail="Every MPI rank runs the inner launcher, and every launcher starts its own workers.",
+                fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
+            ),
+        )
+    return replace(plan, issues=tuple(issues), notes=outer.notes + plan.notes, argv=outer.argv)

@@ -1,0 +1,111 @@
+"""A small option reader shared by the launcher simulations (argparse-like, no exits)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rankmap.errors import UsageError
+
+
+@dataclass(frozen=True)
+class OptSpec:
+    """Options of one launcher: long names (``_`` form) -> takes a value; short aliases."""
+
+    prog: str
+    takes_value: Mapping[str, bool]
+    short: Mapping[str, str] = field(default_factory=dict)  # "-m" -> "module"
+    strict: bool = True  # unknown options are usage errors (torchrun, accelerate, deepspeed)
+    single_dash_long: bool = False  # Open MPI/Hydra accept -np, -hostfile...
+    guess_values: bool = False  # unknown ``--opt X``: X is its value unless it looks like a script
+
+
+@dataclass
+class Parsed:
+    """Option values (last wins; ``multi`` keeps every value), the rest, and ignored options."""
+
+    values: dict[str, str | bool] = field(default_factory=dict)
+    multi: dict[str, list[str]] = field(default_factory=dict)
+    rest: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        v = self.values.get(name)
+        return v if isinstance(v, str) else default
+
+    def flag(self, name: str) -> bool:
+        return bool(self.values.get(name))
+
+
+def norm(name: str) -> str:
+    """``--nproc-per-node`` -> ``nproc_per_node``."""
+    return name.lstrip("-").replace("-", "_")
+
+
+def parse_options(argv: Sequence[str], spec: OptSpec) -> Parsed:
+    """Read options up to the first positional (the program/script); the rest is returned."""
+    out = Parsed()
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.rest = list(argv[i + 1 :])
+            return out
+        if not arg.startswith("-") or arg == "-":
+            out.rest = list(argv[i:])
+            return out
+        name, eq, inline = arg.partition("=")
+        key = _key(name, spec)
+        if key is None and not arg.startswith("--") and len(arg) > 2 and arg[:2] in spec.short:
+            # -n4 / -N2 style
+            key, inline, eq = spec.short[arg[:2]], arg[2:], "="
+        if key is None:
+            if spec.strict:
+                raise UsageError(f"{spec.prog}: unrecognized option {name!r}")
+            out.unknown.append(arg)
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if (
+                spec.guess_values
+                and not eq
+                and nxt is not None
+                and not nxt.startswith("-")
+                and not nxt.endswith((".py", ".sh"))
+            ):
+                out.unknown.append(nxt)
+                i += 1
+            i += 1
+            continue
+        if spec.takes_value[key]:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise UsageError(f"{spec.prog}: option {name} expects a value")
+            out.values[key] = value
+            out.multi.setdefault(key, []).append(value)
+        else:
+            out.values[key] = True if not eq else inline.lower() not in ("0", "false", "no")
+        i += 1
+    return out
+
+
+def _key(name: str, spec: OptSpec) -> str | None:
+    if name in spec.short:
+        return spec.short[name]
+    if name.startswith("--") or (spec.single_dash_long and name.startswith("-")):
+        key = norm(name)
+        if key in spec.takes_value:
+            return key
+    return None
+
+
+def int_value(prog: str, name: str, value: str | None, default: int) -> int:
+    """An integer option value; a usage error names the option otherwise."""
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None

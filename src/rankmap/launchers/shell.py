@@ -1,0 +1,307 @@
+"""Shell/sbatch scripts: ``#SBATCH`` options, exported variables and launch lines, including
+loops of single-process launches meant as one job (``for i in 0..7: CUDA_VISIBLE_DEVICES=$i
+torchrun --nproc_per_node 1 ... &``). Only literal loop ranges are expanded; nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rankmap.errors import InputError, UsageError
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    identify,
+    split_env_prefix,
+)
+
+_ARITH = re.compile(r"\$\(\((.*?)\)\)")
+_SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
+_CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
+_BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
+_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+EADDRINUSE = (
+    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+    "network address. port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, message: "
+    "address already in use"
+)
+
+
+@dataclass(frozen=True)
+class ShellLaunch:
+    """One launch line (after loop expansion): env prefix + exports, argv, source line."""
+
+    env: Mapping[str, str]
+    argv: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class ShellScript:
+    """What a script says: #SBATCH options, exported variables, launches."""
+
+    sbatch: Mapping[str, str]
+    env: Mapping[str, str]
+    launches: tuple[ShellLaunch, ...]
+
+
+def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
+    """Read a shell script without running it."""
+    from rankmap.launchers.slurm import parse_sbatch_lines
+
+    sbatch = parse_sbatch_lines(text)
+    env: dict[str, str] = {}
+    vars_: dict[str, str] = dict(base_env)
+    launches: list[ShellLaunch] = []
+    loop: tuple[str, list[str], int] | None = None
+    body: list[tuple[list[str], int]] = []
+    for no, cmd in _commands(text, where):
+        if cmd[0] == "for":
+            loop, body = _loop_header(cmd, vars_, no), []
+            continue
+        if cmd[0] == "do":
+            cmd = cmd[1:]
+            if not cmd:
+                continue
+        if cmd[0] == "done":
+            if loop is not None:
+                var, items, _ = loop
+                for item in items:
+                    for bcmd, bno in body:
+                        launches += _launch(bcmd, {**vars_, var: item}, env, bno)
+            loop = None
+            continue
+        if loop is not None:
+            body.append((cmd, no))
+            continue
+        if cmd[0] == "export" or (
+            len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
+        ):
+            for tok in cmd[1:] if cmd[0] == "export" else cmd:
+                name, eq, value = tok.partition("=")
+                if eq and name.isidentifier():
+                    env[name] = vars_[name] = _expand(value, vars_)
+            continue
+        launches += _launch(cmd, vars_, env, no)
+    return ShellScript(sbatch, env, tuple(launches))
+
+
+def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
+    out: list[tuple[int, list[str]]] = []
+    lines = text.replace("\\\n", " ").splitlines()
+    for no, raw in enumerate(lines, 1):
+        line = _CFOR.sub(
+            lambda m: (
+                f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
+            ),
+            raw,
+        )
+        line = _SEQ.sub(
+            lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line
+        )
+        line = _ARITH.sub(
+            lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line
+        )
+        if line.lstrip().startswith("#"):
+            continue
+        try:
+            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+            lex.whitespace_split = True
+            lex.commenters = "#"
+            tokens = list(lex)
+        except ValueError as exc:
+            raise InputError(f"{where}:{no}: cannot read shell line: {exc}") from None
+        cmd: list[str] = []
+        for tok in tokens:
+            if tok and set(tok) <= set(";&|"):
+                if cmd:
+                    out.append((no, cmd))
+                cmd = []
+            else:
+                cmd.append(tok)
+        if cmd:
+            out.append((no, cmd))
+    return out
+
+
+def _loop_header(cmd: list[str], vars_: Mapping[str, str], no: int) -> tuple[str, list[str], int]:
+    var = cmd[1] if len(cmd) > 1 else "_"
+    items: list[str] = []
+    for tok in cmd[3:] if len(cmd) > 2 and cmd[2] == "in" else []:
+        m = _BRACE.match(tok)
+        if m:
+            items += [str(i) for i in range(int(m.group(1)), int(m.group(2)) + 1)]
+        elif tok.startswith("__SEQ_"):
+            a, b, c = (tok[6:-2].split("_") + ["", ""])[:3]
+            first, last = (int(a), int(b)) if b else (1, int(a))
+            if c:
+                first, step, last = int(a), int(b), int(c)
+                items += [str(i) for i in range(first, last + 1, step)]
+            else:
+                items += [str(i) for i in range(first, last + 1)]
+        elif tok.startswith("__CFOR_"):
+            a, b, le = tok[7:-2].split("_")
+            items += [str(i) for i in range(int(a), int(b) + (1 if le == "True" else 0))]
+        else:
+            items.append(_expand(tok, vars_))
+    return var, items, no
+
+
+def _launch(
+    cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int
+) -> list[ShellLaunch]:
+    argv = [_expand(t, vars_) for t in cmd]
+    prefix, rest = split_env_prefix(argv)
+    kind = identify(rest)
+    if kind is None or kind == "shell":
+        return []
+    return [ShellLaunch({**env, **prefix}, tuple(rest), no)]
+
+
+def _expand(token: str, vars_: Mapping[str, str]) -> str:
+    def arith(m: re.Match[str]) -> str:
+        expr = bytes.fromhex(m.group(1)).decode()
+        return str(_eval(_VAR.sub(lambda v: vars_.get(v.group(1) or v.group(2), "0"), expr), vars_))
+
+    token = re.sub(r"__AR_([0-9a-f]*)__", arith, token)
+    return _VAR.sub(lambda m: vars_.get(m.group(1) or m.group(2), m.group(0)), token)
+
+
+def _eval(expr: str, vars_: Mapping[str, str]) -> int:
+    """Shell arithmetic on literals and variables: + - * / %."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError:
+        return 0
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            v = vars_.get(n.id, "0")
+            return int(v) if v.lstrip("-").isdigit() else 0
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand)
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            if type(n.op) in ops:
+                return ops[type(n.op)]
+            if isinstance(n.op, (ast.Div, ast.FloorDiv)):
+                return a // b if b else 0
+            if isinstance(n.op, ast.Mod):
+                return a % b if b else 0
+        return 0
+
+    return ev(tree)
+
+
+def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:
+    """``bash run.sh`` as the launch command."""
+    return simulate_shell(Path(path), ctx, argv=())
+
+
+def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> LaunchPlan:
+    """Plan of a shell/sbatch script (``--shell FILE``); ``argv``, when given, is the launch."""
+    from rankmap.launchers.dispatch import simulate_launch
+
+    text = ctx.read(path, "--shell")
+    script = parse_shell(text, str(path), ctx.env)
+    sub = replace(ctx, env={**ctx.env, **script.env}, sbatch={**script.sbatch, **ctx.sbatch})
+    if argv:
+        return simulate_launch(argv, sub)
+    if not script.launches:
+        raise UsageError(f"{path}: no launch command found (torchrun, srun, mpirun, python ...)")
+    if len(script.launches) == 1:
+        one = script.launches[0]
+        return simulate_launch([f"{k}={v}" for k, v in one.env.items()] + list(one.argv), sub)
+    return _combine(script.launches, sub, path)
+
+
+def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
+    from rankmap.launchers.dispatch import simulate_launch
+
+    plans = [
+        simulate_launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches
+    ]
+    procs: list[Proc] = []
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
+        for pr in plan.procs:
+            env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
+            procs.append(replace(pr, world=w, env=env))
+    first = plans[0]
+    sizes = [p.world_size for p in plans]
+    total = sum(sizes)
+    issues = [
+        LaunchIssue(
+            "RM902",
+            f"{len(plans)} independent launches (worlds of size {', '.join(map(str, sorted(set(sizes))))}) "
+            f"instead of one job of {total} ranks",
+            detail=f"{path}: line(s) {', '.join(sorted({str(sl.line) for sl in launches}))} start their "
+            "own launcher; every world has its own rank 0 and no rank talks to another world.",
+            fix=f"torchrun --nproc-per-node {total} {first.script or 'train.py'}  (one launch; each rank "
+            "selects cuda:LOCAL_RANK)",
+            ranks=tuple(range(total)),
+        )
+    ]
+    issues += _port_clash(launches, plans)
+    for plan in plans:
+        issues += [i for i in plan.issues if i not in issues]
+    return LaunchPlan(
+        launcher="shell",
+        nnodes=first.nnodes,
+        nproc_per_node=first.nproc_per_node,
+        procs=tuple(procs),
+        script=first.script,
+        issues=tuple(issues),
+        notes=(f"{path}: {len(plans)} launches of {first.launcher}.",),
+        worlds=len(plans),
+        per_process_cvd=True,
+        sets_local_rank=first.sets_local_rank,
+        argv=first.argv,
+        hosts=first.hosts,
+    )
+
+
+def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) -> list[LaunchIssue]:
+    ports: dict[str, list[int]] = {}
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
+        if plan.launcher not in ("torchrun", "torch.distributed.launch", "accelerate"):
+            continue
+        port = _opt(
+            sl.argv, ("--master_port", "--master-port", "--main_process_port")
+        ) or sl.env.get("MASTER_PORT", "29500")
+        if "--standalone" in sl.argv:
+            continue
+        ports.setdefault(port, []).append(w)
+    out = []
+    for port, worlds in ports.items():
+        if len(worlds) > 1:
+            line = EADDRINUSE.format(port=port)
+            out.append(
+                LaunchIssue(
+                    "RM906",
+                    f"{len(worlds)} launches bind the same master port {port}",
+                    detail="Only the first can host the store; the others fail to start.",
+                    fix="one launch for the whole job, or a different --master-port per launch",
+                    predicted=(line,),
+                )
+            )
+    return out
+
+
+def _opt(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    for i, a in enumerate(argv):
+        name, eq, val = a.partition("=")
+        if name in names:
+            return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return None

@@ -1,0 +1,298 @@
+"""``srun`` (and an sbatch script's ``#SBATCH`` options): tasks, SLURM_* variables and the
+CUDA_VISIBLE_DEVICES the gres/gpu plugin gives each task (reference/launchers.md §5).
+
+Assumptions, said in the report: the allocated GPUs of a node are its first G GPUs in NVML
+order, and cgroup ``ConstrainDevices=yes`` renumbers them from 0 inside the step (gres.html).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from rankmap.errors import UsageError
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    check_size,
+    identify,
+    split_env_prefix,
+)
+from rankmap.launchers.options import OptSpec, parse_options
+
+_VALUE = {
+    "nodes": True,
+    "ntasks": True,
+    "ntasks_per_node": True,
+    "gpus_per_task": True,
+    "gres": True,
+    "gpus_per_node": True,
+    "gpus": True,
+    "gpu_bind": True,
+    "tres_bind": True,
+    "cpus_per_task": True,
+    "mpi": True,
+    "partition": True,
+    "time": True,
+    "job_name": True,
+    "account": True,
+    "export": True,
+    "output": True,
+    "error": True,
+    "mem": True,
+    "nodelist": True,
+    "cpu_bind": True,
+    "container_image": True,
+    "container_mounts": True,
+    "qos": True,
+    "constraint": True,
+    "exclusive": False,
+    "label": False,
+    "unbuffered": False,
+    "overlap": False,
+}
+SPEC = OptSpec(
+    "srun",
+    _VALUE,
+    {
+        "-N": "nodes",
+        "-n": "ntasks",
+        "-G": "gpus",
+        "-c": "cpus_per_task",
+        "-p": "partition",
+        "-t": "time",
+        "-J": "job_name",
+        "-A": "account",
+        "-o": "output",
+        "-e": "error",
+        "-w": "nodelist",
+        "-l": "label",
+        "-u": "unbuffered",
+        "-C": "constraint",
+        "-q": "qos",
+    },
+    strict=False,
+    guess_values=True,
+)
+
+
+def parse_sbatch_lines(text: str) -> dict[str, str]:
+    """``#SBATCH --opt=value`` / ``#SBATCH -N 2`` lines -> {long option name: value}."""
+    argv: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("#SBATCH"):
+            argv += s[len("#SBATCH") :].split("#", 1)[0].split()
+    p = parse_options([*argv, "prog"], SPEC)
+    return {k: (v if isinstance(v, str) else "1") for k, v in p.values.items()}
+
+
+def _count(value: str | None, name: str) -> int | None:
+    if value is None:
+        return None
+    m = re.match(r"^\s*(\d+)", value)
+    if not m:
+        raise UsageError(f"srun: {name} expects a number, got {value!r}")
+    return int(m.group(1))
+
+
+def _gpu_count(value: str | None) -> int | None:
+    """``gpu:4`` / ``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4."""
+    if value is None:
+        return None
+    for part in value.split(","):
+        bits = part.split(":")
+        if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
+            last = bits[-1].split("(")[0]
+            if last.isdigit():
+                return int(last)
+            if bits[0] in ("gpu", "gres/gpu"):
+                return 1
+    return None
+
+
+def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
+    """Plan of ``srun [opts] PROGRAM ...`` (``#SBATCH`` defaults from ``ctx.sbatch``)."""
+    p = parse_options(list(argv[1:]), SPEC)
+    opts: dict[str, str] = dict(ctx.sbatch)
+    opts.update({k: v if isinstance(v, str) else "1" for k, v in p.values.items()})
+    if not p.rest:
+        raise UsageError("srun: no program given", hint="srun --ntasks-per-node 8 python train.py")
+    n_nodes = _count(opts.get("nodes"), "--nodes") or ctx.nodes or 1
+    ntasks = _count(opts.get("ntasks"), "--ntasks")
+    per_node = _count(opts.get("ntasks_per_node"), "--ntasks-per-node")
+    if per_node is None:
+        per_node = -(-ntasks // n_nodes) if ntasks else 1
+    check_size(n_nodes * per_node, "srun")
+    tasks_on = _distribute(n_nodes, per_node, ntasks)
+    gpt = _gpu_count(opts.get("gpus_per_task"))
+    bind = opts.get("gpu_bind") or (opts.get("tres_bind") or "").replace("gres/gpu:", "")
+    gpn = _gpu_count(opts.get("gres")) or _gpu_count(opts.get("gpus_per_node"))
+    if gpn is None and gpt:
+        gpn = gpt * per_node
+    if gpn is None and opts.get("gpus"):
+        gpn = -(-(_gpu_count(opts["gpus"]) or 0) // n_nodes)
+    hosts = ctx.hosts(n_nodes)
+    notes = [
+        f"Slurm: {n_nodes} node(s), tasks per node {tasks_on}"
+        + (f", {gpn} GPU(s) per node (assumed to be the node's first {gpn})" if gpn else "")
+    ]
+    if gpn is None:
+        notes.append(
+            "no GPU requested (--gres/--gpus*): assuming every GPU of the node is visible "
+            "(NOTE: depends on the cluster's cgroup ConstrainDevices; unverified)."
+        )
+    per_task_cvd = bool(gpt) or bind.startswith(("single:", "map_gpu:", "map:", "per_task:"))
+    if bind.startswith("per_task:"):
+        gpt = _count(bind.split(":", 1)[1], "--gpu-bind per_task")
+    total = sum(tasks_on)
+    procs: list[Proc] = []
+    node_env: dict[int, dict[str, str]] = {}
+    rank = 0
+    for node, k in enumerate(tasks_on):
+        step: dict[str, str] = {
+            "SLURM_NODEID": str(node),
+            "SLURM_NNODES": str(n_nodes),
+            "SLURM_JOB_NUM_NODES": str(n_nodes),
+            "SLURM_NTASKS": str(total),
+            "SLURM_NPROCS": str(total),
+            "SLURM_NTASKS_PER_NODE": str(per_node),
+            "SLURM_LOCALID": "0",
+            "SLURM_PROCID": str(rank),
+        }
+        if gpn:
+            g = min(gpn, len(hosts[node].gpus))
+            step["SLURM_STEP_GPUS"] = ",".join(str(i) for i in range(g))
+            step["SLURM_GPUS_ON_NODE"] = str(g)
+            step["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(g))
+        node_env[node] = step
+        for lr in range(k):
+            env = {"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(lr)}
+            if gpn and per_task_cvd:
+                env["CUDA_VISIBLE_DEVICES"] = _task_cvd(lr, gpt, bind, gpn)
+            procs.append(Proc(rank, lr, node, env, node_rank=node))
+            rank += 1
+    inner_env, inner = split_env_prefix(p.rest)
+    kind = identify(inner)
+    base_plan = LaunchPlan(
+        launcher="srun",
+        nnodes=n_nodes,
+        nproc_per_node=per_node,
+        procs=tuple(procs),
+        script=_script_of(inner),
+        script_args=tuple(inner[2:])
+        if inner and inner[0].startswith("python")
+        else tuple(inner[1:]),
+        notes=tuple(notes),
+        per_process_cvd=per_task_cvd and bool(gpn),
+        sets_local_rank=False,
+        node_env={n: {**e, **inner_env} for n, e in node_env.items()},
+        argv=tuple(argv),
+        hosts=tuple(hosts),
+    )
+    if kind in (None, "python", "shell"):
+        return base_plan
+    return _nested(base_plan, inner, kind, ctx, node_env, per_node, {**inner_env})
+
+
+def _distribute(n_nodes: int, per_node: int, ntasks: int | None) -> list[int]:
+    if ntasks is None:
+        return [per_node] * n_nodes
+    out = []
+    left = ntasks
+    for _ in range(n_nodes):
+        k = min(per_node, left)
+        out.append(k)
+        left -= k
+    return out
+
+
+def _task_cvd(lr: int, gpt: int | None, bind: str, gpn: int) -> str:
+    if bind.startswith(("map_gpu:", "map:")):
+        ids = [t for t in bind.split(":", 1)[1].split(",") if t]
+        return ids[lr % len(ids)] if ids else "0"
+    if bind.startswith("single:"):
+        per = _count(bind.split(":", 1)[1], "--gpu-bind single") or 1
+        return str(min(lr // per, gpn - 1))
+    k = gpt or 1
+    return ",".join(str(i) for i in range(lr * k, (lr + 1) * k))
+
+
+def _script_of(inner: Sequence[str]) -> str | None:
+    for a in inner:
+        if a.endswith(".py"):
+            return a
+    return None
+
+
+def _nested(
+    outer: LaunchPlan,
+    inner: Sequence[str],
+    kind: str,
+    ctx: LaunchContext,
+    node_env: Mapping[int, Mapping[str, str]],
+    per_node: int,
+    inner_env: Mapping[str, str],
+) -> LaunchPlan:
+    """srun running a launcher: one launcher per task (K per node) on each node."""
+    from rankmap.launchers.dispatch import simulate_launch
+
+    env0 = {
+        **ctx.env,
+        **{k: v for k, v in node_env[0].items() if not k.startswith("SLURM_")},
+        **inner_env,
+    }
+    sub = replace(
+        ctx,
+        env=env0,
+        nodes=outer.nnodes * per_node if per_node > 1 else outer.nnodes,
+        machines=list(outer.hosts) if per_node == 1 else list(outer.hosts),
+    )
+    if per_node > 1 and kind == "torchrun":
+        from rankmap.launchers import torchrun
+
+        args = torchrun.parse_torchrun_args(torchrun._strip_program(inner), env0)
+        sub = replace(sub, nodes=outer.nnodes)
+        plan = torchrun.plan_from_args(
+            args, sub, launcher="torchrun", argv=inner, agents_per_node=per_node
+        )
+    else:
+        plan = simulate_launch(inner, replace(sub, nodes=outer.nnodes))
+    issues = list(plan.issues)
+    if per_node > 1:
+        issues.insert(
+            0,
+            LaunchIssue(
+                "RM904",
+                f"srun starts {per_node} {kind} agents per node, each starting "
+                f"{plan.nproc_per_node} workers: {per_node * plan.nproc_per_node} processes per node",
+                detail="Every srun task runs the inner launcher, and every launcher starts its own workers.",
+                fix=_one_task_fix(outer.argv, inner),
+                ranks=tuple(pr.rank for pr in plan.procs),
+            ),
+        )
+    merged_env = {
+        n: {**dict(node_env.get(n, {}).items()), **plan.node_env.get(n, {})}
+        for n in range(len(plan.hosts))
+    }
+    return replace(
+        plan,
+        issues=tuple(issues),
+        notes=outer.notes + plan.notes,
+        node_env=merged_env,
+        argv=outer.argv,
+    )
+
+
+def _one_task_fix(argv: Sequence[str], inner: Sequence[str]) -> str:
+    import shlex
+
+    from rankmap.plan_fixes import replace_option
+
+    new = replace_option(argv, ("--ntasks-per-node",), "1")
+    if new is None:
+        return shlex.join(["srun", "--ntasks-per-node=1", *inner])
+    return shlex.join(new)

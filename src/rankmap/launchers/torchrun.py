@@ -1,0 +1,304 @@
+"""torchrun, ``python -m torch.distributed.run`` and the legacy ``torch.distributed.launch``.
+
+Sources (reference/launchers.md §1-2): torch/distributed/run.py (argument parser, ``PET_*``
+fallbacks), elastic agent (``LOCAL_RANK``, ``RANK`` contiguous per node, ``LOCAL_WORLD_SIZE``,
+``GROUP_RANK``), ``--virtual-local-rank`` (CVD per worker), launch.py (``--local-rank=N``
+appended unless ``--use-env``; PyTorch >= 2.0 spelling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rankmap.errors import UsageError
+from rankmap.launchers import (
+    LaunchContext,
+    LaunchIssue,
+    LaunchPlan,
+    Proc,
+    check_size,
+    python_module,
+)
+from rankmap.launchers.options import OptSpec, int_value, parse_options
+from rankmap.visibility import resolve_visible
+
+_VALUE = {
+    "nnodes": True,
+    "nproc_per_node": True,
+    "rdzv_backend": True,
+    "rdzv_endpoint": True,
+    "rdzv_id": True,
+    "rdzv_conf": True,
+    "standalone": False,
+    "max_restarts": True,
+    "monitor_interval": True,
+    "start_method": True,
+    "event_log_handler": True,
+    "role": True,
+    "module": False,
+    "no_python": False,
+    "run_path": False,
+    "log_dir": True,
+    "redirects": True,
+    "tee": True,
+    "local_ranks_filter": True,
+    "duplicate_stdout_filters": True,
+    "duplicate_stderr_filters": True,
+    "node_rank": True,
+    "master_addr": True,
+    "master_port": True,
+    "local_addr": True,
+    "logs_specs": True,
+    "numa_binding": True,
+    "signals_to_handle": True,
+    "shutdown_timeout": True,
+    "virtual_local_rank": False,
+}
+TORCHRUN = OptSpec("torchrun", _VALUE, {"-m": "module", "-r": "redirects", "-t": "tee"})
+LEGACY = OptSpec(
+    "torch.distributed.launch",
+    {**_VALUE, "use_env": False},
+    {"-m": "module", "-r": "redirects", "-t": "tee"},
+)
+
+
+@dataclass(frozen=True)
+class TorchrunArgs:
+    """The parts of a torchrun command line that decide ranks and devices."""
+
+    nnodes: str
+    nproc_per_node: str
+    node_rank: int | None  # None: not given (default 0)
+    rdzv_backend: str
+    standalone: bool
+    virtual_local_rank: bool
+    use_env: bool
+    master_port: str | None
+    module: bool
+    no_python: bool
+    script: str | None
+    script_args: tuple[str, ...]
+
+
+def parse_torchrun_args(
+    argv: Sequence[str], env: Mapping[str, str], *, legacy: bool = False
+) -> TorchrunArgs:
+    """torchrun options (after ``torchrun`` / ``-m torch.distributed.run``), PET_* fallbacks."""
+    p = parse_options(argv, LEGACY if legacy else TORCHRUN)
+
+    def val(name: str, default: str) -> str:
+        got = p.get(name)
+        if got is not None:
+            return got
+        return env.get(f"PET_{name.upper()}", default)
+
+    def flag(name: str) -> bool:
+        return p.flag(name) or env.get(f"PET_{name.upper()}", "") not in ("", "0", "False")
+
+    node_rank_raw = p.get("node_rank", env.get("PET_NODE_RANK"))
+    rest = p.rest
+    return TorchrunArgs(
+        nnodes=val("nnodes", "1:1"),
+        nproc_per_node=val("nproc_per_node", "1"),
+        node_rank=None
+        if node_rank_raw is None
+        else int_value("torchrun", "--node-rank", node_rank_raw, 0),
+        rdzv_backend=val("rdzv_backend", "static"),
+        standalone=flag("standalone"),
+        virtual_local_rank=flag("virtual_local_rank"),
+        use_env=p.flag("use_env"),
+        master_port=p.get("master_port", env.get("PET_MASTER_PORT")),
+        module=flag("module"),
+        no_python=flag("no_python"),
+        script=rest[0] if rest else None,
+        script_args=tuple(rest[1:]),
+    )
+
+
+def nnodes_of(spec: str) -> int:
+    """``2`` -> 2, ``1:4`` (elastic) -> 4 (the maximum is what a full job reaches)."""
+    lo, _, hi = spec.partition(":")
+    try:
+        return int(hi or lo)
+    except ValueError:
+        raise UsageError(f"torchrun: --nnodes expects N or MIN:MAX, got {spec!r}") from None
+
+
+def simulate(argv: Sequence[str], ctx: LaunchContext, *, legacy: bool = False) -> LaunchPlan:
+    """Plan for ``torchrun ...`` / ``python -m torch.distributed.run|launch ...`` (argv[0] included)."""
+    rest = _strip_program(argv)
+    args = parse_torchrun_args(rest, ctx.env, legacy=legacy)
+    if args.script is None:
+        raise UsageError("torchrun: no training script given", hint="torchrun ... train.py")
+    return plan_from_args(
+        args, ctx, launcher="torch.distributed.launch" if legacy else "torchrun", argv=argv
+    )
+
+
+def _strip_program(argv: Sequence[str]) -> list[str]:
+    if python_module(argv) is not None:
+        idx = list(argv).index("-m") if "-m" in argv else 1
+        return list(argv[idx + 2 :]) if argv[idx] == "-m" else list(argv[idx + 1 :])
+    return list(argv[1:])
+
+
+def plan_from_args(
+    args: TorchrunArgs,
+    ctx: LaunchContext,
+    *,
+    launcher: str,
+    argv: Sequence[str],
+    extra_env: Mapping[str, str] | None = None,
+    agents_per_node: int = 1,
+) -> LaunchPlan:
+    """Processes of a torchrun launch on ``nnodes`` nodes (``agents_per_node`` > 1: nested)."""
+    nnodes = 1 if args.standalone else nnodes_of(args.nnodes)
+    n_agents = (
+        ctx.node_count(nnodes) * agents_per_node if agents_per_node > 1 else ctx.node_count(nnodes)
+    )
+    n_machines = max(1, n_agents // agents_per_node)
+    hosts = ctx.hosts(n_machines)
+    base = {**ctx.env, **(extra_env or {})}
+    issues: list[LaunchIssue] = []
+    notes: list[str] = []
+    nproc = _nproc(args.nproc_per_node, hosts[0], base, notes)
+    if agents_per_node == 1 and ctx.nodes and ctx.nodes != nnodes and not args.standalone:
+        issues.append(
+            LaunchIssue(
+                "RM920",
+                f"torchrun waits for {nnodes} node(s) but the job runs on {ctx.nodes}",
+                detail=f"--nnodes {args.nnodes} while {ctx.nodes} nodes start the command: the "
+                "rendezvous never completes (or starts with the wrong node count).",
+                fix=f"torchrun --nnodes {ctx.nodes} ...",
+            )
+        )
+    check_size(n_agents * nproc, "torchrun")
+    procs: list[Proc] = []
+    cvd_parent = base.get("CUDA_VISIBLE_DEVICES")
+    world = n_agents * nproc
+    for agent in range(n_agents):
+        node = agent // agents_per_node
+        node_rank = agent  # each node is assumed to get its own --node-rank (see RM804)
+        for lr in range(nproc):
+            rank = node_rank * nproc + lr
+            env = {
+                "LOCAL_RANK": str(lr),
+                "RANK": str(rank),
+                "GROUP_RANK": str(node_rank),
+                "LOCAL_WORLD_SIZE": str(nproc),
+                "WORLD_SIZE": str(world),
+                "GROUP_WORLD_SIZE": str(n_agents),
+                "ROLE_RANK": str(rank),
+                "ROLE_WORLD_SIZE": str(world),
+                "TORCHELASTIC_RUN_ID": "none",
+            }
+            if args.virtual_local_rank:
+                env["LOCAL_RANK"] = "0"
+                env["CUDA_VISIBLE_DEVICES"] = _virtual_cvd(cvd_parent, lr)
+            procs.append(
+                Proc(rank, lr, node, env, _local_rank_arg(args, launcher, lr), node_rank=node_rank)
+            )
+    if args.virtual_local_rank:
+        issues += _virtual_issues(cvd_parent, nproc)
+    if args.node_rank is not None and n_agents > 1 and agents_per_node == 1:
+        issues.append(_same_node_rank(args, n_agents))
+    local_arg = None
+    if launcher == "torch.distributed.launch" and not args.use_env:
+        local_arg = "--local-rank"
+        notes.append(
+            "torch.distributed.launch appends --local-rank=N to the script's arguments "
+            "(PyTorch >= 2.0 spelling; before 2.0 it was --local_rank=N)."
+        )
+    return LaunchPlan(
+        launcher=launcher,
+        nnodes=n_agents,
+        nproc_per_node=nproc,
+        procs=tuple(procs),
+        script=None if args.module else args.script,
+        module=args.script if args.module else None,
+        script_args=args.script_args,
+        issues=tuple(issues),
+        notes=tuple(notes),
+        per_process_cvd=args.virtual_local_rank,
+        local_rank_arg=local_arg,
+        argv=tuple(argv),
+        hosts=tuple(hosts),
+        node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
+    )
+
+
+def _local_rank_arg(args: TorchrunArgs, launcher: str, lr: int) -> tuple[str, ...]:
+    if launcher == "torch.distributed.launch" and not args.use_env:
+        return (f"--local-rank={lr}",)
+    return ()
+
+
+def _nproc(spec: str, host: object, env: Mapping[str, str], notes: list[str]) -> int:
+    from rankmap.model import Host
+
+    assert isinstance(host, Host)
+    if spec in ("gpu", "auto"):
+        n = len(resolve_visible(host, env).devices)
+        notes.append(
+            f"--nproc-per-node {spec}: torch.cuda.device_count() = {n} on {host.hostname}."
+        )
+        if n == 0 and spec == "gpu":
+            raise UsageError("torchrun --nproc-per-node gpu: no visible GPU on the machine")
+        return max(n, 1)
+    if spec in ("cpu", "xpu"):
+        raise UsageError(
+            f"torchrun --nproc-per-node {spec}: rankmap check simulates CUDA GPU jobs only"
+        )
+    try:
+        n = int(spec)
+    except ValueError:
+        raise UsageError(
+            f"torchrun: --nproc-per-node expects an int, gpu, auto or cpu, got {spec!r}"
+        ) from None
+    if n < 1:
+        raise UsageError(f"torchrun: --nproc-per-node must be >= 1, got {n}")
+    return n
+
+
+def _virtual_cvd(parent: str | None, lr: int) -> str:
+    if parent is None:
+        return str(lr)
+    entries = [e.strip() for e in parent.split(",") if e.strip()]
+    return entries[lr] if lr < len(entries) else ""
+
+
+def _virtual_issues(parent: str | None, nproc: int) -> list[LaunchIssue]:
+    if parent is None:
+        return []
+    entries = [e.strip() for e in parent.split(",") if e.strip()]
+    if nproc <= len(entries):
+        return []
+    lines = tuple(
+        f"local_rank {n} exceeds available GPUs in CUDA_VISIBLE_DEVICES={parent}"
+        for n in range(len(entries), nproc)
+    )
+    return [
+        LaunchIssue(
+            "RM201",
+            f"--virtual-local-rank: {nproc} workers but CUDA_VISIBLE_DEVICES={parent} lists "
+            f"{len(entries)} GPU(s)",
+            detail="torchrun gives worker N the N-th CUDA_VISIBLE_DEVICES entry and refuses "
+            "workers beyond the list.",
+            fix=f"torchrun --nproc-per-node {len(entries)} --virtual-local-rank ...",
+            predicted=lines,
+        )
+    ]
+
+
+def _same_node_rank(args: TorchrunArgs, n_agents: int) -> LaunchIssue:
+    return LaunchIssue(
+        "RM804",
+        f"--node-rank {args.node_rank} is fixed in a command meant for {n_agents} nodes",
+        detail="If this exact command line runs on every node, all of them register as node "
+        f"{args.node_rank} and claim the same global ranks (the rendezvous hangs or ranks "
+        "collide). The rank map below assumes each node gets its own node rank.",
+        severity="warning",
+        fix="Pass a different --node-rank per node (e.g. --node-rank $SLURM_NODEID), or use "
+        "--rdzv-backend c10d --rdzv-endpoint HOST:29400 and drop --node-rank.",
+    )

@@ -1,0 +1,357 @@
+"""``check_launch``: a launch command on simulated machines -> every rank's physical GPU + findings.
+
+Pipeline (all pure): launcher simulation (:mod:`rankmap.launchers`) -> per-rank environment ->
+what the rank sees (:func:`rankmap.visibility.resolve_visible`) -> the CUDA index its script
+selects (:mod:`rankmap.script_scan`) -> physical GPU -> :class:`~rankmap.model.Placement`s ->
+findings and the exact errors the job would print (:mod:`rankmap.plan_rules`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rankmap.errors import UsageError
+from rankmap.findings import Report
+from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
+from rankmap.model import Host, Placement
+from rankmap.redact import redact_value
+from rankmap.script_scan import ASSUMED, DeviceSelection, scan_script
+from rankmap.visibility import VisibleView, resolve_visible
+
+_VIS_KEYS = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "SLURM_STEP_GPUS",
+    "SLURM_JOB_GPUS",
+)
+MAX_RANK_ROWS = 65536  # per-rank "ranks" section entries kept in JSON
+
+
+@dataclass(frozen=True)
+class RankOutcome:
+    """One simulated rank: its process, what it sees, what it selects and what happens."""
+
+    proc: Proc
+    host: Host
+    view: VisibleView
+    cuda_index: int | None
+    error: str | None  # "invalid device ordinal", "KeyError: 'LOCAL_RANK'", ...
+    reason: str  # how the index was chosen: "LOCAL_RANK=3", "default device", ...
+    from_default: bool = False  # index came from a default because the variable was missing
+
+    def lookup(self, name: str, node_env: Mapping[str, str]) -> str | None:
+        return self.proc.env.get(name, node_env.get(name))
+
+
+def check_launch(
+    argv: Sequence[str],
+    *,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None = None,
+    nodes: int | None = None,
+    shell_file: Path | None = None,
+    cwd: Path | None = None,
+) -> Report:
+    """Simulate ``argv`` (a launch command) on ``machines``; the ``check`` report.
+
+    Raises :class:`~rankmap.errors.UsageError` for an unknown launcher or a missing command and
+    :class:`~rankmap.errors.InputError` for unreadable/malformed config files.
+    """
+    from rankmap import plan_nccl, plan_rules
+    from rankmap.launchers.dispatch import script_path, simulate_launch
+
+    cwd = cwd or Path.cwd()
+    if nodes is not None and nodes < 1:
+        raise UsageError(f"--nodes must be >= 1, got {nodes}")
+    ctx = LaunchContext(machines=machines, env=dict(env), cwd=cwd, nodes=nodes)
+    if shell_file is not None:
+        from rankmap.launchers import shell
+
+        plan = shell.simulate_shell(shell_file, ctx, argv=argv)
+    elif not argv:
+        raise UsageError(
+            "missing launch command after `--`; supported launchers: " + ", ".join(SUPPORTED),
+            hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
+        )
+    else:
+        plan = simulate_launch(argv, ctx)
+    path = script or script_path(plan, cwd)
+    selection = _selection(path)
+    outcomes = evaluate(plan, selection, ctx.env)
+    report = Report(command="check")
+    report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
+    report.placements = [_placement(o) for o in outcomes]
+    report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
+    report.sections.update(plan_nccl.predicted_errors(plan, outcomes, ctx.env, selection))
+    return _scrub(report, secret_values(list(argv) + list(plan.argv), ctx.env))
+
+
+def secret_values(argv: Sequence[str], env: Mapping[str, str]) -> set[str]:
+    """Values of credential-like ``--api-key X`` / ``HF_TOKEN=X`` arguments and variables."""
+    from rankmap.redact import is_secret_name
+
+    found = {v for k, v in env.items() if v and len(v) >= 4 and is_secret_name(k)}
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        key = name.lstrip("-").replace("-", "_")
+        if not key or not is_secret_name(key):
+            continue
+        if eq and len(value) >= 4:
+            found.add(value)
+        elif not eq and name.startswith("-") and i + 1 < len(argv) and len(argv[i + 1]) >= 4:
+            found.add(argv[i + 1])
+    return found
+
+
+def _scrub(report: Report, secrets: set[str]) -> Report:
+    """Replace every secret value in the report's text (findings, sections) by ``<redacted>``."""
+    if not secrets:
+        return report
+    import json
+
+    from rankmap.findings import Finding
+    from rankmap.redact import REDACTED
+
+    def clean(text: str) -> str:
+        for value in secrets:
+            text = text.replace(value, REDACTED)
+        return text
+
+    report.findings = [
+        Finding(
+            **{
+                **f.__dict__,
+                "title": clean(f.title),
+                "detail": clean(f.detail),
+                "fix": clean(f.fix),
+                "evidence": tuple(clean(e) for e in f.evidence),
+            }
+        )
+        for f in report.findings
+    ]
+    report.sections = json.loads(clean(json.dumps(report.sections)))
+    return report
+
+
+def _selection(path: Path | None) -> DeviceSelection:
+    if path is None:
+        return ASSUMED
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        from rankmap.errors import InputError
+
+        raise InputError(f"--script {str(path)!r}: cannot read: {exc.strerror}") from None
+    text = data.decode("utf-8", errors="replace")
+    if b"\x00" in data:
+        from dataclasses import replace
+
+        return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
+    return scan_script(text, path=str(path))
+
+
+def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:
+    """The environment every process of ``node`` inherits (assumed env + per-node launcher env)."""
+    extra = plan.node_env.get(node)
+    return {**env, **extra} if extra else env
+
+
+def evaluate(
+    plan: LaunchPlan, selection: DeviceSelection, env: Mapping[str, str]
+) -> list[RankOutcome]:
+    """Every process of ``plan``: visible devices, selected CUDA index and its failure, if any."""
+    hosts = plan.hosts
+    cache: dict[tuple[object, ...], VisibleView] = {}
+    envs = {n: node_env(plan, env, n) for n in {p.node for p in plan.procs}}
+    out: list[RankOutcome] = []
+    for proc in plan.procs:
+        base = envs[proc.node]
+        host = hosts[proc.node]
+        # Cloned nodes share one GPU tuple: one resolution serves them all.
+        key = (
+            id(host.gpus),
+            host.view,
+            host.cuda_fastest_first,
+            *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS),
+        )
+        view = cache.get(key)
+        if view is None:
+            merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
+            view = resolve_visible(host, merged)
+            cache[key] = view
+        idx, error, reason, from_default = _with_mod(
+            select_index(selection, proc, base, len(view.devices)), selection, len(view.devices)
+        )
+        if error is None and idx is not None and not 0 <= idx < len(view.devices):
+            error = "invalid device ordinal" if view.devices else "no CUDA GPUs are available"
+        out.append(RankOutcome(proc, host, view, idx, error, reason, from_default))
+    return out
+
+
+def select_index(
+    sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int
+) -> tuple[int | None, str | None, str, bool]:
+    """(cuda index, error, how it was chosen, whether a default stood in for a missing value)."""
+
+    def get(name: str) -> str | None:
+        return proc.env.get(name, base.get(name))
+
+    if sel.kind == "none":
+        return 0, None, "no device selected: current device cuda:0", False
+    if sel.kind == "constant":
+        idx = sel.constant if sel.constant is not None else 0
+        return _mod(idx, sel, n_visible), None, f"constant cuda:{idx}", False
+    if sel.arg_dest is not None:
+        return _from_arg(sel, proc, n_visible)
+    if sel.kind == "unknown" and not sel.env_vars:
+        # NOTE: the index could not be traced; the torchrun convention is assumed (RM005 says so).
+        idx = proc.local_rank
+        return _mod(idx, sel, n_visible), None, f"untraced index: assuming local rank {idx}", False
+    if sel.dist_rank and sel.kind == "global_rank":
+        idx = proc.rank
+        return _mod(idx, sel, n_visible), None, f"global rank {idx}", False
+    for name in sel.env_vars:
+        raw = get(name)
+        if raw is not None:
+            try:
+                idx = int(raw)
+            except ValueError:
+                return None, f"ValueError: {name}={raw!r}", f"{name}={raw}", False
+            return _mod(idx, sel, n_visible), None, f"{name}={raw}", False
+    missing = sel.env_vars[0] if sel.env_vars else "LOCAL_RANK"
+    if sel.env_default is not None:
+        idx = sel.env_default
+        why = f"{missing} unset: default {idx}"
+        return _mod(idx, sel, n_visible), None, why, True
+    return None, f"KeyError: '{missing}'", f"{missing} is not set", True
+
+
+def _from_arg(
+    sel: DeviceSelection, proc: Proc, n_visible: int
+) -> tuple[int | None, str | None, str, bool]:
+    for arg in proc.args:
+        name, _, value = arg.partition("=")
+        if name.lstrip("-").replace("-", "_") == sel.arg_dest and value.lstrip("-").isdigit():
+            idx = int(value)
+            return _mod(idx, sel, n_visible), None, f"{name}={value}", False
+    default = sel.arg_default
+    if default is None or default < 0:
+        # NOTE: torch.cuda.set_device ignores negative indices (``if device >= 0``), so the
+        # process stays on cuda:0; a None default is treated the same way (unverified).
+        return 0, None, f"--{sel.arg_dest} not passed (default {default}): stays on cuda:0", True
+    return _mod(default, sel, n_visible), None, f"--{sel.arg_dest} default {default}", True
+
+
+def _with_mod(
+    result: tuple[int | None, str | None, str, bool], sel: DeviceSelection, n: int
+) -> tuple[int | None, str | None, str, bool]:
+    idx, err, why, dflt = result
+    if sel.modulo and err is None:
+        why += f" % device_count {n}"
+    return idx, err, why, dflt
+
+
+def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
+    if sel.modulo and n_visible > 0:
+        return idx % n_visible
+    return idx
+
+
+def _placement(o: RankOutcome) -> Placement:
+    dev = (
+        o.view.by_cuda_index(o.cuda_index) if o.error is None and o.cuda_index is not None else None
+    )
+    return Placement(
+        rank=o.proc.rank,
+        local_rank=o.proc.local_rank,
+        node=o.host.hostname,
+        cuda_index=o.cuda_index,
+        nvml_index=dev.nvml_index if dev else None,
+        uuid=dev.uuid if dev else None,
+        pci_bus_id=dev.pci_bus_id if dev else None,
+        mig=dev.mig if dev else None,
+        node_rank=o.proc.node_rank if o.proc.node_rank is not None else o.proc.node,
+        error=o.error,
+        source="simulated",
+    )
+
+
+def _sections(
+    plan: LaunchPlan,
+    sel: DeviceSelection,
+    outcomes: list[RankOutcome],
+    env: Mapping[str, str],
+    path: Path | None,
+    cwd: Path,
+) -> dict[str, Any]:
+    from rankmap.model import Inventory
+
+    first = outcomes[0] if outcomes else None
+    launch = {
+        "launcher": plan.launcher,
+        "nnodes": plan.nnodes,
+        "nproc_per_node": plan.nproc_per_node,
+        "world_size": plan.world_size,
+        "script": _shown_path(path, cwd) if path else plan.script,
+        "device_selection": "unknown" if sel.kind == "unknown" else sel.kind,
+        "device_selection_call": sel.call,
+        "device_selection_line": sel.line,
+        "module": plan.module,
+        "worlds": plan.worlds,
+        "argv": list(plan.argv),
+        "notes": list(plan.notes) + list(sel.notes),
+    }
+    used = sorted({o.proc.node for o in outcomes})
+    hosts = [plan.hosts[i] for i in used] if len(used) <= 64 else [plan.hosts[i] for i in used[:64]]
+    return {
+        "launch": launch,
+        "inventory": Inventory(tuple(hosts)).to_dict(),
+        "visible_devices": first.view.to_dict_list() if first else [],
+        "visible_devices_notes": list(first.view.notes) if first else [],
+        "ranks": [_rank_row(o, plan, env) for o in outcomes[:MAX_RANK_ROWS]],
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _redacted(name: str, value: str) -> str:
+    return redact_value(name, value)
+
+
+def _bus(o: RankOutcome) -> str | None:
+    if o.error is not None or o.cuda_index is None:
+        return None
+    return o.view.devices[o.cuda_index].pci_bus_id
+
+
+def _shown_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, Any]:
+    base = node_env(plan, env, o.proc.node)
+    shown = dict(o.proc.env)
+    cvd = o.proc.env.get("CUDA_VISIBLE_DEVICES", base.get("CUDA_VISIBLE_DEVICES"))
+    if cvd is not None:
+        shown["CUDA_VISIBLE_DEVICES"] = cvd
+    return {
+        "rank": o.proc.rank,
+        "local_rank": o.proc.local_rank,
+        "node": o.host.hostname,
+        "world": o.proc.world,
+        "env": {k: _redacted(k, v) for k, v in shown.items()},
+        "args": list(o.proc.args),
+        "visible": [d.nvml_index for d in o.view.devices],
+        "pci_bus_id": _bus(o),
+        "cuda_index": o.cuda_index,
+        "selected_by": o.reason,
+        "error": o.error,
+    }

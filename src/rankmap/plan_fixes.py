@@ -1,0 +1,110 @@
+"""Concrete fixes for a simulated launch: the corrected command, env, YAML or script line."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from rankmap.launchers import LaunchPlan
+
+if TYPE_CHECKING:
+    from rankmap.plan import RankOutcome
+
+# launcher -> (option spellings that set the per-node process count, value is per node?)
+_COUNT_OPTS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "torchrun": (("--nproc-per-node", "--nproc_per_node"), True),
+    "torch.distributed.launch": (("--nproc-per-node", "--nproc_per_node"), True),
+    "accelerate": (("--num_processes", "--num-processes"), False),
+    "deepspeed": (("--num_gpus", "--num-gpus", "--num_accelerators"), True),
+    "srun": (("--ntasks-per-node",), True),
+    "mpirun": (("-np", "-n", "--np"), False),
+}
+_LOCAL_VAR = {
+    "srun": "SLURM_LOCALID",
+    "mpirun": "OMPI_COMM_WORLD_LOCAL_RANK",
+}
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 6]`` -> ``0-3, 6``; ``[0, 4]`` -> ``0 and 4``."""
+    vals = sorted(set(ranks))
+    if len(vals) == 2:
+        return f"{vals[0]} and {vals[1]}"
+    parts: list[str] = []
+    start = prev = None
+    for v in vals:
+        if start is None:
+            start = prev = v
+        elif prev is not None and v == prev + 1:
+            prev = v
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = v
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    if len(parts) > 8:
+        parts = [*parts[:8], "..."]
+    return ", ".join(parts)
+
+
+def replace_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str] | None:
+    """``argv`` with the value of the first option in ``names`` replaced, or None if absent."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        name, eq, _ = arg.partition("=")
+        if name in names:
+            if eq:
+                out[i] = f"{name}={value}"
+            elif i + 1 < len(out):
+                out[i + 1] = value
+            return out
+    return None
+
+
+def fix_count(plan: LaunchPlan, per_node: int) -> str:
+    """The launch command starting ``per_node`` processes per node."""
+    opts, is_per_node = _COUNT_OPTS.get(plan.launcher, ((), True))
+    value = str(per_node if is_per_node else per_node * max(plan.nnodes, 1))
+    if plan.launcher == "accelerate" and plan.fix_hints.get("config_file"):
+        return f"num_processes: {value}  (in {plan.fix_hints['config_file']}), or --num_processes {value}"
+    new = replace_option(plan.argv, opts, value) if opts else None
+    if new is None and opts and plan.argv:
+        new = [
+            plan.argv[0],
+            f"{opts[0]}={value}" if plan.launcher == "srun" else opts[0],
+            *([] if plan.launcher == "srun" else [value]),
+            *plan.argv[1:],
+        ]
+        if plan.launcher in ("torch.distributed.launch",) or plan.argv[0].startswith("python"):
+            new = None
+    if new is None:
+        return f"start {value} process(es) per node"
+    return shlex.join(new)
+
+
+def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str:
+    """Fix for CUDA_VISIBLE_DEVICES narrower than the process count."""
+    n_vis = len(o.view.devices)
+    count = fix_count(plan, n_vis)
+    if plan.launcher == "accelerate":
+        return f"gpu_ids: all  (or list {plan.nproc_per_node} ids), or num_processes: {n_vis * max(plan.nnodes, 1)}"
+    if plan.launcher == "deepspeed":
+        ids = ",".join(str(i) for i in range(plan.nproc_per_node))
+        return f"deepspeed --include localhost:{ids} ... (or {count})"
+    total = len(o.host.gpus)
+    if "SLURM_STEP_GPUS" in plan.node_env.get(o.proc.node, {}):
+        return (
+            f"{count}  — or let Slurm give the step {plan.nproc_per_node} GPUs per node: "
+            f"--gres=gpu:{plan.nproc_per_node} (or --gpus-per-node={plan.nproc_per_node}) "
+            "instead of --gpus-per-task"
+        )
+    return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
+
+
+def device_line(plan: LaunchPlan) -> str:
+    """The script line that selects the right GPU per process under this launcher."""
+    var = plan.fix_hints.get("local_var") or _LOCAL_VAR.get(plan.launcher)
+    if var:
+        return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", os.environ["{var}"])))'
+    return 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'

@@ -1,0 +1,136 @@
+"""NCCL's duplicate-GPU rule applied to a simulated launch, and the error lines it predicts.
+
+Rule (reference/nccl.md (a)/(b)): two ranks of one communicator collide when they have the same
+host hash (hostname + boot_id, or only ``NCCL_HOSTID``) and the same PCI bus id of their current
+CUDA device (NCCL 2.5.6-2.29.7: ``Duplicate GPU detected : rank A and rank B both on CUDA device
+<busid>``, A = the reporting rank, B = the lowest other rank) or the same GPU UUID (2.30:
+``Multiple Ranks are using the same GPU/Partition...``, no identifiers).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from rankmap.launchers import LaunchPlan
+from rankmap.pci import nccl_form
+from rankmap.script_scan import DeviceSelection
+
+if TYPE_CHECKING:
+    from rankmap.plan import RankOutcome
+
+DUP_230 = (
+    "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "
+    "enable this configuration."
+)
+ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
+NO_GPU = "RuntimeError: No CUDA GPUs are available"
+MAX_PREDICTED = 256
+
+
+def host_key(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> str:
+    """The string NCCL hashes for "same host" for this rank (NCCL_HOSTID wins)."""
+    hostid = o.proc.env.get("NCCL_HOSTID") or plan.node_env.get(o.proc.node, {}).get(
+        "NCCL_HOSTID", env.get("NCCL_HOSTID")
+    )
+    if hostid:
+        return f"NCCL_HOSTID={hostid}"
+    return o.host.identity.nccl_host_hash_input() or o.host.hostname
+
+
+def device_of(o: RankOutcome) -> tuple[str, str] | None:
+    """(bus id or uuid, uuid) of the rank's current device; None when it fails before NCCL."""
+    if o.error is not None or o.cuda_index is None:
+        return None
+    dev = o.view.devices[o.cuda_index]
+    return (dev.pci_bus_id or dev.physical_uuid, dev.uuid)
+
+
+def duplicate_groups(
+    outcomes: list[RankOutcome], plan: LaunchPlan, env: Mapping[str, str]
+) -> list[list[RankOutcome]]:
+    """Groups of >= 2 ranks of one world on one NCCL host with the same bus id (rank order)."""
+    groups: dict[tuple[int, str, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        dev = device_of(o)
+        if dev is not None:
+            groups[(o.proc.world, host_key(o, plan, env), dev[0])].append(o)
+    found = [sorted(g, key=lambda o: o.proc.rank) for g in groups.values() if len(g) > 1]
+    return sorted(found, key=lambda g: (g[0].proc.world, g[0].proc.rank))
+
+
+def arg_error_line(plan: LaunchPlan, sel: DeviceSelection) -> str | None:
+    """argparse's error when the launcher appends a --local-rank spelling the script lacks."""
+    arg = plan.local_rank_arg
+    if not arg or not sel.declared_args or sel.tolerant_args or arg in sel.declared_args:
+        return None
+    return f"error: unrecognized arguments: {arg}=0"
+
+
+def predicted_errors(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str], sel: DeviceSelection
+) -> dict[str, Any]:
+    """``predicted_errors`` (exact lines, unique, in rank order) and a per-rank breakdown."""
+    lines: list[str] = []
+    detail: list[dict[str, Any]] = []
+    arg_line = arg_error_line(plan, sel)
+    if arg_line is not None:  # every rank stops in parse_args, before any CUDA/NCCL call
+        for o in outcomes:
+            detail.append(
+                {
+                    "rank": o.proc.rank,
+                    "node": o.host.hostname,
+                    "line": arg_line.replace("=0", f"={o.proc.local_rank}"),
+                    "source": "argparse",
+                }
+            )
+        return {
+            "predicted_errors": [arg_line],
+            "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4],
+        }
+    issue_lines = [line for i in plan.issues for line in i.predicted]
+    for line in issue_lines:
+        if line not in lines:
+            lines.append(line)
+    failed_worlds = set()
+    for o in outcomes:
+        if o.error is None:
+            continue
+        failed_worlds.add(o.proc.world)
+        text = _error_line(o.error)
+        detail.append(
+            {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"}
+        )
+        if text not in lines:
+            lines.append(text)
+    multi = env.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1"
+    same_uuid = False
+    for group in duplicate_groups(outcomes, plan, env):
+        if group[0].proc.world in failed_worlds:
+            continue  # a rank died before init_process_group: NCCL never gets to its check
+        peer_of = group[0].proc.rank
+        for o in group:
+            peer = peer_of if o.proc.rank != peer_of else group[1].proc.rank
+            dev = o.view.devices[o.cuda_index or 0]
+            busid = nccl_form(dev.pci_bus_id) if dev.pci_bus_id else dev.physical_uuid
+            text = f"Duplicate GPU detected : rank {o.proc.rank} and rank {peer} both on CUDA device {busid}"
+            detail.append(
+                {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"}
+            )
+            if len(lines) < MAX_PREDICTED:
+                lines.append(text)
+        if len({o.view.devices[o.cuda_index or 0].uuid for o in group}) < len(group):
+            same_uuid = True
+    if same_uuid and not multi:
+        lines.append(DUP_230)
+        detail.append({"rank": None, "node": None, "line": DUP_230, "source": "nccl>=2.30"})
+    return {"predicted_errors": lines, "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
+
+
+def _error_line(error: str) -> str:
+    if error == "invalid device ordinal":
+        return ORDINAL
+    if error == "no CUDA GPUs are available":
+        return NO_GPU
+    return error

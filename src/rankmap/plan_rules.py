@@ -1,0 +1,335 @@
+"""Findings of a simulated launch (see :func:`rankmap.plan.check_launch`): the root cause of
+every failing or colliding group of ranks, with its concrete fix. The NCCL rule itself lives in
+:mod:`rankmap.plan_nccl`, warnings in :mod:`rankmap.plan_warnings`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rankmap.findings import Finding, finding
+from rankmap.launchers import LaunchPlan
+from rankmap.pci import nccl_form
+from rankmap.plan_fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.plan_nccl import arg_error_line, device_of, duplicate_groups, host_key
+from rankmap.plan_warnings import cross_world, warnings
+from rankmap.script_scan import DeviceSelection
+
+if TYPE_CHECKING:
+    from rankmap.plan import RankOutcome
+
+
+def findings_for(
+    plan: LaunchPlan,
+    sel: DeviceSelection,
+    outcomes: list[RankOutcome],
+    env: Mapping[str, str],
+    path: Path | None,
+) -> list[Finding]:
+    """Every finding of the plan, most likely root cause first."""
+    out: list[Finding] = [
+        finding(
+            i.code,
+            i.title,
+            detail=i.detail,
+            ranks=i.ranks,
+            fix=i.fix,
+            evidence=i.predicted[:5],
+            severity=i.severity,
+        )
+        for i in plan.issues
+    ]
+    out += _arg_spelling(plan, sel)
+    out += _failures(plan, sel, outcomes, env)
+    out += _duplicates(plan, sel, outcomes, env)
+    out += cross_world(plan, outcomes, env)
+    out += warnings(plan, outcomes, env)
+    if not outcomes:
+        return out
+    if sel.parse_error:
+        out.append(
+            finding(
+                "RM004",
+                f"{sel.parse_error}: could not parse the script; assuming cuda:LOCAL_RANK",
+                fix="Pass the real entry script with --script.",
+            )
+        )
+    elif sel.kind == "unknown" and not sel.env_vars:
+        out.append(
+            finding(
+                "RM005",
+                f"Could not tell where the device index of `{sel.call}` (line {sel.line}) comes "
+                "from: assuming it is LOCAL_RANK",
+                detail="; ".join(sel.notes),
+            )
+        )
+    elif sel.kind == "assumed_local_rank":
+        out.append(
+            finding(
+                "RM005",
+                "No training script read: assuming each rank calls "
+                "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+                detail="Pass --script train.py (or name an existing .py in the command) to "
+                "check what the script really selects.",
+            )
+        )
+    return out
+
+
+def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, bool]:
+    node_cvd = plan.node_env.get(o.proc.node, {}).get(
+        "CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")
+    )
+    per_process = plan.per_process_cvd or "CUDA_VISIBLE_DEVICES" in o.proc.env
+    narrowed = (
+        node_cvd is not None
+        and not per_process
+        and len(o.view.devices) < len(o.host.gpus)
+        and plan.nproc_per_node <= len(o.host.gpus)
+    )
+    return {"per_process": per_process, "narrowed": narrowed}
+
+
+def _failure_code(
+    o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
+) -> str:
+    c = _cause_context(o, plan, env)
+    if not o.view.devices:
+        return "RM203"
+    if o.error and o.error.startswith(("KeyError", "ValueError")):
+        return "RM903" if not plan.sets_local_rank else "RM905"
+    if c["per_process"] and sel.kind not in ("constant", "global_rank"):
+        return "RM501"
+    if sel.kind == "global_rank":
+        return "RM401"
+    if sel.kind == "constant":
+        return "RM302"
+    if c["narrowed"]:
+        return "RM201"
+    return "RM102"
+
+
+def _failures(
+    plan: LaunchPlan, sel: DeviceSelection, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    shapes: dict[tuple[str, str, tuple[int, ...]], list[list[RankOutcome]]] = defaultdict(list)
+    per_node: dict[tuple[int, int, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        if o.error is not None:
+            per_node[(o.proc.world, o.proc.node, _failure_code(o, plan, sel, env))].append(o)
+    for (_, _, code), group in per_node.items():
+        key = (code, group[0].error or "", tuple(o.proc.local_rank for o in group))
+        shapes[key].append(group)
+    out = []
+    for (code, error, _), groups in shapes.items():
+        first = groups[0]
+        o = first[0]
+        n_vis = len(o.view.devices)
+        asked = sorted({x.cuda_index for x in first if x.cuda_index is not None})
+        where = (
+            o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
+        )
+        if error.startswith(("KeyError", "ValueError")):
+            title = f"{_rk(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
+        elif not o.view.devices:
+            title = f"{_rk(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+        else:
+            title = (
+                f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
+                f"{_cuda_list(asked)} but only {n_vis} GPU(s) are visible "
+                f"({'cuda:0' if n_vis == 1 else f'cuda:0-{n_vis - 1}'}): "
+                "invalid device ordinal"
+            )
+        detail = (
+            f"Each rank selects its device by {sel.call or sel.kind} ({o.reason}); it sees "
+            f"{_visible_text(o)}."
+        )
+        out.append(
+            finding(
+                code,
+                title,
+                detail=detail,
+                ranks=[x.proc.rank for g in groups for x in g],
+                hosts=[g[0].host.hostname for g in groups],
+                fix=_fix(code, plan, sel, o, env),
+            )
+        )
+    return out
+
+
+def _duplicates(
+    plan: LaunchPlan, sel: DeviceSelection, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    shapes: dict[tuple[str, tuple[int, ...], str], list[list[RankOutcome]]] = defaultdict(list)
+    for group in duplicate_groups(outcomes, plan, env):
+        code = _dup_code(group, plan, sel, env)
+        got = device_of(group[0])
+        assert got is not None
+        key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
+        shapes[key].append(group)
+    out = []
+    for (code, _, _), groups in shapes.items():
+        g = groups[0]
+        o = g[0]
+        dev = o.view.devices[o.cuda_index or 0]
+        bus = dev.pci_bus_id or dev.physical_uuid
+        gpu = f"GPU {dev.nvml_index} ({bus})"
+        if dev.mig:
+            gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
+        hosts = sorted({x.host.hostname for x in g})
+        more = f" (and the same on {len(groups) - 1} more node(s))" if len(groups) > 1 else ""
+        title = (
+            f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
+            f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+        )
+        title = _cause_prefix(code, plan, sel, o) + title
+        if code == "RM801":
+            title = (
+                f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
+                f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
+            )
+        selected = "; ".join(
+            f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4]
+        )
+        detail = (
+            f"{selected}. NCCL sees the same host and the same GPU: "
+            f"`Duplicate GPU detected : rank {g[0].proc.rank} and rank {g[1].proc.rank} both on "
+            f"CUDA device {nccl_form(bus) if dev.pci_bus_id else bus}`."
+        )
+        out.append(
+            finding(
+                code,
+                title,
+                detail=detail,
+                ranks=[x.proc.rank for grp in groups for x in grp],
+                devices=[bus],
+                hosts=[x.host.hostname for grp in groups for x in grp],
+                fix=_fix(code, plan, sel, o, env),
+            )
+        )
+    return out
+
+
+def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome) -> str:
+    n = len(o.view.devices)
+    cvd = o.view.cuda_visible_devices
+    prefixes = {
+        "RM903": f"{plan.launcher} does not set {sel.env_vars[0] if sel.env_vars else 'LOCAL_RANK'}: ",
+        "RM301": "no device is selected per rank: ",
+        "RM302": "one constant device for every rank: ",
+        "RM401": "the global rank is used as device index: ",
+        "RM901": "--local_rank is never passed to the script: ",
+        "RM201": f"CUDA_VISIBLE_DEVICES={cvd} shows {n} GPU(s) to {plan.nproc_per_node} processes: ",
+        "RM101": f"{plan.nproc_per_node} processes share {n} GPU(s): ",
+        "RM503": "per-process CUDA_VISIBLE_DEVICES gives the same GPU: ",
+        "RM601": "MIG slices of one GPU: ",
+    }
+    return prefixes.get(code, "")
+
+
+def _dup_code(
+    group: list[RankOutcome], plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
+) -> str:
+    o = group[0]
+    if len({x.proc.node for x in group}) > 1:
+        return "RM801"
+    mig = {
+        x.view.devices[x.cuda_index or 0].uuid
+        for x in group
+        if x.view.devices[x.cuda_index or 0].mig
+    }
+    if len(mig) > 1:
+        return "RM601"
+    c = _cause_context(o, plan, env)
+    if c["per_process"] and all(len(x.view.devices) == 1 for x in group):
+        return "RM503"
+    if any(x.from_default for x in group):
+        if not plan.sets_local_rank:
+            return "RM903"
+        if sel.arg_dest is not None:
+            return "RM901"
+    if sel.kind == "none":
+        return "RM301"
+    if sel.kind == "constant":
+        return "RM302"
+    if sel.kind == "global_rank":
+        return "RM401"
+    if c["per_process"]:
+        return "RM503"
+    if c["narrowed"]:
+        return "RM201"
+    return "RM101"
+
+
+def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
+    arg = plan.local_rank_arg
+    line = arg_error_line(plan, sel)
+    if line is None or arg is None:
+        return []
+    return [
+        finding(
+            "RM901",
+            f"{plan.launcher} passes {arg}=N but the script declares only "
+            f"{', '.join(sel.declared_args)}",
+            detail=f"argparse stops every rank with `{line}`.",
+            ranks=[p.rank for p in plan.procs],
+            evidence=[line],
+            fix='parser.add_argument("--local-rank", "--local_rank", type=int, '
+            'default=int(os.environ.get("LOCAL_RANK", 0)))',
+        )
+    ]
+
+
+def _fix(
+    code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]
+) -> str:
+    n_vis = len(o.view.devices)
+    if code in ("RM101", "RM102"):
+        return fix_count(plan, n_vis) + " (one process per visible GPU)"
+    if code == "RM201":
+        return fix_for_cvd(plan, o, env)
+    if code == "RM203":
+        return (
+            "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
+        )
+    if code in ("RM301", "RM302", "RM401", "RM901"):
+        return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
+    if code == "RM501":
+        return (
+            "each process sees only its own GPU(s): use cuda:0 inside the process (or LOCAL_RANK % "
+            "torch.cuda.device_count()), or bind GPUs per node (srun --gpus-per-node=N instead of "
+            "--gpus-per-task)"
+        )
+    if code == "RM503":
+        return (
+            "give each process its own GPU: CUDA_VISIBLE_DEVICES=$LOCAL_RANK (one entry per rank)"
+        )
+    if code == "RM601":
+        return "one MIG instance per physical GPU, or whole GPUs; NCCL >= 2.30: NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental)"
+    if code == "RM801":
+        return "unset NCCL_HOSTID (or make it unique per machine); give cloned machines their own boot_id/hostname"
+    if code in ("RM903", "RM905"):
+        return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
+    return ""
+
+
+def _rk(ranks: Iterable[int]) -> str:
+    vals = sorted(set(ranks))
+    return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
+
+
+def _cuda_list(idx: list[int]) -> str:
+    if not idx:
+        return "a device"
+    if len(idx) > 2 and idx == list(range(idx[0], idx[-1] + 1)):
+        return f"cuda:{idx[0]}..cuda:{idx[-1]}"
+    return ", ".join(f"cuda:{i}" for i in idx)
+
+
+def _visible_text(o: RankOutcome) -> str:
+    cvd = o.view.cuda_visible_devices
+    n = len(o.view.devices)
+    base = f"{n} GPU(s)" + (f" (CUDA_VISIBLE_DEVICES={cvd})" if cvd is not None else "")
+    return base

@@ -1,0 +1,110 @@
+"""Warnings of a simulated launch: dropped/reordered devices, host names, per-process views,
+independent launches sharing a GPU."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from rankmap.findings import Finding, finding
+from rankmap.launchers import LaunchPlan
+from rankmap.plan_nccl import device_of, host_key
+
+if TYPE_CHECKING:
+    from rankmap.plan import RankOutcome
+
+
+def warnings(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    out: list[Finding] = []
+    seen_notes: set[str] = set()
+    for o in outcomes:
+        for d in o.view.dropped:
+            if d.reason in ("duplicate",) or d.note in seen_notes:
+                continue
+            seen_notes.add(d.note)
+            if len(seen_notes) <= 4:
+                out.append(finding("RM202", d.note, hosts=[o.host.hostname]))
+    first = outcomes[0] if outcomes else None
+    if first and first.view.order_differs and first.view.cuda_order != "PCI_BUS_ID":
+        cvd = first.view.cuda_visible_devices
+        if cvd is None or any(t.strip().isdigit() for t in cvd.split(",")):
+            pairs = ", ".join(
+                f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4]
+            )
+            out.append(
+                finding(
+                    "RM204",
+                    f"CUDA order differs from nvidia-smi order on {first.host.hostname} ({pairs})",
+                    hosts=[first.host.hostname],
+                    fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs in CUDA_VISIBLE_DEVICES)",
+                )
+            )
+    out += _identity_warnings(plan, outcomes, env)
+    per_proc = [o for o in outcomes if o.error is None and len(o.view.devices) == 1]
+    if (
+        (plan.per_process_cvd or any("CUDA_VISIBLE_DEVICES" in o.proc.env for o in per_proc))
+        and len({(o.proc.world, o.proc.node) for o in per_proc}) < len(per_proc)
+        and plan.worlds == 1
+    ):
+        o = per_proc[0]
+        out.append(
+            finding(
+                "RM502",
+                f"each rank on {o.host.hostname} sees only its own GPU",
+                detail="NCCL cannot use CUDA P2P/NVLink between GPUs a process cannot see.",
+                ranks=[x.proc.rank for x in per_proc if x.proc.node == o.proc.node],
+                hosts=[o.host.hostname],
+            )
+        )
+    return out
+
+
+def _identity_warnings(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for i in sorted({o.proc.node for o in outcomes}):
+        h = plan.hosts[i]
+        by_name[h.identity.hostname or h.hostname].add(h.identity.boot_id or f"node{i}")
+    return [
+        finding(
+            "RM802",
+            f"{len(boots)} machines share the hostname {name!r}",
+            detail="NCCL >= 2.5 tells them apart by boot_id, but tools and scripts that group by "
+            "hostname merge them.",
+            hosts=[name],
+        )
+        for name, boots in by_name.items()
+        if len(boots) > 1
+    ]
+
+
+def cross_world(
+    plan: LaunchPlan, outcomes: list[RankOutcome], env: Mapping[str, str]
+) -> list[Finding]:
+    """Independent launches (worlds) whose ranks land on the same physical GPU."""
+    if plan.worlds < 2:
+        return []
+    users: dict[tuple[str, str], list[RankOutcome]] = defaultdict(list)
+    for o in outcomes:
+        dev = device_of(o)
+        if dev is not None:
+            users[(host_key(o, plan, env), dev[0])].append(o)
+    out = []
+    for (_, bus), group in users.items():
+        worlds = sorted({o.proc.world for o in group})
+        if len(worlds) > 1:
+            out.append(
+                finding(
+                    "RM503",
+                    f"{len(worlds)} independent launches all use GPU {group[0].view.devices[group[0].cuda_index or 0].nvml_index} ({bus}) on {group[0].host.hostname}",
+                    detail="Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU.",
+                    devices=[bus],
+                    hosts=[group[0].host.hostname],
+                    fix="give each launch its own GPU (CUDA_VISIBLE_DEVICES=$i), or better one launch for the job",
+                )
+            )
+    return out[:8]

@@ -1,0 +1,4 @@
+from accelerate import Accelerator
+
+accelerator = Accelerator()
+model = accelerator.prepare(model)

@@ -1,0 +1,8 @@
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--local_rank", type=int, default=-1)
+args = parser.parse_args()
+torch.cuda.set_device(args.local_rank)

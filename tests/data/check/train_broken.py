@@ -1,0 +1,3 @@
+import torch
+def main(:
+    torch.cuda.set_device(0)

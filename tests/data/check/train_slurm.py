@@ -1,0 +1,5 @@
+import os
+
+import torch
+
+torch.cuda.set_device(int(os.environ["SLURM_LOCALID"]))
