@@ -99,6 +99,8 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
             f"--gres=gpu:{plan.nproc_per_node} (or --gpus-per-node={plan.nproc_per_node}) "
             "instead of --gpus-per-task"
         )
+    if total < plan.nproc_per_node:
+        return f"{count}  ({o.host.hostname} has only {total} GPUs)"
     return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
 
 

@@ -138,7 +138,21 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         "hosts": hosts,
         "evidence": quotes[:MAX_EVIDENCE],
     }
-    if check is not None:
+    if check is not None and "invalid device ordinal" in check.title:
+        # The simulation assumed set_device(LOCAL_RANK) and predicts ordinal errors, but the log
+        # shows ranks sharing a GPU: the cause (the launch) stands, the symptom says the script
+        # wraps the index (local_rank % device_count, accelerate >= 0.33) or never selects one.
+        first = finding(
+            check.code,
+            f"{lookup(check.code).summary}: {shared}",
+            detail=f"Launch: {check.detail} The log shows a shared GPU rather than an invalid "
+            "device ordinal, so the script wraps the index (local_rank % device_count) or never "
+            f"selects a device.{vnote}",
+            fix=check.fix,
+            **common,
+        )
+        chosen = check.code
+    elif check is not None:
         first = finding(
             check.code,
             check.title,
