@@ -147,3 +147,23 @@ def _link(
         return f"NV{min(len(remotes[i]), len(remotes[j]))}"
     level = _try(call, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
     return _ANCESTOR.get(int(level), "SYS") if level is not None else "SYS"
+
+
+def gpu_locality_by_bus_id(pci_bus_id: str, call: NvmlCall | None = None) -> GpuLocality | None:
+    """NVLink / PCIe / NUMA facts of the GPU at ``pci_bus_id`` (``None`` when NVML cannot say)."""
+    try:
+        call = call or default_call()
+        handle = call("nvmlDeviceGetHandleByPciBusId", pci_bus_id.lower())
+        index = int(call("nvmlDeviceGetIndex", handle))
+    except Exception:  # noqa: BLE001 - no NVML, or no such GPU: the share is simply unknown
+        return None
+    nvlink, _ = _nvlinks(call, handle)
+    gen = _try(call, "nvmlDeviceGetCurrPcieLinkGeneration", handle)
+    width = _try(call, "nvmlDeviceGetCurrPcieLinkWidth", handle)
+    return GpuLocality(
+        label=f"GPU{index}",
+        nvml_index=index,
+        pci_bus_id=try_normalize_bus_id(pci_bus_id),
+        nvlink=nvlink,
+        pcie=PcieInfo(gen, width) if gen is not None or width is not None else None,
+    )

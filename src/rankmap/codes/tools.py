@@ -58,3 +58,15 @@ define(
     "the transport chosen per channel; compare with `rankmap topo`.",
     example="`avg busbw 41.2 GB/s < 0.9 x 400 GB/s`.",
 )
+define(
+    "RM994",
+    "other",
+    "error",
+    "A collective returned wrong results",
+    cause="`rankmap bench` checks every size once with known values (as nccl-tests counts "
+    "`#wrong`); wrong elements point at data corruption: faulty GPU memory or NVLink, a P2P / "
+    "IOMMU / ACS problem on PCIe, or several ranks writing one buffer.",
+    fix="Re-run with `NCCL_P2P_DISABLE=1` to test the P2P path; check `dmesg` for Xid errors, "
+    "disable ACS / the IOMMU for P2P (NCCL troubleshooting guide), run `nvidia-smi -q -d ECC`.",
+    example="`all_reduce 4M float: 1048576 wrong elements on 8 ranks`.",
+)
