@@ -115,8 +115,8 @@ class BenchResult:
             "count": self.count,
             "dtype": self.dtype,
             "time_us": round(self.time_us, 3),
-            "algbw": round(self.algbw, 4),
-            "busbw": round(self.busbw, 4),
+            "algbw": round(self.algbw, 6),
+            "busbw": round(self.busbw, 6),
             "wrong": self.wrong,
         }
 

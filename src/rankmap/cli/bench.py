@@ -167,7 +167,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             "world_size": world.size,
             "dtype": config.dtype,
             "results": [r.to_dict() for r in results],
-            "avg_busbw": round(avg, 4),
+            "avg_busbw": round(avg, 6),
             "min_busbw": args.min_busbw,
             "link": None
             if link is None
