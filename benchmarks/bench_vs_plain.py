@@ -22,7 +22,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-PLAIN = r'''
+PLAIN = r"""
 import json, sys, time, torch, torch.distributed as dist
 sizes = [int(s) for s in sys.argv[1].split(",")]
 warmup, iters = int(sys.argv[2]), int(sys.argv[3])
@@ -44,7 +44,7 @@ for size in sizes:
 if dist.get_rank() == 0:
     print(json.dumps(out))
 dist.destroy_process_group()
-'''
+"""
 
 
 def _torchrun(nproc: int, args: list[str]) -> str:
@@ -67,7 +67,9 @@ def run_ours(nproc: int, b: str, e: str, warmup: int, iters: int) -> dict[int, f
     return {int(r["size"]): r["size"] / 1e3 / float(r["time_us"]) for r in doc["results"]}
 
 
-def run_plain(nproc: int, sizes: list[int], warmup: int, iters: int, script: Path) -> dict[int, float]:
+def run_plain(
+    nproc: int, sizes: list[int], warmup: int, iters: int, script: Path
+) -> dict[int, float]:
     out = _torchrun(nproc, [str(script), ",".join(map(str, sizes)), str(warmup), str(iters)])
     return {int(r["size"]): float(r["algbw"]) for r in json.loads(out.strip().splitlines()[-1])}
 

@@ -59,7 +59,9 @@ def build_report(nodes: int = 64, gpus_per_node: int = 8) -> Report:
                 )
                 continue
             placements.append(
-                Placement(rank, local, name, local, gpu.nvml_index, gpu.uuid, gpu.pci_bus_id, None, n)
+                Placement(
+                    rank, local, name, local, gpu.nvml_index, gpu.uuid, gpu.pci_bus_id, None, n
+                )
             )
     findings = [
         finding(

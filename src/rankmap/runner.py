@@ -9,6 +9,7 @@ bytes are kept, with a marker saying how much was dropped in between.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -154,10 +155,9 @@ def _pump(pipe: IO[bytes], sink: Sink, capture: BoundedCapture) -> None:
         if not data:
             break
         capture.write(data)
-        try:
+        # our terminal went away: keep capturing, never block the job
+        with contextlib.suppress(BrokenPipeError, ValueError):
             sink(data)
-        except (BrokenPipeError, ValueError):
-            pass  # our terminal went away: keep capturing, never block the job
     pipe.close()
 
 
@@ -167,10 +167,8 @@ def _forward_signals(proc: subprocess.Popen[bytes]) -> dict[int, Any]:
         return {}
 
     def forward(signum: int, _frame: Any) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signum)
-        except ProcessLookupError:
-            pass
 
     old = {}
     for sig in FORWARDED_SIGNALS:

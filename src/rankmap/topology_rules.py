@@ -68,7 +68,9 @@ def _numa_note(topo: Topology, gpus: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
-def placement_findings(host: Host, topo: Topology, placements: Sequence[Placement]) -> list[Finding]:
+def placement_findings(
+    host: Host, topo: Topology, placements: Sequence[Placement]
+) -> list[Finding]:
     """RM990 / RM991 for the GPUs the job's ranks use on ``host``."""
     used = sorted({p.nvml_index for p in placements if p.nvml_index is not None})
     if len(used) < 2:

@@ -65,7 +65,7 @@ def parse_topo_matrix(text: str, *, source: str = "nvidia-smi topo -m") -> Topol
             rows[cells[0]] = [normalize_link(c) for c in links]
         except ValueError as exc:
             raise InputError(f"{source}: row {cells[0]}: {exc}") from None
-        affinity[cells[0]] = dict(zip(extras, cells[1 + len(labels) :]))
+        affinity[cells[0]] = dict(zip(extras, cells[1 + len(labels) :], strict=False))
     missing = [lab for lab in labels if lab not in rows]
     if missing:
         raise InputError(f"{source}: no row for {', '.join(missing)}")
@@ -87,7 +87,9 @@ def _build(
         numa = _int_or_none(aff.get("NUMA_Affinity"))
         if label.startswith("GPU") and label[3:].isdigit():
             gpus.append(
-                GpuLocality(label=label, nvml_index=int(label[3:]), cpu_affinity=cpu, numa_node=numa)
+                GpuLocality(
+                    label=label, nvml_index=int(label[3:]), cpu_affinity=cpu, numa_node=numa
+                )
             )
         else:
             device = nic_names.get(label, None if label.startswith("NIC") else label)

@@ -42,7 +42,9 @@ def test_torchrun_4_ranks_busbw_follows_formula(sub_env: dict[str, str]) -> None
         assert r["count"] == r["size"] // 4
         algbw = r["size"] / 1e9 / (r["time_us"] / 1e6)
         assert r["algbw"] == pytest.approx(algbw, rel=1e-3, abs=1e-6)
-        assert r["busbw"] == pytest.approx(r["algbw"] * busbw_factor("all_reduce", 4), rel=1e-3, abs=1e-6)
+        assert r["busbw"] == pytest.approx(
+            r["algbw"] * busbw_factor("all_reduce", 4), rel=1e-3, abs=1e-6
+        )
     avg = sum(r["busbw"] for r in doc["results"]) / len(doc["results"])
     assert doc["avg_busbw"] == pytest.approx(avg, rel=1e-3, abs=1e-6)
     assert "rankmap bench: 1K all_reduce" in done.stderr  # progress on stderr, not in the JSON
@@ -58,7 +60,9 @@ def test_other_ops_check_results(sub_env: dict[str, str], op: str) -> None:
     assert [r["op"] for r in doc["results"]] == [op] * 3
     assert all(r["wrong"] == 0 for r in doc["results"])
     factor = busbw_factor(op, 2)
-    assert all(r["busbw"] == pytest.approx(r["algbw"] * factor, rel=1e-3, abs=1e-6) for r in doc["results"])
+    assert all(
+        r["busbw"] == pytest.approx(r["algbw"] * factor, rel=1e-3, abs=1e-6) for r in doc["results"]
+    )
 
 
 @pytest.mark.torch

@@ -23,7 +23,14 @@ from rankmap.topology import GpuLocality, NvLinkInfo, PcieInfo
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1K", 1024), ("4M", 4 * 1024**2), ("1G", 1024**3), ("512", 512), ("8k", 8192), ("2MB", 2 << 20)],
+    [
+        ("1K", 1024),
+        ("4M", 4 * 1024**2),
+        ("1G", 1024**3),
+        ("512", 512),
+        ("8k", 8192),
+        ("2MB", 2 << 20),
+    ],
 )
 def test_parse_size(text: str, value: int) -> None:
     assert parse_size(text) == value
@@ -78,7 +85,16 @@ def test_make_result_applies_formula() -> None:
     assert r.busbw == pytest.approx(r.algbw * 2 * 3 / 4)
     assert r.time_us == pytest.approx(1000.0)
     assert r.to_dict()["wrong"] == 0
-    assert set(r.to_dict()) == {"op", "size", "count", "dtype", "time_us", "algbw", "busbw", "wrong"}
+    assert set(r.to_dict()) == {
+        "op",
+        "size",
+        "count",
+        "dtype",
+        "time_us",
+        "algbw",
+        "busbw",
+        "wrong",
+    }
 
 
 def test_avg_and_min_busbw_rule() -> None:

@@ -55,8 +55,14 @@ def _report(ws: Host) -> Report:
         Placement(3, 3, "ws-01", 7, error="invalid device ordinal"),
     ]
     findings = [
-        finding("RM101", "ranks 0 and 1 share GPU 0 <b>bold</b>", ranks=[0, 1], hosts=["ws-01"],
-                devices=[g[0].pci_bus_id or ""], fix="torchrun --nproc-per-node 4 \"$@\" & <x>"),  # fmt: skip
+        finding(
+            "RM101",
+            "ranks 0 and 1 share GPU 0 <b>bold</b>",
+            ranks=[0, 1],
+            hosts=["ws-01"],
+            devices=[g[0].pci_bus_id or ""],
+            fix='torchrun --nproc-per-node 4 "$@" & <x>',
+        ),  # fmt: skip
     ]
     inventory = {"hosts": [ws.to_dict()]}
     return Report("check", findings, placements, {"inventory": inventory})
@@ -84,9 +90,17 @@ def test_everything_is_escaped_and_nothing_is_fetched(machine: Load) -> None:
     dom = Dom(html)
     assert not [a for t, a in dom.elements if t == "img"]
     assert "ranks 0 and 1 share GPU 0 <b>bold</b>" in "".join(dom.text)
-    assert "torchrun --nproc-per-node 4 \"$@\" & <x>" in "".join(dom.text)
-    assert not [a for t, a in dom.elements if t in ("script", "link", "img", "iframe") and (a.get("src") or a.get("href"))]
-    csp = [a for t, a in dom.elements if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert 'torchrun --nproc-per-node 4 "$@" & <x>' in "".join(dom.text)
+    assert not [
+        a
+        for t, a in dom.elements
+        if t in ("script", "link", "img", "iframe") and (a.get("src") or a.get("href"))
+    ]
+    csp = [
+        a
+        for t, a in dom.elements
+        if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    ]
     assert csp and "default-src 'none'" in csp[0]["content"]
     assert "http://" not in html and "https://" not in html
 
@@ -114,10 +128,14 @@ def test_mig_slices_of_one_gpu_collide(machine: Load) -> None:
     host = machine("a100-mig")
     gpu = host.gpus[0]
     placements = [
-        Placement(r, r, "mig-01", 0, 0, m.uuid, gpu.pci_bus_id, MigRef(m.uuid, gpu.uuid, m.gi, m.ci))
+        Placement(
+            r, r, "mig-01", 0, 0, m.uuid, gpu.pci_bus_id, MigRef(m.uuid, gpu.uuid, m.gi, m.ci)
+        )
         for r, m in enumerate(gpu.mig_devices[:2])
     ]
-    nodes, _ = build_grid(Report("check", [], placements, {"inventory": {"hosts": [host.to_dict()]}}))
+    nodes, _ = build_grid(
+        Report("check", [], placements, {"inventory": {"hosts": [host.to_dict()]}})
+    )
     assert len(nodes[0].gpus) == 1 and nodes[0].collisions == 1
 
 

@@ -16,7 +16,9 @@ def _run(run_cli, sub_env, *argv: str):  # type: ignore[no-untyped-def]
 
 def test_success_streams_output_and_exits_0(run_cli, sub_env, jobs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     run_dir = tmp_path / "r1"
-    result = _run(run_cli, sub_env, "--run-dir", str(run_dir), "--", sys.executable, str(jobs / "job.py"), "0")
+    result = _run(
+        run_cli, sub_env, "--run-dir", str(run_dir), "--", sys.executable, str(jobs / "job.py"), "0"
+    )
     assert result.status == 0
     assert result.stdout == "out 0\nout 1\nout 2\n"  # the job's stdout, unchanged
     assert "err 0\nerr 1\nerr 2\n" in result.stderr
@@ -26,9 +28,21 @@ def test_success_streams_output_and_exits_0(run_cli, sub_env, jobs: Path, tmp_pa
     assert "diagnosis" not in result.stderr
 
 
-def test_failure_keeps_exit_code_and_captures_nccl_files(run_cli, sub_env, jobs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_failure_keeps_exit_code_and_captures_nccl_files(
+    run_cli, sub_env, jobs: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     run_dir = tmp_path / "r2"
-    result = _run(run_cli, sub_env, "--run-dir", str(run_dir), "--", sys.executable, str(jobs / "job.py"), "3", "--dup")
+    result = _run(
+        run_cli,
+        sub_env,
+        "--run-dir",
+        str(run_dir),
+        "--",
+        sys.executable,
+        str(jobs / "job.py"),
+        "3",
+        "--dup",
+    )
     assert result.status == 3
     assert result.stdout.startswith("out 0\n")
     nccl_files = list(run_dir.glob("nccl.*.log"))
@@ -61,7 +75,9 @@ def test_usage_errors(run_cli, sub_env, tmp_path: Path) -> None:  # type: ignore
     assert result.status == 2 and "not empty" in result.stderr
 
 
-def test_planted_duplicate_is_diagnosed_after_the_output(run_cli, sub_env, jobs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_planted_duplicate_is_diagnosed_after_the_output(
+    run_cli, sub_env, jobs: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("rankmap.diagnose")
     run_dir = tmp_path / "r5"
     result = _run(run_cli, sub_env, "--run-dir", str(run_dir), "--machine", "workstation-4gpu",
@@ -100,7 +116,9 @@ def test_real_torchrun_job(sub_env: dict[str, str], tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "rankmap", "run", "--run-dir", str(run_dir), "--",
            sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(script)]  # fmt: skip
-    done = subprocess.run(cmd, env=sub_env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+    done = subprocess.run(
+        cmd, env=sub_env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False
+    )
     assert "rank 0 sum 3" in done.stdout and "rank 1 sum 3" in done.stdout
     assert done.returncode == 1  # torchrun reports a failed worker with exit code 1
     assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 1

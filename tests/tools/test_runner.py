@@ -19,7 +19,9 @@ from rankmap.runner import (
 
 
 def test_defaults_never_override_the_user(tmp_path: Path) -> None:
-    env, added = build_run_env({"NCCL_DEBUG": "WARN", "PATH": "/bin"}, {"NCCL_DEBUG_SUBSYS": "ALL"}, tmp_path)
+    env, added = build_run_env(
+        {"NCCL_DEBUG": "WARN", "PATH": "/bin"}, {"NCCL_DEBUG_SUBSYS": "ALL"}, tmp_path
+    )
     assert env["NCCL_DEBUG"] == "WARN" and env["NCCL_DEBUG_SUBSYS"] == "ALL"
     assert "NCCL_DEBUG" not in added and "NCCL_DEBUG_SUBSYS" not in added
     assert env["NCCL_DEBUG_FILE"] == f"{tmp_path}/nccl.%h.%p.log"
@@ -57,7 +59,9 @@ def _collect() -> tuple[list[bytes], object]:
     return chunks, chunks.append
 
 
-def test_streams_in_order_and_returns_exit_code(tmp_path: Path, jobs: Path, sub_env: dict[str, str]) -> None:
+def test_streams_in_order_and_returns_exit_code(
+    tmp_path: Path, jobs: Path, sub_env: dict[str, str]
+) -> None:
     out, out_sink = _collect()
     err, err_sink = _collect()
     cap = BoundedCapture(tmp_path / "output.log")
@@ -73,7 +77,9 @@ def test_streams_in_order_and_returns_exit_code(tmp_path: Path, jobs: Path, sub_
     assert b"".join(out).decode().splitlines() == [f"out {i}" for i in range(200)]
     assert b"".join(err).decode().splitlines() == [f"err {i}" for i in range(200)]
     captured = (tmp_path / "output.log").read_text().splitlines()
-    assert sorted(captured) == sorted([f"out {i}" for i in range(200)] + [f"err {i}" for i in range(200)])
+    assert sorted(captured) == sorted(
+        [f"out {i}" for i in range(200)] + [f"err {i}" for i in range(200)]
+    )
     assert [ln for ln in captured if ln.startswith("out")] == [f"out {i}" for i in range(200)]
     assert captured_logs(tmp_path) == [tmp_path / "output.log"]
 

@@ -63,7 +63,9 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, tmp_path: Path) -> None:  # ty
 
 def test_profile_without_topology_exits_3(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     profile = tmp_path / "bare.json"
-    profile.write_text(json.dumps({"hosts": [{"hostname": "h", "gpus": [{"nvml_index": 0, "uuid": "GPU-1"}]}]}))
+    profile.write_text(
+        json.dumps({"hosts": [{"hostname": "h", "gpus": [{"nvml_index": 0, "uuid": "GPU-1"}]}]})
+    )
     result = run_cli(["topo", "--machine", str(profile)])
     assert result.status == 3
     assert "has no topology" in result.stderr

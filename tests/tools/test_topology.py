@@ -119,7 +119,10 @@ def test_parse_topo_m_rejects_garbage(text: str) -> None:
 
 
 def _placements(host: str, gpus: list[int]) -> list[Placement]:
-    return [Placement(rank=i, local_rank=i, node=host, cuda_index=i, nvml_index=g) for i, g in enumerate(gpus)]
+    return [
+        Placement(rank=i, local_rank=i, node=host, cuda_index=i, nvml_index=g)
+        for i, g in enumerate(gpus)
+    ]
 
 
 def test_job_across_sockets_gets_rm990(machine: Load) -> None:

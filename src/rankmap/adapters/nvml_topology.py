@@ -87,7 +87,9 @@ def _cpu_affinity(call: NvmlCall, handle: Any) -> str | None:
     words = _try(call, "nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
     if not words:
         return None
-    cpus = [w * 64 + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1]
+    cpus = [
+        w * 64 + bit for w, word in enumerate(words) for bit in range(64) if int(word) >> bit & 1
+    ]
     return format_cpu_list(cpus) or None
 
 

@@ -160,8 +160,10 @@ def count_wrong(op: str, count: int, dtype_name: str, world: World) -> int:
         dist.all_reduce(buf)
         got, expected = buf, (torch.arange(count, device=dev) % 4) * n + base
     elif op == "broadcast":
-        buf = _pattern(torch, count, 0, 0, dtype, dev) if r == 0 else torch.zeros_like(
+        buf = (
             _pattern(torch, count, 0, 0, dtype, dev)
+            if r == 0
+            else torch.zeros_like(_pattern(torch, count, 0, 0, dtype, dev))
         )
         dist.broadcast(buf, src=0)
         got, expected = buf, _pattern(torch, count, 0, 0, torch.float64, dev)

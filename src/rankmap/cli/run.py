@@ -90,7 +90,7 @@ def preflight(
         return None, "`rankmap check` is not part of this build"
     if not machines:
         return None, "no machine known"
-    from rankmap.plan import check_launch
+    from rankmap.plan import check_launch  # type: ignore[import-not-found,unused-ignore]
 
     script = Path(args.script) if args.script else None
     try:
@@ -147,7 +147,12 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     _say(ctx, f"run dir {run_dir} (NCCL debug files nccl.<host>.<pid>.log)")
     capture = BoundedCapture(run_dir / "output.log")
     result = run_job(
-        launch, env, cwd=ctx.cwd, capture=capture, stdout=_sink(ctx.stdout), stderr=_sink(ctx.stderr)
+        launch,
+        env,
+        cwd=ctx.cwd,
+        capture=capture,
+        stdout=_sink(ctx.stdout),
+        stderr=_sink(ctx.stderr),
     )
     _write_summary(run_dir, launch, overrides, added, result, ctx)
     if result.exit_code != 0:
@@ -193,7 +198,7 @@ def _diagnose(
     if importlib.util.find_spec("rankmap.diagnose") is None:
         _say(ctx, f"the job exited with code {code}; run `rankmap explain {run_dir}/*.log`")
         return
-    from rankmap.diagnose import explain_files
+    from rankmap.diagnose import explain_files  # type: ignore[import-not-found,unused-ignore]
     from rankmap.render.json import report_json
 
     script = Path(args.script) if args.script else None

@@ -103,10 +103,13 @@ def render_matrix(name: str, topo: Topology) -> list[str]:
     lines = [f"{name} ({topo.source})", head.rstrip()]
     locality: dict[str, tuple[str, str]] = {}
     for g in topo.gpus:
-        locality[g.label] = (g.cpu_affinity or "N/A", "N/A" if g.numa_node is None else str(g.numa_node))
+        locality[g.label] = (
+            g.cpu_affinity or "N/A",
+            "N/A" if g.numa_node is None else str(g.numa_node),
+        )
     for n in topo.nics:
         locality[n.label] = (n.cpu_affinity or "", "" if n.numa_node is None else str(n.numa_node))
-    for label, row in zip(topo.labels, topo.matrix):
+    for label, row in zip(topo.labels, topo.matrix, strict=True):
         cells = "".join(f"{(' X ' if c == 'X' else c):<{width}}" for c in row)
         cpu, numa = locality.get(label, ("", ""))
         tail = (f"{cpu:<16}" if has_cpu else "") + (numa if has_numa else "")

@@ -122,9 +122,7 @@ def _node(node: NodeView, open_all: bool) -> str:
     if not node.problem and node.finding_severity != "warning":
         badges.append('<span class="badge b-ok">ok</span>')
     ranks = compress_ranks(node.ranks) or "none"
-    summary = (
-        f"{e(node.name)} — {len(node.gpus)} GPU(s), ranks {e(ranks)}" + "".join(badges)
-    )
+    summary = f"{e(node.name)} — {len(node.gpus)} GPU(s), ranks {e(ranks)}" + "".join(badges)
     search = f"{node.name} {ranks}".lower()
     cells = "".join(_gpu_cell(s) for s in node.gpus)
     if node.unplaced:
@@ -166,7 +164,8 @@ def _table(placements: Iterable[Placement]) -> str:
     if not rows:
         return ""
     head = "".join(
-        f"<th>{c}</th>" for c in ("rank", "local", "node", "cuda", "nvml", "pci_bus_id", "uuid", "note")
+        f"<th>{c}</th>"
+        for c in ("rank", "local", "node", "cuda", "nvml", "pci_bus_id", "uuid", "note")
     )
     body = "".join(
         "<tr>"
@@ -205,7 +204,7 @@ def render_html(report: Report) -> str:
     )
     findings = "".join(_finding(f) for f in report.ordered_findings()) or "<p>No findings.</p>"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -217,7 +216,7 @@ def render_html(report: Report) -> str:
         f'<span>collisions <b id="n-collisions">{collisions}</b></span>'
         f'<span>out of range <b id="n-unplaced">{unplaced}</b></span>'
         f'<span>findings <b id="n-findings">{len(report.findings)}</b></span></div>'
-        f"<h2>Findings</h2><div id=\"findings\">{findings}</div>"
+        f'<h2>Findings</h2><div id="findings">{findings}</div>'
         + (f'<h2>Host identity groups</h2><ul id="groups">{group_lines}</ul>' if groups else "")
         + '<h2>Nodes × GPUs</h2><div class="controls">'
         '<input id="q" type="search" placeholder="filter: node or rank">'

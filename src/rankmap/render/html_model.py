@@ -156,12 +156,13 @@ def build_grid(report: Report) -> tuple[list[NodeView], list[list[str]]]:
             if name in nodes:
                 nodes[name].identity_group = i
     for f in report.findings:
-        for name in f.hosts:
-            node = nodes.get(name)
-            if node is None:
+        for host_name in f.hosts:
+            named = nodes.get(host_name)
+            if named is None:
                 continue
-            if node.finding_severity is None or f.severity.rank < Severity(
-                node.finding_severity
-            ).rank:
-                node.finding_severity = f.severity.value
+            if (
+                named.finding_severity is None
+                or f.severity.rank < Severity(named.finding_severity).rank
+            ):
+                named.finding_severity = f.severity.value
     return list(nodes.values()), groups
