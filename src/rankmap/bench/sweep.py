@@ -177,8 +177,10 @@ def count_wrong(op: str, count: int, dtype_name: str, world: World) -> int:
         dist.reduce_scatter_tensor(out, _pattern(torch, chunk * n, 0, r, dtype, dev))
         expected = (torch.arange(r * chunk, (r + 1) * chunk, device=dev) % 4) * n + base
         got = out
-    diff = (got.to(torch.float64) - expected.to(torch.float64)).abs()
-    tol = 0.0 if not got.is_floating_point() else 1e-2 * expected.to(torch.float64).abs() + 1e-6
+    # Integer types wrap around like the reduction itself (int64 -> int8 keeps the low bits).
+    expected = expected.to(torch.int64).to(dtype).to(torch.float64)
+    diff = (got.to(torch.float64) - expected).abs()
+    tol = 0.0 if not got.is_floating_point() else 1e-2 * expected.abs() + 1e-6
     wrong = torch.tensor([int((diff > tol).sum().item())], dtype=torch.int64, device=dev)
     dist.all_reduce(wrong)
     return int(wrong.item())
