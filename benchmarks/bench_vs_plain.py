@@ -1,6 +1,6 @@
 """`rankmap bench` vs a plain torch.distributed.all_reduce loop timed the same way.
 
-    PYTHONPATH=src python benchmarks/bench_vs_plain.py [--nproc 4] [-b 1K] [-e 4M] [--repeat 3]
+    PYTHONPATH=src python benchmarks/bench_vs_plain.py [--nproc 4] [-b 1K] [-e 4M] [--repeat 5]
 
 Both run under `torchrun --nproc-per-node N` with gloo on the same sizes, warm-up and iterations:
 untimed warm-up, barrier, N timed all-reduces of a zero float32 buffer, per-rank mean time
@@ -81,7 +81,7 @@ def main() -> int:
     parser.add_argument("-e", default="4M")
     parser.add_argument("-w", type=int, default=5)
     parser.add_argument("-n", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     sys.path.insert(0, str(SRC))
     from rankmap.bench.sizes import format_size, parse_size, sweep
