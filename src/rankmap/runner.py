@@ -1,7 +1,7 @@
 """Run a launch command with NCCL debug output, stream it, and keep a bounded copy.
 
 The job runs in its own process group (new session); SIGINT / SIGTERM / SIGHUP received by
-rankmap are forwarded to the whole group. The job's stdout and stderr go to our stdout and
+rankmap are forwarded to the whole group (a second Ctrl-C sends SIGTERM, a third SIGKILL). The job's stdout and stderr go to our stdout and
 stderr chunk by chunk, unchanged and in order per stream, while ``output.log`` in the run
 directory receives both (arrival order), bounded: the first ``head`` bytes and the last ``tail``
 bytes are kept, with a marker saying how much was dropped in between.
@@ -45,6 +45,8 @@ TORCH_DEFAULTS: tuple[tuple[str, str], ...] = (
     ("PYTHONUNBUFFERED", "1"),
 )
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# What the job's process group receives on the 1st, 2nd and 3rd (and later) Ctrl-C.
+INTERRUPT_ESCALATION = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 DEFAULT_HEAD_BYTES = 16 * 1024 * 1024
 DEFAULT_TAIL_BYTES = 16 * 1024 * 1024
 CHUNK = 65536
@@ -166,7 +168,12 @@ def _forward_signals(proc: subprocess.Popen[bytes]) -> dict[int, Any]:
     if threading.current_thread() is not threading.main_thread():
         return {}
 
+    interrupts = [0]
+
     def forward(signum: int, _frame: Any) -> None:
+        if signum == signal.SIGINT:  # Ctrl-C again and again: SIGINT, SIGTERM, then SIGKILL
+            interrupts[0] += 1
+            signum = INTERRUPT_ESCALATION[min(interrupts[0], len(INTERRUPT_ESCALATION)) - 1]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signum)
 

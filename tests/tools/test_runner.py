@@ -9,6 +9,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from rankmap.runner import (
     BoundedCapture,
     build_run_env,
@@ -102,6 +104,7 @@ import signal, sys, time
 def h(s, f):
     open(sys.argv[1] + ".child", "w").write("child got %d" % s); sys.exit(0)
 signal.signal(signal.SIGTERM, h)
+signal.signal(signal.SIGINT, h)
 print("child ready", flush=True)
 time.sleep(60)
 ''', marker])
@@ -109,12 +112,16 @@ def h(s, f):
     open(marker, "w").write("parent got %d" % s)
     child.wait(); sys.exit(143)
 signal.signal(signal.SIGTERM, h)
+signal.signal(signal.SIGINT, h)
 print("parent ready", flush=True)
 time.sleep(60)
 """
 
 
-def test_sigterm_is_forwarded_to_the_whole_job(tmp_path: Path, sub_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_is_forwarded_to_the_whole_job(
+    tmp_path: Path, sub_env: dict[str, str], sig: signal.Signals
+) -> None:
     script = tmp_path / "sig_job.py"
     script.write_text(SIGNAL_JOB)
     marker = tmp_path / "marker"
@@ -123,16 +130,17 @@ def test_sigterm_is_forwarded_to_the_whole_job(tmp_path: Path, sub_env: dict[str
     def sink(data: bytes) -> None:
         out.append(data)
         if b"child ready" in b"".join(out):
-            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            threading.Timer(0.2, os.kill, (os.getpid(), sig)).start()
 
     start = time.monotonic()
     result = run_job([sys.executable, str(script), str(marker)], sub_env, cwd=tmp_path,
                      capture=BoundedCapture(tmp_path / "o.log"), stdout=sink, stderr=lambda b: None)  # fmt: skip
     assert time.monotonic() - start < 30
     assert result.exit_code == 143
-    assert marker.read_text() == f"parent got {int(signal.SIGTERM)}"
-    assert Path(f"{marker}.child").read_text() == f"child got {int(signal.SIGTERM)}"
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored
+    assert marker.read_text() == f"parent got {int(sig)}"
+    assert Path(f"{marker}.child").read_text() == f"child got {int(sig)}"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_killed_job_exits_128_plus_signal(tmp_path: Path, sub_env: dict[str, str]) -> None:
@@ -140,3 +148,30 @@ def test_killed_job_exits_128_plus_signal(tmp_path: Path, sub_env: dict[str, str
     result = run_job([sys.executable, "-c", code], sub_env, cwd=tmp_path,
                      capture=BoundedCapture(tmp_path / "o.log"), stdout=lambda b: None, stderr=lambda b: None)  # fmt: skip
     assert result.signal == 9 and result.exit_code == 137
+
+
+IGNORING_JOB = r"""
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("stubborn ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_repeated_ctrl_c_escalates_to_sigkill(tmp_path: Path, sub_env: dict[str, str]) -> None:
+    script = tmp_path / "stubborn.py"
+    script.write_text(IGNORING_JOB)
+    seen: list[bytes] = []
+
+    def sink(data: bytes) -> None:
+        seen.append(data)
+        if b"stubborn ready" in data:
+            for delay in (0.2, 0.5, 0.8):
+                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    start = time.monotonic()
+    result = run_job([sys.executable, str(script)], sub_env, cwd=tmp_path,
+                     capture=BoundedCapture(tmp_path / "o.log"), stdout=sink, stderr=lambda b: None)  # fmt: skip
+    assert time.monotonic() - start < 30
+    assert result.signal == signal.SIGKILL and result.exit_code == 137
