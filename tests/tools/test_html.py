@@ -187,3 +187,25 @@ def test_64_node_report_renders_in_headless_chromium(sub_env: dict[str, str]) ->
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "64 nodes, 512 GPUs, 512 ranks, 1 collision, 1 out-of-range" in done.stdout
+
+
+def test_predicted_errors_and_nodeless_ranks_on_one_machine(machine: Load) -> None:
+    ws = machine("workstation-4gpu")
+    g = ws.gpus[1]
+    report = Report(
+        "check",
+        [],
+        [Placement(0, 0, None, 1, 1, g.uuid, g.pci_bus_id)],
+        {
+            "inventory": {"hosts": [ws.to_dict()]},
+            "predicted_errors": [
+                "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000"
+            ],
+        },
+    )
+    nodes, _ = build_grid(report)
+    assert [n.name for n in nodes] == ["ws-01"] and nodes[0].gpus[1].ranks[0].rank == 0
+    dom = Dom(render_html(report))
+    assert "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000" in "".join(
+        dom.text
+    )

@@ -203,6 +203,11 @@ def render_html(report: Report) -> str:
         f"<li>identity group {i}: {e(', '.join(g))}</li>" for i, g in enumerate(groups, start=1)
     )
     findings = "".join(_finding(f) for f in report.ordered_findings()) or "<p>No findings.</p>"
+    predicted = report.sections.get("predicted_errors")
+    if isinstance(predicted, list) and predicted:
+        lines = "".join(f"<li><code>{e(line)}</code></li>" for line in predicted[:20])
+        findings += f'<h2>Errors the job would print</h2><ul id="predicted">{lines}</ul>'
+
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '

@@ -147,8 +147,9 @@ def build_grid(report: Report) -> tuple[list[NodeView], list[list[str]]]:
         name = str(h.get("hostname") or UNKNOWN_NODE)
         node = nodes.setdefault(name, NodeView(name))
         node.gpus += [_slot_from_doc(g) for g in h.get("gpus") or () if isinstance(g, Mapping)]
+    only = next(iter(nodes)) if len(nodes) == 1 else None  # one machine: ranks without a node
     for p in sorted(report.placements, key=lambda p: p.rank):
-        name = p.node or UNKNOWN_NODE
+        name = p.node or only or UNKNOWN_NODE
         _place(nodes.setdefault(name, NodeView(name)), p)
     groups = _identity_groups(report, hosts)
     for i, group in enumerate(groups, start=1):
