@@ -304,3 +304,12 @@ def topology_findings(host: Any, placements: Sequence[Any] = ()) -> list[Any]:
     from rankmap.topology_rules import topology_findings as _findings
 
     return _findings(host, placements)
+
+
+def split_machine_findings(hosts: Sequence[Any], placements: Sequence[Any]) -> list[Any]:
+    """RM803 when one machine appears as several NCCL hosts and NVLink between the ranks' GPUs
+    goes unused. See :mod:`rankmap.topology_rules`.
+    """
+    from rankmap.topology_rules import split_machine_findings as _findings
+
+    return _findings(hosts, placements)

@@ -154,3 +154,63 @@ def topology_findings(host: Host, placements: Sequence[Placement] = ()) -> list[
     out = placement_findings(host, topo, mine)
     out += nvlink_down_findings(host, topo, used if mine else None)
     return out
+
+
+def _machine_key(host: Host) -> str | None:
+    ident = host.identity
+    return ident.boot_id or ident.machine_id
+
+
+def _nvlink_between(hosts: Sequence[Host], bus_a: str, bus_b: str) -> str | None:
+    """The NV# link between two bus ids in any of ``hosts``' topologies, else ``None``."""
+    for host in hosts:
+        topo = host_topology(host)
+        if topo is None:
+            continue
+        by_bus = {g.pci_bus_id: g.nvml_index for g in topo.gpus if g.pci_bus_id}
+        if bus_a in by_bus and bus_b in by_bus:
+            link = topo.gpu_link(by_bus[bus_a], by_bus[bus_b])
+            return link if link and is_nvlink(link) else None
+    return None
+
+
+def split_machine_findings(hosts: Sequence[Host], placements: Sequence[Placement]) -> list[Finding]:
+    """RM803 when one machine (same boot_id / machine-id) appears as several NCCL hosts and
+    ranks on its NVLink-connected GPUs are therefore split: NCCL uses the network between them.
+    """
+    groups: dict[str, list[Host]] = {}
+    for host in hosts:
+        key = _machine_key(host)
+        if key:
+            groups.setdefault(key, []).append(host)
+    out = []
+    for key, members in groups.items():
+        hashes = {h.identity.nccl_host_hash_input() or h.hostname for h in members}
+        if len(members) < 2 or len(hashes) < 2:
+            continue
+        names = {h.hostname for h in members}
+        used = [p for p in placements if p.node in names and p.pci_bus_id and p.error is None]
+        pairs = [
+            (a, b, link)
+            for a, b in combinations(used, 2)
+            if a.node != b.node
+            and (link := _nvlink_between(members, a.pci_bus_id or "", b.pci_bus_id or ""))
+        ]
+        if not pairs:
+            continue
+        a, b, link = pairs[0]
+        out.append(
+            finding(
+                "RM803",
+                f"one machine appears as {len(hashes)} NCCL hosts "
+                f"({', '.join(sorted(names))}): NVLink between their GPUs is unused",
+                detail=f"hosts {', '.join(sorted(names))} share boot_id/machine-id {key}, but "
+                f"their NCCL host identities differ, so NCCL connects e.g. rank {a.rank} "
+                f"({a.node}, {a.pci_bus_id}) and rank {b.rank} ({b.node}, {b.pci_bus_id}) over "
+                f"the network although the GPUs are joined by {link}.",
+                ranks=sorted({p.rank for pair in pairs for p in pair[:2]}),
+                devices=sorted({p.pci_bus_id or "" for pair in pairs for p in pair[:2]}),
+                hosts=sorted(names),
+            )
+        )
+    return out

@@ -218,3 +218,25 @@ def test_nvml_topology_through_the_gateway() -> None:
     assert g2 is not None and g2.cpu_affinity == "8-15" and g2.numa_node == 1
     assert g2.pci_bus_id == "0000:56:00.0"
     assert g2.nvlink is not None and (g2.nvlink.generation, g2.nvlink.active) == (3, 2)
+
+
+def test_one_machine_split_into_two_nccl_hosts_gets_rm803(machine: Load) -> None:
+    from rankmap.model import HostIdentity
+    from rankmap.topology import split_machine_findings
+
+    dgx = machine("dgx-h100")
+    pod_a = replace(dgx, hostname="pod-a", identity=HostIdentity("pod-a", boot_id="b00t"))
+    pod_b = replace(dgx, hostname="pod-b", identity=HostIdentity("pod-b", boot_id="b00t"))
+    placements = [
+        Placement(0, 0, "pod-a", 0, 0, dgx.gpus[0].uuid, dgx.gpus[0].pci_bus_id),
+        Placement(1, 0, "pod-b", 0, 1, dgx.gpus[1].uuid, dgx.gpus[1].pci_bus_id),
+    ]
+    found = split_machine_findings([pod_a, pod_b], placements)
+    assert [f.code for f in found] == ["RM803"]
+    assert found[0].ranks == (0, 1) and found[0].hosts == ("pod-a", "pod-b")
+    assert "NV18" in found[0].detail
+    other = replace(pod_b, identity=HostIdentity("pod-b", boot_id="another-boot"))
+    assert split_machine_findings([pod_a, other], placements) == []
+    same = replace(pod_b, identity=HostIdentity("pod-b", boot_id="b00t", nccl_hostid="x"))
+    same_a = replace(pod_a, identity=HostIdentity("pod-a", boot_id="b00t", nccl_hostid="x"))
+    assert split_machine_findings([same_a, same], placements) == []  # one NCCL host: fine
