@@ -122,7 +122,29 @@ def _findings(results: list[BenchResult], avg: float, min_busbw: float | None) -
     return out
 
 
-def run(args: argparse.Namespace, ctx: AppContext) -> int:
+def _progress(args: argparse.Namespace, ctx: AppContext, lead: bool) -> Any:
+    """Per-size callback: table rows on stdout, or progress lines on stderr with --json."""
+
+    def show(result: BenchResult) -> None:
+        if not lead:
+            return
+        if args.json:  # progress only; the JSON document comes at the end
+            ctx.stderr.write(
+                f"rankmap bench: {format_size(result.size)} {result.op} "
+                f"{result.time_us:.1f} us, busbw {result.busbw:.3f} GB/s\n"
+            )
+            ctx.stderr.flush()
+        else:
+            ctx.stdout.write(table_row(result) + "\n")
+            ctx.stdout.flush()
+
+    return show
+
+
+def _measure(
+    args: argparse.Namespace, ctx: AppContext
+) -> tuple[Any, Any, list[BenchResult], LinkBandwidth | None]:
+    """(config, world, results, link): the sweep, run inside this rank."""
     from rankmap.bench.sweep import BenchConfig, close_world, init_world, run_sweep
 
     sizes = _validate(args)
@@ -131,32 +153,22 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     )
     world = init_world(config.backend, ctx.environ, config.timeout_s)
     try:
-        lead = world.rank == 0
-        if lead and not args.json:
+        if world.rank == 0 and not args.json:
             ctx.stdout.write(
                 f"# rankmap bench: {config.op}, {world.size} rank(s), backend {world.backend}, "
                 f"dtype {config.dtype}, warmup {config.warmup}, iters {config.iters}\n"
             )
             ctx.stdout.write("\n".join(table_header(config.op)) + "\n")
             ctx.stdout.flush()
-
-        def show(result: BenchResult) -> None:
-            if not lead:
-                return
-            if args.json:  # progress only; the JSON document comes at the end
-                ctx.stderr.write(
-                    f"rankmap bench: {format_size(result.size)} {result.op} "
-                    f"{result.time_us:.1f} us, busbw {result.busbw:.3f} GB/s\n"
-                )
-                ctx.stderr.flush()
-            else:
-                ctx.stdout.write(table_row(result) + "\n")
-                ctx.stdout.flush()
-
-        results = run_sweep(config, world, show)
+        results = run_sweep(config, world, _progress(args, ctx, world.rank == 0))
         link = _local_link(args, ctx, world)
     finally:
         close_world(world)
+    return config, world, results, link
+
+
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    config, world, results, link = _measure(args, ctx)
     avg = avg_busbw(results)
     report = Report(command="bench", findings=_findings(results, avg, args.min_busbw))
     link_share = share(avg, link)
@@ -175,7 +187,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         }
     )
     status = int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
-    if not lead:
+    if world.rank != 0:
         return status
     if args.json:
         from rankmap.render.json import report_json
