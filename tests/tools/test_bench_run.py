@@ -22,7 +22,14 @@ def test_bad_sizes_are_usage_errors(run_cli) -> None:  # type: ignore[no-untyped
 
 
 def _torchrun(env: dict[str, str], nproc: int, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(nproc),
+    ]
     cmd += ["-m", "rankmap", "bench", "--backend", "gloo", *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
 

@@ -115,7 +115,7 @@ def test_real_torchrun_job(sub_env: dict[str, str], tmp_path: Path) -> None:
     )
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "rankmap", "run", "--run-dir", str(run_dir), "--",
-           sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(script)]  # fmt: skip
+           sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]  # fmt: skip
     done = subprocess.run(
         cmd, env=sub_env, capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False
     )
