@@ -213,6 +213,9 @@ def _diagnose(
     except RankMapError as exc:
         _say(ctx, f"the job exited with code {code}; diagnosis failed: {exc.message}")
         return
+    except Exception as exc:  # noqa: BLE001 - never lose the job's exit code to a diagnosis bug
+        _say(ctx, f"the job exited with code {code}; diagnosis failed: {type(exc).__name__}: {exc}")
+        return
     (run_dir / "diagnosis.json").write_text(report_json(report), encoding="utf-8")
     ctx.stderr.write("\n")
     _say(ctx, f"the job exited with code {code}; diagnosis (also in {run_dir}/diagnosis.json):")
