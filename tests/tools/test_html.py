@@ -209,3 +209,9 @@ def test_predicted_errors_and_nodeless_ranks_on_one_machine(machine: Load) -> No
     assert "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 4f000" in "".join(
         dom.text
     )
+
+
+def test_gpus_known_only_by_bus_id_are_labelled_by_it() -> None:
+    report = Report("explain", [], [Placement(0, None, "gpu-01", 0, None, None, "0000:4F:00.0")])
+    nodes, _ = build_grid(report)
+    assert nodes[0].gpus[0].label == "GPU 0000:4F:00.0"

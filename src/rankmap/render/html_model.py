@@ -35,7 +35,9 @@ class GpuSlot:
 
     @property
     def label(self) -> str:
-        return f"GPU {self.nvml_index}" if self.nvml_index is not None else "GPU ?"
+        if self.nvml_index is not None:
+            return f"GPU {self.nvml_index}"
+        return f"GPU {self.pci_bus_id or (self.uuid or '?')[:12]}"
 
 
 @dataclass
