@@ -48,9 +48,10 @@ def test_torchrun_4_ranks_busbw_follows_formula(sub_env: dict[str, str]) -> None
         assert r["wrong"] == 0
         assert r["count"] == r["size"] // 4
         algbw = r["size"] / 1e9 / (r["time_us"] / 1e6)
+        # JSON values are rounded to 6 decimals: allow that rounding (tiny values under load)
         assert r["algbw"] == pytest.approx(algbw, rel=1e-3, abs=1e-6)
         assert r["busbw"] == pytest.approx(
-            r["algbw"] * busbw_factor("all_reduce", 4), rel=1e-3, abs=1e-6
+            r["algbw"] * busbw_factor("all_reduce", 4), rel=1e-3, abs=3e-6
         )
     avg = sum(r["busbw"] for r in doc["results"]) / len(doc["results"])
     assert doc["avg_busbw"] == pytest.approx(avg, rel=1e-3, abs=1e-6)
