@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,10 +64,8 @@ def run_group(argv: list[str], env: Mapping[str, str], *, timeout: float, cwd: P
         out, err = proc.communicate()
         raise AssertionError(f"{argv} did not finish in {timeout} s\n{out}\n{err}") from None
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # stragglers of this group only
-        except ProcessLookupError:
-            pass
     return Run(proc.returncode, out, err)
 
 
@@ -91,9 +90,7 @@ def torchrun(
 
 def rank_results(out_dir: Path) -> dict[int, dict[str, object]]:
     """rank -> what job.py recorded."""
-    return {
-        int(p.stem[4:]): json.loads(p.read_text()) for p in sorted(out_dir.glob("rank*.json"))
-    }
+    return {int(p.stem[4:]): json.loads(p.read_text()) for p in sorted(out_dir.glob("rank*.json"))}
 
 
 @pytest.fixture

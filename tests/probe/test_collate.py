@@ -21,23 +21,23 @@ def rec(rank: int, *, node: str = "n0", local: int | None = None, cuda: int | No
     """A healthy torchrun rank: 8-GPU node, cuda:LOCAL_RANK."""
     local = rank % 4 if local is None else local
     cuda = local if cuda is None else cuda
-    fields: dict[str, Any] = dict(
-        rank=rank,
-        world_size=kw.pop("world_size", 8),
-        local_rank=local,
-        local_world_size=4,
-        node_rank=int(node[1:]) if node[1:].isdigit() else None,
-        launcher="torchrun",
-        hostname=node,
-        boot_id=BOOT.get(node, f"boot-{node}"),
-        visible_uuids=tuple(GPUS[:gpus]),
-        cuda_index=cuda,
-        device_selected_by="argument",
-        device_source="profile:test",
-        torch_version="2.13.0",
-        nccl_version="2.21.5",
-        gpus=tuple({"nvml_index": i, "uuid": GPUS[i], "pci_bus_id": BUS[i]} for i in range(8)),
-    )
+    fields: dict[str, Any] = {
+        "rank": rank,
+        "world_size": kw.pop("world_size", 8),
+        "local_rank": local,
+        "local_world_size": 4,
+        "node_rank": int(node[1:]) if node[1:].isdigit() else None,
+        "launcher": "torchrun",
+        "hostname": node,
+        "boot_id": BOOT.get(node, f"boot-{node}"),
+        "visible_uuids": tuple(GPUS[:gpus]),
+        "cuda_index": cuda,
+        "device_selected_by": "argument",
+        "device_source": "profile:test",
+        "torch_version": "2.13.0",
+        "nccl_version": "2.21.5",
+        "gpus": tuple({"nvml_index": i, "uuid": GPUS[i], "pci_bus_id": BUS[i]} for i in range(8)),
+    }
     if cuda < gpus:
         fields.update(uuid=GPUS[cuda], pci_bus_id=BUS[cuda], nvml_index=cuda)
     else:
@@ -48,7 +48,9 @@ def rec(rank: int, *, node: str = "n0", local: int | None = None, cuda: int | No
 
 def job(n_nodes: int = 2, per_node: int = 4) -> list[RankRecord]:
     return [
-        rec(n * per_node + i, node=f"n{n}", local=i) for n in range(n_nodes) for i in range(per_node)
+        rec(n * per_node + i, node=f"n{n}", local=i)
+        for n in range(n_nodes)
+        for i in range(per_node)
     ]
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -94,7 +95,7 @@ def _node(pair: Pair, ns: str, addr: str, hostname: str, env: Mapping[str, str],
     launch = [
         sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", f"{pair.addr_a}:{port}", "--rdzv-id",
-        "rmtest", "--local-addr", addr, "-m", "rankmap", "probe", "--timeout", "20", "--json",
+        "rmtest", "--local-addr", addr, "-m", "rankmap", "probe", "--timeout", "60", "--json",
     ]  # fmt: skip
     inner = f"hostname {hostname} && exec " + " ".join(launch)
     argv = ["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c", inner]
@@ -122,15 +123,13 @@ def _two_nodes(
     outs = []
     for p in procs:
         try:
-            out, err = p.communicate(timeout=90)
+            out, err = p.communicate(timeout=150)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             out, err = p.communicate()
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         outs.append((p.returncode, out, err))
     docs = [o[1] for o in outs if '"schema"' in o[1]]
     assert len(docs) == 1, [o[2][-1500:] for o in outs]

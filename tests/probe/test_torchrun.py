@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from probe_helpers import JOB, base_env, free_port, rank_results, run_group, torchrun
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("need_torch")]
@@ -35,7 +34,7 @@ def test_duplicate_layout_raises_on_every_rank_naming_the_pairs(tmp_path: Path) 
 
 def test_cli_out_of_range_ranks_with_two_visible_gpus(tmp_path: Path) -> None:
     env = base_env(CUDA_VISIBLE_DEVICES="0,1", RANKMAP_MACHINE="workstation-4gpu")
-    run = torchrun(4, ["-m", "rankmap", "probe", "--timeout", "15", "--json"], env, cwd=tmp_path)
+    run = torchrun(4, ["-m", "rankmap", "probe", "--timeout", "60", "--json"], env, cwd=tmp_path)
     start = run.stdout.index("{")
     doc = json.loads(run.stdout[start : run.stdout.rindex("}") + 1])
     assert doc["command"] == "probe" and doc["verdict"] == "error"
@@ -69,7 +68,7 @@ def test_healthy_job_is_clean_and_gloo_allreduce_works_afterwards(tmp_path: Path
 
 def test_cli_healthy_text_output(tmp_path: Path) -> None:
     env = base_env(RANKMAP_MACHINE="workstation-4gpu")
-    run = torchrun(2, ["-m", "rankmap", "probe", "--timeout", "15"], env, cwd=tmp_path)
+    run = torchrun(2, ["-m", "rankmap", "probe", "--timeout", "60"], env, cwd=tmp_path)
     assert run.status == 0, run.stderr[-2000:]
     assert "OK rankmap probe: 2 rank(s) on 1 node(s)" in run.stdout
     assert "0000:52:00.0" in run.stdout
@@ -80,7 +79,7 @@ def test_rank_that_exits_early_is_reported_missing_in_time(tmp_path: Path) -> No
     env = base_env(
         RMTEST_OUT=str(tmp_path),
         RMTEST_EXIT_RANK="3",
-        RMTEST_TIMEOUT="3",
+        RMTEST_TIMEOUT="6",
         RANKMAP_MACHINE="workstation-4gpu",
     )
     torchrun(4, [str(JOB)], env, cwd=tmp_path)
@@ -89,10 +88,10 @@ def test_rank_that_exits_early_is_reported_missing_in_time(tmp_path: Path) -> No
     for rank in (0, 1, 2):
         event = results[rank]["events"][0]
         assert isinstance(event, dict) and event["raised"] == "ProbeTimeout"
-        assert "rank 3 never reported within 3 s" in str(event["message"])
+        assert "rank 3 never reported within 6 s" in str(event["message"])
         assert "expected on ws-01" in str(event["message"])
         # within the timeout + 2 s (measured inside the rank; not a speed target)
-        assert float(event["seconds"]) < 5.0
+        assert float(event["seconds"]) < 8.0
 
 
 def test_cli_missing_rank_exits_3(tmp_path: Path) -> None:
@@ -101,10 +100,10 @@ def test_cli_missing_rank_exits_3(tmp_path: Path) -> None:
     script = tmp_path / "fake_world.py"
     script.write_text(
         "import os, sys\nos.environ['WORLD_SIZE'] = '3'\n"
-        "from rankmap.cli import main\nsys.exit(main(['probe', '--timeout', '2']))\n"
+        "from rankmap.cli import main\nsys.exit(main(['probe', '--timeout', '6']))\n"
     )
     run = torchrun(2, [str(script)], env, cwd=tmp_path)
-    assert "rank 2 never reported within 2 s" in run.stdout
+    assert "rank 2 never reported within 6 s" in run.stdout
     assert "exitcode  : 3" in run.stderr
 
 
@@ -162,7 +161,7 @@ def test_hosted_store_without_torchrun_then_job_init_reuses_it(tmp_path: Path) -
 
     code = (
         "import os, torch, torch.distributed as dist, rankmap\n"
-        "r = rankmap.verify(timeout=15)\n"
+        "r = rankmap.verify(timeout=60)\n"
         "dist.init_process_group('gloo')\n"
         "t = torch.ones(1); dist.all_reduce(t)\n"
         "print('ok', r.verdict, t.item())\n"
@@ -193,7 +192,7 @@ def test_hosted_store_without_torchrun_then_job_init_reuses_it(tmp_path: Path) -
     outs = []
     for p in procs:
         try:
-            out, err = p.communicate(timeout=60)
+            out, err = p.communicate(timeout=120)
         finally:
             p.kill()
         outs.append((p.returncode, out, err))

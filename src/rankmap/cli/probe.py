@@ -62,9 +62,7 @@ def render_text(report: Report, ctx: AppContext) -> None:
     console = ctx.console()
     nodes = report.sections.get("nodes", [])
     world = report.sections.get("world_size", len(report.placements))
-    render_verdict(
-        console, report, f"rankmap probe: {world} rank(s) on {len(nodes)} node(s)"
-    )
+    render_verdict(console, report, f"rankmap probe: {world} rank(s) on {len(nodes)} node(s)")
     if len(report.placements) <= DETAIL_MAX_RANKS:
         render_placements(console, report.placements, title="Rank map (from the ranks themselves)")
     else:
@@ -91,7 +89,9 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     printed: list[int] = []
 
     def show(report: Report) -> None:
-        printed.append(emit(report, ctx, as_json=args.json, render_text=render_text, html=args.html))
+        printed.append(
+            emit(report, ctx, as_json=args.json, render_text=render_text, html=args.html)
+        )
 
     outcome = run_probe(
         ctx.environ,
@@ -102,7 +102,9 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         on_report=show,
     )
     report = outcome.report
-    status = printed[0] if printed else int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
+    status = (
+        printed[0] if printed else int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
+    )
     if outcome.missing:
         if not outcome.is_reporter:
             ctx.stderr.write(

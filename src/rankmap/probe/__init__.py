@@ -58,9 +58,18 @@ def _finding_from_dict(doc: Mapping[str, Any]) -> Finding:
 
 
 def _placement_from_dict(doc: Mapping[str, Any]) -> Placement:
-    keep = ("rank", "local_rank", "node", "cuda_index", "nvml_index", "uuid", "pci_bus_id")
-    extra = {k: doc[k] for k in ("node_rank", "error", "source") if k in doc}
-    return Placement(**{k: doc.get(k) for k in keep}, **extra)
+    return Placement(
+        rank=int(doc["rank"]),
+        local_rank=doc.get("local_rank"),
+        node=doc.get("node"),
+        cuda_index=doc.get("cuda_index"),
+        nvml_index=doc.get("nvml_index"),
+        uuid=doc.get("uuid"),
+        pci_bus_id=doc.get("pci_bus_id"),
+        node_rank=doc.get("node_rank"),
+        error=doc.get("error"),
+        source=doc.get("source"),
+    )
 
 
 def verdict_payload(report: Report) -> bytes:
@@ -104,7 +113,9 @@ def run_probe(
     ``ProbeTimeout`` (rank 0 never published a verdict).
     """
     deadline = time.monotonic() + timeout
-    record = collect_record(environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init)
+    record = collect_record(
+        environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init
+    )
     if record.world_size <= 1 and not _pg_initialized():
         single = collate([record], world_size=1)
         if on_report is not None:

@@ -64,8 +64,10 @@ def _dup_code(group: list[RankRecord], peers: int) -> str:
     if all(r.visible_uuids is not None and len(r.visible_uuids) == 1 for r in group):
         return "RM503"
     count = len(group[0].visible_uuids or ())
-    if count and peers > count and all(
-        r.local_rank is not None and r.cuda_index == r.local_rank % count for r in group
+    if (
+        count
+        and peers > count
+        and all(r.local_rank is not None and r.cuda_index == r.local_rank % count for r in group)
     ):
         return "RM101"
     if len({r.cuda_index for r in group}) == 1 and all(
@@ -128,9 +130,13 @@ def _ordinal_code(r: RankRecord, node_records: list[RankRecord]) -> str:
         p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records
     ):
         return "RM501"
-    if r.cuda_visible_devices is not None and count is not None and r.gpus is not None:
-        if len(r.gpus) > count:
-            return "RM201"
+    if (
+        r.cuda_visible_devices is not None
+        and count is not None
+        and r.gpus is not None
+        and len(r.gpus) > count
+    ):
+        return "RM201"
     if r.cuda_visible_devices is not None and count is not None:
         host_gpus = next((len(p.gpus) for p in node_records if p.gpus is not None), None)
         if host_gpus is not None and host_gpus > count:
@@ -179,7 +185,9 @@ def check_node_consistency(
         for r in recs:
             if r.local_rank is not None:
                 locals_[r.local_rank].append(r.rank)
-        dups = [f"{rank_list(v)} have LOCAL_RANK={k}" for k, v in sorted(locals_.items()) if len(v) > 1]
+        dups = [
+            f"{rank_list(v)} have LOCAL_RANK={k}" for k, v in sorted(locals_.items()) if len(v) > 1
+        ]
         if dups:
             out.append(
                 finding(
@@ -214,7 +222,10 @@ def _gpu_sets(recs: list[RankRecord], node: str) -> list[Finding]:
     if len(sets) < 2:
         return []
     singles = all(len(s) == 1 for s in sets)
-    parts = [f"{rank_list(v)} see {len(s)} GPU(s) {', '.join(x[:12] for x in s[:4])}" for s, v in sets.items()]
+    parts = [
+        f"{rank_list(v)} see {len(s)} GPU(s) {', '.join(x[:12] for x in s[:4])}"
+        for s, v in sets.items()
+    ]
     return [
         finding(
             "RM502" if singles else "RM260",
@@ -328,7 +339,8 @@ def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
         groups = _version_groups(records, attr)
         if len(groups) > 1:
             diffs.append(
-                f"{name}: " + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(groups.items()))
+                f"{name}: "
+                + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(groups.items()))
             )
     if diffs:
         out.append(finding("RM052", "versions differ across ranks", detail="; ".join(diffs)))
@@ -363,9 +375,9 @@ def check_socket_ifname(records: Sequence[RankRecord], label: dict[str, str]) ->
         usable, unmatched = ifname_matches(r.socket_ifname, r.interfaces)
         if usable and not unmatched:
             continue
-        key = (r.socket_ifname, r.machine_key, not usable)
-        bad[key].append(r.rank)
-        details[key] = f"interfaces there: {', '.join(r.interfaces) or 'none'}" + (
+        group = (r.socket_ifname, r.machine_key, not usable)
+        bad[group].append(r.rank)
+        details[group] = f"interfaces there: {', '.join(r.interfaces) or 'none'}" + (
             f"; unmatched: {', '.join(unmatched)}" if unmatched else ""
         )
     out = []

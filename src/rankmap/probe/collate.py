@@ -15,7 +15,7 @@ from typing import Any
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import MigRef, Placement
 from rankmap.probe import checks
-from rankmap.probe.checks import rank_list, ranges
+from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.record import RankRecord, record_from_json
 
 
@@ -146,7 +146,11 @@ def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
 def _layout_text(recs: list[RankRecord]) -> str:
     parts = []
     for r in sorted(recs, key=lambda r: (r.local_rank or 0, r.rank)):
-        gpu = "invalid" if r.device_error else (f"GPU {r.nvml_index}" if r.nvml_index is not None else "GPU ?")
+        gpu = (
+            "invalid"
+            if r.device_error
+            else (f"GPU {r.nvml_index}" if r.nvml_index is not None else "GPU ?")
+        )
         parts.append(f"{r.local_rank}->cuda:{r.cuda_index}->{gpu}")
     return ", ".join(parts[:16]) + (f", ... ({len(parts)} ranks)" if len(parts) > 16 else "")
 
@@ -178,7 +182,12 @@ def node_sections(
         groups[sig].append(label[key])
         sample.setdefault(sig, recs)
     node_groups = [
-        {"nodes": names, "count": len(names), "ranks_per_node": len(sample[sig]), "layout": _layout_text(sample[sig])}
+        {
+            "nodes": names,
+            "count": len(names),
+            "ranks_per_node": len(sample[sig]),
+            "layout": _layout_text(sample[sig]),
+        }
         for sig, names in sorted(groups.items(), key=lambda kv: -len(kv[1]))
     ]
     return nodes, node_groups, {"hosts": hosts}
@@ -233,8 +242,6 @@ def collate(
     )
 
 
-def collate_raw(
-    raw: Sequence[bytes], **kwargs: Any
-) -> Report:
+def collate_raw(raw: Sequence[bytes], **kwargs: Any) -> Report:
     """Collate records as they come out of the store (JSON bytes)."""
     return collate([record_from_json(b) for b in raw], **kwargs)

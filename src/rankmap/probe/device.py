@@ -64,7 +64,9 @@ def _torch() -> Any:
     return torch
 
 
-def choose_index(device: Any, renv: RankEnv, torch: Any, *, profile: bool) -> tuple[int | None, str]:
+def choose_index(
+    device: Any, renv: RankEnv, torch: Any, *, profile: bool
+) -> tuple[int | None, str]:
     """(cuda index, why) for this rank; ``(None, "cpu")`` when the caller says CPU."""
     if device is not None:
         if isinstance(device, bool):
@@ -177,7 +179,9 @@ def _cuda_facts(torch: Any, index: int | None) -> dict[str, Any]:
         if i == index:
             out["uuid"] = text
             out["gpu_name"] = str(props.name)
-            parts = [getattr(props, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+            parts = [
+                getattr(props, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")
+            ]
             if all(isinstance(p, int) for p in parts):
                 out["pci_bus_id"] = try_normalize_bus_id(
                     f"{parts[0]:04x}:{parts[1]:02x}:{parts[2]:02x}.0"
@@ -227,15 +231,15 @@ def resolve_device(
     if machine is not None:
         from rankmap.inventory import load_machine
 
-        host = pick_host(load_machine(machine), identity.hostname, renv.node_rank)
-        facts = _from_view(resolve_visible(host, environ), host, index)
-        ident = _profile_identity(host, identity)
+        chosen = pick_host(load_machine(machine), identity.hostname, renv.node_rank)
+        facts = _from_view(resolve_visible(chosen, environ), chosen, index)
+        ident = _profile_identity(chosen, identity)
         return DeviceFacts(
             cuda_index=index,
             selected_by=selected_by,
             source=f"profile:{machine}",
-            versions=_versions(torch, host),
-            gpus=_inventory(host),
+            versions=_versions(torch, chosen),
+            gpus=_inventory(chosen),
             identity=ident,
             identity_source=f"profile:{machine}" if ident else "system",
             **facts,

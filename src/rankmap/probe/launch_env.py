@@ -41,7 +41,9 @@ _NODE_RANK = ("GROUP_RANK", "NODE_RANK", "CROSS_RANK", "SLURM_NODEID", "OMPI_COM
 class RankEnv:
     """The rank facts a launcher put in one process's environment (``None``: not set)."""
 
-    launcher: str  # torchrun | accelerate | deepspeed | slurm | openmpi | mpich | mvapich2 | env | none
+    launcher: (
+        str  # torchrun | accelerate | deepspeed | slurm | openmpi | mpich | mvapich2 | env | none
+    )
     rank: int
     world_size: int
     local_rank: int | None

@@ -160,9 +160,7 @@ def interface_addresses(names: tuple[str, ...] | None) -> tuple[str, ...]:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for name in names:
             try:
-                packed = fcntl.ioctl(
-                    sock.fileno(), 0x8915, struct.pack("256s", name.encode()[:15])
-                )
+                packed = fcntl.ioctl(sock.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
             except OSError:
                 continue
             out.append(f"{name}={socket.inet_ntoa(packed[20:24])}")

@@ -52,7 +52,7 @@ def _tcp(host: str, port: int, *, master: bool, deadline: float, multi_tenant: b
     import torch.distributed as dist
 
     timeout = timedelta(seconds=_remaining(deadline))
-    return dist.TCPStore(
+    return dist.TCPStore(  # type: ignore[attr-defined]
         host,
         port,
         None,
@@ -82,7 +82,10 @@ def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreH
     try:
         if environ.get("RANKMAP_STORE_FILE"):
             where = f"file store {environ['RANKMAP_STORE_FILE']}"
-            return StoreHandle(dist.FileStore(environ["RANKMAP_STORE_FILE"], -1), where)
+            return StoreHandle(
+                dist.FileStore(environ["RANKMAP_STORE_FILE"], -1),  # type: ignore[attr-defined]
+                where,
+            )
         if environ.get("RANKMAP_STORE_PORT"):
             addr = environ.get("RANKMAP_STORE_ADDR") or environ.get("MASTER_ADDR") or "127.0.0.1"
             port = _port(environ, "RANKMAP_STORE_PORT")
@@ -100,8 +103,8 @@ def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreH
                 rank=dist.get_rank(),
                 world_size=dist.get_world_size(),
             )
-        addr, port_text = environ.get("MASTER_ADDR"), environ.get("MASTER_PORT")
-        if not addr or not port_text:
+        addr = environ.get("MASTER_ADDR") or ""
+        if not addr or not environ.get("MASTER_PORT"):
             raise UnavailableError(
                 "no store to exchange records: MASTER_ADDR/MASTER_PORT are not set",
                 hint="launch with torchrun, or set MASTER_ADDR/MASTER_PORT, RANKMAP_STORE_PORT "

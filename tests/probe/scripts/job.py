@@ -5,7 +5,7 @@ Environment knobs (all optional):
   RMTEST_DEVICE_MOD N: call verify(device=local_rank % N)
   RMTEST_EXIT_RANK  R: that rank exits at once (a rank that dies before the probe)
   RMTEST_PHASES     comma list of: verify, init, allreduce (default "verify,init,allreduce")
-  RMTEST_TIMEOUT    verify timeout in seconds (default 20)
+  RMTEST_TIMEOUT    verify timeout in seconds (default 60)
 """
 
 import json
@@ -37,7 +37,7 @@ if os.environ.get("RMTEST_EXIT_RANK") == str(rank):
 
 mod = os.environ.get("RMTEST_DEVICE_MOD")
 device = local_rank % int(mod) if mod else None
-timeout = float(os.environ.get("RMTEST_TIMEOUT", "20"))
+timeout = float(os.environ.get("RMTEST_TIMEOUT", "60"))
 status = 0
 for phase in os.environ.get("RMTEST_PHASES", "verify,init,allreduce").split(","):
     try:
@@ -45,8 +45,11 @@ for phase in os.environ.get("RMTEST_PHASES", "verify,init,allreduce").split(",")
         if phase == "verify":
             report = rankmap.verify(device, timeout=timeout)
             result["events"].append(
-                {"verify": report.verdict, "codes": [f.code for f in report.findings],
-                 "seconds": time.monotonic() - start}
+                {
+                    "verify": report.verdict,
+                    "codes": [f.code for f in report.findings],
+                    "seconds": time.monotonic() - start,
+                }
             )
         elif phase == "init":
             dist.init_process_group("gloo")
@@ -57,8 +60,7 @@ for phase in os.environ.get("RMTEST_PHASES", "verify,init,allreduce").split(",")
             result["events"].append({"allreduce": float(t.item())})
     except rankmap.RankMapError as exc:
         result["events"].append(
-            {"raised": type(exc).__name__, "message": str(exc),
-             "seconds": time.monotonic() - start}
+            {"raised": type(exc).__name__, "message": str(exc), "seconds": time.monotonic() - start}
         )
         status = 1
         break
