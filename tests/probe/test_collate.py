@@ -10,6 +10,7 @@ import pytest
 from rankmap.probe.checks import ifname_matches, ranges
 from rankmap.probe.collate import collate, collate_raw
 from rankmap.probe.record import RankRecord, record_from_json
+from rankmap.probe.wire import encode
 
 GPUS = [f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(8)]
 BUS = [f"0000:{0x18 + 0x10 * i:02X}:00.0" for i in range(8)]
@@ -213,8 +214,12 @@ def test_assumption_and_blind_ranks_are_said() -> None:
 def test_records_round_trip_through_json() -> None:
     original = rec(3, socket_ifname="eth0", interfaces=("lo", "eth0"), env={"NCCL_DEBUG": "INFO"})
     assert record_from_json(original.to_json()) == original
-    report = collate_raw([r.to_json() for r in job()], world_size=8)
+    parts = [encode(r) for r in job()]
+    shared = {digest: blob for _, blob, digest in parts}
+    assert len(shared) == 2  # one shared part per node
+    report = collate_raw([own for own, _, _ in parts], shared, world_size=8)
     assert report.verdict == "ok"
+    assert report.to_dict() == collate(job(), world_size=8).to_dict()
 
 
 def test_large_job_groups_identical_nodes_and_lists_outliers() -> None:

@@ -134,6 +134,7 @@ def run_probe(
     def decide(g: st.Gathered) -> bytes:
         report = collate_raw(
             g.records,
+            g.shared,
             world_size=record.world_size,
             missing=g.missing,
             arrivals=g.arrivals,
@@ -145,9 +146,7 @@ def run_probe(
             on_report(report)
         return verdict_payload(report)
 
-    verdict = st.exchange(
-        handle, prefix, record.rank, record.world_size, record.to_json(), deadline, decide
-    )
+    verdict = st.exchange(handle, prefix, record.rank, record.world_size, record, deadline, decide)
     if verdict is None:
         raise ProbeTimeout(
             f"rank 0 published no verdict within {timeout:g} s through {handle.where} "

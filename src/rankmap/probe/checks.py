@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from rankmap.findings import Finding, Severity, finding
 from rankmap.pci import nccl_form
@@ -23,6 +24,8 @@ def ranges(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
     out: list[str] = []
     items = sorted(set(ranks))
+    if len(items) > 1 and items[-1] - items[0] == len(items) - 1:
+        return f"{items[0]}-{items[-1]}"  # contiguous: the usual node
     start = prev = None
     for r in items:
         if start is None:
@@ -237,22 +240,25 @@ def _gpu_sets(recs: list[RankRecord], node: str) -> list[Finding]:
     ]
 
 
-def check_identity(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
+def check_identity(by_machine: dict[str, list[RankRecord]], label: dict[str, str]) -> list[Finding]:
     """Hostname / boot_id / NCCL_HOSTID / node rank collisions across machines."""
     by_host: dict[str, set[str]] = defaultdict(set)
     by_boot: dict[str, set[str]] = defaultdict(set)
     by_hostid: dict[str, set[str]] = defaultdict(set)
     by_node_rank: dict[int, set[str]] = defaultdict(set)
-    ranks_of: dict[str, list[int]] = defaultdict(list)
-    for r in records:
-        ranks_of[r.machine_key].append(r.rank)
-        by_host[r.hostname or "?"].add(r.machine_key)
-        if r.boot_id:
-            by_boot[r.boot_id].add(r.machine_key)
-        if r.nccl_hostid:
-            by_hostid[r.nccl_hostid].add(r.machine_key)
-        if r.node_rank is not None:
-            by_node_rank[r.node_rank].add(r.machine_key)
+    ranks_of: dict[str, list[int]] = {}
+    for key, recs in by_machine.items():
+        first = recs[0]  # hostname and boot_id make the machine key: equal for all its ranks
+        ranks_of[key] = [r.rank for r in recs]
+        by_host[first.hostname or "?"].add(key)
+        if first.boot_id:
+            by_boot[first.boot_id].add(key)
+        for hostid in {r.nccl_hostid for r in recs}:
+            if hostid:
+                by_hostid[hostid].add(key)
+        for nr in {r.node_rank for r in recs}:
+            if nr is not None:
+                by_node_rank[nr].add(key)
 
     def ranks(keys: set[str]) -> list[int]:
         return [x for k in keys for x in ranks_of[k]]
@@ -313,7 +319,7 @@ def check_identity(records: Sequence[RankRecord], label: dict[str, str]) -> list
     return out
 
 
-def _version_groups(records: Sequence[RankRecord], attr: str) -> dict[str, list[int]]:
+def version_groups(records: Sequence[RankRecord], attr: str) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = defaultdict(list)
     for r in records:
         value = getattr(r, attr)
@@ -322,10 +328,17 @@ def _version_groups(records: Sequence[RankRecord], attr: str) -> dict[str, list[
     return groups
 
 
+_VERSIONS = attrgetter(
+    "nccl_version", "torch_version", "cuda_version", "driver_version", "cuda_driver_version"
+)
+
+
 def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
     """NCCL (error) and torch / CUDA / driver (warning) versions that differ across ranks."""
-    out = []
-    nccl = _version_groups(records, "nccl_version")
+    out: list[Finding] = []
+    if len({_VERSIONS(r) for r in records}) <= 1:
+        return out  # the usual case, one pass
+    nccl = version_groups(records, "nccl_version")
     if len(nccl) > 1:
         parts = [f"{v} (ranks {ranges(rs)})" for v, rs in sorted(nccl.items())]
         out.append(finding("RM051", f"ranks load different NCCL versions: {_more(parts)}"))
@@ -336,7 +349,7 @@ def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
         ("driver_version", "driver"),
         ("cuda_driver_version", "driver CUDA"),
     ):
-        groups = _version_groups(records, attr)
+        groups = version_groups(records, attr)
         if len(groups) > 1:
             diffs.append(
                 f"{name}: "

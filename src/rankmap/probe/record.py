@@ -113,13 +113,55 @@ class RankRecord:
         return out
 
     def to_json(self) -> bytes:
-        """Compact JSON bytes for the store."""
-        return json.dumps(self.to_dict(), separators=(",", ":")).encode()
+        """Compact JSON bytes for the store: ``[RECORD_TAG, value, ...]`` in field order.
+
+        Positional, not a dict: half the bytes and a third of the parse time on rank 0, which
+        reads every rank's record (100,000 ranks: issue 5's 2 s budget).
+        """
+        values: list[Any] = [RECORD_TAG]
+        for name in _NAMES:
+            value = getattr(self, name)
+            values.append(dict(value) if name == "env" else value)
+        return json.dumps(values, separators=(",", ":")).encode()
 
 
-_FIELDS = {f.name for f in fields(RankRecord)}
+RECORD_TAG = "rankmap-rec/1"
+_NAMES = tuple(f.name for f in fields(RankRecord))
+_FIELDS = set(_NAMES)
+_DEFAULTS = dict(RankRecord(rank=0, world_size=1).__dict__)
 _TUPLE_FIELDS = ("addresses", "device_notes", "problems")
 _OPTIONAL_TUPLES = ("visible_uuids", "interfaces", "gpus")
+
+
+def record_field_names() -> tuple[str, ...]:
+    """Field names of :class:`RankRecord`, in order."""
+    return _NAMES
+
+
+def record_from_state(state: Mapping[str, Any]) -> RankRecord:
+    """A record from already-typed field values (tuples where the fields are tuples).
+
+    Bypasses the frozen ``__init__`` (50 ``object.__setattr__`` calls per record): rank 0 builds
+    100,000 of these. Missing fields take their defaults; unknown keys are ignored.
+    """
+    rec = object.__new__(RankRecord)
+    if len(state) == len(_NAMES) and all(k in _FIELDS for k in state):
+        full = dict(state)
+    else:
+        full = dict(_DEFAULTS)
+        full.update((k, v) for k, v in state.items() if k in _FIELDS)
+    object.__setattr__(rec, "__dict__", full)
+    return rec
+
+
+def _from_values(values: list[Any]) -> RankRecord:
+    state = dict(zip(_NAMES, values[1:], strict=False))
+    for name in _TUPLE_FIELDS:
+        state[name] = tuple(state.get(name) or ())
+    for name in _OPTIONAL_TUPLES:
+        if state.get(name) is not None:
+            state[name] = tuple(state[name])
+    return record_from_state(state)
 
 
 def record_from_dict(doc: Mapping[str, Any]) -> RankRecord:
@@ -134,9 +176,17 @@ def record_from_dict(doc: Mapping[str, Any]) -> RankRecord:
     return RankRecord(**kwargs)
 
 
+def _decode(doc: Any) -> RankRecord:
+    if isinstance(doc, list) and doc and doc[0] == RECORD_TAG:
+        return _from_values(doc)
+    if isinstance(doc, dict):
+        return record_from_dict(doc)
+    raise ValueError("not a rankmap probe record")
+
+
 def record_from_json(data: bytes | str) -> RankRecord:
     """Parse one record sent through the store."""
-    return record_from_dict(json.loads(data))
+    return _decode(json.loads(data))
 
 
 def interface_names() -> tuple[str, ...] | None:

@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from rankmap.errors import UnavailableError
+from rankmap.probe.record import RankRecord
 
 # Hosted servers stay alive for the life of the process (the job's init reuses them).
 _KEEPALIVE: list[Any] = []
@@ -181,15 +182,18 @@ def present_ranks(store: Any, prefix: str, world_size: int) -> list[int]:
 
 @dataclass
 class Gathered:
-    """What rank 0 gathered: raw records, the ranks that never came, the arrival count."""
+    """What rank 0 gathered: own record parts, shared parts by digest, who never came."""
 
     records: list[bytes]
+    shared: dict[str, bytes]
     missing: list[int]
     arrivals: int
 
 
 def gather(store: Any, prefix: str, world_size: int, deadline: float) -> Gathered:
-    """Rank 0: wait (bounded) for every rank's record and fetch them."""
+    """Rank 0: wait (bounded) for every rank's record and fetch them (shared parts once)."""
+    from rankmap.probe.wire import digest_of
+
     arrivals = wait_count(store, f"{prefix}/arrived", world_size, deadline)
     if arrivals >= world_size:
         present = list(range(world_size))
@@ -197,12 +201,18 @@ def gather(store: Any, prefix: str, world_size: int, deadline: float) -> Gathere
         present = present_ranks(store, prefix, world_size)
     missing = sorted(set(range(world_size)) - set(present))
     records = fetch(store, [f"{prefix}/rec/{r}" for r in present])
-    return Gathered(records, missing, arrivals)
+    digests = sorted({digest_of(b) for b in records})
+    blobs = fetch(store, [f"{prefix}/shared/{d}" for d in digests])
+    return Gathered(records, dict(zip(digests, blobs, strict=False)), missing, arrivals)
 
 
-def publish(store: Any, prefix: str, rank: int, record: bytes) -> None:
-    """Any rank: put this rank's record and count the arrival."""
-    store.set(f"{prefix}/rec/{rank}", record)
+def publish(store: Any, prefix: str, rank: int, record: RankRecord) -> None:
+    """Any rank: put this rank's record (shared part first) and count the arrival."""
+    from rankmap.probe.wire import encode
+
+    own, shared, digest = encode(record)
+    store.set(f"{prefix}/shared/{digest}", shared)
+    store.set(f"{prefix}/rec/{rank}", own)
     store.add(f"{prefix}/arrived", 1)
 
 
@@ -211,7 +221,7 @@ def exchange(
     prefix: str,
     rank: int,
     world_size: int,
-    record: bytes,
+    record: RankRecord,
     deadline: float,
     decide: Callable[[Gathered], bytes],
     *,
