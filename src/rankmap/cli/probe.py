@@ -107,9 +107,11 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     )
     if outcome.missing:
         if not outcome.is_reporter:
+            from rankmap.probe.checks import rank_list
+
             ctx.stderr.write(
-                f"rankmap: error: rank {outcome.rank}: ranks "
-                f"{', '.join(map(str, outcome.missing))} never reported\n"
+                f"rankmap: error: rank {outcome.rank}: {rank_list(outcome.missing)} never "
+                "reported\n"
             )
         return int(ExitStatus.UNAVAILABLE)
     return status

@@ -33,6 +33,14 @@ def node_labels(records: Iterable[RankRecord]) -> dict[str, str]:
     return out
 
 
+def _short_error(r: RankRecord) -> str | None:
+    if not r.device_error:
+        return None
+    head = r.device_error.split(":", 1)[0]
+    seen = f" ({len(r.visible_uuids)} visible)" if r.visible_uuids is not None else ""
+    return head + seen
+
+
 _FAST_PLACEMENT = not hasattr(Placement, "__slots__") and not hasattr(Placement, "__post_init__")
 
 
@@ -49,7 +57,7 @@ def placement_of(r: RankRecord, node: str) -> Placement:
         "pci_bus_id": r.pci_bus_id,
         "mig": mig,
         "node_rank": r.node_rank,
-        "error": r.device_error,
+        "error": _short_error(r),
         "source": "probe",
     }
     if not _FAST_PLACEMENT:
