@@ -199,3 +199,43 @@ def test_hosted_store_without_torchrun_then_job_init_reuses_it(tmp_path: Path) -
     for status, out, err in outs:
         assert status == 0, err[-2000:]
         assert "ok ok 2.0" in out
+
+
+@pytest.mark.parametrize("kind", ["file", "port"])
+def test_separate_store_by_env(tmp_path: Path, kind: str) -> None:
+    """RANKMAP_STORE_FILE / RANKMAP_STORE_PORT: plain processes, no launcher store at all."""
+    import subprocess
+
+    extra = (
+        {"RANKMAP_STORE_FILE": str(tmp_path / "store")}
+        if kind == "file"
+        else {"RANKMAP_STORE_PORT": str(free_port()), "RANKMAP_STORE_ADDR": "127.0.0.1"}
+    )
+    code = "import rankmap; r = rankmap.verify(timeout=60); print('ok', r.verdict)\n"
+    procs = []
+    for rank in range(2):
+        env = base_env(
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE="2",
+            RANKMAP_MACHINE="workstation-4gpu",
+            **extra,
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                env=env,
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        )
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=120)
+        finally:
+            p.kill()
+        assert p.returncode == 0, err[-2000:]
+        assert "ok ok" in out

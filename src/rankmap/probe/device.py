@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankmap.errors import InputError
 from rankmap.model import Host, HostIdentity
 from rankmap.pci import try_normalize_bus_id
 from rankmap.probe.launch_env import RankEnv
@@ -70,14 +71,18 @@ def choose_index(
     """(cuda index, why) for this rank; ``(None, "cpu")`` when the caller says CPU."""
     if device is not None:
         if isinstance(device, bool):
-            raise TypeError("device must be an int, 'cuda:N' or a torch.device")
+            raise InputError(
+                f"device={device!r}: expected a CUDA index, 'cuda:N' or a torch.device"
+            )
         if isinstance(device, int):
             return device, "argument"
         kind = getattr(device, "type", None)
         index = getattr(device, "index", None)
         if isinstance(device, str):
-            kind, _, rest = device.partition(":")
-            index = int(rest) if rest.strip().isdigit() else None
+            kind, _, rest = device.strip().partition(":")
+            if rest and not rest.strip().isdigit():
+                raise InputError(f"device={device!r}: expected 'cuda:N'")
+            index = int(rest) if rest else None
         if kind != "cuda":
             return None, "cpu"
         if index is not None:
