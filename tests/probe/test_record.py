@@ -129,3 +129,24 @@ def test_import_rankmap_and_probe_help_do_not_import_torch() -> None:
     )
     assert "--timeout S" in out.stdout
     assert out.stdout.strip().endswith("False")
+
+
+def test_cuda_facts_cross_checked_with_nvml(machine) -> None:  # type: ignore[no-untyped-def]
+    """CUDA's answer wins; NVML adds the nvidia-smi index; a disagreement becomes a note."""
+    from rankmap.probe.device import _from_view, _merge_cuda_nvml
+    from rankmap.visibility import resolve_visible
+
+    host = machine("workstation-4gpu")
+    nvml = _from_view(resolve_visible(host, {"CUDA_VISIBLE_DEVICES": "1"}), host, 0)
+    same = {"uuid": host.gpus[1].uuid, "pci_bus_id": host.gpus[1].pci_bus_id}
+    out, notes = _merge_cuda_nvml(same, host, nvml, 0)
+    assert out["nvml_index"] == 1 and notes == []
+    other = {"uuid": host.gpus[2].uuid, "pci_bus_id": host.gpus[2].pci_bus_id}
+    out, notes = _merge_cuda_nvml(other, host, nvml, 0)
+    assert out["nvml_index"] == 2  # what CUDA says is what the rank uses
+    assert notes and "0000:56:00.0" in notes[-1] and "0000:52:00.0" in notes[-1]
+    mig_host = machine("a100-mig")
+    mig = _from_view(resolve_visible(mig_host, {}), mig_host, 0)
+    cuda = {"uuid": None, "pci_bus_id": mig_host.gpus[0].pci_bus_id}
+    out, _ = _merge_cuda_nvml(cuda, mig_host, mig, 0)
+    assert out["uuid"].startswith("MIG-") and out["mig_parent_uuid"] == mig_host.gpus[0].uuid

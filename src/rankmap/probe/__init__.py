@@ -74,13 +74,13 @@ def _placement_from_dict(doc: Mapping[str, Any]) -> Placement:
 
 def verdict_payload(report: Report) -> bytes:
     """What rank 0 publishes: the report (placements only for small jobs)."""
-    doc = report.to_dict()
     if len(report.placements) > FULL_VERDICT_MAX_RANKS:
-        doc["placements"] = []
-        doc["nodes"] = []
-        doc["node_groups"] = doc.get("node_groups", [])[:8]
-        doc["inventory"] = {"hosts": []}
-    return json.dumps(doc, separators=(",", ":")).encode()
+        sections = dict(report.sections)
+        sections.update(
+            nodes=[], node_groups=sections.get("node_groups", [])[:8], inventory={"hosts": []}
+        )
+        report = Report(command=report.command, findings=report.findings, sections=sections)
+    return json.dumps(report.to_dict(), separators=(",", ":")).encode()
 
 
 def report_from_payload(data: bytes) -> Report:

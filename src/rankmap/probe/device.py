@@ -210,8 +210,14 @@ def _merge_cuda_nvml(
         if gpu is not None:
             out["nvml_index"] = gpu.nvml_index
             out.setdefault("pci_bus_id", gpu.pci_bus_id)
-            if cuda.get("uuid", "").startswith("MIG-"):
+            if (cuda.get("uuid") or "").startswith("MIG-"):
                 out["mig_parent_uuid"] = gpu.uuid
+        if nvml.get("mig_parent_uuid") and nvml.get("pci_bus_id") == out.get("pci_bus_id"):
+            # NOTE: which UUID torch's device properties give for a MIG instance (the MIG
+            # instance's, without the "MIG-" prefix?) is unverified (cuda_devices.md §5.2); on the
+            # same bus id NVML's MIG identity is taken.
+            out["uuid"] = nvml["uuid"]
+            out["mig_parent_uuid"] = nvml["mig_parent_uuid"]
         for key in ("uuid", "pci_bus_id"):
             if nvml.get(key) and out.get(key) and nvml[key] != out[key]:
                 notes.append(
