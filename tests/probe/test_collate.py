@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from rankmap.probe.checks import ifname_matches, ranges
+from rankmap.probe.checks import ranges
 from rankmap.probe.collate import collate, collate_raw
+from rankmap.probe.network import ifname_matches
 from rankmap.probe.record import RankRecord, record_from_json
 from rankmap.probe.wire import encode
 

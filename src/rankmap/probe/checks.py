@@ -2,9 +2,8 @@
 
 Duplicate GPUs are grouped the way NCCL groups them (same host hash - NCCL_HOSTID, else
 hostname + boot_id - and the same physical GPU; reference/nccl.md (a), (b)); host-identity rules
-compare hostname, boot_id and NCCL_HOSTID across machines; NCCL_SOCKET_IFNAME is matched as
-NCCL does (prefix list, ``^`` excludes, ``=`` exact; nccl.md env table).
-Every rule is linear in the number of records so 100,000 ranks collate in well under 2 s.
+compare hostname, boot_id and NCCL_HOSTID across machines (NCCL_SOCKET_IFNAME: network.py).
+Every rule is linear in the number of records (100,000 ranks: benchmarks/probe_bench.py).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
-from rankmap.findings import Finding, Severity, finding
+from rankmap.findings import Finding, finding
 from rankmap.pci import nccl_form
 from rankmap.probe.record import RankRecord
 
@@ -357,54 +356,4 @@ def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
             )
     if diffs:
         out.append(finding("RM052", "versions differ across ranks", detail="; ".join(diffs)))
-    return out
-
-
-def ifname_matches(spec: str, interfaces: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(interfaces NCCL would consider, entries of ``spec`` that match nothing)."""
-    text = spec.strip()
-    exclude = text.startswith("^")
-    text = text[1:] if exclude else text
-    exact = text.startswith("=")
-    text = text[1:] if exact else text
-    entries = [e.strip() for e in text.split(",") if e.strip()]
-
-    def hit(name: str, entry: str) -> bool:
-        return name == entry if exact else name.startswith(entry)
-
-    unmatched = [e for e in entries if not any(hit(n, e) for n in interfaces)]
-    if exclude:
-        return [n for n in interfaces if not any(hit(n, e) for e in entries)], []
-    return [n for n in interfaces if any(hit(n, e) for e in entries)], unmatched
-
-
-def check_socket_ifname(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
-    """NCCL_SOCKET_IFNAME naming interfaces that do not exist on a rank's machine."""
-    bad: dict[tuple[str, str, bool], list[int]] = defaultdict(list)
-    details: dict[tuple[str, str, bool], str] = {}
-    for r in records:
-        if not r.socket_ifname or r.interfaces is None:
-            continue
-        usable, unmatched = ifname_matches(r.socket_ifname, r.interfaces)
-        if usable and not unmatched:
-            continue
-        group = (r.socket_ifname, r.machine_key, not usable)
-        bad[group].append(r.rank)
-        details[group] = f"interfaces there: {', '.join(r.interfaces) or 'none'}" + (
-            f"; unmatched: {', '.join(unmatched)}" if unmatched else ""
-        )
-    out = []
-    for (spec, key, fatal), rs in bad.items():
-        what = "matches no interface" if fatal else "names interfaces that do not exist"
-        out.append(
-            finding(
-                "RM020",
-                f"NCCL_SOCKET_IFNAME={spec} {what} on {label[key]}",
-                detail=details[(spec, key, fatal)]
-                + (" (NCCL: `Bootstrap : no socket interface found`)" if fatal else ""),
-                ranks=rs,
-                hosts=[label[key]],
-                severity=Severity.ERROR if fatal else Severity.WARNING,
-            )
-        )
     return out

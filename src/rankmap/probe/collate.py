@@ -17,6 +17,7 @@ from rankmap.findings import Finding, Report, finding
 from rankmap.model import MigRef, Placement
 from rankmap.probe import checks
 from rankmap.probe.checks import ranges, rank_list
+from rankmap.probe.network import check_socket_ifname
 from rankmap.probe.record import RankRecord
 
 
@@ -243,7 +244,7 @@ def collate(
     found += checks.check_ordinals(records, label, by_machine)
     found += checks.check_node_consistency(by_machine, label, complete=not missing)
     found += checks.check_versions(records)
-    found += checks.check_socket_ifname(records, label)
+    found += check_socket_ifname(records, label)
     found += _rank_findings(records, label)
     nodes, node_groups, inventory = node_sections(by_machine, label)
     return Report(
