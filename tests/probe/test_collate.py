@@ -237,3 +237,22 @@ def test_large_job_groups_identical_nodes_and_lists_outliers() -> None:
 )
 def test_ranges(ranks: list[int], text: str) -> None:
     assert ranges(ranks) == text
+
+
+def test_large_job_text_shows_grouped_layouts_and_outliers() -> None:
+    import io
+
+    from rankmap.cli.context import AppContext
+    from rankmap.cli.probe import render_text
+
+    records = job(n_nodes=50, per_node=4)
+    records[13] = replace(records[13], cuda_index=0, uuid=GPUS[0], pci_bus_id=BUS[0], nvml_index=0)
+    out = io.StringIO()
+    ctx = AppContext(stdout=out, stderr=io.StringIO(), stdin=io.StringIO(), environ={}, width=100)
+    render_text(collate(records, world_size=200), ctx)
+    text = out.getvalue()
+    assert "ERROR rankmap probe: 200 rank(s) on 50 node(s)" in text
+    assert "49 node(s) x 4 ranks: n0, n1, n2, n4, +45 more" in text
+    assert "outlier 1 node(s) x 4 ranks: n3" in text
+    assert "0->cuda:0->GPU 0, 1->cuda:0->GPU 0, 2->cuda:2->GPU 2" in text  # the outlier's layout
+    assert "Rank map" not in text  # no 200-row table
