@@ -94,6 +94,20 @@ def test_rank_that_exits_early_is_reported_missing_in_time(tmp_path: Path) -> No
         assert float(event["seconds"]) < 8.0
 
 
+def test_rank_zero_that_exits_early_makes_the_others_raise(tmp_path: Path) -> None:
+    env = base_env(
+        RMTEST_OUT=str(tmp_path),
+        RMTEST_EXIT_RANK="0",
+        RMTEST_TIMEOUT="4",
+        RANKMAP_MACHINE="workstation-4gpu",
+    )
+    torchrun(2, [str(JOB)], env, cwd=tmp_path)
+    event = rank_results(tmp_path)[1]["events"][0]
+    assert isinstance(event, dict) and event["raised"] == "ProbeTimeout"
+    assert "rank 0 published no verdict within 4 s" in str(event["message"])
+    assert float(event["seconds"]) < 6.0
+
+
 def test_cli_missing_rank_exits_3(tmp_path: Path) -> None:
     # rank 1 probes with a world of 3 although only 2 processes exist: rank 2 never comes.
     env = base_env(RANKMAP_MACHINE="workstation-4gpu")
