@@ -1,0 +1,117 @@
+"""``rankmap probe``: run in every rank of a job; rank 0 prints the job-wide rank -> GPU map.
+
+``torchrun --nproc-per-node 8 -m rankmap probe``, ``srun rankmap probe``, ``mpirun ... rankmap
+probe``. Exit 0 clean, 1 error findings (every rank), 3 when ranks are missing or the store is
+unreachable (within the timeout + 2 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rankmap.cli.common import add_html, add_json, add_machine, emit
+from rankmap.cli.context import AppContext
+from rankmap.errors import UsageError
+from rankmap.findings import Report
+from rankmap.status import ExitStatus
+
+DETAIL_MAX_RANKS = 64
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "probe",
+        help="in-job probe: every rank reports its real GPU; rank 0 prints the map",
+        description="Run under the job's launcher (torchrun ... -m rankmap probe, srun rankmap "
+        "probe, mpirun rankmap probe). Ranks exchange records through the job's c10d store "
+        "(no NCCL); rank 0 prints the rank -> node -> GPU map and findings.",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for every rank (default 60); missing ranks -> exit 3",
+    )
+    parser.add_argument(
+        "--device",
+        metavar="INDEX",
+        help="CUDA index each rank checks (default: cuda:LOCAL_RANK)",
+    )
+    add_json(parser)
+    add_html(parser)
+    add_machine(parser, repeatable=False)
+
+
+def _device(value: str | None) -> Any:
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return text
+    raise UsageError(f"--device {value!r}: expected a CUDA index such as 0 or cuda:0")
+
+
+def render_text(report: Report, ctx: AppContext) -> None:
+    """Verdict, the map (grouped by node layout for large jobs), findings."""
+    from rankmap.render.text import esc, render_findings, render_placements, render_verdict
+
+    console = ctx.console()
+    nodes = report.sections.get("nodes", [])
+    world = report.sections.get("world_size", len(report.placements))
+    render_verdict(console, report, f"rankmap probe: {world} rank(s) on {len(nodes)} node(s)")
+    if len(report.placements) <= DETAIL_MAX_RANKS:
+        render_placements(console, report.placements, title="Rank map (from the ranks themselves)")
+    else:
+        groups = report.sections.get("node_groups", [])
+        console.print("[bold]Node layouts[/] (identical nodes grouped; outliers listed after)")
+        for i, g in enumerate(groups):
+            names = g["nodes"]
+            shown = ", ".join(names[:4]) + (f", +{len(names) - 4} more" if len(names) > 4 else "")
+            tag = "" if i == 0 else "[yellow]outlier[/] "
+            console.print(
+                f"  {tag}{g['count']} node(s) x {g['ranks_per_node']} ranks: {esc(shown)}"
+            )
+            console.print(f"      local_rank->cuda->GPU: {esc(g['layout'])}")
+    render_findings(console, report.ordered_findings())
+    if report.sections.get("store"):
+        console.print(f"[dim]exchanged through {esc(report.sections['store'])}[/]")
+
+
+def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    from rankmap.probe import run_probe
+
+    if not args.timeout or args.timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    printed: list[int] = []
+
+    def show(report: Report) -> None:
+        printed.append(
+            emit(report, ctx, as_json=args.json, render_text=render_text, html=args.html)
+        )
+
+    outcome = run_probe(
+        ctx.environ,
+        device=_device(args.device),
+        machine=args.machine,
+        timeout=args.timeout,
+        allow_cuda_init=True,  # this process is ours: ask CUDA itself
+        on_report=show,
+    )
+    report = outcome.report
+    status = (
+        printed[0] if printed else int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
+    )
+    if outcome.missing:
+        if not outcome.is_reporter:
+            from rankmap.probe.checks import rank_list
+
+            ctx.stderr.write(
+                f"rankmap: error: rank {outcome.rank}: {rank_list(outcome.missing)} never "
+                "reported\n"
+            )
+        return int(ExitStatus.UNAVAILABLE)
+    return status

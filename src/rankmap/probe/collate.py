@@ -1,0 +1,279 @@
+"""Rank 0's collation: every rank's record -> one ``probe`` report (pure, no I/O).
+
+The report carries the job-wide rank -> node -> GPU map (``placements``), the findings of
+:mod:`rankmap.probe.checks`, an ``inventory`` of the GPUs each machine reported, ``nodes`` (one
+entry per machine) and ``node_groups`` (machines with an identical layout grouped, so a
+1,000-node job reads as "998 nodes like this, 2 outliers").
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rankmap.findings import Finding, Report, finding
+from rankmap.model import MigRef, Placement
+from rankmap.probe import checks
+from rankmap.probe.checks import ranges, rank_list
+from rankmap.probe.network import check_socket_ifname
+from rankmap.probe.record import RankRecord
+
+
+def node_labels(records: Iterable[RankRecord]) -> dict[str, str]:
+    """machine key -> a readable node name (hostname, made unique with the boot_id)."""
+    keys_by_name: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        keys_by_name[r.hostname or "?"].add(r.machine_key)
+    out = {}
+    for name, keys in keys_by_name.items():
+        for key in keys:
+            boot = key.split("|", 1)[1]
+            out[key] = name if len(keys) == 1 else f"{name}#{boot[:8] or 'noboot'}"
+    return out
+
+
+def _short_error(r: RankRecord) -> str | None:
+    if not r.device_error:
+        return None
+    head = r.device_error.split(":", 1)[0]
+    seen = f" ({len(r.visible_uuids)} visible)" if r.visible_uuids is not None else ""
+    return head + seen
+
+
+_FAST_PLACEMENT = not hasattr(Placement, "__slots__") and not hasattr(Placement, "__post_init__")
+
+
+def placement_of(r: RankRecord, node: str) -> Placement:
+    """The contract's placement for one record."""
+    mig = MigRef(r.uuid, r.mig_parent_uuid) if r.mig_parent_uuid and r.uuid else None
+    values: dict[str, Any] = {
+        "rank": r.rank,
+        "local_rank": r.local_rank,
+        "node": node,
+        "cuda_index": r.cuda_index,
+        "nvml_index": r.nvml_index,
+        "uuid": r.mig_parent_uuid or r.uuid,
+        "pci_bus_id": r.pci_bus_id,
+        "mig": mig,
+        "node_rank": r.node_rank,
+        "error": _short_error(r),
+        "source": "probe",
+    }
+    if not _FAST_PLACEMENT:
+        return Placement(**values)
+    # Every field is given: filling __dict__ skips 11 frozen object.__setattr__ calls per rank
+    # (100,000 ranks). Falls back to the constructor if Placement ever gains slots/validation.
+    p = object.__new__(Placement)
+    object.__setattr__(p, "__dict__", values)
+    return p
+
+
+def _missing_finding(
+    missing: Sequence[int],
+    records: Sequence[RankRecord],
+    label: dict[str, str],
+    timeout: float | None,
+    where: str | None,
+) -> Finding:
+    # torchrun/Slurm/MPI place ranks contiguously per node: rank // LOCAL_WORLD_SIZE is the
+    # node rank (an expectation, said as such).
+    by_node_rank = {r.node_rank: label[r.machine_key] for r in records if r.node_rank is not None}
+    lws = next((r.local_world_size for r in records if r.local_world_size), None)
+    expected: dict[str, list[int]] = defaultdict(list)
+    for m in missing:
+        node = by_node_rank.get(m // lws) if lws else None
+        expected[node or "an unknown node"].append(m)
+    where_txt = "; ".join(f"{rank_list(v)} expected on {k}" for k, v in expected.items())
+    within = f" within {timeout:g} s" if timeout is not None else ""
+    return finding(
+        "RM060",
+        f"{rank_list(list(missing))} never reported{within}",
+        detail=f"{len(records)} of {len(records) + len(missing)} ranks reported"
+        + (f" through {where}" if where else "")
+        + f"; {where_txt}.",
+        ranks=missing,
+        hosts=[k for k in expected if k != "an unknown node"],
+    )
+
+
+def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
+    out = []
+    conv = [r.rank for r in records if r.device_selected_by in ("local_rank", "default")]
+    if conv:
+        out.append(
+            finding(
+                "RM005",
+                f"{rank_list(conv)}: checked at cuda:LOCAL_RANK (the torchrun convention)",
+                detail="No device was given and CUDA was not initialised yet, so each rank was "
+                "checked at the device the convention gives it.",
+                fix="Pass device= to rankmap.verify() (or call it after torch.cuda.set_device) "
+                "when the script selects its GPU differently.",
+                ranks=conv,
+            )
+        )
+    blind: dict[str, list[int]] = defaultdict(list)
+    notes: list[tuple[int, str]] = []
+    for r in records:
+        if r.device_source == "none":
+            blind[label[r.machine_key]].append(r.rank)
+        notes += [(r.rank, n) for n in r.device_notes]
+    for node, rs in blind.items():
+        sample = next(
+            (p for r in records if r.rank == rs[0] for p in r.problems), "no GPU information"
+        )
+        out.append(
+            finding(
+                "RM001",
+                f"{node}: the GPUs of ranks {ranges(rs)} are unknown",
+                detail=f"{sample}. Run on the GPU node, or pass machine= / RANKMAP_MACHINE.",
+                ranks=rs,
+                hosts=[node],
+            )
+        )
+    if notes:
+        out.append(
+            finding(
+                "RM062",
+                f"CUDA and NVML disagree for ranks {ranges(r for r, _ in notes)}",
+                detail=notes[0][1],
+                ranks=[r for r, _ in notes],
+            )
+        )
+    if len({r.world_size for r in records}) > 1:
+        sizes = checks.version_groups(records, "world_size")
+        out.append(
+            finding(
+                "RM905",
+                "ranks disagree on WORLD_SIZE: "
+                + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(sizes.items())),
+                ranks=[r.rank for r in records],
+            )
+        )
+    return out
+
+
+def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
+    return tuple(
+        sorted(
+            (r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
+            for r in recs
+        )
+    )
+
+
+def _layout_text(recs: list[RankRecord]) -> str:
+    parts = []
+    for r in sorted(recs, key=lambda r: (r.local_rank or 0, r.rank)):
+        gpu = (
+            "invalid"
+            if r.device_error
+            else (f"GPU {r.nvml_index}" if r.nvml_index is not None else "GPU ?")
+        )
+        parts.append(f"{r.local_rank}->cuda:{r.cuda_index}->{gpu}")
+    return ", ".join(parts[:16]) + (f", ... ({len(parts)} ranks)" if len(parts) > 16 else "")
+
+
+def node_sections(
+    by_machine: dict[str, list[RankRecord]], label: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(nodes, node_groups, inventory) sections."""
+    nodes, hosts = [], []
+    groups: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    sample: dict[tuple[Any, ...], list[RankRecord]] = {}
+    for key, recs in sorted(by_machine.items(), key=lambda kv: min(r.rank for r in kv[1])):
+        first = recs[0]
+        nodes.append(
+            {
+                "node": label[key],
+                "hostname": first.hostname,
+                "boot_id": first.boot_id,
+                "nccl_hostid": first.nccl_hostid,
+                "node_rank": first.node_rank,
+                "ranks": ranges(r.rank for r in recs),
+                "count": len(recs),
+            }
+        )
+        gpus = next((r.gpus for r in recs if r.gpus is not None), None)
+        if gpus is not None:
+            hosts.append({"hostname": label[key], "gpus": [dict(g) for g in gpus]})
+        sig = _layout(recs)
+        groups[sig].append(label[key])
+        sample.setdefault(sig, recs)
+    node_groups = [
+        {
+            "nodes": names,
+            "count": len(names),
+            "ranks_per_node": len(sample[sig]),
+            "layout": _layout_text(sample[sig]),
+        }
+        for sig, names in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    ]
+    return nodes, node_groups, {"hosts": hosts}
+
+
+def collate(
+    records: Sequence[RankRecord],
+    *,
+    world_size: int | None = None,
+    missing: Sequence[int] = (),
+    arrivals: int | None = None,
+    timeout: float | None = None,
+    where: str | None = None,
+) -> Report:
+    """Every check over the records that arrived; ``missing`` ranks become RM060."""
+    records = sorted(records, key=lambda r: r.rank)
+    label = node_labels(records)
+    by_machine: dict[str, list[RankRecord]] = defaultdict(list)
+    for r in records:
+        by_machine[r.machine_key].append(r)
+    found: list[Finding] = []
+    if missing:
+        found.append(_missing_finding(missing, records, label, timeout, where))
+    if world_size is not None and arrivals is not None and arrivals > world_size:
+        found.append(
+            finding(
+                "RM905",
+                f"{arrivals} processes reported for a world of {world_size}: "
+                "several processes claim the same rank",
+            )
+        )
+    found += checks.check_identity(by_machine, label)
+    found += checks.check_duplicates(records, label)
+    found += checks.check_ordinals(records, label, by_machine)
+    found += checks.check_node_consistency(by_machine, label, complete=not missing)
+    found += checks.check_versions(records)
+    found += check_socket_ifname(records, label)
+    found += _rank_findings(records, label)
+    nodes, node_groups, inventory = node_sections(by_machine, label)
+    return Report(
+        command="probe",
+        findings=found,
+        placements=[placement_of(r, label[r.machine_key]) for r in records],
+        sections={
+            "world_size": world_size if world_size is not None else len(records),
+            "missing_ranks": list(missing),
+            "store": where,
+            "nodes": nodes,
+            "node_groups": node_groups,
+            "inventory": inventory,
+        },
+    )
+
+
+def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any) -> Report:
+    """Collate records as they come out of the store (own parts + shared parts by digest).
+
+    The cyclic garbage collector is paused meanwhile: building 100,000 records (no cycles)
+    otherwise triggers full collections that cost more than the collation itself.
+    """
+    from rankmap.probe.wire import decode_many
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return collate(decode_many(raw, shared), **kwargs)
+    finally:
+        if paused:
+            gc.enable()
