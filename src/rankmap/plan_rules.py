@@ -87,9 +87,7 @@ def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> 
     # is the launcher/CVD disagreement the contract calls visible_devices_mismatch, even when the
     # machine has no more GPUs to expose (the fix is then only the process count).
     narrowed = (
-        node_cvd is not None
-        and not per_process
-        and 0 < len(o.view.devices) < plan.nproc_per_node
+        node_cvd is not None and not per_process and 0 < len(o.view.devices) < plan.nproc_per_node
     )
     return {"per_process": per_process, "narrowed": narrowed}
 

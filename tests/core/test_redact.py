@@ -7,8 +7,18 @@ from rankmap.redact import REDACTED, is_secret_name, redact_env, redact_text
 
 @pytest.mark.parametrize(
     "name",
-    ["HF_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GOOGLE_CREDENTIALS",
-     "OPENAI_API_KEY", "SSH_KEY", "GITHUB_TOKEN", "MY_PRIVATE_KEY", "SESSION_COOKIE"],
+    [
+        "HF_TOKEN",
+        "WANDB_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "DB_PASSWORD",
+        "GOOGLE_CREDENTIALS",
+        "OPENAI_API_KEY",
+        "SSH_KEY",
+        "GITHUB_TOKEN",
+        "MY_PRIVATE_KEY",
+        "SESSION_COOKIE",
+    ],
 )
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
@@ -17,8 +27,16 @@ def test_secret_names(name: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["CUDA_VISIBLE_DEVICES", "NCCL_DEBUG", "LOCAL_RANK", "MASTER_ADDR", "NCCL_IB_HCA",
-     "TORCH_NCCL_ASYNC_ERROR_HANDLING", "SLURM_JOB_GPUS", "PATH"],
+    [
+        "CUDA_VISIBLE_DEVICES",
+        "NCCL_DEBUG",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "NCCL_IB_HCA",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+        "SLURM_JOB_GPUS",
+        "PATH",
+    ],
 )
 def test_ordinary_names_stay(name: str) -> None:
     assert not is_secret_name(name)

@@ -83,9 +83,9 @@ def detect_format(text: str) -> str:
         return "profile-json"
     if stripped.startswith("<?xml") or "<nvidia_smi_log" in stripped[:2000]:
         return "smi-xml"
-    from rankmap.inventory import smi
+    from rankmap.inventory.smi import detect_text_format
 
-    return smi.detect_text_format(stripped)
+    return detect_text_format(stripped)
 
 
 def parse_machine_text(text: str, *, source: str) -> list[Host]:
@@ -100,6 +100,6 @@ def parse_machine_text(text: str, *, source: str) -> list[Host]:
             f"{source}: not a machine description (expected profile JSON, nvidia-smi -q -x XML, "
             "nvidia-smi -L, nvidia-smi --query-gpu CSV or the nvidia-smi table)"
         )
-    from rankmap.inventory import smi
+    from rankmap.inventory.smi import parse
 
-    return smi.parse(fmt, text, source=source)
+    return parse(fmt, text, source=source)
