@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rankmap.launchers import LaunchPlan
+from rankmap.ranks import rank_ranges
 
 if TYPE_CHECKING:
     from rankmap.plan import RankOutcome
@@ -31,21 +32,7 @@ def ranks_text(ranks: Iterable[int]) -> str:
     vals = sorted(set(ranks))
     if len(vals) == 2:
         return f"{vals[0]} and {vals[1]}"
-    parts: list[str] = []
-    start = prev = None
-    for v in vals:
-        if start is None:
-            start = prev = v
-        elif prev is not None and v == prev + 1:
-            prev = v
-        else:
-            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = v
-    if start is not None:
-        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
-    if len(parts) > 8:
-        parts = [*parts[:8], "..."]
-    return ", ".join(parts)
+    return rank_ranges(vals, max_runs=8)
 
 
 def replace_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str] | None:

@@ -15,28 +15,14 @@ from operator import attrgetter
 from rankmap.findings import Finding, finding
 from rankmap.pci import nccl_form
 from rankmap.probe.record import RankRecord
+from rankmap.ranks import rank_ranges
 
 MAX_LISTED = 6
 
 
 def ranges(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
-    out: list[str] = []
-    items = sorted(set(ranks))
-    if len(items) > 1 and items[-1] - items[0] == len(items) - 1:
-        return f"{items[0]}-{items[-1]}"  # contiguous: the usual node
-    start = prev = None
-    for r in items:
-        if start is None:
-            start = prev = r
-        elif prev is not None and r == prev + 1:
-            prev = r
-        else:
-            out.append(f"{start}-{prev}" if start != prev else f"{start}")
-            start = prev = r
-    if start is not None:
-        out.append(f"{start}-{prev}" if start != prev else f"{start}")
-    return ", ".join(out)
+    return rank_ranges(ranks)
 
 
 def rank_list(ranks: Sequence[int]) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rankmap.findings import Report, Severity
 from rankmap.model import Placement
+from rankmap.ranks import rank_ranges
 
 UNKNOWN_NODE = "(unknown node)"
 
@@ -66,16 +67,7 @@ class NodeView:
 
 def compress_ranks(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
-    ordered = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return rank_ranges(ranks, sep=",")
 
 
 def _inventory_hosts(report: Report) -> list[Mapping[str, Any]]:
