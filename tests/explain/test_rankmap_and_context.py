@@ -5,8 +5,6 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-import pytest
-
 from rankmap.diagnose import explain_files
 from rankmap.inventory import load_machine
 from rankmap.logs.context import parse_launch, script_selection
@@ -103,7 +101,6 @@ def test_no_newline_file_memory_bounded(tmp_path: Path) -> None:
 
 
 def test_check_launch_integration(tmp_path: Path) -> None:
-    pytest.importorskip("rankmap.plan")
     log = tmp_path / "d.log"
     log.write_text("Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n")
     report = explain_files(

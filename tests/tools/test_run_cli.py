@@ -78,7 +78,6 @@ def test_usage_errors(run_cli, sub_env, tmp_path: Path) -> None:  # type: ignore
 def test_planted_duplicate_is_diagnosed_after_the_output(
     run_cli, sub_env, jobs: Path, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("rankmap.diagnose")
     run_dir = tmp_path / "r5"
     result = _run(run_cli, sub_env, "--run-dir", str(run_dir), "--machine", "workstation-4gpu",
                   "--", sys.executable, str(jobs / "job.py"), "1", "--dup")  # fmt: skip
@@ -91,7 +90,6 @@ def test_planted_duplicate_is_diagnosed_after_the_output(
 
 
 def test_preflight_stops_a_bad_launch(run_cli, sub_env, jobs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("rankmap.plan")
     marker = tmp_path / "ran"
     argv = ["--machine", "workstation-4gpu", "--run-dir", str(tmp_path / "r6"), "--",
             "torchrun", "--nproc-per-node", "8", str(jobs / "job.py"), "0", "--marker", str(marker)]  # fmt: skip

@@ -10,7 +10,6 @@ NIC columns come only from a profile or a pasted ``nvidia-smi topo -m``.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +32,7 @@ CPU_SET_WORDS = 64  # enough 64-bit words for 4096 CPUs
 
 
 def default_call() -> NvmlCall:
-    """The NVML gateway ``rankmap.adapters.nvml.nvml_call``; UnavailableError when missing."""
-    if importlib.util.find_spec("rankmap.adapters.nvml") is None:
-        raise UnavailableError(
-            "NVML gateway (rankmap.adapters.nvml) is not part of this build",
-            hint="use --machine PROFILE or --topo-file FILE (`nvidia-smi topo -m` output)",
-        )
+    """The NVML gateway ``rankmap.adapters.nvml.nvml_call``."""
     from rankmap.adapters import nvml
 
     call: NvmlCall = nvml.nvml_call

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -50,8 +49,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        if importlib.util.find_spec(f"rankmap.cli.{name}") is None:
-            continue
         module = importlib.import_module(f"rankmap.cli.{name}")
         module.register(sub)
     return parser

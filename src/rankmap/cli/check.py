@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,8 +73,6 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             "missing launch command after `--`; supported launchers: " + ", ".join(SUPPORTED),
             hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
         )
-    if args.html and importlib.util.find_spec("rankmap.render.html") is None:
-        raise UsageError("--html needs rankmap.render.html, which this build does not have")
     overrides = parse_env_assignments(args.env)
     base = (
         dict(ctx.environ)
@@ -113,15 +110,9 @@ def _machines(specs: list[str], ctx: AppContext) -> list[Host]:
 
     if specs:
         return [h for spec in specs for h in load_machine(spec)]
-    if ctx.inventory_source is not None:
-        got = ctx.inventory_source()
-        hosts = getattr(got, "hosts", got)
-        return list(hosts) if isinstance(hosts, (list, tuple)) else [hosts]
-    if importlib.util.find_spec("rankmap.adapters.nvml") is not None:
-        nvml = importlib.import_module("rankmap.adapters.nvml")
-        host, _ = nvml.collect_host(ctx.environ)
-        if host is not None:
-            return [host]
+    host, _ = ctx.local_host()
+    if host is not None:
+        return [host]
     from rankmap.errors import UnavailableError
 
     raise UnavailableError(

@@ -46,6 +46,16 @@ class AppContext:
             width=width,
         )
 
+    def local_host(self) -> tuple[Any, list[Any]]:
+        """This machine through NVML (or the injected source): ``(Host | None, [Finding])``."""
+        if self.inventory_source is not None:
+            host, findings = self.inventory_source()
+            return host, list(findings)
+        from rankmap.adapters.nvml import collect_host
+
+        host, findings = collect_host(self.environ)
+        return host, list(findings)
+
     def console(self) -> Console:
         """Console for human output on stdout."""
         from rankmap.render.console import make_console

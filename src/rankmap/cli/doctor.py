@@ -90,12 +90,7 @@ def _live_facts(ctx: AppContext, overrides: dict[str, str]) -> Any:
     from rankmap.doctor import DoctorFacts
     from rankmap.envspec import effective_env
 
-    if ctx.inventory_source is not None:
-        host, findings = ctx.inventory_source()
-    else:
-        from rankmap.adapters.nvml import collect_host
-
-        host, findings = collect_host(ctx.environ)
+    host, findings = ctx.local_host()
     env = effective_env(ctx.environ, overrides)
     system = _system_facts(ctx)
     identity = replace(system.identity, nccl_hostid=env.get("NCCL_HOSTID") or None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import importlib.util
 import json
 import shlex
 from pathlib import Path
@@ -74,11 +73,7 @@ def _machines(args: argparse.Namespace, ctx: AppContext) -> tuple[list[Host], st
         from rankmap.inventory import load_machine
 
         return [h for spec in args.machine for h in load_machine(spec)], None
-    if importlib.util.find_spec("rankmap.adapters.nvml") is None:
-        return [], "no NVML gateway in this build; pass --machine"
-    from rankmap.adapters.nvml import collect_host
-
-    host, _findings = collect_host(ctx.environ)
+    host, _findings = ctx.local_host()
     return ([host], None) if host is not None else ([], "NVML unavailable; pass --machine")
 
 
@@ -86,11 +81,9 @@ def preflight(
     args: argparse.Namespace, ctx: AppContext, machines: list[Host], env: dict[str, str]
 ) -> tuple[Any, str | None]:
     """(check report or None, note why it was skipped)."""
-    if importlib.util.find_spec("rankmap.plan") is None:
-        return None, "`rankmap check` is not part of this build"
     if not machines:
         return None, "no machine known"
-    from rankmap.plan import check_launch  # type: ignore[import-not-found,unused-ignore]
+    from rankmap.plan import check_launch
 
     script = Path(args.script) if args.script else None
     try:
@@ -193,13 +186,9 @@ def _diagnose(
     env: dict[str, str],
     code: int,
 ) -> None:
-    from rankmap.runner import captured_logs
-
-    if importlib.util.find_spec("rankmap.diagnose") is None:
-        _say(ctx, f"the job exited with code {code}; run `rankmap explain {run_dir}/*.log`")
-        return
-    from rankmap.diagnose import explain_files  # type: ignore[import-not-found,unused-ignore]
+    from rankmap.diagnose import explain_files
     from rankmap.render.json import report_json
+    from rankmap.runner import captured_logs
 
     script = Path(args.script) if args.script else None
     try:

@@ -8,13 +8,11 @@ works on its own. The script is only ever parsed with :mod:`ast`, never imported
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rankmap.findings import Finding
 from rankmap.model import Gpu, Host
@@ -187,14 +185,12 @@ def simulate_launch(
 ) -> LaunchFacts:
     """:func:`parse_launch`, enriched by ``rankmap.plan.check_launch`` when that is installed."""
     facts = parse_launch(command)
-    if importlib.util.find_spec("rankmap.plan") is None:
-        return facts
     from rankmap.errors import RankMapError
+    from rankmap.plan import check_launch
 
     try:
-        plan: Any = __import__("rankmap.plan", fromlist=["check_launch"])
         argv = shlex.split(command)
-        report = plan.check_launch(argv, machines=list(machines), env=dict(env), script=script)
+        report = check_launch(argv, machines=list(machines), env=dict(env), script=script)
     except (RankMapError, ValueError, OSError):
         return facts
     launch = report.sections.get("launch") or {}

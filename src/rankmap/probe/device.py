@@ -159,9 +159,7 @@ def _profile_identity(host: Host, real: HostIdentity) -> HostIdentity | None:
 
 
 def _nvml_host(environ: Mapping[str, str]) -> tuple[Host | None, list[str]]:
-    if importlib.util.find_spec("rankmap.adapters.nvml") is None:
-        return None, ["NVML adapter not available in this rankmap build"]
-    from rankmap.adapters import nvml  # type: ignore[attr-defined,unused-ignore]
+    from rankmap.adapters import nvml
 
     host, findings = nvml.collect_host(environ)
     return host, [f"{f.code}: {f.title}" for f in findings]
