@@ -44,12 +44,12 @@ def topology_findings_for(
         if id(host.topology) not in parsed:
             parsed[id(host.topology)] = host_topology(host)
         used = tuple(sorted((p.pci_bus_id or "", p.nvml_index or 0) for p in mine if not p.error))
-        key = (world, id(host.topology), id(host.gpus), used)
+        key: tuple[object, ...] = (world, id(host.topology), id(host.gpus), used)
         groups[key].append((host, mine))
         topo_of[key] = parsed[id(host.topology)]
     out: list[Finding] = []
-    for key, members in groups.items():
-        topo = topo_of[key]
+    for gkey, members in groups.items():
+        topo = topo_of[gkey]
         if topo is None:
             continue
         host, mine = members[0]

@@ -308,7 +308,9 @@ def topology_findings(
     return _findings(host, placements, topo=topo)
 
 
-def split_machine_findings(hosts: Sequence[Any], placements: Sequence[Any], **kwargs: Any) -> list[Any]:
+def split_machine_findings(
+    hosts: Sequence[Any], placements: Sequence[Any], **kwargs: Any
+) -> list[Any]:
     """RM803 when one machine appears as several NCCL hosts and ranks of the job are split
     between them (naming an NVLink pair left unused when the topology shows one). Keyword
     options: see :func:`rankmap.topology_rules.split_machine_findings`.

@@ -59,8 +59,10 @@ def from_wire(text: str) -> Topology:
     gpus = []
     for item in gpu_text.split(","):
         idx, bus, numa, gen, links, active = (item.split("/") + [""] * 6)[:6]
-        nvlink = None if not (gen or links or active) else NvLinkInfo(
-            _opt(gen), _opt(links), _opt(active)
+        nvlink = (
+            None
+            if not (gen or links or active)
+            else NvLinkInfo(_opt(gen), _opt(links), _opt(active))
         )
         gpus.append(GpuLocality(f"GPU{int(idx)}", int(idx), bus or None, None, _opt(numa), nvlink))
     n = len(gpus)
