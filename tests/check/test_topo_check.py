@@ -157,3 +157,26 @@ def test_cli_two_pod_profiles(run_cli) -> None:  # type: ignore[no-untyped-def]
     doc = json.loads(result.stdout)
     assert doc["verdict"] == "warning"
     assert [f["code"] for f in doc["findings"] if f["severity"] == "warning"] == ["RM803"]
+
+
+def container_pair(tmp_path: Path) -> Path:
+    """A pod that sees only GPUs 0 and 2 of the workstation (renumbered 0, 1), whole topology."""
+    from rankmap.inventory.profile import dump_profile
+    from rankmap.model import Inventory
+
+    ws = load_machine("workstation-4gpu")[0]
+    gpus = tuple(replace(g, nvml_index=i) for i, g in enumerate((ws.gpus[0], ws.gpus[2])))
+    pod = replace(ws, hostname="ws-pod", gpus=gpus, view="container")
+    path = tmp_path / "ws-pod.json"
+    path.write_text(dump_profile(Inventory((pod,))))
+    return path
+
+
+def test_container_that_sees_only_far_gpus_gets_no_impossible_fix(tmp_path: Path) -> None:
+    # GPUs 0 and 2 are all the pod has: SYS between them, but no closer pair it could pick
+    report = check(
+        ["torchrun", "--nproc-per-node", "2", "train.py"], [str(container_pair(tmp_path))]
+    )
+    assert "RM990" not in codes(report)
+    buses = sorted(p.pci_bus_id or "" for p in report.placements)
+    assert buses == [WS_GPU0, WS_GPU2]

@@ -133,3 +133,16 @@ def test_topology_collection_never_fails(monkeypatch: pytest.MonkeyPatch) -> Non
     assert machine_topology(None, "none", None, None) is None
     rec = collect_record({"RANK": "0", "WORLD_SIZE": "1"}, machine="cloud-vm-1gpu")
     assert rec.topology is not None and from_wire(rec.topology).gpus[0].nvml_index == 0
+
+
+def test_pod_seeing_only_far_gpus_gets_no_impossible_fix(tmp_path: Path) -> None:
+    from rankmap.inventory.profile import dump_profile
+    from rankmap.model import Inventory
+
+    ws = load_machine("workstation-4gpu")[0]
+    gpus = tuple(replace(g, nvml_index=i) for i, g in enumerate((ws.gpus[0], ws.gpus[2])))
+    path = tmp_path / "ws-pod.json"
+    path.write_text(dump_profile(Inventory((replace(ws, gpus=gpus, view="container"),))))
+    report = collate(records(2, str(path), 2), world_size=2)
+    assert sorted(p.pci_bus_id or "" for p in report.placements) == ["0000:4F:00.0", "0000:56:00.0"]
+    assert "RM990" not in {f.code for f in report.findings}

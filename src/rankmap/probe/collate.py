@@ -16,7 +16,7 @@ from typing import Any
 
 from rankmap import topology_rules as rules
 from rankmap.findings import Finding, Report, finding
-from rankmap.model import Host, MigRef, Placement
+from rankmap.model import Gpu, Host, MigRef, Placement
 from rankmap.probe import checks
 from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.network import check_socket_ifname
@@ -282,7 +282,17 @@ def _topologies(by_machine: dict[str, list[RankRecord]]) -> dict[str, Topology]:
 
 
 def _host(key: str, recs: list[RankRecord], label: dict[str, str]) -> Host:
-    return Host(hostname=label[key], gpus=(), identity=recs[0].identity)
+    """The machine as the topology rules need it: name, identity and the GPUs it can use (the
+    inventory local rank 0 sent; a better GPU set is only sought among those)."""
+    inventory = next((r.gpus for r in recs if r.gpus), ())
+    gpus = tuple(
+        Gpu(
+            nvml_index=int(g["nvml_index"]), uuid=str(g.get("uuid")), pci_bus_id=g.get("pci_bus_id")
+        )
+        for g in inventory
+        if isinstance(g, Mapping) and isinstance(g.get("nvml_index"), int)
+    )
+    return Host(hostname=label[key], gpus=gpus, identity=recs[0].identity)
 
 
 def topology_findings(
