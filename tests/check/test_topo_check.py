@@ -180,3 +180,18 @@ def test_container_that_sees_only_far_gpus_gets_no_impossible_fix(tmp_path: Path
     assert "RM990" not in codes(report)
     buses = sorted(p.pci_bus_id or "" for p in report.placements)
     assert buses == [WS_GPU0, WS_GPU2]
+
+
+def test_split_machine_without_topology_still_reported() -> None:
+    pods = [
+        replace(load_machine(str(TOPO / f"{p}.json"))[0], topology=None) for p in ("pod-a", "pod-b")
+    ]
+    report = check_launch(
+        ["torchrun", "--nnodes", "2", "--nproc-per-node", "4", "train.py"],
+        machines=pods,
+        env={},
+        cwd=TOPO,
+    )
+    (rm803,) = [f for f in report.findings if f.code == "RM803"]
+    assert "NVLink" not in rm803.title and "no shared memory or CUDA P2P" in rm803.detail
+    assert rm803.ranks == tuple(range(8))

@@ -146,3 +146,20 @@ def test_pod_seeing_only_far_gpus_gets_no_impossible_fix(tmp_path: Path) -> None
     report = collate(records(2, str(path), 2), world_size=2)
     assert sorted(p.pci_bus_id or "" for p in report.placements) == ["0000:4F:00.0", "0000:56:00.0"]
     assert "RM990" not in {f.code for f in report.findings}
+
+
+def test_split_machine_two_profiles_one_per_node() -> None:
+    # each pod's ranks run with their own RANKMAP_MACHINE (pod-a.json / pod-b.json, one boot_id)
+    pods = Path(SPLIT).parent
+    recs = [
+        replace(r, rank=r.rank + 4 * node, world_size=8, node_rank=node)
+        for node, pod in enumerate(("pod-a", "pod-b"))
+        for r in records(4, str(pods / f"{pod}.json"), 4)
+    ]
+    assert [r.hostname for r in recs] == ["pod-a"] * 4 + ["pod-b"] * 4
+    owns, shared = through_store(recs)
+    assert len(shared) == 2  # one shared part (with its topology) per pod
+    report = collate_raw(owns, shared, world_size=8)
+    (rm803,) = [f for f in report.findings if f.code == "RM803"]
+    assert "NVLink between their GPUs is unused" in rm803.title
+    assert rm803.hosts == ("pod-a", "pod-b")
