@@ -63,7 +63,7 @@ def check_launch(
     Raises :class:`~rankmap.errors.UsageError` for an unknown launcher or a missing command and
     :class:`~rankmap.errors.InputError` for unreadable/malformed config files.
     """
-    from rankmap import plan_nccl, plan_rules
+    from rankmap import plan_nccl, plan_rules, plan_topo
     from rankmap.launchers.dispatch import script_path, simulate_launch
 
     cwd = cwd or Path.cwd()
@@ -87,6 +87,7 @@ def check_launch(
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
     report.placements = [_placement(o) for o in outcomes]
+    report.findings += plan_topo.topology_findings_for(plan, outcomes, report.placements, ctx.env)
     report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
     report.sections.update(plan_nccl.predicted_errors(plan, outcomes, ctx.env, selection))
     return _scrub(report, secret_values(list(argv) + list(plan.argv), ctx.env))

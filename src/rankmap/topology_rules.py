@@ -6,7 +6,8 @@ out. Call it through :func:`rankmap.topology.topology_findings`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import combinations
 
 from rankmap.findings import Finding, finding
@@ -15,6 +16,9 @@ from rankmap.topology import Topology, host_topology, is_nvlink, link_rank
 
 # Exhaustive search for a better GPU subset only up to this many GPUs per host (C(16,8) = 12870).
 MAX_SEARCH_GPUS = 16
+MAX_HOSTS_LISTED = 64  # hosts named in one widened finding
+MAX_PAIRS = 4096  # rank pairs of one split machine examined for NVLink
+MAX_SPLIT_RANKS = 256  # ranks of one split machine paired up
 
 
 def _worst(topo: Topology, gpus: Sequence[int]) -> str | None:
@@ -29,9 +33,11 @@ def _worst(topo: Topology, gpus: Sequence[int]) -> str | None:
     return worst
 
 
-def _best_subset(topo: Topology, k: int) -> tuple[tuple[int, ...], str] | None:
-    """The k-GPU subset whose farthest pair is closest (first found in NVML order)."""
-    indices = sorted(g.nvml_index for g in topo.gpus)
+def _best_subset(
+    topo: Topology, k: int, candidates: Sequence[int]
+) -> tuple[tuple[int, ...], str] | None:
+    """The k-GPU subset of ``candidates`` whose farthest pair is closest (first in NVML order)."""
+    indices = sorted(candidates)
     if len(indices) > MAX_SEARCH_GPUS or k > len(indices):
         return None
     best: tuple[tuple[int, ...], str] | None = None
@@ -50,13 +56,46 @@ def _on_host(host: Host, placements: Iterable[Placement]) -> list[Placement]:
     ]
 
 
-def _bus_ids(host: Host, gpus: Iterable[int]) -> list[str]:
+def topo_index(topo: Topology, p: Placement) -> int | None:
+    """The topology's GPU (NVML index of the matrix) behind a placement: by PCI bus id when the
+    topology knows bus ids (a container renumbers NVML indices), else by NVML index."""
+    if p.pci_bus_id:
+        for g in topo.gpus:
+            if g.pci_bus_id == p.pci_bus_id:
+                return g.nvml_index
+        if any(g.pci_bus_id for g in topo.gpus):
+            return None
+    return p.nvml_index
+
+
+def _candidates(host: Host, topo: Topology) -> list[int]:
+    """Topology GPUs this host can use (a container profile sees a subset of the machine)."""
+    if not host.gpus:
+        return sorted(g.nvml_index for g in topo.gpus)
+    buses = {g.pci_bus_id for g in host.gpus if g.pci_bus_id}
+    if buses and any(g.pci_bus_id for g in topo.gpus):
+        return sorted(g.nvml_index for g in topo.gpus if g.pci_bus_id in buses)
+    indices = {g.nvml_index for g in host.gpus}
+    return sorted(g.nvml_index for g in topo.gpus if g.nvml_index in indices)
+
+
+def _host_index(host: Host, topo: Topology, index: int) -> int:
+    """The host's own NVML index (what CUDA_VISIBLE_DEVICES names) of a topology GPU."""
+    loc = topo.gpu(index)
+    gpu = host.gpu_by_bus_id(loc.pci_bus_id) if loc is not None and loc.pci_bus_id else None
+    return gpu.nvml_index if gpu is not None else index
+
+
+def _bus_ids(host: Host, topo: Topology, gpus: Iterable[int]) -> list[str]:
     by_index = {g.nvml_index: g for g in host.gpus}
-    return [
-        by_index[i].pci_bus_id or by_index[i].uuid
-        for i in gpus
-        if i in by_index and (by_index[i].pci_bus_id or by_index[i].uuid)
-    ]
+    out = []
+    for i in gpus:
+        loc = topo.gpu(i)
+        if loc is not None and loc.pci_bus_id:
+            out.append(loc.pci_bus_id)
+        elif i in by_index and (by_index[i].pci_bus_id or by_index[i].uuid):
+            out.append(by_index[i].pci_bus_id or by_index[i].uuid)
+    return out
 
 
 def _numa_note(topo: Topology, gpus: Sequence[int]) -> str:
@@ -72,11 +111,11 @@ def placement_findings(
     host: Host, topo: Topology, placements: Sequence[Placement]
 ) -> list[Finding]:
     """RM990 / RM991 for the GPUs the job's ranks use on ``host``."""
-    used = sorted({p.nvml_index for p in placements if p.nvml_index is not None})
+    used = sorted({i for p in placements if (i := topo_index(topo, p)) is not None})
     if len(used) < 2:
         return []
     worst = _worst(topo, used)
-    best = _best_subset(topo, len(used))
+    best = _best_subset(topo, len(used), _candidates(host, topo))
     if worst is None or best is None or link_rank(best[1]) >= link_rank(worst):
         return []
     subset, best_link = best
@@ -86,9 +125,10 @@ def placement_findings(
         for a, b in combinations(used, 2)
         if topo.gpu_link(a, b) == worst
     ]
-    cvd = ",".join(str(i) for i in subset)
+    cvd = ",".join(str(_host_index(host, topo, i)) for i in subset)
+    shown = ",".join(str(_host_index(host, topo, i)) for i in used)
     detail = (
-        f"the job's ranks use GPUs {','.join(map(str, used))} of {host.hostname}; the farthest "
+        f"the job's ranks use GPUs {shown} of {host.hostname}; the farthest "
         f"pairs are {'; '.join(pairs[:6])} ({_numa_note(topo, used)}). GPUs {cvd} would be "
         f"connected by {best_link} or closer."
     )
@@ -108,7 +148,7 @@ def placement_findings(
             title,
             detail=detail,
             ranks=ranks,
-            devices=_bus_ids(host, used),
+            devices=_bus_ids(host, topo, used),
             hosts=[host.hostname],
             fix=fix,
         )
@@ -134,26 +174,42 @@ def nvlink_down_findings(
                 "links active",
                 detail=f"{loc.label} ({loc.pci_bus_id or 'bus id unknown'}) reports "
                 f"{nv.links - nv.active} NVLink link(s) down.",
-                devices=_bus_ids(host, [loc.nvml_index]),
+                devices=_bus_ids(host, topo, [loc.nvml_index]),
                 hosts=[host.hostname],
             )
         )
     return out
 
 
-def topology_findings(host: Host, placements: Sequence[Placement] = ()) -> list[Finding]:
+def topology_findings(
+    host: Host, placements: Sequence[Placement] = (), *, topo: Topology | None = None
+) -> list[Finding]:
     """Topology findings for one host and the ranks placed on it (empty when no topology).
 
-    With no placements only host-level facts (NVLink links down) are reported.
+    ``topo`` overrides ``host.topology`` (a probe record's compact topology). With no
+    placements only host-level facts (NVLink links down) are reported.
     """
-    topo = host_topology(host)
+    topo = topo if topo is not None else host_topology(host)
     if topo is None:
         return []
     mine = _on_host(host, placements)
-    used = sorted({p.nvml_index for p in mine if p.nvml_index is not None})
+    used = sorted({i for p in mine if (i := topo_index(topo, p)) is not None})
     out = placement_findings(host, topo, mine)
     out += nvlink_down_findings(host, topo, used if mine else None)
     return out
+
+
+def for_more_hosts(found: Finding, hosts: Sequence[str], ranks: Sequence[int]) -> Finding:
+    """``found`` (computed for ``hosts[0]``) widened to every host with the same layout."""
+    if len(hosts) < 2:
+        return found
+    more = len(hosts) - 1
+    return replace(
+        found,
+        title=f"{found.title} (and {more} more node{'s' if more > 1 else ''} laid out alike)",
+        hosts=tuple(hosts[:MAX_HOSTS_LISTED]),
+        ranks=tuple(sorted(ranks)),
+    )
 
 
 def _machine_key(host: Host) -> str | None:
@@ -161,12 +217,9 @@ def _machine_key(host: Host) -> str | None:
     return ident.boot_id or ident.machine_id
 
 
-def _nvlink_between(hosts: Sequence[Host], bus_a: str, bus_b: str) -> str | None:
-    """The NV# link between two bus ids in any of ``hosts``' topologies, else ``None``."""
-    for host in hosts:
-        topo = host_topology(host)
-        if topo is None:
-            continue
+def _nvlink_between(topos: Sequence[Topology], bus_a: str, bus_b: str) -> str | None:
+    """The NV# link between two bus ids in any of the machine's topologies, else ``None``."""
+    for topo in topos:
         by_bus = {g.pci_bus_id: g.nvml_index for g in topo.gpus if g.pci_bus_id}
         if bus_a in by_bus and bus_b in by_bus:
             link = topo.gpu_link(by_bus[bus_a], by_bus[bus_b])
@@ -174,9 +227,22 @@ def _nvlink_between(hosts: Sequence[Host], bus_a: str, bus_b: str) -> str | None
     return None
 
 
-def split_machine_findings(hosts: Sequence[Host], placements: Sequence[Placement]) -> list[Finding]:
+def split_machine_findings(
+    hosts: Sequence[Host],
+    placements: Sequence[Placement],
+    *,
+    topologies: Mapping[str, Topology] | None = None,
+    nccl_keys: Mapping[str, str] | None = None,
+    without_nvlink: bool = True,
+) -> list[Finding]:
     """RM803 when one machine (same boot_id / machine-id) appears as several NCCL hosts and
-    ranks on its NVLink-connected GPUs are therefore split: NCCL uses the network between them.
+    ranks of the job run under more than one of them: NCCL uses the network between them.
+
+    ``topologies``: hostname -> topology (default: each host's own); the finding names an
+    NVLink pair it leaves unused when one is known. ``nccl_keys``: hostname -> the string NCCL
+    hashes (``NCCL_HOSTID`` set for the launch wins; default the host's hostname + boot_id).
+    ``without_nvlink=False`` reports only splits that leave NVLink unused (the probe has its
+    own generic RM803).
     """
     groups: dict[str, list[Host]] = {}
     for host in hosts:
@@ -185,32 +251,82 @@ def split_machine_findings(hosts: Sequence[Host], placements: Sequence[Placement
             groups.setdefault(key, []).append(host)
     out = []
     for key, members in groups.items():
-        hashes = {h.identity.nccl_host_hash_input() or h.hostname for h in members}
-        if len(members) < 2 or len(hashes) < 2:
-            continue
-        names = {h.hostname for h in members}
-        used = [p for p in placements if p.node in names and p.pci_bus_id and p.error is None]
-        pairs = [
-            (a, b, link)
-            for a, b in combinations(used, 2)
-            if a.node != b.node
-            and (link := _nvlink_between(members, a.pci_bus_id or "", b.pci_bus_id or ""))
-        ]
-        if not pairs:
-            continue
-        a, b, link = pairs[0]
-        out.append(
-            finding(
-                "RM803",
-                f"one machine appears as {len(hashes)} NCCL hosts "
-                f"({', '.join(sorted(names))}): NVLink between their GPUs is unused",
-                detail=f"hosts {', '.join(sorted(names))} share boot_id/machine-id {key}, but "
-                f"their NCCL host identities differ, so NCCL connects e.g. rank {a.rank} "
-                f"({a.node}, {a.pci_bus_id}) and rank {b.rank} ({b.node}, {b.pci_bus_id}) over "
-                f"the network although the GPUs are joined by {link}.",
-                ranks=sorted({p.rank for pair in pairs for p in pair[:2]}),
-                devices=sorted({p.pci_bus_id or "" for pair in pairs for p in pair[:2]}),
-                hosts=sorted(names),
-            )
-        )
+        found = _split_finding(key, members, placements, topologies, nccl_keys, without_nvlink)
+        if found is not None:
+            out.append(found)
     return out
+
+
+def _nccl_key(host: Host, nccl_keys: Mapping[str, str] | None) -> str:
+    if nccl_keys and host.hostname in nccl_keys:
+        return nccl_keys[host.hostname]
+    return host.identity.nccl_host_hash_input() or host.hostname
+
+
+def _split_finding(
+    key: str,
+    members: list[Host],
+    placements: Sequence[Placement],
+    topologies: Mapping[str, Topology] | None,
+    nccl_keys: Mapping[str, str] | None,
+    without_nvlink: bool,
+) -> Finding | None:
+    ident_of = {h.hostname: _nccl_key(h, nccl_keys) for h in members}
+    if len(members) < 2 or len(set(ident_of.values())) < 2:
+        return None
+    used = [p for p in placements if p.node in ident_of and p.error is None]
+    idents = {ident_of[p.node or ""] for p in used}
+    if len(idents) < 2:
+        return None
+    topos = [
+        t
+        for h in members
+        if (t := (topologies or {}).get(h.hostname) or host_topology(h)) is not None
+    ]
+    split = [
+        (a, b)
+        for a, b in combinations([p for p in used if p.pci_bus_id][:MAX_SPLIT_RANKS], 2)
+        if ident_of[a.node or ""] != ident_of[b.node or ""]
+    ]
+    shared = [(a, b) for a, b in split if a.pci_bus_id == b.pci_bus_id]
+    nvlinked = [
+        (a, b, link)
+        for a, b in split[:MAX_PAIRS]
+        if a.pci_bus_id != b.pci_bus_id
+        and (link := _nvlink_between(topos, a.pci_bus_id or "", b.pci_bus_id or ""))
+    ]
+    if not nvlinked and not without_nvlink:
+        return None
+    names = sorted({p.node or "" for p in used})
+    title = f"one machine appears as {len(idents)} NCCL hosts ({', '.join(names)})"
+    detail = (
+        f"hosts {', '.join(names)} share boot_id/machine-id {key}, but their NCCL host "
+        "identities (hostname + boot_id, or NCCL_HOSTID) differ, so NCCL connects their ranks "
+        "over the network: no shared memory or CUDA P2P between them."
+    )
+    if nvlinked:
+        a, b, link = nvlinked[0]
+        title += ": NVLink between their GPUs is unused"
+        detail += (
+            f" E.g. rank {a.rank} ({a.node}, {a.pci_bus_id}) and rank {b.rank} ({b.node}, "
+            f"{b.pci_bus_id}) are joined by {link}."
+        )
+    if shared:
+        a, b = shared[0]
+        # NOTE: NCCL's duplicate-GPU check compares only ranks with the same host hash
+        # (reference/nccl.md (a)), so this sharing is not reported by NCCL (unverified further).
+        detail += (
+            f" Ranks {a.rank} ({a.node}) and {b.rank} ({b.node}) also share GPU {a.pci_bus_id},"
+            " which NCCL cannot detect across host identities."
+        )
+    pairs = nvlinked or split
+    return finding(
+        "RM803",
+        title,
+        detail=detail,
+        ranks=sorted({p.rank for pair in pairs for p in pair[:2]}),
+        devices=sorted({p.pci_bus_id or "" for pair in pairs[:MAX_PAIRS] for p in pair[:2]}),
+        hosts=names,
+        fix="Run the ranks of one machine in one container/pod (or with a shared UTS namespace, "
+        "e.g. hostNetwork), or give exactly those processes the same NCCL_HOSTID.",
+    )

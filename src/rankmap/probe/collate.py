@@ -11,14 +11,18 @@ from __future__ import annotations
 import gc
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from rankmap import topology_rules as rules
 from rankmap.findings import Finding, Report, finding
-from rankmap.model import MigRef, Placement
+from rankmap.model import Gpu, Host, MigRef, Placement
 from rankmap.probe import checks
 from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.network import check_socket_ifname
 from rankmap.probe.record import RankRecord
+from rankmap.topology import Topology
+from rankmap.topology_wire import from_wire
 
 
 def node_labels(records: Iterable[RankRecord]) -> dict[str, str]:
@@ -246,11 +250,13 @@ def collate(
     found += checks.check_versions(records)
     found += check_socket_ifname(records, label)
     found += _rank_findings(records, label)
+    placements = [placement_of(r, label[r.machine_key]) for r in records]
+    found = topology_findings(by_machine, label, placements, found)
     nodes, node_groups, inventory = node_sections(by_machine, label)
     return Report(
         command="probe",
         findings=found,
-        placements=[placement_of(r, label[r.machine_key]) for r in records],
+        placements=placements,
         sections={
             "world_size": world_size if world_size is not None else len(records),
             "missing_ranks": list(missing),
@@ -260,6 +266,92 @@ def collate(
             "inventory": inventory,
         },
     )
+
+
+def _topologies(by_machine: dict[str, list[RankRecord]]) -> dict[str, Topology]:
+    """machine key -> its parsed topology (each distinct text parsed once); bad text skipped."""
+    out = {}
+    for key, recs in by_machine.items():
+        text = next((r.topology for r in recs if r.topology), None)
+        if text:
+            try:
+                out[key] = from_wire(text)
+            except ValueError:
+                continue  # NOTE: a garbled topology only loses these findings
+    return out
+
+
+def _host(key: str, recs: list[RankRecord], label: dict[str, str]) -> Host:
+    """The machine as the topology rules need it: name, identity and the GPUs it can use (the
+    inventory local rank 0 sent; a better GPU set is only sought among those)."""
+    inventory = next((r.gpus for r in recs if r.gpus), ())
+    gpus = tuple(
+        Gpu(
+            nvml_index=int(g["nvml_index"]), uuid=str(g.get("uuid")), pci_bus_id=g.get("pci_bus_id")
+        )
+        for g in inventory
+        if isinstance(g, Mapping) and isinstance(g.get("nvml_index"), int)
+    )
+    return Host(hostname=label[key], gpus=gpus, identity=recs[0].identity)
+
+
+def topology_findings(
+    by_machine: dict[str, list[RankRecord]],
+    label: dict[str, str],
+    placements: Sequence[Placement],
+    found: list[Finding],
+) -> list[Finding]:
+    """``found`` plus RM990/991/992 for machines whose records carry a topology (machines with
+    the same topology and the same GPUs in use examined once), and the generic RM803 of a split
+    machine replaced by one that names the NVLink pair it leaves unused."""
+    topos = _topologies(by_machine)
+    if not topos:
+        return found
+    mine: dict[str, list[Placement]] = defaultdict(list)
+    key_of = {name: key for key, name in label.items()}
+    for p in placements:
+        mine[key_of[p.node or ""]].append(p)
+    groups: dict[tuple[object, ...], list[str]] = defaultdict(list)
+    for key, topo in topos.items():
+        used = tuple([p.pci_bus_id or p.nvml_index for p in mine[key]])  # alike nodes match
+        groups[(id(topo), used)].append(key)
+    out = list(found)
+    for keys in groups.values():
+        key = keys[0]
+        names = [label[k] for k in keys]
+        ranks = [p.rank for k in keys for p in mine[k]]
+        host = _host(key, by_machine[key], label)
+        for f in rules.topology_findings(host, mine[key], topo=topos[key]):
+            out.append(rules.for_more_hosts(f, names, ranks))
+    return _with_nvlink_split(out, by_machine, label, placements, topos)
+
+
+def _with_nvlink_split(
+    found: list[Finding],
+    by_machine: dict[str, list[RankRecord]],
+    label: dict[str, str],
+    placements: Sequence[Placement],
+    topos: dict[str, Topology],
+) -> list[Finding]:
+    generic = [f for f in found if f.code == "RM803"]
+    if not generic:
+        return found
+    hosts = [_host(k, recs, label) for k, recs in by_machine.items() if k in topos]
+    split = rules.split_machine_findings(
+        hosts,
+        placements,
+        topologies={label[k]: t for k, t in topos.items()},
+        nccl_keys={label[k]: recs[0].nccl_host_key for k, recs in by_machine.items()},
+        without_nvlink=False,
+    )
+    out = []
+    for f in found:
+        better = next((s for s in split if f.code == "RM803" and set(s.hosts) & set(f.hosts)), None)
+        if better is not None:
+            f = replace(f, title=better.title, detail=better.detail, devices=better.devices,
+                        fix=better.fix)  # fmt: skip
+        out.append(f)
+    return out
 
 
 def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any) -> Report:

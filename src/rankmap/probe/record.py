@@ -76,6 +76,8 @@ class RankRecord:
     # the GPUs of this machine (only local rank 0 / single ranks send it): inventory dicts
     gpus: tuple[Mapping[str, Any], ...] | None = None
     probe_ms: float = 0.0
+    # this machine's GPU topology in the compact text of rankmap.topology_wire (None: unknown)
+    topology: str | None = None
 
     @property
     def identity(self) -> HostIdentity:
@@ -252,6 +254,7 @@ def collect_record(
     )
     names = interface_names()
     ident = dev.identity or identity
+    topology = machine_topology(spec, dev.source, identity.hostname, renv.node_rank)
     return RankRecord(
         rank=renv.rank,
         world_size=renv.world_size,
@@ -295,4 +298,34 @@ def collect_record(
         problems=renv.problems + dev.problems,
         gpus=dev.gpus if renv.local_rank in (0, None) else None,
         probe_ms=round((time.perf_counter() - start) * 1000.0, 3),
+        topology=topology,
     )
+
+
+def machine_topology(
+    spec: str | None, device_source: str, hostname: str | None, node_rank: int | None
+) -> str | None:
+    """This machine's topology as compact text: from the profile standing in (the host that
+    :func:`rankmap.probe.device.pick_host` chose), else from NVML when the device came from it.
+
+    Never raises: a topology is an extra, so any failure (NVML without topology support, a
+    driver error, a malformed profile topology) leaves it unknown (``None``).
+    """
+    try:
+        from rankmap.topology import host_topology
+        from rankmap.topology_wire import to_wire
+
+        if spec:
+            from rankmap.inventory import load_machine
+            from rankmap.probe.device import pick_host
+
+            topo = host_topology(pick_host(load_machine(spec), hostname, node_rank))
+        elif "nvml" in device_source:
+            from rankmap.adapters.nvml_topology import collect_topology
+
+            topo = collect_topology()
+        else:
+            return None
+        return to_wire(topo) if topo is not None else None
+    except Exception:  # noqa: BLE001 - collecting topology must never fail the probe
+        return None
