@@ -138,7 +138,9 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
                 if not ev.counts
                 else "No GPU-mapping problem recognised in the input",
                 detail=f"Read {', '.join(ev.sources) or 'no input'}: {ev.lines_seen} candidate "
-                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows.",
+                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows."
+                + (" Workers failed without an error message in the input." if ev.failures else ""),
+                evidence=[f.evidence for f in ev.failures[:3] if f.evidence],
             )
         )
     return Report(

@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context
+from rankmap.logs.signals import (
+    framework_local_rank_clash,
+    physical_index_after_narrowing,
+    subgroup_duplicate,
+)
 
 DECIDED = 3
 
@@ -152,6 +157,9 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     split = _split_hosts(ev)
     if split:
         cands["RM801"].add(5, split)
+    sub = subgroup_duplicate(ev)
+    if sub:
+        cands["RM301"].add(4, sub)
     return sorted(cands.values(), key=lambda c: -c.score)
 
 
@@ -169,9 +177,17 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
             ("RM801", "RM801"),
             ("per_process", "RM501"),
             ("nested", "RM904"),
+            ("physical", "RM240"),
+            ("framework", "RM941"),
         )
     }
     _common(ctx, ev, cands)
+    physical = physical_index_after_narrowing(ctx, ev)
+    if physical:
+        cands["physical"].add(5, physical)
+    clash = framework_local_rank_clash(ctx, ev)
+    if clash:
+        cands["framework"].add(5, clash)
     cands["RM301"].score = min(cands["RM301"].score, 0)  # no set_device never asks for cuda:N>0
     forms = {e.get("form") for e in ev.of("invalid_ordinal")}
     if "mig_assert" in forms:

@@ -11,6 +11,7 @@ from rankmap.logs.causes import DECIDED, Candidate, duplicate_candidates, ordina
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus
 from rankmap.logs.patterns import Event
+from rankmap.logs.signals import is_nccl_tests
 from rankmap.pci import try_normalize_bus_id
 
 MAX_EVIDENCE = 6
@@ -31,6 +32,10 @@ DECIDERS: dict[str, str] = {
     "RM503": "`CUDA_VISIBLE_DEVICES` printed by every rank (the same single GPU everywhere?)",
     "RM601": "`nvidia-smi -L` on the host: MIG lines under one GPU",
     "RM640": "`nvidia-smi -L` on the host: MIG lines under one GPU",
+    "RM240": "`echo $CUDA_VISIBLE_DEVICES` and the device index the script/framework selects "
+    "(it must be below the number of entries)",
+    "RM941": "the framework's own rank banner (LOCAL_RANK / GLOBAL_RANK lines) against the "
+    "launcher's processes per node",
     "RM801": "`hostname; cat /proc/sys/kernel/random/boot_id; echo $NCCL_HOSTID` on each node",
 }
 
@@ -120,6 +125,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     vnote = _version_note(ev)
     check = _check_first(
         ctx,
+        ev,
         {
             "oversubscribed",
             "visible_devices_mismatch",
@@ -203,6 +209,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     common: dict[str, Any] = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
     check = _check_first(
         ctx,
+        ev,
         {
             "oversubscribed",
             "visible_devices_mismatch",
@@ -246,10 +253,17 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     return [first, *_alternatives(chosen, cands, defaults, "invalid device ordinal")]
 
 
-def _check_first(ctx: Context, categories: set[str]) -> Finding | None:
+# check's findings about how a PyTorch script reads its rank/device: void for nccl-tests.
+SCRIPT_RULES = frozenset({"RM301", "RM302", "RM401", "RM402", "RM901", "RM903", "RM905"})
+
+
+def _check_first(ctx: Context, ev: Evidence, categories: set[str]) -> Finding | None:
     if not ctx.launch:
         return None
+    tests = is_nccl_tests(ctx, ev)
     for f in ctx.launch.check_findings:
+        if tests and f.code in SCRIPT_RULES:
+            continue
         if f.severity is Severity.ERROR and f.category in categories:
             return f
     return None

@@ -30,7 +30,9 @@ ANCHORS: tuple[bytes, ...] = (
     b"NCCL version",
     b"Duplicate GPU",
     b"Multiple Ranks",
-    b"ordinal",
+    b"ordin",
+    b"VISIBLE GPUS",
+    b"LOCAL_RANK:",
     b"INVALID_DEVICE",
     b"ASSERT",
     b"using GPU",
@@ -171,7 +173,8 @@ _MISMATCH = _R(
     r"Mismatched NCCL version detected\s*:\s*rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) "
     r"version (?P<vb>\d+)"
 )
-_ORDINAL = _R(r"invalid device ordinal|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice")
+# Case-insensitive and tolerant of a doubled letter: people retype the message ("ordinnal").
+_ORDINAL = _R(r"(?i:invalid device ordi+n+al)|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice")
 _ASSERT = _R(r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED")
 _GUESS = _R(
     r"(?:Rank (?P<r>\d+)\]?\s+)?using (?:best-guess )?GPU (?P<gpu>\d+) (?:to perform barrier|as device)"
@@ -184,6 +187,10 @@ _EXIT_FIELD = _R(r"^(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?")
 _TESTS_DEV = _R(
     r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+) on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]+)\]\s*(?P<name>.*)$"
+)
+# torchrun's agent: "failed (exitcode: 1) local_rank: 7 (pid: 81) of binary: /usr/bin/python"
+_ELASTIC_FAIL = _R(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"
 )
 _TESTS_FAIL = _R(r"Test CUDA failure (?P<where>\S+) '(?P<err>[^']+)'")
 _CUDA_FAIL = _R(r"Cuda failure (?:(?P<num>\d+) )?'(?P<err>[^']+)'")
@@ -212,7 +219,10 @@ _STORE = _R(
 )
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
-_CVD = _R(r"(?:Setting )?CUDA_VISIBLE_DEVICES[=:]\s*(?P<v>[\w,:/-]*)")
+_CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]*)")
+# Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
+_PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
+_PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
 _DEVICE_BANNER = _R(r"^Device: cuda:(?P<d>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
@@ -337,6 +347,8 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         )
     elif _GUESS_NEW.search(msg):
         ev.append(_ev("device_guess", line, pre))
+    if (m := _ELASTIC_FAIL.search(msg)) is not None:
+        ev.append(_ev("torchrun_failed", line, pre, values=m.groupdict()))
     if _ROOT.search(msg):
         ev.append(_ev("torchrun_root", line, pre))
     elif (f := _root_cause_field(msg, line, pre)) is not None:
@@ -374,6 +386,10 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         ev.append(_ev("env_ifname", line, pre, values={"v": m.group("v")}))
     if (m := _CVD.search(msg)) is not None and m.group("v"):
         ev.append(_ev("env_cvd", line, pre, values={"v": m.group("v")}))
+    if (m := _PL_LOCAL.match(msg)) is not None:
+        ev.append(_ev("framework_local_rank", line, pre, values={"local": m.group("local")}))
+    if (m := _PL_GLOBAL.search(msg)) is not None:
+        ev.append(_ev("framework_rank", line, pre, values=m.groupdict()))
     if (m := _DEVICE_BANNER.match(msg)) is not None:
         ev.append(_ev("device_banner", line, pre, values={"dev": m.group("d")}))
     if (m := _NUM_PROC.match(msg)) is not None:
