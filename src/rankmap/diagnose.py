@@ -19,7 +19,7 @@ from rankmap.findings import Finding, Report, finding
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
 from rankmap.logs.findings_map import duplicate_findings, ordinal_findings, quote
-from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS
+from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env
@@ -57,11 +57,13 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
             if isinstance(stream, io.TextIOBase) and raw is None:
                 binary = _TextAsBytes(stream)
             ev.sources.append("<stdin>")
-            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS))
+            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
             continue
         handle, size = open_input(name)
         if size is not None:
-            fast = scan_file_parallel(name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS)
+            fast = scan_file_parallel(
+                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS, join=JOIN_ANCHORS
+            )
             if fast is not None:
                 handle.close()
                 ev.sources.append(name)
@@ -70,7 +72,14 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
         with handle:
             ev.sources.append(name)
             ev.add_lines(
-                scan_stream(handle, name, anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=size)
+                scan_stream(
+                    handle,
+                    name,
+                    anchors=ANCHORS,
+                    core_anchors=CORE_ANCHORS,
+                    size=size,
+                    join=JOIN_ANCHORS,
+                )
             )
     return ev
 

@@ -69,7 +69,20 @@ ANCHORS: tuple[bytes, ...] = (
     b"Failed",
     b"AF_INET",
     b"interface",
+    b"NCCL error in",
 )
+# Messages long enough for a terminal to wrap: their hits bring the neighbouring lines along and
+# :func:`recognise` rejoins the halves (only when neither half is recognised on its own).
+JOIN_ANCHORS: frozenset[bytes] = frozenset(
+    (b"Duplicate GPU", b"Multiple Ranks", b"- Init ", b"Init START", b"Init COMPLETE")
+    + (b"Mismatched", b"ordin", b"NCCL error in")
+)
+# Event kinds a wrapped half cannot produce on its own; a join must produce one of these.
+_JOIN_KINDS = frozenset(
+    {"duplicate_gpu", "multi_rank_gpu", "init", "nccl_mismatch", "invalid_ordinal"}
+    | {"torch_nccl_error"}
+)
+_QUOTE = re.compile(r"^[>\s]*")
 
 # init.cc line of the duplicate-GPU WARN -> NCCL release (reference/nccl.md (a)).
 DUPLICATE_LINE_VERSION: dict[int, str] = {
@@ -402,7 +415,51 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
 
 
 def recognise(line: Line) -> list[Event]:
-    """Every event in one line (several when pasted text lost its newlines). Never raises."""
+    """Every event in one line (several when pasted text lost its newlines). Never raises.
+
+    A :class:`Line` holding several physical lines (a hit with its neighbours) is recognised
+    line by line; two adjacent lines are rejoined when neither is recognised alone and the
+    joined text is (a message wrapped by a terminal).
+    """
+    if "\n" not in line.text:
+        return _recognise_one(line)
+    parts = [
+        Line(t, line.source, line.lineno + i if line.lineno else None)
+        for i, t in enumerate(line.text.split("\n"))
+    ]
+    events: list[Event] = []
+    i = 0
+    while i < len(parts):
+        here = _recognise_one(parts[i]) if parts[i].text.strip() else []
+        if i + 1 < len(parts) and not _key(here) and parts[i].text.strip():
+            joined = _try_join(parts[i], parts[i + 1])
+            if joined:
+                events.extend(joined)
+                i += 2
+                continue
+        events.extend(here)
+        i += 1
+    return events
+
+
+def _key(events: list[Event]) -> bool:
+    return any(e.kind in _JOIN_KINDS for e in events)
+
+
+def _try_join(head: Line, tail: Line) -> list[Event]:
+    """Events of ``head`` + ``tail`` when only the joined text holds a key message."""
+    rest = _QUOTE.sub("", tail.text)
+    if not rest or _key(_recognise_one(tail)):
+        return []
+    for glue in ("", " "):
+        joined = Line(head.text.rstrip("\\") + glue + rest, head.source, head.lineno)
+        found = _recognise_one(joined)
+        if _key(found):
+            return found
+    return []
+
+
+def _recognise_one(line: Line) -> list[Event]:
     events: list[Event] = []
     for part in split_messages(line.text):
         pre, msg = strip_prefixes(part)
