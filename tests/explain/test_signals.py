@@ -1,0 +1,90 @@
+"""Secondary signals that tell causes apart (rankmap.logs.signals), through explain_files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rankmap.diagnose import explain_files
+from rankmap.findings import Finding
+from rankmap.logs.prefix import split_messages, strip_prefixes
+
+
+def _first(tmp_path: Path, text: str, **kw: object) -> Finding:
+    path = tmp_path / "job.log"
+    path.write_text(text)
+    return explain_files([path], **kw).ordered_findings()[0]  # type: ignore[arg-type]
+
+
+def test_duplicate_in_a_sub_group_points_at_set_device(tmp_path: Path) -> None:
+    text = (
+        "[rank6]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+        "[rank6]: Last error:\n"
+        "[rank6]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1b000\n"
+    )
+    first = _first(tmp_path, text)
+    assert first.code == "RM301"
+    assert list(first.ranks) == [0, 1]
+    assert "sub-group" in first.detail
+
+
+def test_duplicate_reported_by_a_rank_of_the_pair_stays_undecided(tmp_path: Path) -> None:
+    text = "[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000\n"
+    assert _first(tmp_path, text).code == "RM103"
+
+
+def test_physical_index_after_narrowing(tmp_path: Path) -> None:
+    text = "VISIBLE GPUS: 6,7\nRuntimeError: CUDA error: invalid device ordinal\n"
+    first = _first(tmp_path, text)
+    assert (first.code, first.category) == ("RM240", "visible_devices_mismatch")
+
+
+def test_renumbered_list_that_fits_is_not_a_physical_index(tmp_path: Path) -> None:
+    text = "CUDA_VISIBLE_DEVICES: [0,1]\nRuntimeError: CUDA error: invalid device ordinal\n"
+    assert _first(tmp_path, text).code != "RM240"
+
+
+def test_framework_gives_one_local_rank_to_several_processes(tmp_path: Path) -> None:
+    text = "".join(
+        f"LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]\ninitializing ddp: GLOBAL_RANK: {r}, "
+        "MEMBER: {r + 1}/4\n"
+        for r in range(4)
+    )
+    text += "RuntimeError: CUDA error: invalid device ordinal\n"
+    first = _first(tmp_path, text, env={"SLURM_NNODES": "2"})
+    assert (first.code, first.category) == ("RM941", "launcher_config")
+
+
+def test_nccl_tests_binary_is_not_judged_as_a_pytorch_script(tmp_path: Path) -> None:
+    text = "host1: Test CUDA failure common.cu:732 'invalid device ordinal'\n" * 4
+    first = _first(tmp_path, text, launch="mpirun -np 16 ./build/all_reduce_perf -g 2")
+    assert first.category == "oversubscribed"
+
+
+def test_retyped_ordinal_message_is_recognised(tmp_path: Path) -> None:
+    for text in (
+        "RuntimeError: CUDA error: invalid device ordinnal\n",
+        "tensorflow: Invalid device ordinal value (1). Valid range is [0, 0].\n",
+    ):
+        assert _first(tmp_path, text).code == "RM102"
+
+
+def test_silent_worker_failure_is_quoted(tmp_path: Path) -> None:
+    text = (
+        "E1226 16:52:45.454000 7 api.py:869] failed (exitcode: 1) local_rank: 7 (pid: 81) of "
+        "binary: /usr/local/bin/python\n"
+    )
+    first = _first(tmp_path, text)
+    assert first.code == "RM003"
+    assert first.evidence and "local_rank: 7" in first.evidence[0]
+
+
+def test_prefix_only_parts_stay_with_their_message() -> None:
+    line = (
+        "0: [rank3]: gpu-a:100:200 [3] init.cc:824 NCCL WARN Duplicate GPU detected : rank 3 "
+        "and rank 0 both on CUDA device 4f000"
+    )
+    parts = split_messages(line)
+    assert len(parts) == 1
+    pre, msg = strip_prefixes(parts[0])
+    assert (pre.task, pre.rank, pre.host) == (0, 3, "gpu-a")
+    assert msg.startswith("init.cc:824 NCCL WARN")
