@@ -88,3 +88,13 @@ def test_prefix_only_parts_stay_with_their_message() -> None:
     pre, msg = strip_prefixes(parts[0])
     assert (pre.task, pre.rank, pre.host) == (0, 3, "gpu-a")
     assert msg.startswith("init.cc:824 NCCL WARN")
+
+
+def test_cvd_listing_the_whole_allocation_is_oversubscription(tmp_path: Path) -> None:
+    """Slurm sets CUDA_VISIBLE_DEVICES to the node's allocation: 8 tasks on 4 GPUs oversubscribe."""
+    text = "RuntimeError: CUDA error: invalid device ordinal\n"
+    launch = "srun --nodes=2 --ntasks-per-node=8 --gres=gpu:a100:4 python train.py"
+    whole = _first(tmp_path, text, launch=launch, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert whole.category == "oversubscribed"
+    narrowed = _first(tmp_path, text, launch=launch, env={"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert narrowed.category == "visible_devices_mismatch"

@@ -72,6 +72,12 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         nproc = banners[0].geti("n")
     cvd = _cvd_count(ctx, ev)
     gpus = ctx.gpus_per_node()
+    if gpus is None and ctx.launch and ctx.launch.gpus_per_node:
+        gpus = ctx.launch.gpus_per_node  # the scheduler's allocation per node
+    if cvd is not None and gpus is not None and cvd >= gpus:
+        # CUDA_VISIBLE_DEVICES lists the whole node (Slurm sets it to the allocation): it narrows
+        # nothing, so too many processes is oversubscription, not a visibility mismatch.
+        cvd = None
     if nproc is not None and cvd is not None and nproc > cvd:
         cands["RM201"].add(
             6,
