@@ -18,7 +18,12 @@ from typing import IO, Any
 from rankmap.findings import Finding, Report, finding
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
-from rankmap.logs.findings_map import duplicate_findings, ordinal_findings, quote
+from rankmap.logs.findings_map import (
+    duplicate_findings,
+    oom_findings,
+    ordinal_findings,
+    quote,
+)
 from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.model import Host, Placement
@@ -231,23 +236,9 @@ def _versions(ev: Evidence, ctx: Context) -> list[Finding]:
 
 
 def _oom(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("oom")
-    if not evs:
-        return []
-    procs = max(int(e.get("procs") or 0) for e in evs)
-    gpus = sorted({e.get("gpu") for e in evs if e.get("gpu") is not None}, key=str)
-    if procs >= 2 or ev.has("duplicate_gpu"):
-        title = f"CUDA out of memory on GPU {', '.join(map(str, gpus)) or '?'} used by {procs} processes"
-        return [finding("RM011", title, evidence=[quote(e) for e in evs[:3]])]
-    return [
-        finding(
-            "RM040",
-            "CUDA out of memory (one process per GPU as far as the log shows)",
-            evidence=[quote(e) for e in evs[:3]],
-            fix="Reduce batch size / model memory; check `nvidia-smi` for other processes.",
-            severity="warning",
-        )
-    ]
+    if not ev.of("oom") or ev.has("duplicate_gpu", "multi_rank_gpu", "invalid_ordinal"):
+        return []  # the shared GPU / ordinal finding already names the cause
+    return oom_findings(ctx, ev)
 
 
 def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
@@ -350,10 +341,10 @@ _RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
     _lightning,
     _ifname,
+    _oom,  # before store/socket errors: peers of a rank that died of OOM lose their connections
     _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",)),
     _socket,
     _nvml_nf,
-    _oom,
     _cuda_failure,
     _guess,
     _versions,

@@ -98,3 +98,28 @@ def test_cvd_listing_the_whole_allocation_is_oversubscription(tmp_path: Path) ->
     assert whole.category == "oversubscribed"
     narrowed = _first(tmp_path, text, launch=launch, env={"CUDA_VISIBLE_DEVICES": "0,1"})
     assert narrowed.category == "visible_devices_mismatch"
+
+
+def test_oom_on_a_shared_gpu_names_the_cause_then_the_symptom(tmp_path: Path) -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 79.15 GiB of which 1.2 GiB is free. Process 11 has 38.1 GiB memory in use. "
+        "Process 12 has 38.1 GiB memory in use.\n"
+        "[rank1]: torch.distributed.DistNetworkError: Connection closed by remote peer\n"
+    )
+    path = tmp_path / "oom.log"
+    path.write_text(text)
+    codes = [f.code for f in explain_files([path]).ordered_findings()]
+    assert codes[:2] == ["RM301", "RM011"]
+    with_launch = _first(tmp_path, text, launch="torchrun --nproc_per_node 8 train.py", machines=[])
+    assert with_launch.category in ("no_set_device", "oversubscribed")
+
+
+def test_oom_of_a_single_process_is_not_a_mapping_error(tmp_path: Path) -> None:
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 5.72 GiB. GPU 0 has a "
+        "total capacity of 39.50 GiB of which 1.20 GiB is free. Including non-PyTorch memory, "
+        "this process has 38.29 GiB memory in use.\n"
+    )
+    first = _first(tmp_path, text)
+    assert (first.code, first.severity.value) == ("RM040", "warning")

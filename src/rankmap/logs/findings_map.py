@@ -281,3 +281,50 @@ def _fix(code: str, ctx: Context) -> str:
     if code in ("RM101", "RM102") and nproc and gpus:
         return f"Start at most {gpus} processes per node (`--nproc-per-node {gpus}`)."
     return lookup(code).fix
+
+
+def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
+    """CUDA out of memory: when several processes hold memory on the failing GPU, the cause.
+
+    PyTorch's OOM message lists the other processes on the GPU (``Process N has X GiB memory in
+    use``). Several ranks on one GPU without an NCCL duplicate-GPU error means NCCL itself was
+    set up per rank but allocations still landed on the current device, cuda:0 unless the rank
+    called ``torch.cuda.set_device`` first (pytorch_nccl.md §1) -> RM301 unless the context
+    decides otherwise (more processes than GPUs, a narrowed CUDA_VISIBLE_DEVICES, ...).
+    """
+    evs = ev.of("oom")
+    procs = max(int(e.get("procs") or 0) for e in evs)
+    gpus = sorted({e.get("gpu") for e in evs if e.get("gpu") is not None}, key=str)
+    quotes = [quote(e) for e in evs[:3]]
+    if procs < 2:
+        return [
+            finding(
+                "RM040",
+                "CUDA out of memory (one process per GPU as far as the log shows)",
+                evidence=quotes,
+                fix="Reduce batch size / model memory; check `nvidia-smi` for other processes.",
+                severity="warning",
+            )
+        ]
+    where = f"GPU {', '.join(map(str, gpus)) or '?'} shared with {procs} other processes"
+    symptom = finding("RM011", f"CUDA out of memory on {where}", evidence=quotes)
+    cands = [c for c in duplicate_candidates(ctx, ev) if c.code not in ("RM801", "RM503")]
+    best = cands[0] if cands else Candidate("RM301")
+    code = best.code if best.score >= DECIDED else "RM301"
+    why = (
+        "; ".join(best.reasons)
+        if best.score >= DECIDED
+        else (
+            "several processes allocate on one GPU while NCCL raised no duplicate-GPU error: ranks "
+            "touched CUDA (model.cuda(), torch.load, a barrier) before selecting their own device"
+        )
+    )
+    first = finding(
+        code,
+        f"{lookup(code).summary}: CUDA out of memory on {where}",
+        detail=f"{why}. Would decide: `nvidia-smi` during the run (which PIDs sit on GPU 0) and "
+        f"{DECIDERS.get(code, DECIDERS['RM301'])}.",
+        fix=_fix(code, ctx),
+        evidence=quotes,
+    )
+    return [first, symptom, *_alternatives(code, cands, (), "out-of-memory GPU")]
