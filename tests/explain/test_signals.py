@@ -123,3 +123,14 @@ def test_oom_of_a_single_process_is_not_a_mapping_error(tmp_path: Path) -> None:
     )
     first = _first(tmp_path, text)
     assert (first.code, first.severity.value) == ("RM040", "warning")
+
+
+def test_duplicate_printed_by_a_ray_worker(tmp_path: Path) -> None:
+    text = (
+        "(RayWorkerWrapper pid=4711, ip=10.0.0.5) node-a:4711:4800 [0] init.cc:871 NCCL WARN "
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000\n"
+    )
+    first = _first(tmp_path, text)
+    assert (first.code, first.category) == ("RM503", "per_process_visible_devices")
+    noset = _first(tmp_path, text, env={"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"})
+    assert noset.code == "RM301"

@@ -15,6 +15,7 @@ from rankmap.logs.context import Context
 from rankmap.logs.signals import (
     framework_local_rank_clash,
     physical_index_after_narrowing,
+    ray_duplicate,
     subgroup_duplicate,
 )
 
@@ -166,6 +167,9 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     sub = subgroup_duplicate(ev)
     if sub:
         cands["RM301"].add(4, sub)
+    ray = ray_duplicate(ctx, ev)
+    if ray:
+        cands[ray[0]].add(3, ray[1])
     return sorted(cands.values(), key=lambda c: -c.score)
 
 

@@ -84,3 +84,26 @@ def framework_local_rank_clash(ctx: Context, ev: Evidence) -> str | None:
         f"{count} processes report LOCAL_RANK {local} on {nodes} node(s): the framework/launcher "
         "gave several processes of one node the same local rank"
     )
+
+
+RAY_NOSET = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
+
+
+def ray_duplicate(ctx: Context, ev: Evidence) -> tuple[str, str] | None:
+    """A duplicate-GPU WARN printed by a Ray worker: (candidate key, reason) or None.
+
+    Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs; two workers on one GPU come
+    from that assignment (duplicate reports with old Ray versions were fixed by upgrading Ray),
+    unless ``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1`` turned the masking off, where
+    workers that default to cuda:0 collide (launchers.md §8).
+    """
+    if not any(e.prefix.ray for e in ev.of("duplicate_gpu")):
+        return None
+    if ctx.env.get(RAY_NOSET) == "1":
+        return "RM301", f"{RAY_NOSET}=1: Ray no longer masks GPUs, workers default to cuda:0"
+    return (
+        "per_process",
+        "the WARN comes from a Ray worker: Ray gives every worker its own CUDA_VISIBLE_DEVICES, "
+        "so two workers on one GPU were assigned the same GPU (upgrade Ray; check num_gpus per "
+        "worker)",
+    )
