@@ -57,6 +57,7 @@ FORMS: dict[str, Callable[[str], str]] = {
     "json-field": lambda t: '{"log": ' + json.dumps(t) + "}\n",
     "lost-newlines": lambda t: t.replace("\n", " ") + "\n",
     "bom": lambda t: "\ufeff" + t,
+    "nbsp": lambda t: t.replace(" ", "\u00a0"),
     "wrapped-80": _wrap(80),
     "wrapped-100": _wrap(100),
     "wrapped-quoted-80": lambda t: _each_line("> ")(_wrap(80)(t)),

@@ -31,6 +31,7 @@ MAX_WINDOWS_PER_LINE = 32
 FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
 EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
 _SNIFF = 8192
+_NBSP = b"\xc2\xa0"  # U+00A0 in UTF-8
 JOIN_MAX = 512  # a neighbouring line this short may be the rest of a terminal-wrapped message
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -68,6 +69,8 @@ def _clean_one(raw: bytes) -> str:
         text = text.rstrip("\r")
         if "\r" in text:
             text = text.rsplit("\r", 1)[-1] if text.rsplit("\r", 1)[-1].strip() else text
+    if "\xa0" in text:  # non-breaking spaces from rich-text pastes
+        text = text.replace("\xa0", " ")
     return text.replace("\x00", "")
 
 
@@ -205,6 +208,10 @@ def scan_stream(
             in_edge = offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES
             use = anchors if in_edge else (core_anchors or anchors)
         region = buf[:limit] if limit < len(buf) else buf
+        consumed = limit
+        if use is anchors and _NBSP in region:  # rich-text pastes: anchors contain plain spaces
+            region = region.replace(_NBSP, b" ")
+            limit = len(region)
         hits, joins = _hits(region, use, join)
         prev = 0
         for start, end in _spans(region, hits, limit, joins):
@@ -216,8 +223,8 @@ def scan_stream(
                 yield Line(text, source, lineno if count_lines else None)
         if count_lines:
             lineno += region.count(b"\n", prev, limit)
-        carry = buf[limit:]
-        offset += limit
+        carry = buf[consumed:]
+        offset += consumed
         if eof:
             break
         if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
