@@ -22,6 +22,7 @@ from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulat
 from rankmap.logs.findings_map import duplicate_findings, ordinal_findings
 from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.logs.rules import RULES
+from rankmap.logs.signals import log_gpu_count, log_launch, redact_command
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env
 
@@ -90,6 +91,9 @@ def build_context(
     env: Mapping[str, str] | None,
     machines: Sequence[Host],
     script: Path | None,
+    *,
+    log_gpus: int | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Context:
     """The non-log facts, with the launch command simulated."""
     env_map = dict(env or {})
@@ -105,6 +109,8 @@ def build_context(
         machines=tuple(machines),
         script_selection=selection,
         script_path=str(script) if script else None,
+        notes=notes,
+        log_gpu_count=log_gpus,
     )
 
 
@@ -119,7 +125,14 @@ def explain_files(
 ) -> Report:
     """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
     ev = read_evidence(paths, stdin=stdin)
-    ctx = build_context(launch, env, machines, script)
+    notes: list[str] = []
+    if not launch and (pasted := log_launch(ev)):
+        launch = pasted
+        notes.append(f"launch command taken from the log: {redact_command(pasted)[:200]}")
+    gpus = None if machines else log_gpu_count(ev)
+    if gpus:
+        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
+    ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
     return diagnose(ev, ctx)
 
 
@@ -243,7 +256,7 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
     }
     if ctx.launch:
         out["launch"] = {
-            "command": ctx.launch.command,
+            "command": redact_command(ctx.launch.command),
             "launcher": ctx.launch.launcher,
             "nproc_per_node": ctx.launch.nproc_per_node,
             "nnodes": ctx.launch.nnodes,
@@ -251,4 +264,6 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
         }
     if ctx.env:
         out["env"] = redact_env(ctx.env)
+    if ctx.notes:
+        out["context_from_log"] = list(ctx.notes)
     return out

@@ -134,3 +134,53 @@ def test_duplicate_printed_by_a_ray_worker(tmp_path: Path) -> None:
     assert (first.code, first.category) == ("RM503", "per_process_visible_devices")
     noset = _first(tmp_path, text, env={"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"})
     assert noset.code == "RM301"
+
+
+SMI_4 = "".join(
+    f"|   {i}  NVIDIA A100-SXM4-80GB          On  |   00000000:{bus}:00.0 Off |                    0 |\n"
+    for i, bus in enumerate(("07", "0F", "47", "4E"))
+)
+
+
+def test_pasted_command_and_nvidia_smi_table_are_context(tmp_path: Path) -> None:
+    text = (
+        "(env) user@box:~/repo$ torchrun --nproc_per_node=8 train.py\n"
+        + SMI_4
+        + "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    path = tmp_path / "paste.log"
+    path.write_text(text)
+    report = explain_files([path])
+    first = report.ordered_findings()[0]
+    assert (first.code, first.category) == ("RM102", "oversubscribed")
+    assert "8 processes per node on a 4-GPU machine" in first.detail
+    notes = report.sections["explain"]["context_from_log"]
+    assert any("torchrun --nproc_per_node=8" in n for n in notes)
+    assert any("4 GPU(s)" in n for n in notes)
+
+
+def test_pasted_launch_that_fits_the_gpus_points_at_device_selection(tmp_path: Path) -> None:
+    text = (
+        "$ torchrun --nproc_per_node=4 train.py\n"
+        + SMI_4
+        + "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 7000\n"
+    )
+    assert _first(tmp_path, text).code == "RM301"
+
+
+def test_given_launch_wins_over_the_pasted_one_and_secrets_are_redacted(tmp_path: Path) -> None:
+    text = (
+        "+ HF_TOKEN=hf_secret123 torchrun --nproc_per_node=8 train.py --hf-token hf_secret123\n"
+        'File "/usr/local/bin/torchrun", line 8, in <module>\n'
+        "WARNING:torch.distributed.run: Setting OMP_NUM_THREADS\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    path = tmp_path / "secret.log"
+    path.write_text(text)
+    report = explain_files([path])
+    blob = str(report.to_dict())
+    assert "hf_secret123" not in blob
+    assert report.sections["explain"]["launch"]["nproc_per_node"] == 8
+    given = explain_files([path], launch="torchrun --nproc_per_node=2 train.py")
+    assert given.sections["explain"]["launch"]["nproc_per_node"] == 2
+    assert "context_from_log" not in given.sections["explain"]

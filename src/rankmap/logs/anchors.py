@@ -59,6 +59,16 @@ ANCHORS: tuple[bytes, ...] = (
     b"AF_INET",
     b"interface",
     b"NCCL error in",
+    # context pasted with the log: an nvidia-smi table row, the launch command line
+    b"00000000:",
+    b"torchrun ",
+    b"torch.distributed.launch ",
+    b"torch.distributed.run ",
+    b"accelerate launch",
+    b"deepspeed ",
+    b"srun ",
+    b"mpirun ",
+    b"mpiexec ",
 )
 # Messages long enough for a terminal to wrap: their hits bring the neighbouring lines along and
 # :func:`recognise` rejoins the halves (only when neither half is recognised on its own).

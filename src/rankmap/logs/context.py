@@ -70,6 +70,7 @@ class Context:
     script_selection: str | None = None  # local_rank | global_rank | constant | none | unknown
     script_path: str | None = None
     notes: tuple[str, ...] = ()
+    log_gpu_count: int | None = None  # GPU rows of an nvidia-smi table pasted with the log
 
     def cvd_entries(self) -> list[str] | None:
         """Entries of CUDA_VISIBLE_DEVICES from --env / the launch command, None when unset."""
@@ -79,9 +80,9 @@ class Context:
         return [e.strip() for e in cvd.split(",") if e.strip()]
 
     def gpus_per_node(self) -> int | None:
-        """GPU count of the (first) machine given, None when no machine was given."""
+        """GPU count of the (first) machine given, else of an nvidia-smi table in the log."""
         if not self.machines:
-            return None
+            return self.log_gpu_count
         # A MIG GPU offers one CUDA device per instance to the processes of a job.
         return sum(max(1, len(g.mig_devices)) if g.mig_mode else 1 for g in self.machines[0].gpus)
 

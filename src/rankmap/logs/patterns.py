@@ -148,6 +148,17 @@ _DEVICE_BANNER = _R(r"^Device: cuda:(?P<d>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
 _MIG_LINE = _R(r"MIG[- ](?:\d+g\.\d+gb|GPU-|[0-9a-f]{8}-)")
+# Context pasted into the log: a GPU row of the default nvidia-smi table
+# ("|   0  NVIDIA A100 ...   Off |   00000000:31:00.0 Off |") and the launch command line, after a
+# shell prompt ("user@host:~$ ", "(env) ... $ ", "+ " of bash -x, "!" of a notebook) or alone.
+_SMI_ROW = _R(
+    r"^\|\s*(?P<idx>\d{1,3})\s+\S.*?\|\s*(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s"
+)
+_LAUNCH_ECHO = _R(
+    r"(?:^|[$#>]\s+|^\+\s+|^!)(?P<cmd>(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
+    r"(?:\S*/)?(?:torchrun|python[\d.]*\s+-m\s+torch\.distributed\.(?:launch|run)|accelerate\s+launch"
+    r"|deepspeed|srun|mpirun|mpiexec)\s+-.*)$"
+)
 
 
 def _ev(kind: str, line: Line, pre: Prefix, **kw: object) -> Event:
@@ -317,6 +328,10 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         ev.append(_ev("accel_nproc", line, pre, values={"n": m.group("n")}))
     if (m := _ACC_ENV.search(msg)) is not None:
         ev.append(_ev("accel_env", line, pre, values={"t": m.group("t")}))
+    if (m := _SMI_ROW.match(msg)) is not None:
+        ev.append(_ev("smi_gpu", line, pre, values=m.groupdict()))
+    elif (m := _LAUNCH_ECHO.search(msg)) is not None and not msg.lstrip().startswith("File "):
+        ev.append(_ev("launch_echo", line, pre, values={"cmd": m.group("cmd").strip()}))
     if _MIG_LINE.search(msg):
         ev.append(_ev("mig_seen", line, pre))
     return ev

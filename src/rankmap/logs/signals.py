@@ -6,10 +6,12 @@ evidence and context; none of them looks at one thread's wording.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context
+from rankmap.redact import REDACTED, is_secret_name, redact_text
 
 # Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
 NCCL_TESTS_SUFFIX = "_perf"
@@ -107,3 +109,34 @@ def ray_duplicate(ctx: Context, ev: Evidence) -> tuple[str, str] | None:
         "so two workers on one GPU were assigned the same GPU (upgrade Ray; check num_gpus per "
         "worker)",
     )
+
+
+def log_launch(ev: Evidence) -> str | None:
+    """The last launch command line pasted with the log (the run the errors belong to)."""
+    echoes = ev.of("launch_echo")
+    return echoes[-1].get("cmd") if echoes else None
+
+
+def log_gpu_count(ev: Evidence) -> int | None:
+    """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices)."""
+    idx = {e.get("idx") for e in ev.of("smi_gpu")}
+    return len(idx) or None
+
+
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)")
+_SECRET_FLAG = re.compile(r"(?P<flag>--?[\w-]+)(?P<sep>[= ]+)(?P<value>\S+)")
+
+
+def redact_command(cmd: str) -> str:
+    """A launch command safe to print: secret-looking ``VAR=value`` and ``--*token* value``."""
+
+    def assignment(m: re.Match[str]) -> str:
+        return f"{m.group('name')}={REDACTED}" if is_secret_name(m.group("name")) else m.group(0)
+
+    def flag(m: re.Match[str]) -> str:
+        name = m.group("flag").lstrip("-").replace("-", "_").upper()
+        if is_secret_name(name):
+            return f"{m.group('flag')}{m.group('sep')}{REDACTED}"
+        return m.group(0)
+
+    return redact_text(_SECRET_FLAG.sub(flag, _ASSIGNMENT.sub(assignment, cmd)), {})
