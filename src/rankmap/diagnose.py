@@ -10,17 +10,19 @@ whose first finding is the best-supported cause.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
 from rankmap.findings import Finding, Report, finding
+from rankmap.logs.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
-from rankmap.logs.findings_map import duplicate_findings, ordinal_findings, quote
-from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS
+from rankmap.logs.findings_map import duplicate_findings, ordinal_findings
 from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
+from rankmap.logs.rules import RULES
+from rankmap.logs.signals import log_gpu_count, log_launch, redact_command
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env
 
@@ -57,11 +59,13 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
             if isinstance(stream, io.TextIOBase) and raw is None:
                 binary = _TextAsBytes(stream)
             ev.sources.append("<stdin>")
-            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS))
+            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
             continue
         handle, size = open_input(name)
         if size is not None:
-            fast = scan_file_parallel(name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS)
+            fast = scan_file_parallel(
+                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS, join=JOIN_ANCHORS
+            )
             if fast is not None:
                 handle.close()
                 ev.sources.append(name)
@@ -70,7 +74,14 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
         with handle:
             ev.sources.append(name)
             ev.add_lines(
-                scan_stream(handle, name, anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=size)
+                scan_stream(
+                    handle,
+                    name,
+                    anchors=ANCHORS,
+                    core_anchors=CORE_ANCHORS,
+                    size=size,
+                    join=JOIN_ANCHORS,
+                )
             )
     return ev
 
@@ -80,6 +91,9 @@ def build_context(
     env: Mapping[str, str] | None,
     machines: Sequence[Host],
     script: Path | None,
+    *,
+    log_gpus: int | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Context:
     """The non-log facts, with the launch command simulated."""
     env_map = dict(env or {})
@@ -95,6 +109,8 @@ def build_context(
         machines=tuple(machines),
         script_selection=selection,
         script_path=str(script) if script else None,
+        notes=notes,
+        log_gpu_count=log_gpus,
     )
 
 
@@ -109,7 +125,14 @@ def explain_files(
 ) -> Report:
     """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
     ev = read_evidence(paths, stdin=stdin)
-    ctx = build_context(launch, env, machines, script)
+    notes: list[str] = []
+    if not launch and (pasted := log_launch(ev)):
+        launch = pasted
+        notes.append(f"launch command taken from the log: {redact_command(pasted)[:200]}")
+    gpus = None if machines else log_gpu_count(ev)
+    if gpus:
+        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
+    ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
     return diagnose(ev, ctx)
 
 
@@ -126,7 +149,7 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
     if ev.has("invalid_ordinal"):
         ordinal = ordinal_findings(ctx, ev)
         findings = ordinal + findings if not dup else findings + ordinal
-    for rule in _RULES:
+    for rule in RULES:
         findings += rule(ev, ctx)
     if ev.rankmap.records:
         findings.append(_rankmap_finding(ev))
@@ -138,7 +161,9 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
                 if not ev.counts
                 else "No GPU-mapping problem recognised in the input",
                 detail=f"Read {', '.join(ev.sources) or 'no input'}: {ev.lines_seen} candidate "
-                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows.",
+                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows."
+                + (" Workers failed without an error message in the input." if ev.failures else ""),
+                evidence=[f.evidence for f in ev.failures[:3] if f.evidence],
             )
         )
     return Report(
@@ -167,186 +192,6 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
         seen.add(f.code)
         out.append(f)
     return out
-
-
-def _simple(
-    code: str, title: str, kinds: tuple[str, ...], **kw: Any
-) -> Callable[..., list[Finding]]:
-    def rule(ev: Evidence, ctx: Context) -> list[Finding]:
-        evs = ev.of(*kinds)
-        if not evs:
-            return []
-        ranks = sorted({e.rank for e in evs if e.rank is not None})
-        hosts = list(dict.fromkeys(e.host for e in evs if e.host))
-        return [
-            finding(
-                code, title, ranks=ranks, hosts=hosts, evidence=[quote(e) for e in evs[:4]], **kw
-            )
-        ]
-
-    return rule
-
-
-def _mismatch(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("nccl_mismatch")
-    if not evs:
-        return []
-    e = evs[0]
-    va, vb = e.get("va"), e.get("vb")
-    return [
-        finding(
-            "RM051",
-            f"Ranks load different NCCL versions: rank {e.ranks[0]} has {va}, rank {e.ranks[1]} "
-            f"has {vb}",
-            ranks=e.ranks,
-            hosts=[x.host for x in evs if x.host],
-            evidence=[quote(x) for x in evs[:4]],
-        )
-    ]
-
-
-def _versions(ev: Evidence, ctx: Context) -> list[Finding]:
-    seen = ev.nccl_versions()
-    if len(seen) < 2 or ev.has("nccl_mismatch"):
-        return []
-    return [
-        finding(
-            "RM051",
-            f"The log shows {len(seen)} NCCL versions: {', '.join(seen)}",
-            evidence=list(seen.values())[:4],
-            severity="warning",
-        )
-    ]
-
-
-def _oom(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("oom")
-    if not evs:
-        return []
-    procs = max(int(e.get("procs") or 0) for e in evs)
-    gpus = sorted({e.get("gpu") for e in evs if e.get("gpu") is not None}, key=str)
-    if procs >= 2 or ev.has("duplicate_gpu"):
-        title = f"CUDA out of memory on GPU {', '.join(map(str, gpus)) or '?'} used by {procs} processes"
-        return [finding("RM011", title, evidence=[quote(e) for e in evs[:3]])]
-    return [
-        finding(
-            "RM040",
-            "CUDA out of memory (one process per GPU as far as the log shows)",
-            evidence=[quote(e) for e in evs[:3]],
-            fix="Reduce batch size / model memory; check `nvidia-smi` for other processes.",
-            severity="warning",
-        )
-    ]
-
-
-def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
-    req, has = ev.of("lightning_requested"), ev.of("lightning_has")
-    if not req or ev.has("invalid_ordinal"):
-        return []
-    have = (has[0].get("has") or "").strip() if has else ""
-    code = "RM501" if have == "0" else "RM102"
-    quotes = [quote(e) for e in (req[:1] + has[:1])]
-    return [
-        finding(
-            code,
-            f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]",
-            evidence=quotes,
-        )
-    ]
-
-
-def _guess(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("device_guess")
-    if not evs:
-        return []
-    ranks = sorted({e.rank for e in evs if e.rank is not None})
-    return [
-        finding(
-            "RM402",
-            "PyTorch guessed each rank's GPU (no device bound to the process group)",
-            ranks=ranks,
-            evidence=[quote(e) for e in evs[:3]],
-        )
-    ]
-
-
-def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("no_interface")
-    if not evs:
-        return []
-    set_to = [e.get("v") for e in ev.of("env_ifname")] or [ctx.env.get("NCCL_SOCKET_IFNAME")]
-    val = next((v for v in set_to if v), None)
-    extra = f" (NCCL_SOCKET_IFNAME={val})" if val else ""
-    return [
-        finding(
-            "RM020",
-            f"NCCL found no usable network interface{extra}",
-            hosts=[e.host for e in evs if e.host],
-            evidence=[quote(e) for e in evs[:3] + ev.of("env_ifname")[:1]],
-        )
-    ]
-
-
-def _nvml_nf(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = ev.of("nvml_not_found")
-    if not evs:
-        return []
-    return [
-        finding(
-            "RM502",
-            "NCCL could not find a peer's GPU on what it took for the same host",
-            detail="Per-process GPU isolation (cgroups, per-task CUDA_VISIBLE_DEVICES) hides the "
-            "peer's GPU, or two containers with one hostname are one NCCL host (nccl.md (b)). "
-            "Would decide: `hostname` and `nvidia-smi -L` inside each rank's container.",
-            hosts=[e.host for e in evs if e.host],
-            evidence=[quote(e) for e in evs[:3]],
-        )
-    ]
-
-
-def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
-    if ev.has("no_interface", "store_error"):
-        return []
-    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
-        ev, ctx
-    )
-
-
-def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
-    evs = list(ev.of("cuda_failure"))
-    if not evs:
-        return []
-    err = evs[0].get("err")
-    return [
-        finding(
-            "RM040",
-            f"CUDA call failed inside NCCL: '{err}'",
-            hosts=[e.host for e in evs if e.host],
-            evidence=[quote(e) for e in evs[:3]],
-        )
-    ]
-
-
-_RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
-    _mismatch,
-    _simple("RM905", "Two processes claim the same global rank", ("bootstrap_dup_rank",)),
-    _simple("RM940", "DeepSpeed was asked for a GPU slot the host does not have", ("ds_no_slot",)),
-    _simple(
-        "RM941",
-        "The framework's device/process settings contradict the launch",
-        ("lightning_world", "accelerate_gpu_ids"),
-    ),
-    _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
-    _lightning,
-    _ifname,
-    _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",)),
-    _socket,
-    _nvml_nf,
-    _oom,
-    _cuda_failure,
-    _guess,
-    _versions,
-)
 
 
 def _rankmap_finding(ev: Evidence) -> Finding:
@@ -411,7 +256,7 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
     }
     if ctx.launch:
         out["launch"] = {
-            "command": ctx.launch.command,
+            "command": redact_command(ctx.launch.command),
             "launcher": ctx.launch.launcher,
             "nproc_per_node": ctx.launch.nproc_per_node,
             "nnodes": ctx.launch.nnodes,
@@ -419,4 +264,6 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
         }
     if ctx.env:
         out["env"] = redact_env(ctx.env)
+    if ctx.notes:
+        out["context_from_log"] = list(ctx.notes)
     return out

@@ -43,6 +43,18 @@ define(
     example="`16 ranks on 2 hosts (node-01, node-02), 1 communicator, no GPU shared`.",
 )
 define(
+    "RM240",
+    "visible_devices_mismatch",
+    "error",
+    "A physical GPU index is used after CUDA_VISIBLE_DEVICES renumbered the GPUs",
+    cause="CUDA_VISIBLE_DEVICES=6,7 shows the process cuda:0 and cuda:1 only; a script or "
+    "framework that still selects cuda:6 (the nvidia-smi index) asks for a device that does not "
+    "exist in the process: `invalid device ordinal`.",
+    fix="Index devices 0..N-1 after narrowing (cuda:LOCAL_RANK), or pass the GPU list to the "
+    "framework and let it set CUDA_VISIBLE_DEVICES, not both.",
+    example="`VISIBLE GPUS: 6,7` followed by `invalid device ordinal` (Lightning DDP on GPUs 6,7).",
+)
+define(
     "RM640",
     "mig",
     "error",

@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context
+from rankmap.logs.signals import (
+    framework_local_rank_clash,
+    physical_index_after_narrowing,
+    ray_duplicate,
+    subgroup_duplicate,
+)
 
 DECIDED = 3
 
@@ -67,6 +73,12 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         nproc = banners[0].geti("n")
     cvd = _cvd_count(ctx, ev)
     gpus = ctx.gpus_per_node()
+    if gpus is None and ctx.launch and ctx.launch.gpus_per_node:
+        gpus = ctx.launch.gpus_per_node  # the scheduler's allocation per node
+    if cvd is not None and gpus is not None and cvd >= gpus:
+        # CUDA_VISIBLE_DEVICES lists the whole node (Slurm sets it to the allocation): it narrows
+        # nothing, so too many processes is oversubscription, not a visibility mismatch.
+        cvd = None
     if nproc is not None and cvd is not None and nproc > cvd:
         cands["RM201"].add(
             6,
@@ -152,6 +164,12 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     split = _split_hosts(ev)
     if split:
         cands["RM801"].add(5, split)
+    sub = subgroup_duplicate(ev)
+    if sub:
+        cands["RM301"].add(4, sub)
+    ray = ray_duplicate(ctx, ev)
+    if ray:
+        cands[ray[0]].add(3, ray[1])
     return sorted(cands.values(), key=lambda c: -c.score)
 
 
@@ -169,9 +187,17 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
             ("RM801", "RM801"),
             ("per_process", "RM501"),
             ("nested", "RM904"),
+            ("physical", "RM240"),
+            ("framework", "RM941"),
         )
     }
     _common(ctx, ev, cands)
+    physical = physical_index_after_narrowing(ctx, ev)
+    if physical:
+        cands["physical"].add(5, physical)
+    clash = framework_local_rank_clash(ctx, ev)
+    if clash:
+        cands["framework"].add(5, clash)
     cands["RM301"].score = min(cands["RM301"].score, 0)  # no set_device never asks for cuda:N>0
     forms = {e.get("form") for e in ev.of("invalid_ordinal")}
     if "mig_assert" in forms:

@@ -56,6 +56,17 @@ class Evidence:
             self._root_next = True
         elif ev.kind == "torchrun_field":
             self._failure_field(ev)
+        elif ev.kind == "torchrun_failed" and len(self.failures) < MAX_EVENTS_PER_KIND:
+            self.failures.append(
+                Failure(
+                    rank=None,
+                    local_rank=ev.geti("local"),
+                    host=ev.host,
+                    exitcode=ev.geti("code"),
+                    root=False,
+                    evidence=f"{ev.line.where()}: {ev.line.text.strip()[:300]}",
+                )
+            )
         bucket = self.events[ev.kind]
         if len(bucket) < MAX_EVENTS_PER_KIND:
             bucket.append(ev)

@@ -37,7 +37,9 @@ _INT_FLAGS = {
     "-N": "nnodes",
     "--nodes": "nnodes",
     "--gpus-per-task": "gpt",
+    "--gpus-per-node": "gpn",
 }
+_GRES_GPU = re.compile(r"^gpu(?::[\w.-]+)?:(?P<n>\d+)$")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class LaunchFacts:
     nproc_per_node: int | None = None
     nnodes: int | None = None
     gpus_per_task: int | None = None
+    gpus_per_node: int | None = None  # Slurm --gpus-per-node / --gres=gpu:N: the node's allocation
     device_selection: str | None = None  # from check's simulation or the script
     env: tuple[tuple[str, str], ...] = ()  # VAR=value assignments before the command
     nested_in: str | None = None  # "srun"/"mpirun" wrapping torchrun/accelerate/deepspeed
@@ -67,6 +70,7 @@ class Context:
     script_selection: str | None = None  # local_rank | global_rank | constant | none | unknown
     script_path: str | None = None
     notes: tuple[str, ...] = ()
+    log_gpu_count: int | None = None  # GPU rows of an nvidia-smi table pasted with the log
 
     def cvd_entries(self) -> list[str] | None:
         """Entries of CUDA_VISIBLE_DEVICES from --env / the launch command, None when unset."""
@@ -76,9 +80,9 @@ class Context:
         return [e.strip() for e in cvd.split(",") if e.strip()]
 
     def gpus_per_node(self) -> int | None:
-        """GPU count of the (first) machine given, None when no machine was given."""
+        """GPU count of the (first) machine given, else of an nvidia-smi table in the log."""
         if not self.machines:
-            return None
+            return self.log_gpu_count
         # A MIG GPU offers one CUDA device per instance to the processes of a job.
         return sum(max(1, len(g.mig_devices)) if g.mig_mode else 1 for g in self.machines[0].gpus)
 
@@ -111,8 +115,13 @@ def parse_launch(command: str) -> LaunchFacts:
         name, eq, val = tok.partition("=")
         if name in _INT_FLAGS:
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
+            raw = raw.rsplit(":", 1)[-1] if name == "--gpus-per-node" else raw  # a100:4
             if raw.isdigit() and _INT_FLAGS[name] not in nums:
                 nums[_INT_FLAGS[name]] = int(raw)
+        if name == "--gres":
+            gm = _GRES_GPU.match(val if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
+            if gm and "gpn" not in nums:
+                nums["gpn"] = int(gm.group("n"))
         if name in ("--include", "-i") and launcher == "deepspeed":
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             if "@" not in raw and ":" in raw:
@@ -135,6 +144,7 @@ def parse_launch(command: str) -> LaunchFacts:
         nproc_per_node=nproc,
         nnodes=nnodes,
         gpus_per_task=nums.get("gpt"),
+        gpus_per_node=nums.get("gpn"),
         env=tuple(env),
         nested_in=outer[0] if outer else None,
         outer_tasks_per_node=outer_tasks,
@@ -200,6 +210,7 @@ def simulate_launch(
         nproc_per_node=launch.get("nproc_per_node", facts.nproc_per_node),
         nnodes=launch.get("nnodes", facts.nnodes),
         gpus_per_task=facts.gpus_per_task,
+        gpus_per_node=facts.gpus_per_node,
         device_selection=launch.get("device_selection"),
         env=facts.env,
         nested_in=facts.nested_in,

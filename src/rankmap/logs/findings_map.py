@@ -11,6 +11,7 @@ from rankmap.logs.causes import DECIDED, Candidate, duplicate_candidates, ordina
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context, gpu_for_bus
 from rankmap.logs.patterns import Event
+from rankmap.logs.signals import is_nccl_tests
 from rankmap.pci import try_normalize_bus_id
 
 MAX_EVIDENCE = 6
@@ -31,6 +32,10 @@ DECIDERS: dict[str, str] = {
     "RM503": "`CUDA_VISIBLE_DEVICES` printed by every rank (the same single GPU everywhere?)",
     "RM601": "`nvidia-smi -L` on the host: MIG lines under one GPU",
     "RM640": "`nvidia-smi -L` on the host: MIG lines under one GPU",
+    "RM240": "`echo $CUDA_VISIBLE_DEVICES` and the device index the script/framework selects "
+    "(it must be below the number of entries)",
+    "RM941": "the framework's own rank banner (LOCAL_RANK / GLOBAL_RANK lines) against the "
+    "launcher's processes per node",
     "RM801": "`hostname; cat /proc/sys/kernel/random/boot_id; echo $NCCL_HOSTID` on each node",
 }
 
@@ -120,6 +125,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     vnote = _version_note(ev)
     check = _check_first(
         ctx,
+        ev,
         {
             "oversubscribed",
             "visible_devices_mismatch",
@@ -203,6 +209,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     common: dict[str, Any] = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
     check = _check_first(
         ctx,
+        ev,
         {
             "oversubscribed",
             "visible_devices_mismatch",
@@ -246,10 +253,17 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     return [first, *_alternatives(chosen, cands, defaults, "invalid device ordinal")]
 
 
-def _check_first(ctx: Context, categories: set[str]) -> Finding | None:
+# check's findings about how a PyTorch script reads its rank/device: void for nccl-tests.
+SCRIPT_RULES = frozenset({"RM301", "RM302", "RM401", "RM402", "RM901", "RM903", "RM905"})
+
+
+def _check_first(ctx: Context, ev: Evidence, categories: set[str]) -> Finding | None:
     if not ctx.launch:
         return None
+    tests = is_nccl_tests(ctx, ev)
     for f in ctx.launch.check_findings:
+        if tests and f.code in SCRIPT_RULES:
+            continue
         if f.severity is Severity.ERROR and f.category in categories:
             return f
     return None
@@ -267,3 +281,50 @@ def _fix(code: str, ctx: Context) -> str:
     if code in ("RM101", "RM102") and nproc and gpus:
         return f"Start at most {gpus} processes per node (`--nproc-per-node {gpus}`)."
     return lookup(code).fix
+
+
+def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
+    """CUDA out of memory: when several processes hold memory on the failing GPU, the cause.
+
+    PyTorch's OOM message lists the other processes on the GPU (``Process N has X GiB memory in
+    use``). Several ranks on one GPU without an NCCL duplicate-GPU error means NCCL itself was
+    set up per rank but allocations still landed on the current device, cuda:0 unless the rank
+    called ``torch.cuda.set_device`` first (pytorch_nccl.md §1) -> RM301 unless the context
+    decides otherwise (more processes than GPUs, a narrowed CUDA_VISIBLE_DEVICES, ...).
+    """
+    evs = ev.of("oom")
+    procs = max(int(e.get("procs") or 0) for e in evs)
+    gpus = sorted({e.get("gpu") for e in evs if e.get("gpu") is not None}, key=str)
+    quotes = [quote(e) for e in evs[:3]]
+    if procs < 2:
+        return [
+            finding(
+                "RM040",
+                "CUDA out of memory (one process per GPU as far as the log shows)",
+                evidence=quotes,
+                fix="Reduce batch size / model memory; check `nvidia-smi` for other processes.",
+                severity="warning",
+            )
+        ]
+    where = f"GPU {', '.join(map(str, gpus)) or '?'} shared with {procs} other processes"
+    symptom = finding("RM011", f"CUDA out of memory on {where}", evidence=quotes)
+    cands = [c for c in duplicate_candidates(ctx, ev) if c.code not in ("RM801", "RM503")]
+    best = cands[0] if cands else Candidate("RM301")
+    code = best.code if best.score >= DECIDED else "RM301"
+    why = (
+        "; ".join(best.reasons)
+        if best.score >= DECIDED
+        else (
+            "several processes allocate on one GPU while NCCL raised no duplicate-GPU error: ranks "
+            "touched CUDA (model.cuda(), torch.load, a barrier) before selecting their own device"
+        )
+    )
+    first = finding(
+        code,
+        f"{lookup(code).summary}: CUDA out of memory on {where}",
+        detail=f"{why}. Would decide: `nvidia-smi` during the run (which PIDs sit on GPU 0) and "
+        f"{DECIDERS.get(code, DECIDERS['RM301'])}.",
+        fix=_fix(code, ctx),
+        evidence=quotes,
+    )
+    return [first, symptom, *_alternatives(code, cands, (), "out-of-memory GPU")]

@@ -6,9 +6,8 @@ every version, Init START/COMPLETE shapes, error strings, socket/bootstrap WARNs
 reference/launchers.md (torchrun, accelerate, DeepSpeed, Slurm, Lightning messages) and
 reference/cuda_devices.md (``invalid device ordinal`` forms).
 
-:data:`ANCHORS` are literals at least one of which every recognised line contains; the reader
-scans for them so that only candidate lines are decoded. :data:`CORE_ANCHORS` is the subset
-used in the middle of huge files.
+The anchors the reader scans for, and the init.cc line -> NCCL release table, are in
+:mod:`rankmap.logs.anchors` (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,95 +15,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rankmap.logs.anchors import ANCHORS as ANCHORS  # re-exported
+from rankmap.logs.anchors import CORE_ANCHORS as CORE_ANCHORS
+from rankmap.logs.anchors import DUPLICATE_LINE_VERSION
+from rankmap.logs.anchors import JOIN_ANCHORS as JOIN_ANCHORS
 from rankmap.logs.prefix import Prefix, split_messages, strip_prefixes
 from rankmap.logs.reader import Line
 
-CORE_ANCHORS: tuple[bytes, ...] = (b"NCCL WARN", b"- Init ", b"rror")
-# NOTE: long anchors scan faster with bytes.find; these three cover the WARN, Init and error
-# lines a mapping failure leaves in the middle of a huge INFO log.
-ANCHORS: tuple[bytes, ...] = (
-    *CORE_ANCHORS,
-    b"WARN",
-    b"Init START",
-    b"Init COMPLETE",
-    b"NCCL version",
-    b"Duplicate GPU",
-    b"Multiple Ranks",
-    b"ordinal",
-    b"INVALID_DEVICE",
-    b"ASSERT",
-    b"using GPU",
-    b"using best-guess GPU",
-    b"Guessing device",
-    b"Root Cause",
-    b"Failures:",
-    b"exitcode",
-    b"local_rank:",
-    b"host   ",
-    b" Pid ",
-    b"Using devices",
-    b"out of memory",
-    b"memory in use",
-    b"No slot",
-    b"Mismatched",
-    b"requested gpu",
-    b"machine only has",
-    b"GPU ids",
-    b"does not match the world size",
-    b"unrecognized arguments",
-    b"NCCL_HOSTID",
-    b"NCCL_SOCKET_IFNAME",
-    b"socket",
-    b"Bootstrap",
-    b"failed",
-    b"Last error",
-    b"CUDA_VISIBLE_DEVICES",
-    b"Device: cuda",
-    b"Num processes",
-    b"Distributed environment",
-    b"MIG",
-    b"timed out",
-    b"Failed",
-    b"AF_INET",
-    b"interface",
+# Event kinds a wrapped half cannot produce on its own; a join must produce one of these.
+_JOIN_KINDS = frozenset(
+    {"duplicate_gpu", "multi_rank_gpu", "init", "nccl_mismatch", "invalid_ordinal"}
+    | {"torch_nccl_error"}
 )
-
-# init.cc line of the duplicate-GPU WARN -> NCCL release (reference/nccl.md (a)).
-DUPLICATE_LINE_VERSION: dict[int, str] = {
-    461: "2.5.6",
-    469: "2.5.7 or 2.12.10/2.12.12",
-    598: "2.6.4",
-    578: "2.7.3-2.7.6",
-    573: "2.7.8",
-    584: "2.8.x",
-    492: "2.9.6/2.9.8",
-    497: "2.9.9",
-    521: "2.10.3",
-    545: "2.11.4",
-    466: "2.12.7",
-    511: "2.13.4",
-    525: "2.14.3-2.15.5",
-    642: "2.16.x",
-    639: "2.17.1",
-    748: "2.18.1",
-    795: "2.18.3-2.18.6",
-    824: "2.19.1/2.19.3",
-    818: "2.19.4",
-    869: "2.20.3",
-    871: "2.20.5",
-    943: "2.21.5",
-    738: "2.22.3",
-    783: "2.23.4",
-    777: "2.24.3",
-    720: "2.25.1",
-    722: "2.26.2/2.26.3",
-    732: "2.26.5/2.26.6",
-    737: "2.27.x",
-    808: "2.28.3",
-    904: "2.28.7/2.28.9",
-    946: "2.29.2/2.29.3",
-    974: "2.29.7",
-}
+_QUOTE = re.compile(r"^[>\s]*")
 
 
 @dataclass(frozen=True)
@@ -171,7 +94,8 @@ _MISMATCH = _R(
     r"Mismatched NCCL version detected\s*:\s*rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) "
     r"version (?P<vb>\d+)"
 )
-_ORDINAL = _R(r"invalid device ordinal|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice")
+# Case-insensitive and tolerant of a doubled letter: people retype the message ("ordinnal").
+_ORDINAL = _R(r"(?i:invalid device ordi+n+al)|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice")
 _ASSERT = _R(r"device >= 0 && device < num_gpus INTERNAL ASSERT FAILED")
 _GUESS = _R(
     r"(?:Rank (?P<r>\d+)\]?\s+)?using (?:best-guess )?GPU (?P<gpu>\d+) (?:to perform barrier|as device)"
@@ -184,6 +108,10 @@ _EXIT_FIELD = _R(r"^(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?")
 _TESTS_DEV = _R(
     r"^#?\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+) on\s+(?P<host>\S+)\s+"
     r"device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]+)\]\s*(?P<name>.*)$"
+)
+# torchrun's agent: "failed (exitcode: 1) local_rank: 7 (pid: 81) of binary: /usr/bin/python"
+_ELASTIC_FAIL = _R(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local>\d+) \(pid: (?P<pid>\d+)\)"
 )
 _TESTS_FAIL = _R(r"Test CUDA failure (?P<where>\S+) '(?P<err>[^']+)'")
 _CUDA_FAIL = _R(r"Cuda failure (?:(?P<num>\d+) )?'(?P<err>[^']+)'")
@@ -212,11 +140,25 @@ _STORE = _R(
 )
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
-_CVD = _R(r"(?:Setting )?CUDA_VISIBLE_DEVICES[=:]\s*(?P<v>[\w,:/-]*)")
+_CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]*)")
+# Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
+_PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
+_PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
 _DEVICE_BANNER = _R(r"^Device: cuda:(?P<d>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
 _MIG_LINE = _R(r"MIG[- ](?:\d+g\.\d+gb|GPU-|[0-9a-f]{8}-)")
+# Context pasted into the log: a GPU row of the default nvidia-smi table
+# ("|   0  NVIDIA A100 ...   Off |   00000000:31:00.0 Off |") and the launch command line, after a
+# shell prompt ("user@host:~$ ", "(env) ... $ ", "+ " of bash -x, "!" of a notebook) or alone.
+_SMI_ROW = _R(
+    r"^\|\s*(?P<idx>\d{1,3})\s+\S.*?\|\s*(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s"
+)
+_LAUNCH_ECHO = _R(
+    r"(?:^|[$#>]\s+|^\+\s+|^!)(?P<cmd>(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
+    r"(?:\S*/)?(?:torchrun|python[\d.]*\s+-m\s+torch\.distributed\.(?:launch|run)|accelerate\s+launch"
+    r"|deepspeed|srun|mpirun|mpiexec)\s+-.*)$"
+)
 
 
 def _ev(kind: str, line: Line, pre: Prefix, **kw: object) -> Event:
@@ -337,6 +279,8 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         )
     elif _GUESS_NEW.search(msg):
         ev.append(_ev("device_guess", line, pre))
+    if (m := _ELASTIC_FAIL.search(msg)) is not None:
+        ev.append(_ev("torchrun_failed", line, pre, values=m.groupdict()))
     if _ROOT.search(msg):
         ev.append(_ev("torchrun_root", line, pre))
     elif (f := _root_cause_field(msg, line, pre)) is not None:
@@ -374,19 +318,71 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         ev.append(_ev("env_ifname", line, pre, values={"v": m.group("v")}))
     if (m := _CVD.search(msg)) is not None and m.group("v"):
         ev.append(_ev("env_cvd", line, pre, values={"v": m.group("v")}))
+    if (m := _PL_LOCAL.match(msg)) is not None:
+        ev.append(_ev("framework_local_rank", line, pre, values={"local": m.group("local")}))
+    if (m := _PL_GLOBAL.search(msg)) is not None:
+        ev.append(_ev("framework_rank", line, pre, values=m.groupdict()))
     if (m := _DEVICE_BANNER.match(msg)) is not None:
         ev.append(_ev("device_banner", line, pre, values={"dev": m.group("d")}))
     if (m := _NUM_PROC.match(msg)) is not None:
         ev.append(_ev("accel_nproc", line, pre, values={"n": m.group("n")}))
     if (m := _ACC_ENV.search(msg)) is not None:
         ev.append(_ev("accel_env", line, pre, values={"t": m.group("t")}))
+    if (m := _SMI_ROW.match(msg)) is not None:
+        ev.append(_ev("smi_gpu", line, pre, values=m.groupdict()))
+    elif (m := _LAUNCH_ECHO.search(msg)) is not None and not msg.lstrip().startswith("File "):
+        ev.append(_ev("launch_echo", line, pre, values={"cmd": m.group("cmd").strip()}))
     if _MIG_LINE.search(msg):
         ev.append(_ev("mig_seen", line, pre))
     return ev
 
 
 def recognise(line: Line) -> list[Event]:
-    """Every event in one line (several when pasted text lost its newlines). Never raises."""
+    """Every event in one line (several when pasted text lost its newlines). Never raises.
+
+    A :class:`Line` holding several physical lines (a hit with its neighbours) is recognised
+    line by line; two adjacent lines are rejoined when neither is recognised alone and the
+    joined text is (a message wrapped by a terminal).
+    """
+    if "\n" not in line.text:
+        return _recognise_one(line)
+    parts = [
+        Line(t, line.source, line.lineno + i if line.lineno else None)
+        for i, t in enumerate(line.text.split("\n"))
+    ]
+    events: list[Event] = []
+    i = 0
+    while i < len(parts):
+        here = _recognise_one(parts[i]) if parts[i].text.strip() else []
+        if i + 1 < len(parts) and not _key(here) and parts[i].text.strip():
+            joined = _try_join(parts[i], parts[i + 1])
+            if joined:
+                events.extend(joined)
+                i += 2
+                continue
+        events.extend(here)
+        i += 1
+    return events
+
+
+def _key(events: list[Event]) -> bool:
+    return any(e.kind in _JOIN_KINDS for e in events)
+
+
+def _try_join(head: Line, tail: Line) -> list[Event]:
+    """Events of ``head`` + ``tail`` when only the joined text holds a key message."""
+    rest = _QUOTE.sub("", tail.text)
+    if not rest or _key(_recognise_one(tail)):
+        return []
+    for glue in ("", " "):
+        joined = Line(head.text.rstrip("\\") + glue + rest, head.source, head.lineno)
+        found = _recognise_one(joined)
+        if _key(found):
+            return found
+    return []
+
+
+def _recognise_one(line: Line) -> list[Event]:
     events: list[Event] = []
     for part in split_messages(line.text):
         pre, msg = strip_prefixes(part)

@@ -106,4 +106,15 @@ def split_messages(text: str) -> list[str]:
     if len(text) < 120:
         return [text]
     parts = [p for p in _SPLIT.split(text) if p and p.strip()]
-    return parts or [text]
+    # A part that is only prefixes ("0: [rank3]:") belongs to the message after it.
+    out: list[str] = []
+    carry = ""
+    for part in parts:
+        if strip_prefixes(part.rstrip() + " \x00")[1] == "\x00":
+            carry += part + " "
+            continue
+        out.append(carry + part)
+        carry = ""
+    if carry:
+        out.append(carry.rstrip())
+    return out or [text]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -30,6 +31,8 @@ MAX_WINDOWS_PER_LINE = 32
 FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
 EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
 _SNIFF = 8192
+_NBSP = b"\xc2\xa0"  # U+00A0 in UTF-8
+JOIN_MAX = 512  # a neighbouring line this short may be the rest of a terminal-wrapped message
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
@@ -48,7 +51,16 @@ class Line:
 
 
 def clean(raw: bytes) -> str:
-    """Decode (invalid UTF-8 replaced), drop ANSI colour codes, CR and other control characters."""
+    """Decode (invalid UTF-8 replaced), drop ANSI colour codes, CR and other control characters.
+
+    A span of several physical lines (a hit with its neighbours) is cleaned line by line.
+    """
+    if b"\n" in raw:
+        return "\n".join(_clean_one(part) for part in raw.split(b"\n"))
+    return _clean_one(raw)
+
+
+def _clean_one(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
@@ -57,6 +69,8 @@ def clean(raw: bytes) -> str:
         text = text.rstrip("\r")
         if "\r" in text:
             text = text.rsplit("\r", 1)[-1] if text.rsplit("\r", 1)[-1].strip() else text
+    if "\xa0" in text:  # non-breaking spaces from rich-text pastes
+        text = text.replace("\xa0", " ")
     return text.replace("\x00", "")
 
 
@@ -72,27 +86,57 @@ def check_text(head: bytes, source: str) -> None:
         raise InputError(f"{source}: binary file, not a log")
 
 
-def _hits(buf: bytes, anchors: Sequence[bytes]) -> list[int]:
-    """Positions of anchors in ``buf``: at most one per line, or per window of a long line."""
+def _hits(
+    buf: bytes, anchors: Sequence[bytes], join: frozenset[bytes] = frozenset()
+) -> tuple[list[int], set[int]]:
+    """Positions of anchors in ``buf`` (at most one per line, or per window of a long line),
+    and the subset found by ``join`` anchors (messages a terminal may have wrapped)."""
     out: list[int] = []
+    joins: set[int] = set()
     find = buf.find
     for anchor in anchors:
+        joinable = anchor in join
         i = find(anchor)
         while i != -1:
             out.append(i)
+            if joinable:
+                joins.add(i)
             nl = find(b"\n", i, i + WINDOW_AFTER)
             i = find(anchor, (nl if nl != -1 else i + WINDOW_AFTER) + 1)
     out.sort()
-    return out
+    return out, joins
 
 
-def _spans(buf: bytes, hits: list[int], limit: int) -> list[tuple[int, int]]:
+def _neighbours(buf: bytes, start: int, end: int, limit: int) -> tuple[int, int]:
+    """Widen a line span by the previous and next line where those are short."""
+    if start > 0:
+        prev = buf.rfind(b"\n", 0, start - 1) + 1
+        if start - prev <= JOIN_MAX:
+            start = prev
+    if end < limit:
+        nxt = buf.find(b"\n", end + 1, limit)
+        nxt = limit if nxt == -1 else nxt
+        if nxt - end <= JOIN_MAX:
+            end = nxt
+    return start, end
+
+
+def _has_join(join_list: list[int], start: int, end: int) -> bool:
+    i = bisect_left(join_list, start)
+    return i < len(join_list) and join_list[i] < end
+
+
+def _spans(
+    buf: bytes, hits: list[int], limit: int, joins: set[int] | frozenset[int] = frozenset()
+) -> list[tuple[int, int]]:
     """Line spans (start, end) around ``hits`` in ``buf[:limit]``, long lines cut into windows.
 
     A span never grows past :data:`MAX_LINE` + a window, and one long line yields at most
-    :data:`MAX_WINDOWS_PER_LINE` windows per chunk, so adversarial input stays cheap.
+    :data:`MAX_WINDOWS_PER_LINE` windows per chunk, so adversarial input stays cheap. A hit in
+    ``joins`` also takes its short neighbouring lines (the rest of a wrapped message).
     """
     spans: list[tuple[int, int]] = []
+    join_list = sorted(joins)
     last_end = -1
     line_start = -1
     windows = 0
@@ -112,6 +156,8 @@ def _spans(buf: bytes, hits: list[int], limit: int) -> list[tuple[int, int]]:
                 continue
             start = max(start, pos - WINDOW_BEFORE, last_end)
             end = min(end, pos + WINDOW_AFTER)
+        elif joins and _has_join(join_list, start, end):
+            start, end = _neighbours(buf, start, end, limit)
         if spans and start <= spans[-1][1] and end - spans[-1][0] <= MAX_LINE:
             spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
         else:
@@ -128,6 +174,7 @@ def scan_stream(
     core_anchors: Sequence[bytes] | None = None,
     size: int | None = None,
     count_lines: bool | None = None,
+    join: frozenset[bytes] = frozenset(),
 ) -> Iterator[Line]:
     """Yield the lines of ``stream`` that contain an anchor, in input order.
 
@@ -161,9 +208,13 @@ def scan_stream(
             in_edge = offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES
             use = anchors if in_edge else (core_anchors or anchors)
         region = buf[:limit] if limit < len(buf) else buf
-        hits = _hits(region, use)
+        consumed = limit
+        if use is anchors and _NBSP in region:  # rich-text pastes: anchors contain plain spaces
+            region = region.replace(_NBSP, b" ")
+            limit = len(region)
+        hits, joins = _hits(region, use, join)
         prev = 0
-        for start, end in _spans(region, hits, limit):
+        for start, end in _spans(region, hits, limit, joins):
             if count_lines:
                 lineno += region.count(b"\n", prev, start)
                 prev = start
@@ -172,8 +223,8 @@ def scan_stream(
                 yield Line(text, source, lineno if count_lines else None)
         if count_lines:
             lineno += region.count(b"\n", prev, limit)
-        carry = buf[limit:]
-        offset += limit
+        carry = buf[consumed:]
+        offset += consumed
         if eof:
             break
         if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
@@ -183,9 +234,11 @@ def scan_stream(
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 
 
-def _scan_segment(args: tuple[str, int, int, tuple[bytes, ...]]) -> list[bytes]:
+def _scan_segment(
+    args: tuple[str, int, int, tuple[bytes, ...], frozenset[bytes]],
+) -> list[bytes]:
     """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
-    path, start, end, anchors = args
+    path, start, end, anchors, join = args
     out: list[bytes] = []
     with open(path, "rb", buffering=0) as f:
         f.seek(start)
@@ -201,7 +254,8 @@ def _scan_segment(args: tuple[str, int, int, tuple[bytes, ...]]) -> list[bytes]:
             if limit == 0:
                 limit = max(0, len(buf) - WINDOW_BEFORE)
             region = buf[:limit]
-            out.extend(region[a:b] for a, b in _spans(region, _hits(region, anchors), limit))
+            hits, joins = _hits(region, anchors, join)
+            out.extend(region[a:b] for a, b in _spans(region, hits, limit, joins))
             carry = buf[limit:][-MAX_LINE * 4 :]
     return out
 
@@ -214,7 +268,12 @@ def _line_start(f: BinaryIO, pos: int) -> int:
 
 
 def scan_file_parallel(
-    path: str, size: int, *, anchors: Sequence[bytes], core_anchors: Sequence[bytes]
+    path: str,
+    size: int,
+    *,
+    anchors: Sequence[bytes],
+    core_anchors: Sequence[bytes],
+    join: frozenset[bytes] = frozenset(),
 ) -> Iterator[Line] | None:
     """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
 
@@ -238,9 +297,9 @@ def scan_file_parallel(
         cuts = (
             [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
         )
-    jobs = [(path, 0, head_end, tuple(anchors))]
-    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors)) for i in range(n)]
-    jobs.append((path, tail_start, size, tuple(anchors)))
+    jobs = [(path, 0, head_end, tuple(anchors), join)]
+    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors), join) for i in range(n)]
+    jobs.append((path, tail_start, size, tuple(anchors), join))
     try:
         with ctx.Pool(n) as pool:
             parts = pool.map(_scan_segment, jobs)

@@ -1,0 +1,181 @@
+"""Rules for single messages (version mismatch, launcher/framework errors, sockets, OOM, ...).
+
+Each rule reads the evidence (and context) and returns findings; :data:`RULES` is in the order
+their first findings should appear when no shared-GPU / ordinal finding leads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rankmap.findings import Finding, finding
+from rankmap.logs.collect import Evidence
+from rankmap.logs.context import Context
+from rankmap.logs.findings_map import oom_findings, quote
+
+
+def _simple(
+    code: str, title: str, kinds: tuple[str, ...], **kw: Any
+) -> Callable[..., list[Finding]]:
+    def rule(ev: Evidence, ctx: Context) -> list[Finding]:
+        evs = ev.of(*kinds)
+        if not evs:
+            return []
+        ranks = sorted({e.rank for e in evs if e.rank is not None})
+        hosts = list(dict.fromkeys(e.host for e in evs if e.host))
+        return [
+            finding(
+                code, title, ranks=ranks, hosts=hosts, evidence=[quote(e) for e in evs[:4]], **kw
+            )
+        ]
+
+    return rule
+
+
+def _mismatch(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("nccl_mismatch")
+    if not evs:
+        return []
+    e = evs[0]
+    va, vb = e.get("va"), e.get("vb")
+    return [
+        finding(
+            "RM051",
+            f"Ranks load different NCCL versions: rank {e.ranks[0]} has {va}, rank {e.ranks[1]} "
+            f"has {vb}",
+            ranks=e.ranks,
+            hosts=[x.host for x in evs if x.host],
+            evidence=[quote(x) for x in evs[:4]],
+        )
+    ]
+
+
+def _versions(ev: Evidence, ctx: Context) -> list[Finding]:
+    seen = ev.nccl_versions()
+    if len(seen) < 2 or ev.has("nccl_mismatch"):
+        return []
+    return [
+        finding(
+            "RM051",
+            f"The log shows {len(seen)} NCCL versions: {', '.join(seen)}",
+            evidence=list(seen.values())[:4],
+            severity="warning",
+        )
+    ]
+
+
+def _oom(ev: Evidence, ctx: Context) -> list[Finding]:
+    if not ev.of("oom") or ev.has("duplicate_gpu", "multi_rank_gpu", "invalid_ordinal"):
+        return []  # the shared GPU / ordinal finding already names the cause
+    return oom_findings(ctx, ev)
+
+
+def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
+    req, has = ev.of("lightning_requested"), ev.of("lightning_has")
+    if not req or ev.has("invalid_ordinal"):
+        return []
+    have = (has[0].get("has") or "").strip() if has else ""
+    code = "RM501" if have == "0" else "RM102"
+    quotes = [quote(e) for e in (req[:1] + has[:1])]
+    return [
+        finding(
+            code,
+            f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]",
+            evidence=quotes,
+        )
+    ]
+
+
+def _guess(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("device_guess")
+    if not evs:
+        return []
+    ranks = sorted({e.rank for e in evs if e.rank is not None})
+    return [
+        finding(
+            "RM402",
+            "PyTorch guessed each rank's GPU (no device bound to the process group)",
+            ranks=ranks,
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("no_interface")
+    if not evs:
+        return []
+    set_to = [e.get("v") for e in ev.of("env_ifname")] or [ctx.env.get("NCCL_SOCKET_IFNAME")]
+    val = next((v for v in set_to if v), None)
+    extra = f" (NCCL_SOCKET_IFNAME={val})" if val else ""
+    return [
+        finding(
+            "RM020",
+            f"NCCL found no usable network interface{extra}",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3] + ev.of("env_ifname")[:1]],
+        )
+    ]
+
+
+def _nvml_nf(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = ev.of("nvml_not_found")
+    if not evs:
+        return []
+    return [
+        finding(
+            "RM502",
+            "NCCL could not find a peer's GPU on what it took for the same host",
+            detail="Per-process GPU isolation (cgroups, per-task CUDA_VISIBLE_DEVICES) hides the "
+            "peer's GPU, or two containers with one hostname are one NCCL host (nccl.md (b)). "
+            "Would decide: `hostname` and `nvidia-smi -L` inside each rank's container.",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
+    if ev.has("no_interface", "store_error"):
+        return []
+    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
+        ev, ctx
+    )
+
+
+def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
+    evs = list(ev.of("cuda_failure"))
+    if not evs:
+        return []
+    err = evs[0].get("err")
+    return [
+        finding(
+            "RM040",
+            f"CUDA call failed inside NCCL: '{err}'",
+            hosts=[e.host for e in evs if e.host],
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
+
+
+RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
+    _mismatch,
+    _simple("RM905", "Two processes claim the same global rank", ("bootstrap_dup_rank",)),
+    _simple("RM940", "DeepSpeed was asked for a GPU slot the host does not have", ("ds_no_slot",)),
+    _simple(
+        "RM941",
+        "The framework's device/process settings contradict the launch",
+        ("lightning_world", "accelerate_gpu_ids"),
+    ),
+    _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
+    _lightning,
+    _ifname,
+    _oom,  # before store/socket errors: peers of a rank that died of OOM lose their connections
+    _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",)),
+    _socket,
+    _nvml_nf,
+    _cuda_failure,
+    _guess,
+    _versions,
+)

@@ -1,0 +1,142 @@
+"""Secondary signals in a log that tell causes apart (used by :mod:`rankmap.logs.causes`).
+
+Each function returns a human reason (quoted into the finding) or ``None``. They read only
+evidence and context; none of them looks at one thread's wording.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from rankmap.logs.collect import Evidence
+from rankmap.logs.context import Context
+from rankmap.redact import REDACTED, is_secret_name, redact_text
+
+# Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
+NCCL_TESTS_SUFFIX = "_perf"
+
+
+def is_nccl_tests(ctx: Context, ev: Evidence) -> bool:
+    """The failing program is an nccl-tests binary (its own `-g`/local-rank logic)."""
+    if ev.has("tests_device") or any(
+        e.get("form") == "nccl-tests" for e in ev.of("invalid_ordinal", "cuda_failure")
+    ):
+        return True
+    cmd = ctx.launch.command if ctx.launch else ""
+    return any(tok.endswith(NCCL_TESTS_SUFFIX) for tok in cmd.split())
+
+
+def subgroup_duplicate(ev: Evidence) -> str | None:
+    """A duplicate-GPU pair reported by a global rank that is not in the pair.
+
+    NCCL names communicator ranks; when ``[rankN]:`` (PyTorch's global rank) reports a pair
+    without N, the communicator is a sub-group (device mesh, new_group). PyTorch creates a
+    sub-group's NCCL communicator on the process's current CUDA device, so ranks that never
+    called ``torch.cuda.set_device`` all create it on cuda:0 (pytorch_nccl.md, device guess).
+    NOTE: the inference from "reporter not in pair" to "sub-group" is rankmap's, unverified.
+    """
+    for e in ev.of("duplicate_gpu"):
+        reporter = e.prefix.rank
+        if reporter is not None and reporter not in e.ranks:
+            a, b = e.ranks
+            return (
+                f"global rank {reporter} reports communicator ranks {a} and {b}: the collision is "
+                "in a sub-group, whose communicator PyTorch creates on the current CUDA device "
+                "(cuda:0 unless the process called torch.cuda.set_device)"
+            )
+    return None
+
+
+def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
+    """CUDA_VISIBLE_DEVICES renumbers GPUs from 0; an entry >= the count is a physical index.
+
+    With ``CUDA_VISIBLE_DEVICES=6,7`` the process sees cuda:0 and cuda:1 only
+    (cuda_devices.md); a framework or script that then selects ``cuda:6`` gets
+    ``invalid device ordinal``.
+    """
+    entries = ctx.cvd_entries()
+    if entries is None:
+        cvds = ev.of("env_cvd")
+        entries = [x for x in (cvds[-1].get("v") or "").split(",") if x] if cvds else None
+    if not entries or not all(x.isdigit() for x in entries):
+        return None
+    nums = [int(x) for x in entries]
+    if max(nums) < len(nums):
+        return None
+    return (
+        f"CUDA_VISIBLE_DEVICES={','.join(entries)} renumbers these GPUs cuda:0..{len(nums) - 1}; "
+        f"selecting cuda:{max(nums)} (the physical index) is then an invalid device ordinal"
+    )
+
+
+def framework_local_rank_clash(ctx: Context, ev: Evidence) -> str | None:
+    """More processes claim one local rank than there are nodes: local ranks were miscounted."""
+    claims = Counter(e.get("local") for e in ev.of("framework_local_rank"))
+    if not claims:
+        return None
+    local, count = claims.most_common(1)[0]
+    nodes = ctx.launch.nnodes if ctx.launch and ctx.launch.nnodes else None
+    if nodes is None and (ctx.env.get("SLURM_NNODES") or "").isdigit():
+        nodes = int(ctx.env["SLURM_NNODES"])
+    nodes = nodes or 1
+    if count <= nodes:
+        return None
+    return (
+        f"{count} processes report LOCAL_RANK {local} on {nodes} node(s): the framework/launcher "
+        "gave several processes of one node the same local rank"
+    )
+
+
+RAY_NOSET = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
+
+
+def ray_duplicate(ctx: Context, ev: Evidence) -> tuple[str, str] | None:
+    """A duplicate-GPU WARN printed by a Ray worker: (candidate key, reason) or None.
+
+    Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs; two workers on one GPU come
+    from that assignment (duplicate reports with old Ray versions were fixed by upgrading Ray),
+    unless ``RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1`` turned the masking off, where
+    workers that default to cuda:0 collide (launchers.md §8).
+    """
+    if not any(e.prefix.ray for e in ev.of("duplicate_gpu")):
+        return None
+    if ctx.env.get(RAY_NOSET) == "1":
+        return "RM301", f"{RAY_NOSET}=1: Ray no longer masks GPUs, workers default to cuda:0"
+    return (
+        "per_process",
+        "the WARN comes from a Ray worker: Ray gives every worker its own CUDA_VISIBLE_DEVICES, "
+        "so two workers on one GPU were assigned the same GPU (upgrade Ray; check num_gpus per "
+        "worker)",
+    )
+
+
+def log_launch(ev: Evidence) -> str | None:
+    """The last launch command line pasted with the log (the run the errors belong to)."""
+    echoes = ev.of("launch_echo")
+    return echoes[-1].get("cmd") if echoes else None
+
+
+def log_gpu_count(ev: Evidence) -> int | None:
+    """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices)."""
+    idx = {e.get("idx") for e in ev.of("smi_gpu")}
+    return len(idx) or None
+
+
+_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)")
+_SECRET_FLAG = re.compile(r"(?P<flag>--?[\w-]+)(?P<sep>[= ]+)(?P<value>\S+)")
+
+
+def redact_command(cmd: str) -> str:
+    """A launch command safe to print: secret-looking ``VAR=value`` and ``--*token* value``."""
+
+    def assignment(m: re.Match[str]) -> str:
+        return f"{m.group('name')}={REDACTED}" if is_secret_name(m.group("name")) else m.group(0)
+
+    def flag(m: re.Match[str]) -> str:
+        name = m.group("flag").lstrip("-").replace("-", "_").upper()
+        if is_secret_name(name):
+            return f"{m.group('flag')}{m.group('sep')}{REDACTED}"
+        return m.group(0)
+
+    return redact_text(_SECRET_FLAG.sub(flag, _ASSIGNMENT.sub(assignment, cmd)), {})
