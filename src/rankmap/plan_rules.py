@@ -83,11 +83,14 @@ def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> 
         "CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")
     )
     per_process = plan.per_process_cvd or "CUDA_VISIBLE_DEVICES" in o.proc.env
-    # NOTE: an explicit node-wide CUDA_VISIBLE_DEVICES with fewer entries than processes per node
-    # is the launcher/CVD disagreement the contract calls visible_devices_mismatch, even when the
-    # machine has no more GPUs to expose (the fix is then only the process count).
+    # NOTE: CUDA_VISIBLE_DEVICES is the cause (visible_devices_mismatch) only when it hides GPUs
+    # the node has and exposing them would fit the process count; a variable that lists the whole
+    # node (or a Slurm allocation) leaves too many processes for the GPUs: oversubscribed.
     narrowed = (
-        node_cvd is not None and not per_process and 0 < len(o.view.devices) < plan.nproc_per_node
+        node_cvd is not None
+        and not per_process
+        and len(o.view.devices) < len(o.host.gpus)
+        and plan.nproc_per_node <= len(o.host.gpus)
     )
     return {"per_process": per_process, "narrowed": narrowed}
 

@@ -63,9 +63,29 @@ def test_stdin_duplicate_with_context(run_cli) -> None:
     doc = json.loads(r.stdout)
     first = doc["findings"][0]
     assert r.status == 1
-    assert first["code"] == "RM201" and first["ranks"] == [0, 4]
+    # CUDA_VISIBLE_DEVICES lists all 4 GPUs of the workstation: 8 processes oversubscribe it
+    assert first["code"] == "RM101" and first["ranks"] == [0, 4]
     assert first["devices"] == ["0000:4F:00.0"]
     assert "GPU-65d5d04d" in first["title"]  # the physical GPU behind the bus id is named
+    assert "--nproc_per_node 4" in first["fix"]
+
+
+def test_duplicate_with_narrowing_cvd_on_a_bigger_machine(run_cli) -> None:  # type: ignore[no-untyped-def]
+    log = "dgx-h100-01:1:2 [0] init.cc:904 NCCL WARN Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 18000\n"
+    argv = [
+        "explain",
+        "--json",
+        "--launch",
+        "torchrun --nproc_per_node 8 train.py",
+        "--env",
+        "CUDA_VISIBLE_DEVICES=0,1,2,3",
+    ]
+    # the example without a machine, and on an 8-GPU machine where the variable hides 4
+    for extra in ([], ["--machine", "dgx-h100"]):
+        r = run_cli([*argv, *extra], stdin=log)
+        first = json.loads(r.stdout)["findings"][0]
+        assert first["category"] == "visible_devices_mismatch", (extra, first)
+        assert first["ranks"] == [0, 4] and first["devices"] == ["0000:18:00.0"]
 
 
 def test_duplicate_alone_says_what_would_decide(run_cli) -> None:

@@ -109,4 +109,12 @@ def test_check_launch_integration(tmp_path: Path) -> None:
         env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"},
         machines=load_machine("workstation-4gpu"),
     )
-    assert report.ordered_findings()[0].category == "visible_devices_mismatch"
+    # all 4 GPUs of the workstation are listed: 8 processes oversubscribe it
+    assert report.ordered_findings()[0].category == "oversubscribed"
+    narrowing = explain_files(
+        [log],
+        launch="torchrun --nproc-per-node 8 train.py",
+        env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"},
+        machines=load_machine("dgx-a100"),
+    )
+    assert narrowing.ordered_findings()[0].category == "visible_devices_mismatch"

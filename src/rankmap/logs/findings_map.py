@@ -148,16 +148,18 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         # The simulation assumed set_device(LOCAL_RANK) and predicts ordinal errors, but the log
         # shows ranks sharing a GPU: the cause (the launch) stands, the symptom says the script
         # wraps the index (local_rank % device_count, accelerate >= 0.33) or never selects one.
+        # Too many processes then show as ranks wrapping onto one GPU (RM101), not as RM102.
+        code = "RM101" if check.code == "RM102" else check.code
         first = finding(
-            check.code,
-            f"{lookup(check.code).summary}: {shared}",
+            code,
+            f"{lookup(code).summary}: {shared}",
             detail=f"Launch: {check.detail} The log shows a shared GPU rather than an invalid "
             "device ordinal, so the script wraps the index (local_rank % device_count) or never "
             f"selects a device.{vnote}",
             fix=check.fix,
             **common,
         )
-        chosen = check.code
+        chosen = code
     elif check is not None:
         first = finding(
             check.code,
