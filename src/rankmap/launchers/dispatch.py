@@ -19,7 +19,20 @@ from rankmap.launchers import (
 
 
 def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
-    """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher."""
+    """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher or a launch
+    that starts no process (``deepspeed --num_gpus 0``): there is no rank map to predict."""
+    plan = _simulate(argv, ctx)
+    if not plan.procs and not plan.issues:
+        from rankmap.errors import UsageError
+
+        raise UsageError(
+            f"{plan.launcher}: this launch starts no processes (world size 0)",
+            hint="check the process / GPU / node counts in the command",
+        )
+    return plan
+
+
+def _simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     prefix, rest = split_env_prefix(argv)
     if prefix:
         ctx = replace(ctx, env={**ctx.env, **prefix})

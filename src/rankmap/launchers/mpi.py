@@ -136,10 +136,14 @@ def _apply(a: MpiArgs, key: str, value: str, prog: str) -> None:
 
 
 def _int(value: str, name: str, prog: str) -> int:
+    """A process count (``-np``, ``-N``...): a positive integer, else a usage error."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+    if number < 1:
+        raise UsageError(f"{prog}: {name} must be >= 1, got {number}")
+    return number
 
 
 def parse_mpi_hostfile(text: str, where: str) -> list[tuple[str, int | None]]:
