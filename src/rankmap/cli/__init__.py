@@ -77,6 +77,15 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
         return int(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
         return int(ExitStatus.OK)
+    except OSError as exc:  # an I/O failure no command turned into an InputError (EIO, ENOSPC...)
+        if show_traceback:
+            raise
+        return _os_error(ctx, exc)
+    except RecursionError:
+        if show_traceback:
+            raise
+        _print_error(ctx, "input is nested too deeply to read", None)
+        return int(ExitStatus.USAGE)
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
         if show_traceback:
             raise
@@ -86,6 +95,19 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
             "re-run with --traceback and report it",
         )
         return int(ExitStatus.UNAVAILABLE)
+
+
+def _os_error(ctx: AppContext, exc: OSError) -> int:
+    """One line for an OSError: a network failure means "could not look" (3), else bad I/O (2)."""
+    import socket
+
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f"{exc.filename}: " if exc.filename else ""
+    if isinstance(exc, (ConnectionError, TimeoutError, socket.herror, socket.gaierror)):
+        _print_error(ctx, f"network error: {where}{what}", None)
+        return int(ExitStatus.UNAVAILABLE)
+    _print_error(ctx, f"I/O error: {where}{what}", None)
+    return int(ExitStatus.USAGE)
 
 
 def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:

@@ -74,6 +74,8 @@ def load_yaml(text: str, where: str) -> dict[str, Any]:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{where}{line}: malformed YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{where}: YAML nested too deeply (not an accelerate config)") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

@@ -1,0 +1,61 @@
+"""Every file-taking option against hostile files: one line on stderr, exit 2, never a hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from qa_helpers import assert_one_line_error
+
+TORCHRUN = ["--", "torchrun", "--nproc-per-node", "2", "train.py"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "x" * 20_000_000,  # one 20 MB token: shlex is quadratic in token length
+        'torchrun "' + "a b " * 500_000 + '"',  # one long quoted token
+        "$((" * 400_000,  # unclosed arithmetic openers
+        "#!/bin/bash\n" + "y" * 3_000_000 + "\ntorchrun --nproc-per-node 2 train.py\n",
+        ("x" * 60_000 + "\n") * 60,  # many long lines
+    ],
+    ids=["token", "quoted", "arith", "data-line-then-launch", "many-lines"],
+)
+def test_shell_file_with_huge_lines_does_not_hang(run_proc, tmp_path: Path, content: str):
+    (tmp_path / "job.sh").write_text(content)
+    res = run_proc(["check", "--machine", "dgx-h100", "--shell", "job.sh"], timeout=60)
+    if "torchrun --nproc-per-node 2" in content:
+        assert res.returncode == 0, res.stderr  # the real launch line is still found
+    else:
+        assert_one_line_error(res.returncode, res.stderr)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000),
+        ("deep-hosts.json", '{"hosts": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        ("deep-obj.json", '{"hosts": [' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "]}"),
+    ],
+    ids=["list", "hosts", "object"],
+)
+def test_deeply_nested_machine_json(run_cli, tmp_path: Path, name: str, content: str):
+    (tmp_path / name).write_text(content)
+    res = run_cli(["doctor", "--machine", name])
+    assert_one_line_error(res.status, res.stderr)
+
+
+def test_deeply_nested_accelerate_yaml(run_cli, tmp_path: Path):
+    (tmp_path / "deep.yaml").write_text("a: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    res = run_cli(
+        ["check", "--machine", "dgx-h100", "--", "accelerate", "launch"]
+        + ["--config_file", "deep.yaml", "train.py"]
+    )
+    assert_one_line_error(res.status, res.stderr)
+
+
+def test_unreadable_log_is_a_one_line_error(run_cli):
+    # /proc/self/mem opens but every read fails with EIO: an unreadable file for root too.
+    res = run_cli(["explain", "/proc/self/mem"])
+    assert_one_line_error(res.status, res.stderr)
+    assert "Input/output error" in res.stderr
