@@ -8,7 +8,9 @@ Each subcommand lives in its own module with ``register(subparsers)`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -56,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> int:
     """Run one command; never raises for user errors - returns the exit status."""
-    ctx = ctx or AppContext.from_system()
+    if ctx is None:
+        try:
+            ctx = AppContext.from_system()
+        except RankMapError as exc:  # stdout closed: say so where we still can
+            if sys.stderr is not None:
+                sys.stderr.write(f"rankmap: error: {exc.message}\n")
+            return int(exc.exit_status)
     args_list = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args_list
     try:
@@ -120,4 +128,13 @@ def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:
 
 def console_main() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    status = main()
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, AttributeError, ValueError):
+        # The reader went away: what is still buffered can never be written, and Python's
+        # final flush would print "Exception ignored ... BrokenPipeError". Point fd 1 at
+        # /dev/null so that flush succeeds quietly; the exit status is already decided.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.exit(status)

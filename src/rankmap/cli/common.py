@@ -86,11 +86,14 @@ def emit(
         from rankmap.render.html import write_html
 
         write_html(report, html)
-    if as_json:
-        from rankmap.render.json import report_json
+    try:
+        if as_json:
+            from rankmap.render.json import report_json
 
-        ctx.stdout.write(report_json(report))
-    else:
-        render_text(report, ctx)
-    ctx.stdout.flush()
+            ctx.stdout.write(report_json(report))
+        else:
+            render_text(report, ctx)
+        ctx.stdout.flush()
+    except BrokenPipeError:
+        pass  # the reader went away (`| head`); the exit status still tells the verdict
     return int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)

@@ -12,7 +12,15 @@ def make_console(stream: TextIO, *, color: bool, width: int | None = None) -> Co
     """A rich Console writing to ``stream``; no colour, no markup surprises when ``color`` is off."""
     from rich.console import Console
 
-    return Console(
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's default points the *process's* fd 1 at /dev/null and raises SystemExit(1):
+            # exit 1 means "error findings" here, and in-process callers lose their stdout.
+            # Let main()/emit() decide the exit status instead.
+            self.quiet = True
+            raise BrokenPipeError(32, "Broken pipe")
+
+    return _Console(
         file=stream,
         force_terminal=color,
         no_color=not color,
