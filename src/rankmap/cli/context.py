@@ -76,9 +76,6 @@ class _ClosedStdin(io.StringIO):
 
         raise UsageError("stdin is closed: pass the input as a FILE argument (or pipe it in)")
 
-    def readline(self, size: int | None = -1) -> str:
-        return self.read(size)
-
 
 def _columns(env: Mapping[str, str], *, default: int) -> int:
     try:
