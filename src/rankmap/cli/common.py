@@ -82,6 +82,9 @@ def emit(
     html: str | None = None,
 ) -> int:
     """Write ``report`` as JSON or text (and HTML when asked); return the exit status."""
+    from rankmap.redact import redact_report
+
+    report = redact_report(report)
     if html:
         from rankmap.render.html import write_html
 
