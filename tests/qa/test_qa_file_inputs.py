@@ -59,3 +59,33 @@ def test_unreadable_log_is_a_one_line_error(run_cli):
     res = run_cli(["explain", "/proc/self/mem"])
     assert_one_line_error(res.status, res.stderr)
     assert "Input/output error" in res.stderr
+
+
+def _limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["doctor", "--machine", "/dev/zero"],
+        ["doctor", "--machine", "/dev/urandom"],
+        ["topo", "--topo-file", "/dev/zero"],
+        ["explain", "/dev/zero"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_endless_files_are_refused_without_reading_them_whole(run_proc, argv):
+    res = run_proc(argv, timeout=60, preexec_fn=_limit_memory)
+    assert_one_line_error(res.returncode, res.stderr)
+
+
+def test_utf16_nvidia_smi_output_is_read(run_cli, tmp_path: Path):
+    # `nvidia-smi > smi.txt` in Windows PowerShell writes UTF-16 with a BOM.
+    table = (Path(__file__).parents[1] / "data" / "smi" / "dgx_h100_table_r550.txt").read_text()
+    (tmp_path / "smi16.txt").write_text(table, encoding="utf-16")
+    res = run_cli(["doctor", "--machine", "smi16.txt", "--json"])
+    assert res.status in (0, 1), res.stderr
+    assert '"pci_bus_id"' in res.stdout

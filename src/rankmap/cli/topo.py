@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
 
 
 def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
+    from rankmap.inventory import from_utf16, read_capped
     from rankmap.topology_smi import MAX_TOPO_BYTES, parse_topo_matrix
 
     if spec == "-":
@@ -42,7 +43,7 @@ def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
     else:
         path = Path(spec) if Path(spec).is_absolute() else ctx.cwd / spec
         try:
-            data = path.read_bytes()[: MAX_TOPO_BYTES + 1]
+            data = from_utf16(read_capped(path, MAX_TOPO_BYTES))
         except OSError as exc:
             raise InputError(f"--topo-file {spec!r}: cannot read: {exc.strerror}") from None
         if b"\x00" in data:
