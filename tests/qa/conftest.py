@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -10,10 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import rankmap
-
-SRC = str(Path(rankmap.__file__).resolve().parents[1])
+from qa_helpers import subprocess_env
 
 RunProc = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -25,7 +21,7 @@ def run_proc(tmp_path: Path) -> RunProc:
     def _run(
         argv: list[str], *, env: Mapping[str, str] | None = None, timeout: float = 60, **kw: Any
     ) -> subprocess.CompletedProcess[str]:
-        full_env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": SRC, **(env or {})}
+        full_env = {**subprocess_env(), **(env or {})}
         kw.setdefault("stdin", subprocess.DEVNULL)
         kw.setdefault("capture_output", "stdout" not in kw)
         return subprocess.run(

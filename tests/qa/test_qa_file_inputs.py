@@ -89,3 +89,72 @@ def test_utf16_nvidia_smi_output_is_read(run_cli, tmp_path: Path):
     res = run_cli(["doctor", "--machine", "smi16.txt", "--json"])
     assert res.status in (0, 1), res.stderr
     assert '"pci_bus_id"' in res.stdout
+
+
+HOSTILE = {
+    "empty": b"",
+    "binary": bytes(range(256)) * 16,
+    "truncated-json": b'{"schema": "rankmap-profile/1", "hosts": [{"hostn',
+    "bad-yaml": b"a: [1, 2\n  b: }\n",
+}
+FILE_OPTIONS = {
+    "doctor --machine": ["doctor", "--machine", "{f}"],
+    "check --machine": ["check", "--machine", "{f}", "--", "torchrun", "t.py"],
+    "topo --topo-file": ["topo", "--topo-file", "{f}"],
+    "topo --machine": ["topo", "--machine", "{f}"],
+    "explain --machine": ["explain", "--machine", "{f}", "/dev/null"],
+}
+
+
+@pytest.mark.parametrize("kind", [*HOSTILE, "directory", "missing"])
+@pytest.mark.parametrize("option", FILE_OPTIONS)
+def test_hostile_files(run_cli, tmp_path: Path, option: str, kind: str):
+    path = tmp_path / kind
+    if kind == "directory":
+        path.mkdir()
+    elif kind != "missing":
+        path.write_bytes(HOSTILE[kind])
+    res = run_cli([a.replace("{f}", str(path)) for a in FILE_OPTIONS[option]])
+    assert_one_line_error(res.status, res.stderr)
+    assert res.stdout == ""
+
+
+@pytest.mark.parametrize("kind", ["binary", "bad-yaml", "directory", "missing"])
+def test_hostile_accelerate_config(run_cli, tmp_path: Path, kind: str):
+    path = tmp_path / kind
+    if kind == "directory":
+        path.mkdir()
+    elif kind != "missing":
+        path.write_bytes(HOSTILE[kind])
+    res = run_cli(
+        ["check", "--machine", "dgx-h100", "--", "accelerate", "launch"]
+        + ["--config_file", str(path), "t.py"]
+    )
+    assert_one_line_error(res.status, res.stderr)
+
+
+@pytest.mark.parametrize("kind", ["binary", "empty", "directory"])
+def test_hostile_shell_and_logs(run_cli, tmp_path: Path, kind: str):
+    path = tmp_path / kind
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(HOSTILE[kind])
+    res = run_cli(["check", "--machine", "dgx-h100", "--shell", str(path)])
+    assert_one_line_error(res.status, res.stderr)
+    if kind != "empty":  # an empty log is "nothing recognised" (RM003), by design
+        res = run_cli(["explain", str(path)])
+        assert_one_line_error(res.status, res.stderr)
+
+
+@pytest.mark.parametrize("option", ["--html", "--save"])
+def test_unwritable_outputs(run_cli, tmp_path: Path, option: str):
+    cmd = (
+        ["doctor", "--machine", "dgx-h100"]
+        if option == "--save"
+        else ["check", "--machine", "dgx-h100", "--", "torchrun", "t.py"]
+    )
+    for target in (tmp_path, tmp_path / "no" / "such" / "dir" / "x", Path("/proc/self/status")):
+        argv = [*cmd[:3], option, str(target), *cmd[3:]]
+        res = run_cli(argv)
+        assert_one_line_error(res.status, res.stderr)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from qa_helpers import assert_one_line_error
+from qa_helpers import assert_one_line_error, subprocess_env
 
 from rankmap.cli import main
 from rankmap.cli.context import AppContext
@@ -68,11 +68,7 @@ def test_broken_pipe_in_a_real_process(argv, status):
 
 
 def _env() -> dict[str, str]:
-    import os
-
-    from conftest import SRC
-
-    return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": SRC}
+    return subprocess_env()
 
 
 def test_closed_stdin_is_a_one_line_error(run_proc):
@@ -97,3 +93,23 @@ def test_piped_json_is_one_document(run_proc):
     res = run_proc(["check", "--json", *OVERSUBSCRIBED[1:]])
     assert res.returncode == 1
     assert json.loads(res.stdout)["verdict"] == "error"
+
+
+def test_sigint_while_reading_is_one_line_and_130():
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rankmap", "explain", "-"],
+        env=_env(),
+        stdin=subprocess.PIPE,  # never written, never closed: explain waits for the log
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # let it start and block on stdin (not a timing assertion)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.strip() == "rankmap: error: interrupted"
+    assert out == ""
