@@ -66,3 +66,17 @@ def test_bad_numbers_are_usage_errors(run_cli, argv):
 def test_possible_launches_still_simulate(run_cli, launch):
     res = run_cli([*CHECK, *launch])
     assert res.status in (0, 1), res.stderr
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        ["mpirun", "-np", "4", "-H", "a:0,b:0", "python", "t.py"],
+        ["mpirun", "-np", "4", "--hostfile", "zero.txt", "python", "t.py"],
+    ],
+    ids=["-H", "hostfile"],
+)
+def test_mpi_hosts_without_slots(run_cli, tmp_path, launch):
+    (tmp_path / "zero.txt").write_text("a slots=0\nb slots=0\n")
+    res = run_cli([*CHECK, *launch])
+    assert_one_line_error(res.status, res.stderr)

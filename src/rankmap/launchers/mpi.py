@@ -179,6 +179,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         a.hosts = parse_mpi_hostfile(ctx.read(a.hostfile, "hostfile"), a.hostfile)
     check_size(a.np or 0, prog)
     check_size(sum(s or 0 for _, s in a.hosts), prog)
+    if a.hosts and all(s == 0 for _, s in a.hosts):
+        raise UsageError(f"{prog}: every host has 0 slots, so no process can start")
     layout = _layout(a, ctx)
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]
