@@ -80,3 +80,15 @@ def test_mpi_hosts_without_slots(run_cli, tmp_path, launch):
     (tmp_path / "zero.txt").write_text("a slots=0\nb slots=0\n")
     res = run_cli([*CHECK, *launch])
     assert_one_line_error(res.status, res.stderr)
+
+
+@pytest.mark.parametrize(
+    ("launch", "says"),
+    [(["bash"], "no script"), (["bash", "-c", "torchrun t.py"], "-c"), (["sh", "-x", "j.sh"], "-x")],
+    ids=["bare", "-c", "-x"],
+)
+def test_shell_launch_without_a_script_file(run_cli, launch, says):
+    res = run_cli([*CHECK, *launch])
+    assert_one_line_error(res.status, res.stderr)
+    assert says in res.stderr
+    assert "--shell '" not in res.stderr  # not "cannot read --shell '-c'"
