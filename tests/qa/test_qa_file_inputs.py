@@ -158,3 +158,26 @@ def test_unwritable_outputs(run_cli, tmp_path: Path, option: str):
         argv = [*cmd[:3], option, str(target), *cmd[3:]]
         res = run_cli(argv)
         assert_one_line_error(res.status, res.stderr)
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["x = " + "-" * 2_000_000 + "1\n", "x = " + "(" * 300 + "1" + ")" * 300 + "\n"],
+    ids=["unary-chain", "parens"],
+)
+def test_pathological_training_script_degrades_to_a_warning(run_cli, tmp_path: Path, source):
+    (tmp_path / "train.py").write_text(source)
+    res = run_cli(
+        ["check", "--machine", "dgx-h100", "--script", "train.py", "--json", "--"]
+        + ["torchrun", "--nproc-per-node", "2", "train.py"]
+    )
+    assert res.status == 0, res.stderr
+    assert "RM004" in res.stdout  # "could not parse the script", like any unparseable script
+
+
+def test_shell_arithmetic_that_python_cannot_parse(run_cli, tmp_path: Path):
+    (tmp_path / "job.sh").write_text(
+        "N=$((" + "-" * 16_000 + "1))\ntorchrun --nproc-per-node 2 train.py\n"
+    )
+    res = run_cli(["check", "--machine", "dgx-h100", "--shell", "job.sh"])
+    assert res.status in (0, 1), res.stderr

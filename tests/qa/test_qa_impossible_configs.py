@@ -84,7 +84,11 @@ def test_mpi_hosts_without_slots(run_cli, tmp_path, launch):
 
 @pytest.mark.parametrize(
     ("launch", "says"),
-    [(["bash"], "no script"), (["bash", "-c", "torchrun t.py"], "-c"), (["sh", "-x", "j.sh"], "-x")],
+    [
+        (["bash"], "no script"),
+        (["bash", "-c", "torchrun t.py"], "-c"),
+        (["sh", "-x", "j.sh"], "-x"),
+    ],
     ids=["bare", "-c", "-x"],
 )
 def test_shell_launch_without_a_script_file(run_cli, launch, says):

@@ -184,7 +184,7 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
     """Shell arithmetic on literals and variables: + - * / %."""
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return 0
 
     def ev(n: ast.AST) -> int:
@@ -208,7 +208,10 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
                 return a % b if b else 0
         return 0
 
-    return ev(tree)
+    try:
+        return ev(tree)
+    except RecursionError:
+        return 0
 
 
 def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:
