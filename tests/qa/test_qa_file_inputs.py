@@ -181,3 +181,12 @@ def test_shell_arithmetic_that_python_cannot_parse(run_cli, tmp_path: Path):
     )
     res = run_cli(["check", "--machine", "dgx-h100", "--shell", "job.sh"])
     assert res.status in (0, 1), res.stderr
+
+
+@pytest.mark.parametrize("option", ["--script", "--shell"])
+def test_check_names_what_is_wrong_with_a_path(run_cli, tmp_path: Path, option: str):
+    launch = ["--", "torchrun", "t.py"] if option == "--script" else []
+    for path, says in ((tmp_path, "directory"), (Path("/dev/zero"), "not a regular file")):
+        res = run_cli(["check", "--machine", "dgx-h100", option, str(path), *launch])
+        assert_one_line_error(res.status, res.stderr)
+        assert says in res.stderr
