@@ -190,3 +190,10 @@ def test_check_names_what_is_wrong_with_a_path(run_cli, tmp_path: Path, option: 
         res = run_cli(["check", "--machine", "dgx-h100", option, str(path), *launch])
         assert_one_line_error(res.status, res.stderr)
         assert says in res.stderr
+
+
+def test_bad_rankmap_machine_env_is_named_as_the_env_var(run_cli, tmp_path: Path):
+    (tmp_path / "bin").write_bytes(bytes(range(256)))
+    res = run_cli(["probe", "--timeout", "10"], env={"RANKMAP_MACHINE": str(tmp_path / "bin")})
+    assert_one_line_error(res.status, res.stderr)
+    assert "RANKMAP_MACHINE" in res.stderr and "--machine" not in res.stderr
