@@ -119,10 +119,12 @@ def _os_error(ctx: AppContext, exc: OSError) -> int:
 
 
 def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:
-    line = " ".join(message.split())
+    from rankmap.render.console import strip_controls
+
+    line = strip_controls(" ".join(message.split()))
     ctx.stderr.write(f"rankmap: error: {line}\n")
     if hint:
-        ctx.stderr.write(f"hint: {hint}\n")
+        ctx.stderr.write(f"hint: {strip_controls(' '.join(hint.split()))}\n")
     ctx.stderr.flush()
 
 

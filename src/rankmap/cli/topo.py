@@ -129,6 +129,7 @@ def render_matrix(name: str, topo: Topology) -> list[str]:
 
 
 def _render_text(report: Report, ctx: AppContext) -> None:
+    from rankmap.render.console import strip_controls
     from rankmap.render.text import render_findings
 
     section = report.sections["topology"]["hosts"]
@@ -136,7 +137,8 @@ def _render_text(report: Report, ctx: AppContext) -> None:
 
     for doc in section:
         topo = parse_topology(doc)
-        ctx.stdout.write("\n".join(render_matrix(str(doc["hostname"]), topo)) + "\n\n")
+        lines = render_matrix(str(doc["hostname"]), topo)
+        ctx.stdout.write(strip_controls("\n".join(lines)) + "\n\n")
     ctx.stdout.write("Legend:\n")
     for word, meaning in LEGEND:
         ctx.stdout.write(f"  {word:<4} = {meaning}\n")
