@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from rankmap.errors import UsageError
+from rankmap.redact import is_secret_name
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -15,10 +16,12 @@ def parse_env_assignments(items: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
+        # The value is never echoed: it may be a credential (``--env HF-TOKEN=...``).
         if not sep:
-            raise UsageError(f"--env {item!r}: expected KEY=VALUE")
+            shown = repr(item) if not is_secret_name(item) and len(item) < 64 else "NAME"
+            raise UsageError(f"--env {shown}: expected KEY=VALUE")
         if not _NAME.match(name):
-            raise UsageError(f"--env {item!r}: {name!r} is not a valid environment variable name")
+            raise UsageError(f"--env {name!r}=...: not a valid environment variable name")
         out[name] = value
     return out
 

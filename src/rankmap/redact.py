@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rankmap.findings import Report
 
 REDACTED = "<redacted>"
 
@@ -39,3 +44,62 @@ def redact_text(text: str, env: Mapping[str, str]) -> str:
         if value and len(value) >= 4 and is_secret_name(name):
             text = text.replace(value, REDACTED)
     return _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+
+
+# ``HF_TOKEN=abc`` / ``--hf_token abc`` / ``--api-key=abc`` inside free text (log lines quoted as
+# evidence, launch commands, notes): the value goes, the name stays.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w-])(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"',;]+)"
+)
+_FLAG = re.compile(
+    r"(?<!\S)(?P<name>--?[A-Za-z][A-Za-z0-9_-]*)(?P<sep>=|\s+)(?!-)"
+    r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"']+)"
+)
+
+
+def redact_free_text(text: str) -> str:
+    """Mask credential-looking ``NAME=value``, ``--secret-flag value`` and URL passwords."""
+    if not text:
+        return text
+
+    def assignment(m: re.Match[str]) -> str:
+        return f"{m.group('name')}={REDACTED}" if is_secret_name(m.group("name")) else m.group(0)
+
+    def flag(m: re.Match[str]) -> str:
+        key = m.group("name").lstrip("-").replace("-", "_")
+        if not is_secret_name(key):
+            return m.group(0)
+        return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    return _FLAG.sub(flag, _ASSIGNMENT.sub(assignment, text))
+
+
+def redact_report(report: Report) -> Report:
+    """``report`` with :func:`redact_free_text` applied to every finding and section string.
+
+    The last line of defence, applied where reports leave rankmap (``emit``, ``run``): whatever
+    a command quoted (log lines, launch commands, notes), credentials do not get out.
+    """
+    report.findings = [
+        replace(
+            f,
+            title=redact_free_text(f.title),
+            detail=redact_free_text(f.detail),
+            fix=redact_free_text(f.fix),
+            evidence=tuple(redact_free_text(e) for e in f.evidence),
+        )
+        for f in report.findings
+    ]
+    report.sections = _scrub(report.sections)
+    return report
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_free_text(value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v) for v in value]
+    return value

@@ -73,7 +73,12 @@ def scan_script(source: str, *, path: str | None = None) -> DeviceSelection:
             where = f"{path or '<script>'}:{getattr(exc, 'lineno', '?')}"
             msg = getattr(exc, "msg", str(exc))
             return _replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
-    return _Scanner(tree, source, path).result()
+    except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
+        return _replace(ASSUMED, parse_error=f"{path or '<script>'}: nested too deeply", path=path)
+    try:
+        return _Scanner(tree, source, path).result()
+    except RecursionError:
+        return _replace(ASSUMED, parse_error=f"{path or '<script>'}: nested too deeply", path=path)
 
 
 def _replace(sel: DeviceSelection, **kw: object) -> DeviceSelection:

@@ -199,7 +199,15 @@ def run_sweep(
         count = element_count(config.op, size, config.dtype, world.size)
         if count < 1:
             continue
-        inp, out = _buffers(torch, config.op, count, dtype, world)
+        try:
+            inp, out = _buffers(torch, config.op, count, dtype, world)
+        except RuntimeError as exc:  # torch.OutOfMemoryError and the CPU allocator's error
+            if "memory" not in str(exc).lower():
+                raise
+            raise UsageError(
+                f"-e: cannot allocate the {size}-byte buffers on {world.device}: out of memory",
+                hint="use a smaller -e (--maxbytes)",
+            ) from None
         seconds = time_operation(
             _operation(config.op, inp, out), config.warmup, config.iters, world
         )
@@ -208,4 +216,10 @@ def run_sweep(
         results.append(result)
         if on_result is not None:
             on_result(result)
+    if not results:
+        raise UsageError(
+            f"no size in {config.sizes[0]}..{config.sizes[-1]} bytes holds one {config.dtype} "
+            f"element per rank ({world.size} rank(s)); nothing was measured",
+            hint="raise -b / -e",
+        )
     return results

@@ -8,7 +8,9 @@ Each subcommand lives in its own module with ``register(subparsers)`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -56,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> int:
     """Run one command; never raises for user errors - returns the exit status."""
-    ctx = ctx or AppContext.from_system()
+    if ctx is None:
+        try:
+            ctx = AppContext.from_system()
+        except RankMapError as exc:  # stdout closed: say so where we still can
+            if sys.stderr is not None:
+                sys.stderr.write(f"rankmap: error: {exc.message}\n")
+            return int(exc.exit_status)
     args_list = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args_list
     try:
@@ -77,6 +85,15 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
         return int(ExitStatus.INTERRUPTED)
     except BrokenPipeError:
         return int(ExitStatus.OK)
+    except OSError as exc:  # an I/O failure no command turned into an InputError (EIO, ENOSPC...)
+        if show_traceback:
+            raise
+        return _os_error(ctx, exc)
+    except RecursionError:
+        if show_traceback:
+            raise
+        _print_error(ctx, "input is nested too deeply to read", None)
+        return int(ExitStatus.USAGE)
     except Exception as exc:  # noqa: BLE001 - last line of defence: one line, never a traceback
         if show_traceback:
             raise
@@ -88,14 +105,38 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
         return int(ExitStatus.UNAVAILABLE)
 
 
+def _os_error(ctx: AppContext, exc: OSError) -> int:
+    """One line for an OSError: a network failure means "could not look" (3), else bad I/O (2)."""
+    import socket
+
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f"{exc.filename}: " if exc.filename else ""
+    if isinstance(exc, (ConnectionError, TimeoutError, socket.herror, socket.gaierror)):
+        _print_error(ctx, f"network error: {where}{what}", None)
+        return int(ExitStatus.UNAVAILABLE)
+    _print_error(ctx, f"I/O error: {where}{what}", None)
+    return int(ExitStatus.USAGE)
+
+
 def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:
-    line = " ".join(message.split())
+    from rankmap.render.console import strip_controls
+
+    line = strip_controls(" ".join(message.split()))
     ctx.stderr.write(f"rankmap: error: {line}\n")
     if hint:
-        ctx.stderr.write(f"hint: {hint}\n")
+        ctx.stderr.write(f"hint: {strip_controls(' '.join(hint.split()))}\n")
     ctx.stderr.flush()
 
 
 def console_main() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    status = main()
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, AttributeError, ValueError):
+        # The reader went away: what is still buffered can never be written, and Python's
+        # final flush would print "Exception ignored ... BrokenPipeError". Point fd 1 at
+        # /dev/null so that flush succeeds quietly; the exit status is already decided.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.exit(status)

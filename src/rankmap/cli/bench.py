@@ -22,7 +22,7 @@ from rankmap.bench.sizes import (
     table_header,
     table_row,
 )
-from rankmap.cli.common import add_json
+from rankmap.cli.common import add_json, non_negative, positive_seconds
 from rankmap.cli.context import AppContext
 from rankmap.findings import Finding, Report, finding
 from rankmap.status import ExitStatus
@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--dtype", choices=sorted(DTYPE_SIZES), default="float32")
     parser.add_argument(
         "--min-busbw",
-        type=float,
+        type=non_negative,
         metavar="GB/S",
         help="fail (exit 1) when the average bus bandwidth is below 0.9 x this",
     )
@@ -59,7 +59,10 @@ def register(sub: Any) -> None:
         help="profile with topology to take the theoretical link bandwidth from (default NVML)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=300.0, help="process-group timeout in seconds"
+        "--timeout",
+        type=positive_seconds,
+        default=300.0,
+        help="process-group timeout in seconds",
     )
     add_json(parser)
 
@@ -69,8 +72,6 @@ def _validate(args: argparse.Namespace) -> list[int]:
 
     if args.iters < 1 or args.warmup_iters < 0:
         raise UsageError("-n must be at least 1 and -w at least 0")
-    if args.min_busbw is not None and args.min_busbw < 0:
-        raise UsageError("--min-busbw must not be negative")
     return sweep(parse_size(args.minbytes), parse_size(args.maxbytes), args.stepfactor)
 
 

@@ -101,6 +101,10 @@ def _path(value: str | None, ctx: AppContext) -> Path | None:
     if not p.is_file():
         from rankmap.errors import InputError
 
+        if p.is_dir():
+            raise InputError(f"{value!r} is a directory, not a file")
+        if p.exists():  # /dev/zero, a FIFO, a socket: nothing a script or sbatch file can be
+            raise InputError(f"{value!r} is not a regular file")
         raise InputError(f"{value!r}: no such file")
     return p
 

@@ -3,11 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from rankmap.cli.context import AppContext
 from rankmap.findings import Report
 from rankmap.status import ExitStatus
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (``nan``/``inf``/``0``/``-1`` are refused)."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -55,15 +82,21 @@ def emit(
     html: str | None = None,
 ) -> int:
     """Write ``report`` as JSON or text (and HTML when asked); return the exit status."""
+    from rankmap.redact import redact_report
+
+    report = redact_report(report)
     if html:
         from rankmap.render.html import write_html
 
         write_html(report, html)
-    if as_json:
-        from rankmap.render.json import report_json
+    try:
+        if as_json:
+            from rankmap.render.json import report_json
 
-        ctx.stdout.write(report_json(report))
-    else:
-        render_text(report, ctx)
-    ctx.stdout.flush()
+            ctx.stdout.write(report_json(report))
+        else:
+            render_text(report, ctx)
+        ctx.stdout.flush()
+    except BrokenPipeError:
+        pass  # the reader went away (`| head`); the exit status still tells the verdict
     return int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)

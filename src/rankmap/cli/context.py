@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -31,6 +32,10 @@ class AppContext:
     @classmethod
     def from_system(cls) -> AppContext:
         """The real process: sys streams, os.environ, colour when stdout is a terminal."""
+        from rankmap.errors import UsageError
+
+        if sys.stdout is None:
+            raise UsageError("stdout is closed: nothing could be printed (run without >&-)")
         env = dict(os.environ)
         tty = sys.stdout.isatty()
         color = tty and "NO_COLOR" not in env and env.get("TERM") != "dumb"
@@ -40,7 +45,7 @@ class AppContext:
         return cls(
             stdout=sys.stdout,
             stderr=sys.stderr,
-            stdin=sys.stdin,
+            stdin=sys.stdin if sys.stdin is not None else _ClosedStdin(),
             environ=env,
             color=color,
             width=width,
@@ -61,6 +66,15 @@ class AppContext:
         from rankmap.render.console import make_console
 
         return make_console(self.stdout, color=self.color, width=self.width)
+
+
+class _ClosedStdin(io.StringIO):
+    """Stands in for a closed stdin (``<&-``): reading it is a one-line usage error."""
+
+    def read(self, size: int | None = -1) -> str:
+        from rankmap.errors import UsageError
+
+        raise UsageError("stdin is closed: pass the input as a FILE argument (or pipe it in)")
 
 
 def _columns(env: Mapping[str, str], *, default: int) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rankmap.cli.common import add_html, add_json, add_machine, emit
+from rankmap.cli.common import add_html, add_json, add_machine, emit, positive_seconds
 from rankmap.cli.context import AppContext
 from rankmap.errors import UsageError
 from rankmap.findings import Report
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         metavar="S",
         help="seconds to wait for every rank (default 60); missing ranks -> exit 3",

@@ -94,6 +94,10 @@ def preflight(
 
 
 def _print_findings(report: Any, stream: TextIO, ctx: AppContext, subject: str) -> None:
+    from rankmap.redact import redact_free_text, redact_report
+
+    report = redact_report(report)
+    subject = redact_free_text(subject)
     from rankmap.render.console import make_console
     from rankmap.render.text import render_findings, render_verdict
 
@@ -109,6 +113,7 @@ def _say(ctx: AppContext, line: str) -> None:
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.envspec import parse_env_assignments
+    from rankmap.launchers import split_env_prefix
     from rankmap.runner import (
         BoundedCapture,
         build_run_env,
@@ -136,18 +141,22 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         _print_findings(report, ctx.stderr, ctx, "preflight")
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(ctx.cwd)
     run_dir = make_run_dir(run_dir if run_dir.is_absolute() else ctx.cwd / run_dir)
-    env, added = build_run_env(ctx.environ, overrides, run_dir)
+    # ``HF_TOKEN=x torchrun ...``: the prefix is the job's environment, as a shell would do.
+    prefix, program = split_env_prefix(launch)
+    if not program:
+        raise UsageError("no program after the environment assignments")
+    env, added = build_run_env(ctx.environ, {**overrides, **prefix}, run_dir)
     _say(ctx, f"run dir {run_dir} (NCCL debug files nccl.<host>.<pid>.log)")
     capture = BoundedCapture(run_dir / "output.log")
     result = run_job(
-        launch,
+        program,
         env,
         cwd=ctx.cwd,
         capture=capture,
         stdout=_sink(ctx.stdout),
         stderr=_sink(ctx.stderr),
     )
-    _write_summary(run_dir, launch, overrides, added, result, ctx)
+    _write_summary(run_dir, launch, {**overrides, **prefix}, added, result, ctx)
     if result.exit_code != 0:
         _diagnose(args, ctx, run_dir, machines, {**overrides}, result.exit_code)
     return result.exit_code
@@ -161,12 +170,12 @@ def _write_summary(
     result: Any,
     ctx: AppContext,
 ) -> None:
-    from rankmap.redact import redact_env, redact_text
+    from rankmap.redact import redact_env, redact_free_text, redact_text
 
     doc = {
         "schema": "rankmap/1",
         "command": "run",
-        "launch": redact_text(shlex.join(launch), {**ctx.environ, **overrides}),
+        "launch": redact_free_text(redact_text(shlex.join(launch), {**ctx.environ, **overrides})),
         "env": redact_env(overrides),
         "env_defaults": redact_env(added),
         "exit_code": result.exit_code,
@@ -205,6 +214,9 @@ def _diagnose(
     except Exception as exc:  # noqa: BLE001 - never lose the job's exit code to a diagnosis bug
         _say(ctx, f"the job exited with code {code}; diagnosis failed: {type(exc).__name__}: {exc}")
         return
+    from rankmap.redact import redact_report
+
+    report = redact_report(report)
     (run_dir / "diagnosis.json").write_text(report_json(report), encoding="utf-8")
     ctx.stderr.write("\n")
     _say(ctx, f"the job exited with code {code}; diagnosis (also in {run_dir}/diagnosis.json):")

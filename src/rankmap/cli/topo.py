@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
 
 
 def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
+    from rankmap.inventory import from_utf16, read_capped
     from rankmap.topology_smi import MAX_TOPO_BYTES, parse_topo_matrix
 
     if spec == "-":
@@ -42,7 +43,7 @@ def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
     else:
         path = Path(spec) if Path(spec).is_absolute() else ctx.cwd / spec
         try:
-            data = path.read_bytes()[: MAX_TOPO_BYTES + 1]
+            data = from_utf16(read_capped(path, MAX_TOPO_BYTES))
         except OSError as exc:
             raise InputError(f"--topo-file {spec!r}: cannot read: {exc.strerror}") from None
         if b"\x00" in data:
@@ -128,6 +129,7 @@ def render_matrix(name: str, topo: Topology) -> list[str]:
 
 
 def _render_text(report: Report, ctx: AppContext) -> None:
+    from rankmap.render.console import strip_controls
     from rankmap.render.text import render_findings
 
     section = report.sections["topology"]["hosts"]
@@ -135,7 +137,8 @@ def _render_text(report: Report, ctx: AppContext) -> None:
 
     for doc in section:
         topo = parse_topology(doc)
-        ctx.stdout.write("\n".join(render_matrix(str(doc["hostname"]), topo)) + "\n\n")
+        lines = render_matrix(str(doc["hostname"]), topo)
+        ctx.stdout.write(strip_controls("\n".join(lines)) + "\n\n")
     ctx.stdout.write("Legend:\n")
     for word, meaning in LEGEND:
         ctx.stdout.write(f"  {word:<4} = {meaning}\n")

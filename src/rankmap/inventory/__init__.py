@@ -60,7 +60,7 @@ def load_machine(spec: str) -> list[Host]:
     if path.is_dir():
         raise InputError(f"--machine {spec!r} is a directory, not a machine file")
     try:
-        data = path.read_bytes()[: MAX_MACHINE_FILE_BYTES + 1]
+        data = from_utf16(read_capped(path, MAX_MACHINE_FILE_BYTES))
     except OSError as exc:
         raise InputError(f"--machine {spec!r}: cannot read: {exc.strerror}") from None
     if len(data) > MAX_MACHINE_FILE_BYTES:
@@ -74,6 +74,22 @@ def load_machine(spec: str) -> list[Host]:
     except UnicodeDecodeError:
         raise InputError(f"--machine {spec!r} is not UTF-8 text") from None
     return parse_machine_text(text, source=str(path))
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``path``: /dev/zero or a 50 GB log is never read whole."""
+    with path.open("rb") as handle:
+        return handle.read(limit + 1)
+
+
+def from_utf16(data: bytes) -> bytes:
+    """UTF-8 bytes of ``data`` when it is UTF-16 with a BOM (``nvidia-smi > f`` in PowerShell)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            return data
+    return data
 
 
 def detect_format(text: str) -> str:

@@ -37,6 +37,8 @@ def parse_profile_json(text: str, *, source: str) -> list[Host]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{source}: JSON nested too deeply (not a machine profile)") from None
     if not isinstance(doc, dict):
         raise InputError(f"{source}: a machine profile must be a JSON object")
     hosts_doc: Any = doc.get("hosts")

@@ -29,6 +29,11 @@ SUPPORTED = (
 )
 
 
+# Shell scripts, accelerate configs and hostfiles are small; a bigger file is a wrong path (a log,
+# a dataset), and reading it would take long (shlex, YAML) for nothing.
+MAX_CONFIG_BYTES = 4 * 2**20
+
+
 @dataclass(frozen=True)
 class Proc:
     """One process a launch starts: its ranks, the node it runs on and what the launcher sets."""
@@ -114,9 +119,15 @@ class LaunchContext:
         try:
             if self.read_text is not None:
                 return self.read_text(p)
-            data = p.read_bytes()
+            with p.open("rb") as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             raise InputError(f"{what} {str(path)!r}: cannot read: {exc.strerror}") from None
+        if len(data) > MAX_CONFIG_BYTES:
+            raise InputError(
+                f"{what} {str(path)!r} is larger than {MAX_CONFIG_BYTES // 2**20} MiB: "
+                "not a launch script, config or hostfile"
+            )
         if b"\x00" in data:
             raise InputError(f"{what} {str(path)!r} is a binary file")
         try:

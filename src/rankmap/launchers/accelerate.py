@@ -74,6 +74,8 @@ def load_yaml(text: str, where: str) -> dict[str, Any]:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{where}{line}: malformed YAML: {problem}") from None
+    except RecursionError:
+        raise InputError(f"{where}: YAML nested too deeply (not an accelerate config)") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):
@@ -92,7 +94,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         return got if got is not None else cfg.get(key, default)
 
     num_machines = int_value(
-        "accelerate", "--num_machines", str(opt("num_machines", "num_machines", 1)), 1
+        "accelerate", "--num_machines", str(opt("num_machines", "num_machines", 1)), 1, minimum=1
     )
     dist = str(cfg.get("distributed_type", "NO")).upper()
     if p.flag("multi_gpu"):
@@ -103,7 +105,11 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         dist = "FSDP"
     n_default = len(resolve_visible(ctx.hosts(1)[0], ctx.env).devices) if not cfg else 1
     num_processes = int_value(
-        "accelerate", "--num_processes", _s(opt("num_processes", "num_processes")), n_default
+        "accelerate",
+        "--num_processes",
+        _s(opt("num_processes", "num_processes")),
+        n_default,
+        minimum=1,
     )
     if not cfg and p.get("num_processes") is None:
         notes.append(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from rankmap.errors import UsageError
 from rankmap.launchers import (
     LaunchContext,
     LaunchPlan,
@@ -19,7 +20,18 @@ from rankmap.launchers import (
 
 
 def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
-    """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher."""
+    """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher or a launch
+    that starts no process (``deepspeed --num_gpus 0``): there is no rank map to predict."""
+    plan = _simulate(argv, ctx)
+    if not plan.procs and not plan.issues:
+        raise UsageError(
+            f"{plan.launcher}: this launch starts no processes (world size 0)",
+            hint="check the process / GPU / node counts in the command",
+        )
+    return plan
+
+
+def _simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     prefix, rest = split_env_prefix(argv)
     if prefix:
         ctx = replace(ctx, env={**ctx.env, **prefix})
@@ -56,6 +68,14 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         from rankmap.launchers import shell
 
         path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
+        if path == rest[0] and not path.endswith(".sh"):
+            raise UsageError(f"{rest[0]}: no script given", hint="rankmap check -- bash job.sh")
+        if path.startswith("-"):
+            raise UsageError(
+                f"{rest[0]} {path}: only a script file is read (shell options and -c strings "
+                "are not simulated)",
+                hint="save the commands to job.sh and run `rankmap check -- bash job.sh`",
+            )
         return shell.simulate_file(path, ctx)
     return simulate_python(rest, ctx)
 

@@ -136,10 +136,14 @@ def _apply(a: MpiArgs, key: str, value: str, prog: str) -> None:
 
 
 def _int(value: str, name: str, prog: str) -> int:
+    """A process count (``-np``, ``-N``...): a positive integer, else a usage error."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+    if number < 1:
+        raise UsageError(f"{prog}: {name} must be >= 1, got {number}")
+    return number
 
 
 def parse_mpi_hostfile(text: str, where: str) -> list[tuple[str, int | None]]:
@@ -175,6 +179,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         a.hosts = parse_mpi_hostfile(ctx.read(a.hostfile, "hostfile"), a.hostfile)
     check_size(a.np or 0, prog)
     check_size(sum(s or 0 for _, s in a.hosts), prog)
+    if a.hosts and all(s == 0 for _, s in a.hosts):
+        raise UsageError(f"{prog}: every host has 0 slots, so no process can start")
     layout = _layout(a, ctx)
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]

@@ -101,11 +101,16 @@ def _key(name: str, spec: OptSpec) -> str | None:
     return None
 
 
-def int_value(prog: str, name: str, value: str | None, default: int) -> int:
-    """An integer option value; a usage error names the option otherwise."""
+def int_value(
+    prog: str, name: str, value: str | None, default: int, *, minimum: int | None = None
+) -> int:
+    """An integer option value (at least ``minimum`` when given); a usage error names it."""
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise UsageError(f"{prog}: {name} must be >= {minimum}, got {number}")
+    return number

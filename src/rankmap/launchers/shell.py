@@ -27,6 +27,10 @@ _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
 _CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
 _BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+# NOTE: a longer line (after joining ``\\`` continuations) is data - a heredoc body, base64 - not
+# a launch line; shlex reads one character at a time and is quadratic in a token's length, so
+# such lines are skipped instead of tokenised (a 20 MB line would otherwise take hours).
+MAX_LINE = 16 * 1024
 EADDRINUSE = (
     "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
     "network address. port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, message: "
@@ -97,6 +101,8 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
     out: list[tuple[int, list[str]]] = []
     lines = text.replace("\\\n", " ").splitlines()
     for no, raw in enumerate(lines, 1):
+        if len(raw) > MAX_LINE:
+            continue
         line = _CFOR.sub(
             lambda m: (
                 f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
@@ -178,7 +184,7 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
     """Shell arithmetic on literals and variables: + - * / %."""
     try:
         tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return 0
 
     def ev(n: ast.AST) -> int:
@@ -202,7 +208,10 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
                 return a % b if b else 0
         return 0
 
-    return ev(tree)
+    try:
+        return ev(tree)
+    except RecursionError:
+        return 0
 
 
 def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:

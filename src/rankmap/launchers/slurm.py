@@ -96,6 +96,8 @@ def _count(value: str | None, name: str) -> int | None:
     m = re.match(r"^\s*(\d+)", value)
     if not m:
         raise UsageError(f"srun: {name} expects a number, got {value!r}")
+    if int(m.group(1)) < 1:
+        raise UsageError(f"srun: {name} must be >= 1, got {value!r}")
     return int(m.group(1))
 
 

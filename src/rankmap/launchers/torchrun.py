@@ -117,12 +117,19 @@ def parse_torchrun_args(
 
 
 def nnodes_of(spec: str) -> int:
-    """``2`` -> 2, ``1:4`` (elastic) -> 4 (the maximum is what a full job reaches)."""
+    """``2`` -> 2, ``1:4`` (elastic) -> 4 (the maximum is what a full job reaches).
+
+    torchrun itself refuses ``MIN:MAX`` unless ``0 < MIN <= MAX`` (an assertion in
+    ``config_from_args``), so ``0`` and ``3:1`` are usage errors here too.
+    """
     lo, _, hi = spec.partition(":")
     try:
-        return int(hi or lo)
+        low, high = int(lo), int(hi or lo)
     except ValueError:
         raise UsageError(f"torchrun: --nnodes expects N or MIN:MAX, got {spec!r}") from None
+    if not 0 < low <= high:
+        raise UsageError(f"torchrun: --nnodes {spec}: needs 0 < MIN <= MAX")
+    return high
 
 
 def simulate(argv: Sequence[str], ctx: LaunchContext, *, legacy: bool = False) -> LaunchPlan:
@@ -163,6 +170,11 @@ def plan_from_args(
     issues: list[LaunchIssue] = []
     notes: list[str] = []
     nproc = _nproc(args.nproc_per_node, hosts[0], base, notes)
+    if args.node_rank is not None and not args.standalone and not 0 <= args.node_rank < nnodes:
+        raise UsageError(
+            f"torchrun: --node-rank {args.node_rank} is outside 0..{nnodes - 1} "
+            f"for --nnodes {args.nnodes}"
+        )
     if agents_per_node == 1 and ctx.nodes and ctx.nodes != nnodes and not args.standalone:
         issues.append(
             LaunchIssue(

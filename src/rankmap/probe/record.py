@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from rankmap.errors import InputError
 from rankmap.model import HostIdentity
 from rankmap.probe.launch_env import parse_rank_env
 from rankmap.redact import redact_env
@@ -244,14 +245,22 @@ def collect_record(
     renv = parse_rank_env(environ)
     identity = collect_host_identity(environ)
     spec = machine or environ.get("RANKMAP_MACHINE") or None
-    dev = resolve_device(
-        environ,
-        renv,
-        identity,
-        device=device,
-        machine=spec,
-        allow_cuda_init=allow_cuda_init,
-    )
+    try:
+        dev = resolve_device(
+            environ,
+            renv,
+            identity,
+            device=device,
+            machine=spec,
+            allow_cuda_init=allow_cuda_init,
+        )
+    except InputError as exc:
+        if machine or not spec:
+            raise
+        # The profile came from the environment: say so, not "--machine" the user never typed.
+        raise InputError(
+            exc.message.replace("--machine", "RANKMAP_MACHINE", 1), hint=exc.hint
+        ) from None
     names = interface_names()
     ident = dev.identity or identity
     topology = machine_topology(spec, dev.source, identity.hostname, renv.node_rank)
