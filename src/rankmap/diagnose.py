@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from rankmap.errors import InputError
 from rankmap.findings import Finding, Report, finding
 from rankmap.logs.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.logs.collect import Evidence
@@ -73,16 +74,19 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
                 continue
         with handle:
             ev.sources.append(name)
-            ev.add_lines(
-                scan_stream(
-                    handle,
-                    name,
-                    anchors=ANCHORS,
-                    core_anchors=CORE_ANCHORS,
-                    size=size,
-                    join=JOIN_ANCHORS,
+            try:
+                ev.add_lines(
+                    scan_stream(
+                        handle,
+                        name,
+                        anchors=ANCHORS,
+                        core_anchors=CORE_ANCHORS,
+                        size=size,
+                        join=JOIN_ANCHORS,
+                    )
                 )
-            )
+            except OSError as exc:
+                raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     return ev
 
 
@@ -114,6 +118,38 @@ def build_context(
     )
 
 
+def validate_launch(
+    launch: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
+) -> str | None:
+    """Check a ``--launch`` the user typed: unsplittable -> UsageError; a launch the simulation
+    refuses (an impossible number, an option it does not know) -> a note saying so, because the
+    log stays worth explaining. A launcher rankmap does not simulate (``./run.sh``) is
+    best-effort context; a command pasted inside a log is never validated (it is evidence).
+    """
+    import shlex
+
+    from rankmap.errors import RankMapError, UsageError
+    from rankmap.logs.context import parse_launch
+    from rankmap.plan import check_launch
+
+    try:
+        argv = shlex.split(launch)
+    except ValueError as exc:
+        raise UsageError(f"--launch: cannot split the command: {exc}") from None
+    if not argv or parse_launch(launch).launcher is None:
+        return None
+    from rankmap.inventory import load_machine
+
+    # NOTE: without --machine the command is still checked for its own validity (numbers,
+    # options) on a stand-in 8-GPU profile; machine-dependent results are findings, not errors.
+    hosts = list(machines) or load_machine("dgx-h100")
+    try:
+        check_launch(argv, machines=hosts, env=dict(env), script=script)
+    except RankMapError as exc:
+        return f"--launch could not be simulated ({exc.message}); only its numbers were read"
+    return None
+
+
 def explain_files(
     paths: Sequence[Path],
     *,
@@ -124,8 +160,9 @@ def explain_files(
     stdin: IO[Any] | None = None,
 ) -> Report:
     """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
+    launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
     ev = read_evidence(paths, stdin=stdin)
-    notes: list[str] = []
+    notes: list[str] = [launch_note] if launch_note else []
     if not launch and (pasted := log_launch(ev)):
         launch = pasted
         notes.append(f"launch command taken from the log: {redact_command(pasted)[:200]}")
@@ -133,7 +170,10 @@ def explain_files(
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
     ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
-    return diagnose(ev, ctx)
+    from rankmap.redact import redact_report
+
+    # quoted log lines reach library callers too: credentials never leave rankmap
+    return redact_report(diagnose(ev, ctx))
 
 
 def diagnose(ev: Evidence, ctx: Context) -> Report:

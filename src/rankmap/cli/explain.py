@@ -50,6 +50,9 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         if not script.is_file():
             raise InputError(f"--script {args.script!r}: no such file")
     files = [f if f == "-" or Path(f).is_absolute() else str(ctx.cwd / f) for f in args.files]
+    if (not files or "-" in files) and _is_tty(ctx.stdin):
+        ctx.stderr.write("rankmap: reading the log from stdin (paste it, then Ctrl-D)\n")
+        ctx.stderr.flush()
     report = explain_files(
         [Path(f) if f != "-" else Path("-") for f in files] or [Path("-")],
         launch=args.launch,
@@ -75,3 +78,13 @@ def render(report: Report, ctx: AppContext) -> None:
     version = sec.get("nccl_version")
     if version:
         console.print(f"[dim]NCCL {esc(version)} ({esc(sec.get('nccl_version_source'))})[/]")
+    for note in sec.get("context_from_log") or ():
+        console.print(f"[dim]note: {esc(note)}[/]")
+
+
+def _is_tty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False

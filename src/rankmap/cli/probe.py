@@ -84,6 +84,7 @@ def render_text(report: Report, ctx: AppContext) -> None:
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.probe import run_probe
 
+    _quiet_torch_cpp_logs()
     if not args.timeout or args.timeout <= 0:
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     printed: list[int] = []
@@ -115,3 +116,17 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             )
         return int(ExitStatus.UNAVAILABLE)
     return status
+
+
+def _quiet_torch_cpp_logs() -> None:
+    """Keep c10d's C++ retry logs (~45 lines of stack frames per failed connect) out of the output.
+
+    NOTE: only in rankmap's own probe process and only before torch is imported (torch reads
+    TORCH_CPP_LOG_LEVEL when it loads); a value the user set wins. rankmap reports store problems
+    itself, in one line.
+    """
+    import os
+    import sys
+
+    if "torch" not in sys.modules:
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")

@@ -228,7 +228,7 @@ def script_selection(path: Path) -> str:
     """
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError, OSError):
+    except (SyntaxError, ValueError, OSError, MemoryError, RecursionError):
         return "unknown"
     verdicts: list[str] = []
     for node in ast.walk(tree):
