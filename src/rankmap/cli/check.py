@@ -179,6 +179,7 @@ def node_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[s
                 tuple(r["visible"]),
                 r["error"],
                 r["env"].get("CUDA_VISIBLE_DEVICES"),
+                r.get("pci_bus_id"),  # pods of one machine: same indices, different GPUs
             )
             for r in rs
         )
