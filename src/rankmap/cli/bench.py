@@ -169,6 +169,9 @@ def _measure(
 
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    from rankmap.cli.common import quiet_torch_import_warnings
+
+    quiet_torch_import_warnings()
     config, world, results, link = _measure(args, ctx)
     avg = avg_busbw(results)
     report = Report(command="bench", findings=_findings(results, avg, args.min_busbw))

@@ -100,3 +100,14 @@ def emit(
     except BrokenPipeError:
         pass  # the reader went away (`| head`); the exit status still tells the verdict
     return int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
+
+
+def quiet_torch_import_warnings() -> None:
+    """Drop torch's "Failed to initialize NumPy" import warning in rankmap's own processes.
+
+    NOTE: torch warns on import when numpy is absent; rankmap's probe and bench use no numpy,
+    so the line is noise in their output (and breaks "errors are one line").
+    """
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")

@@ -128,5 +128,8 @@ def _quiet_torch_cpp_logs() -> None:
     import os
     import sys
 
+    from rankmap.cli.common import quiet_torch_import_warnings
+
+    quiet_torch_import_warnings()
     if "torch" not in sys.modules:
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
