@@ -23,9 +23,9 @@ from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulat
 from rankmap.logs.findings_map import duplicate_findings, ordinal_findings
 from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.logs.rules import RULES
-from rankmap.logs.signals import log_gpu_count, log_launch, redact_command
+from rankmap.logs.signals import log_gpu_count, log_launch
 from rankmap.model import Host, Placement
-from rankmap.redact import redact_env
+from rankmap.redact import redact_env, redact_free_text, redact_report
 
 STDIN_NAMES = ("-",)
 
@@ -165,13 +165,11 @@ def explain_files(
     notes: list[str] = [launch_note] if launch_note else []
     if not launch and (pasted := log_launch(ev)):
         launch = pasted
-        notes.append(f"launch command taken from the log: {redact_command(pasted)[:200]}")
+        notes.append(f"launch command taken from the log: {redact_free_text(pasted)[:200]}")
     gpus = None if machines else log_gpu_count(ev)
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
     ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
-    from rankmap.redact import redact_report
-
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(diagnose(ev, ctx))
 
@@ -296,7 +294,7 @@ def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:
     }
     if ctx.launch:
         out["launch"] = {
-            "command": redact_command(ctx.launch.command),
+            "command": redact_free_text(ctx.launch.command),
             "launcher": ctx.launch.launcher,
             "nproc_per_node": ctx.launch.nproc_per_node,
             "nnodes": ctx.launch.nnodes,

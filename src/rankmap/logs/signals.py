@@ -6,12 +6,10 @@ evidence and context; none of them looks at one thread's wording.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from rankmap.logs.collect import Evidence
 from rankmap.logs.context import Context
-from rankmap.redact import REDACTED, is_secret_name, redact_text
 
 # Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
 NCCL_TESTS_SUFFIX = "_perf"
@@ -121,22 +119,3 @@ def log_gpu_count(ev: Evidence) -> int | None:
     """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices)."""
     idx = {e.get("idx") for e in ev.of("smi_gpu")}
     return len(idx) or None
-
-
-_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S+)")
-_SECRET_FLAG = re.compile(r"(?P<flag>--?[\w-]+)(?P<sep>[= ]+)(?P<value>\S+)")
-
-
-def redact_command(cmd: str) -> str:
-    """A launch command safe to print: secret-looking ``VAR=value`` and ``--*token* value``."""
-
-    def assignment(m: re.Match[str]) -> str:
-        return f"{m.group('name')}={REDACTED}" if is_secret_name(m.group("name")) else m.group(0)
-
-    def flag(m: re.Match[str]) -> str:
-        name = m.group("flag").lstrip("-").replace("-", "_").upper()
-        if is_secret_name(name):
-            return f"{m.group('flag')}{m.group('sep')}{REDACTED}"
-        return m.group(0)
-
-    return redact_text(_SECRET_FLAG.sub(flag, _ASSIGNMENT.sub(assignment, cmd)), {})
