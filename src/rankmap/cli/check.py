@@ -110,10 +110,10 @@ def _path(value: str | None, ctx: AppContext) -> Path | None:
 
 
 def _machines(specs: list[str], ctx: AppContext) -> list[Host]:
-    from rankmap.inventory import load_machine
+    from rankmap.inventory import load_machines
 
     if specs:
-        return [h for spec in specs for h in load_machine(spec)]
+        return load_machines(specs)
     host, _ = ctx.local_host()
     if host is not None:
         return [host]

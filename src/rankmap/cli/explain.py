@@ -38,10 +38,10 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.diagnose import explain_files
     from rankmap.envspec import parse_env_assignments
     from rankmap.errors import InputError
-    from rankmap.inventory import load_machine
+    from rankmap.inventory import load_machines
 
     env = parse_env_assignments(args.env)
-    machines = [h for spec in args.machine for h in load_machine(spec)]
+    machines = load_machines(args.machine)
     script = None
     if args.script:
         script = Path(args.script)

@@ -70,9 +70,9 @@ def _sink(stream: TextIO) -> Sink:
 def _machines(args: argparse.Namespace, ctx: AppContext) -> tuple[list[Host], str | None]:
     """Hosts for preflight and diagnosis, or a note why there are none."""
     if args.machine:
-        from rankmap.inventory import load_machine
+        from rankmap.inventory import load_machines
 
-        return [h for spec in args.machine for h in load_machine(spec)], None
+        return load_machines(args.machine), None
     host, _findings = ctx.local_host()
     return ([host], None) if host is not None else ([], "NVML unavailable; pass --machine")
 

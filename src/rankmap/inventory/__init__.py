@@ -9,6 +9,7 @@ The live NVML source is :mod:`rankmap.adapters.nvml`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -90,6 +91,11 @@ def from_utf16(data: bytes) -> bytes:
         except UnicodeDecodeError:
             return data
     return data
+
+
+def load_machines(specs: Iterable[str]) -> list[Host]:
+    """Every host of every ``--machine`` value, in order (one value may hold several hosts)."""
+    return [host for spec in specs for host in load_machine(spec)]
 
 
 def detect_format(text: str) -> str:
