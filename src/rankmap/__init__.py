@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from rankmap.errors import RankMapError
+from rankmap.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["RankMapError", "__version__", "verify"]
 
 

@@ -8,40 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
+from rankmap.categories import CATEGORIES, Severity
+from rankmap.codes import lookup
 from rankmap.model import Placement
 
+__all__ = [
+    "CATEGORIES",
+    "SCHEMA",
+    "Finding",
+    "Report",
+    "Severity",
+    "finding",
+    "order_findings",
+    "verdict_of",
+]
+
 SCHEMA = "rankmap/1"
-
-
-class Severity(str, Enum):
-    """How bad a finding is. ``error`` makes commands exit 1."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-    @property
-    def rank(self) -> int:
-        """0 for error, 1 for warning, 2 for info (sort key)."""
-        return {"error": 0, "warning": 1, "info": 2}[self.value]
-
-
-CATEGORIES: tuple[str, ...] = (
-    "oversubscribed",
-    "visible_devices_mismatch",
-    "no_set_device",
-    "global_rank_as_device",
-    "per_process_visible_devices",
-    "mig",
-    "container_mapping",
-    "host_identity",
-    "launcher_config",
-    "version_mismatch",
-    "other",
-)
 
 
 @dataclass(frozen=True)
@@ -89,8 +73,6 @@ def finding(
     severity: Severity | str | None = None,
 ) -> Finding:
     """Build a :class:`Finding` for a registered ``code`` (``KeyError`` if unregistered)."""
-    from rankmap.codes import lookup
-
     info = lookup(code)
     sev = Severity(severity) if severity is not None else info.severity
     return Finding(

@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankmap.check.engine import check_launch
 from rankmap.inventory import load_machine
 from rankmap.pci import nccl_form
-from rankmap.plan import check_launch
 
 DATA = Path(__file__).parents[1] / "data" / "check"
 HOST = load_machine("dgx-h100")

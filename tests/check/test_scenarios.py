@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rankmap.check.engine import check_launch
 from rankmap.findings import Report
 from rankmap.inventory import load_machine
-from rankmap.plan import check_launch
 
 DATA = Path(__file__).parents[1] / "data" / "check"
 MIG0 = "MIG-352c5ed8-d9df-5a6d-a9a8-f17f015114df"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.script_scan import scan_script
+from rankmap.check.script_scan import scan_script
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from rankmap.check.engine import check_launch
 from rankmap.findings import Report
 from rankmap.inventory import load_machine
-from rankmap.plan import check_launch
 
 TOPO = Path(__file__).parents[1] / "data" / "topo"
 WS_GPU0, WS_GPU2 = "0000:4F:00.0", "0000:56:00.0"

@@ -14,7 +14,7 @@ import pynvml
 import pytest
 
 from rankmap.adapters.versions import Versions
-from rankmap.doctor import SystemFacts
+from rankmap.doctor.engine import SystemFacts
 from rankmap.model import HostIdentity
 
 GOLDEN = Path(__file__).parents[1] / "golden"

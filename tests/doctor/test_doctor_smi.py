@@ -9,7 +9,8 @@ from doctor_fakes import SMI
 
 from rankmap.errors import InputError
 from rankmap.inventory import detect_format, load_machine, parse_machine_text
-from rankmap.inventory.smi import UNKNOWN_UUID_PREFIX, clean_text, detect_text_format, parse
+from rankmap.inventory.smi import detect_text_format, parse
+from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX, clean_text
 from rankmap.model import Host
 
 WS4_FILES = {

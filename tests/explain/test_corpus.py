@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rankmap.diagnose import explain_files
+from rankmap.explain.engine import explain_files
 from rankmap.findings import Report
 from rankmap.inventory import load_machine
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankmap.logs.patterns import ANCHORS, CORE_ANCHORS, recognise
-from rankmap.logs.prefix import strip_prefixes
-from rankmap.logs.reader import Line, scan_stream
+from rankmap.explain.patterns import ANCHORS, CORE_ANCHORS, recognise
+from rankmap.explain.prefix import strip_prefixes
+from rankmap.explain.reader import Line, scan_stream
 
 DUP = "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n"
 
@@ -186,7 +186,7 @@ def test_fuzz_bytes_never_raise(data: bytes) -> None:
     import io
 
     from rankmap.errors import InputError
-    from rankmap.logs.collect import Evidence
+    from rankmap.explain.collect import Evidence
 
     try:
         ev = Evidence()
@@ -198,9 +198,9 @@ def test_fuzz_bytes_never_raise(data: bytes) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=2000))
 def test_fuzz_text_never_raise(text: str) -> None:
-    from rankmap.diagnose import diagnose
-    from rankmap.logs.collect import Evidence
-    from rankmap.logs.context import Context
+    from rankmap.explain.collect import Evidence
+    from rankmap.explain.context import Context
+    from rankmap.explain.engine import diagnose
 
     ev = Evidence()
     ev.add_lines(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from rankmap.diagnose import explain_files
+from rankmap.explain.context import parse_launch, script_selection
+from rankmap.explain.engine import explain_files
 from rankmap.inventory import load_machine
-from rankmap.logs.context import parse_launch, script_selection
 
 INIT = (
     "{host}:{pid}:{pid} [{cuda}] NCCL INFO ncclCommInitRank comm 0x{pid:x} rank {rank} nranks 8 "

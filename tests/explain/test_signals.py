@@ -1,12 +1,12 @@
-"""Secondary signals that tell causes apart (rankmap.logs.signals), through explain_files."""
+"""Secondary signals that tell causes apart (rankmap.explain.signals), through explain_files."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rankmap.diagnose import explain_files
+from rankmap.explain.engine import explain_files
+from rankmap.explain.prefix import split_messages, strip_prefixes
 from rankmap.findings import Finding
-from rankmap.logs.prefix import split_messages, strip_prefixes
 
 
 def _first(tmp_path: Path, text: str, **kw: object) -> Finding:

@@ -14,7 +14,7 @@ from rankmap.probe.collate import collate, collate_raw
 from rankmap.probe.record import RankRecord, collect_record, machine_topology
 from rankmap.probe.wire import encode
 from rankmap.topology import host_topology
-from rankmap.topology_wire import from_wire, to_wire
+from rankmap.topology.wire import from_wire, to_wire
 
 SPLIT = str(Path(__file__).parents[1] / "data" / "topo" / "split-dgx.json")
 

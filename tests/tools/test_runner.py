@@ -1,4 +1,4 @@
-"""rankmap.runner with real subprocesses: env defaults, streaming order, bounded capture, signals."""
+"""rankmap.adapters.runner with real subprocesses: env defaults, streaming order, bounded capture, signals."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.runner import (
+from rankmap.adapters.runner import (
     BoundedCapture,
     build_run_env,
     captured_logs,

@@ -12,6 +12,7 @@ import pytest
 from rankmap.adapters.nvml_topology import collect_topology
 from rankmap.errors import InputError
 from rankmap.inventory import builtin_profiles, load_machine
+from rankmap.inventory.topo_smi import parse_topo_matrix
 from rankmap.model import Host, Placement
 from rankmap.topology import (
     format_cpu_list,
@@ -20,9 +21,8 @@ from rankmap.topology import (
     normalize_link,
     parse_cpu_list,
     parse_topology,
-    topology_findings,
 )
-from rankmap.topology_smi import parse_topo_matrix
+from rankmap.topology.rules import topology_findings
 
 Load = Callable[[str], Host]
 
@@ -222,7 +222,7 @@ def test_nvml_topology_through_the_gateway() -> None:
 
 def test_one_machine_split_into_two_nccl_hosts_gets_rm803(machine: Load) -> None:
     from rankmap.model import HostIdentity
-    from rankmap.topology import split_machine_findings
+    from rankmap.topology.rules import split_machine_findings
 
     dgx = machine("dgx-h100")
     pod_a = replace(dgx, hostname="pod-a", identity=HostIdentity("pod-a", boot_id="b00t"))

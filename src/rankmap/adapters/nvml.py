@@ -263,7 +263,7 @@ def _gpu_finding(gpu: Gpu, hostname: str) -> Finding:
 
 def collect_gpu(index: int) -> Gpu:
     """One GPU by NVML index; every failed field is recorded in ``Gpu.errors``."""
-    from rankmap.inventory.smi import UNKNOWN_UUID_PREFIX
+    from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX
     from rankmap.pci import try_normalize_bus_id
 
     errors: list[str] = []

@@ -56,9 +56,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    from rankmap.check.engine import check_launch
     from rankmap.envspec import effective_env, parse_env_assignments
     from rankmap.launchers import SUPPORTED
-    from rankmap.plan import check_launch
 
     launch = list(args.launch)
     if launch and launch[0] != "--":

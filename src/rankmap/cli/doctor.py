@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     """Collect facts, build the report, emit it (and save the profile when asked)."""
-    from rankmap.doctor import build_report
+    from rankmap.doctor.engine import build_report
     from rankmap.envspec import parse_env_assignments
 
     overrides = parse_env_assignments(args.env)
@@ -73,7 +73,7 @@ def _system_facts(ctx: AppContext) -> Any:
         return ctx.system_facts()
     from rankmap.adapters.system import collect_host_identity
     from rankmap.adapters.versions import collect_python_versions
-    from rankmap.doctor import SystemFacts
+    from rankmap.doctor.engine import SystemFacts
 
     return SystemFacts(collect_host_identity(ctx.environ), collect_python_versions())
 
@@ -87,7 +87,7 @@ def _with_host_versions(versions: Any, host: Any) -> Any:
 
 
 def _live_facts(ctx: AppContext, overrides: dict[str, str]) -> Any:
-    from rankmap.doctor import DoctorFacts
+    from rankmap.doctor.engine import DoctorFacts
     from rankmap.envspec import effective_env
 
     host, findings = ctx.local_host()
@@ -111,7 +111,7 @@ def _live_facts(ctx: AppContext, overrides: dict[str, str]) -> Any:
 
 def _machine_facts(args: argparse.Namespace, ctx: AppContext, overrides: dict[str, str]) -> Any:
     from rankmap.adapters.versions import Versions
-    from rankmap.doctor import DoctorFacts
+    from rankmap.doctor.engine import DoctorFacts
     from rankmap.envspec import effective_env
     from rankmap.inventory import load_machine
 

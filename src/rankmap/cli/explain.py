@@ -35,9 +35,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     """Run ``explain``; returns the exit status."""
-    from rankmap.diagnose import explain_files
     from rankmap.envspec import parse_env_assignments
     from rankmap.errors import InputError
+    from rankmap.explain.engine import explain_files
     from rankmap.inventory import load_machines
 
     env = parse_env_assignments(args.env)

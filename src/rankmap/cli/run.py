@@ -1,8 +1,8 @@
 """``rankmap run [options] -- LAUNCH...``: preflight, run with NCCL debug output, diagnose.
 
-1. Preflight with ``rankmap.plan.check_launch`` (stop on error findings unless ``--force``).
-2. Run the launch with NCCL_DEBUG=INFO etc. (:mod:`rankmap.runner`), streaming its output.
-3. When it fails, ``rankmap.diagnose.explain_files`` over everything captured, printed on
+1. Preflight with ``rankmap.check.engine.check_launch`` (stop on error findings unless ``--force``).
+2. Run the launch with NCCL_DEBUG=INFO etc. (:mod:`rankmap.adapters.runner`), streaming its output.
+3. When it fails, ``rankmap.explain.engine.explain_files`` over everything captured, printed on
    stderr after the job's output. Exit with the job's exit code.
 """
 
@@ -15,11 +15,11 @@ import shlex
 from pathlib import Path
 from typing import Any, TextIO
 
+from rankmap.adapters.runner import Sink
 from rankmap.cli.common import add_env
 from rankmap.cli.context import AppContext
 from rankmap.errors import RankMapError, UsageError
 from rankmap.model import Host
-from rankmap.runner import Sink
 
 
 def register(sub: Any) -> None:
@@ -83,7 +83,7 @@ def preflight(
     """(check report or None, note why it was skipped)."""
     if not machines:
         return None, "no machine known"
-    from rankmap.plan import check_launch
+    from rankmap.check.engine import check_launch
 
     script = Path(args.script) if args.script else None
     try:
@@ -112,15 +112,15 @@ def _say(ctx: AppContext, line: str) -> None:
 
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
-    from rankmap.envspec import parse_env_assignments
-    from rankmap.launchers import split_env_prefix
-    from rankmap.runner import (
+    from rankmap.adapters.runner import (
         BoundedCapture,
         build_run_env,
         default_run_dir,
         make_run_dir,
         run_job,
     )
+    from rankmap.envspec import parse_env_assignments
+    from rankmap.launchers import split_env_prefix
 
     launch = list(args.launch)
     if launch and launch[0] == "--":
@@ -195,9 +195,9 @@ def _diagnose(
     env: dict[str, str],
     code: int,
 ) -> None:
-    from rankmap.diagnose import explain_files
+    from rankmap.adapters.runner import captured_logs
+    from rankmap.explain.engine import explain_files
     from rankmap.render.json import report_json
-    from rankmap.runner import captured_logs
 
     script = Path(args.script) if args.script else None
     try:

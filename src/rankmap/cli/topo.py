@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
     from rankmap.inventory import from_utf16, read_capped
-    from rankmap.topology_smi import MAX_TOPO_BYTES, parse_topo_matrix
+    from rankmap.inventory.topo_smi import MAX_TOPO_BYTES, parse_topo_matrix
 
     if spec == "-":
         text = ctx.stdin.read(MAX_TOPO_BYTES + 1)
@@ -80,7 +80,7 @@ def collect(args: argparse.Namespace, ctx: AppContext) -> list[tuple[str, Topolo
 
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
-    from rankmap.topology import topology_findings
+    from rankmap.topology.rules import topology_findings
 
     entries = collect(args, ctx)
     report = Report(command="topo")

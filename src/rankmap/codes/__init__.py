@@ -14,63 +14,19 @@ command finds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from rankmap.codes import check, core, doctor, explain, probe, tools  # noqa: F401  (their define() calls)
+from rankmap.codes.registry import _REGISTRY, CodeInfo, define
 
-from rankmap.findings import CATEGORIES, Severity
-
-
-@dataclass(frozen=True)
-class CodeInfo:
-    """Documentation and defaults of one finding code."""
-
-    code: str
-    category: str
-    severity: Severity
-    summary: str  # one line: what the code means
-    cause: str  # why it happens
-    fix: str  # the default fix (findings usually give a concrete one)
-    example: str  # an example title/detail or the command that shows it
-
-
-_REGISTRY: dict[str, CodeInfo] = {}
-
-
-def define(
-    code: str,
-    category: str,
-    severity: str,
-    summary: str,
-    *,
-    cause: str,
-    fix: str,
-    example: str,
-) -> CodeInfo:
-    """Register a code. Duplicate codes and unknown categories are programming errors."""
-    if category not in CATEGORIES:
-        raise ValueError(f"{code}: unknown category {category!r}")
-    if code in _REGISTRY:
-        raise ValueError(f"finding code {code} defined twice")
-    info = CodeInfo(code, category, Severity(severity), summary, cause, fix, example)
-    _REGISTRY[code] = info
-    return info
-
-
-def _load() -> None:
-    # Importing the area modules runs their define() calls.
-    from rankmap.codes import check, core, doctor, explain, probe, tools  # noqa: F401
+__all__ = ["CodeInfo", "all_codes", "define", "lookup", "markdown"]
 
 
 def lookup(code: str) -> CodeInfo:
     """The registry entry of ``code``; ``KeyError`` when unknown."""
-    if not _REGISTRY:
-        _load()
     return _REGISTRY[code]
 
 
 def all_codes() -> list[CodeInfo]:
     """Every registered code, sorted."""
-    if not _REGISTRY:
-        _load()
     return sorted(_REGISTRY.values(), key=lambda c: (len(c.code), c.code))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rankmap.codes import define
+from rankmap.codes.registry import define
 
 # --- other / the tool itself (RM001-RM049) -------------------------------------------------
 define(

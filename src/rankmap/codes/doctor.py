@@ -5,7 +5,7 @@ Shared causes live in :mod:`rankmap.codes.core`; use those first.
 
 from __future__ import annotations
 
-from rankmap.codes import define
+from rankmap.codes.registry import define
 
 define(
     "RM880",

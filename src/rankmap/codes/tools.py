@@ -6,7 +6,7 @@ NCCL hosts (NVLink unused between them) is the shared RM803.
 
 from __future__ import annotations
 
-from rankmap.codes import define
+from rankmap.codes.registry import define
 
 # --- launcher_config (RM99x): where the launch put ranks on one machine's topology -----------
 define(

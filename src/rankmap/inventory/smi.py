@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from pathlib import PurePath
 
 from rankmap.errors import InputError
+from rankmap.inventory.smi_common import (
+    UNKNOWN_UUID_PREFIX,
+    bus_id,
+    clean_text,
+    leading_int,
+    make_host,
+    unknown_uuid,
+)
+from rankmap.inventory.smi_xml import parse_xml
 from rankmap.model import Gpu, GpuProcess, Host, MigDevice
-from rankmap.pci import try_normalize_bus_id
 
-UNKNOWN_UUID_PREFIX = "unknown-uuid:"
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b\][^\x07\x1b]{0,256}\x07")
-_PROMPT = re.compile(r"^\s*(?:\S*[$#%>]\s+)?(?:sudo\s+)?nvidia-smi(?:\s.*)?$")
 _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]"
 _UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
 _LIST_GPU = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: (GPU-[0-9A-Fa-f-]+)\)\s*$")
@@ -46,12 +49,6 @@ _TABLE_MIGDEV = re.compile(
 _MIG_MODES = ("Enabled", "Disabled", "N/A")
 _PROC_TYPES = frozenset({"C", "G", "M", "C+G", "M+C"})
 MAX_LINE = 4096  # nvidia-smi lines are ~100 characters; longer lines are not its output
-
-
-def clean_text(text: str) -> list[str]:
-    """Lines of a paste without CRLF, ANSI codes, a BOM or ``$ nvidia-smi ...`` prompt lines."""
-    text = _ANSI.sub("", text.replace("\ufeff", "")).replace("\r\n", "\n").replace("\r", "\n")
-    return [line.rstrip() for line in text.split("\n") if not _PROMPT.match(line)]
 
 
 def _lines(text: str) -> list[str]:
@@ -114,8 +111,6 @@ def detect_text_format(text: str) -> str:
 
 def parse(fmt: str, text: str, *, source: str) -> list[Host]:
     """Parse ``text`` in format ``fmt`` into one host; ``InputError`` names what is wrong."""
-    from rankmap.inventory.smi_xml import parse_xml
-
     parsers = {
         "smi-xml": parse_xml,
         "smi-list": _parse_list,
@@ -131,35 +126,6 @@ def parse(fmt: str, text: str, *, source: str) -> list[Host]:
     if len(set(indices)) != len(indices):
         raise InputError(f"{source}: {fmt} output lists a GPU index twice")
     return [host]
-
-
-def make_host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
-    """One host from parsed GPUs; ``kw``: ``driver_version``, ``cuda_driver_version``."""
-    # A paste names no machine: the file's stem stands in, so two pasted nodes stay two hosts.
-    stem = PurePath(source).stem if source else ""
-    return Host(
-        hostname=stem or "nvidia-smi",
-        gpus=tuple(sorted(gpus, key=lambda g: g.nvml_index)),
-        driver_version=kw.get("driver_version"),
-        cuda_driver_version=kw.get("cuda_driver_version"),
-        source=f"{label}:{source}",
-    )
-
-
-def unknown_uuid(index: int) -> str:
-    """Placeholder UUID for a GPU whose source gives none (unique, never matches ``GPU-``)."""
-    return f"{UNKNOWN_UUID_PREFIX}nvml{index}"
-
-
-def bus_id(raw: str | None) -> str | None:
-    """Canonical bus id of any spelling, or ``None``."""
-    return try_normalize_bus_id(raw.strip()) if raw else None
-
-
-def leading_int(raw: str | None) -> int | None:
-    """``"81559 MiB"`` -> 81559; ``None`` when there is no leading number."""
-    match = re.match(r"\s*(\d+)", raw or "")
-    return int(match.group(1)) if match else None
 
 
 # --- nvidia-smi -L -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from rankmap.errors import InputError
-from rankmap.inventory.smi import (
+from rankmap.inventory.smi_common import (
     UNKNOWN_UUID_PREFIX,
     bus_id,
     clean_text,

@@ -98,6 +98,15 @@ class LaunchContext:
     nodes: int | None = None
     sbatch: Mapping[str, str] = field(default_factory=dict)  # #SBATCH options (long names)
     read_text: Callable[[Path], str] | None = None
+    # The dispatcher (launchers.dispatch.simulate_launch) for launchers that run another
+    # launcher (srun torchrun, mpirun torchrun, a shell script): set by the dispatcher itself.
+    simulate: Callable[[Sequence[str], LaunchContext], LaunchPlan] | None = None
+
+    def launch(self, argv: Sequence[str], ctx: LaunchContext | None = None) -> LaunchPlan:
+        """The plan of an inner launch command, through the dispatcher that started this one."""
+        if self.simulate is None:
+            raise RuntimeError("LaunchContext.simulate is set by launchers.dispatch")
+        return self.simulate(argv, ctx or self)
 
     def node_count(self, wanted: int | None) -> int:
         """The number of nodes to simulate: --nodes, else the launcher's, else --machine count."""

@@ -22,6 +22,8 @@ from rankmap.launchers import (
 def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher or a launch
     that starts no process (``deepspeed --num_gpus 0``): there is no rank map to predict."""
+    if ctx.simulate is None:
+        ctx = replace(ctx, simulate=simulate_launch)
     plan = _simulate(argv, ctx)
     if not plan.procs and not plan.issues:
         raise UsageError(

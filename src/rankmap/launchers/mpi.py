@@ -264,15 +264,13 @@ def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
 def _nested(
     outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int
 ) -> LaunchPlan:
-    from rankmap.launchers.dispatch import simulate_launch
-
     sub = replace(
         ctx,
         env={**ctx.env, **outer.node_env.get(0, {})},
         nodes=outer.nnodes,
         machines=list(outer.hosts),
     )
-    plan = simulate_launch(inner, sub)
+    plan = ctx.launch(inner, sub)
     issues = list(plan.issues)
     if per_node > 1:
         issues.insert(

@@ -114,3 +114,17 @@ def int_value(
     if minimum is not None and number < minimum:
         raise UsageError(f"{prog}: {name} must be >= {minimum}, got {number}")
     return number
+
+
+def replace_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str] | None:
+    """``argv`` with the value of the first option in ``names`` replaced, or None if absent."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        name, eq, _ = arg.partition("=")
+        if name in names:
+            if eq:
+                out[i] = f"{name}={value}"
+            elif i + 1 < len(out):
+                out[i + 1] = value
+            return out
+    return None

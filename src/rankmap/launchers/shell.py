@@ -221,27 +221,21 @@ def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:
 
 def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> LaunchPlan:
     """Plan of a shell/sbatch script (``--shell FILE``); ``argv``, when given, is the launch."""
-    from rankmap.launchers.dispatch import simulate_launch
-
     text = ctx.read(path, "--shell")
     script = parse_shell(text, str(path), ctx.env)
     sub = replace(ctx, env={**ctx.env, **script.env}, sbatch={**script.sbatch, **ctx.sbatch})
     if argv:
-        return simulate_launch(argv, sub)
+        return ctx.launch(argv, sub)
     if not script.launches:
         raise UsageError(f"{path}: no launch command found (torchrun, srun, mpirun, python ...)")
     if len(script.launches) == 1:
         one = script.launches[0]
-        return simulate_launch([f"{k}={v}" for k, v in one.env.items()] + list(one.argv), sub)
+        return ctx.launch([f"{k}={v}" for k, v in one.env.items()] + list(one.argv), sub)
     return _combine(script.launches, sub, path)
 
 
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
-    from rankmap.launchers.dispatch import simulate_launch
-
-    plans = [
-        simulate_launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches
-    ]
+    plans = [ctx.launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches]
     procs: list[Proc] = []
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         for pr in plan.procs:

@@ -21,7 +21,7 @@ from rankmap.launchers import (
     identify,
     split_env_prefix,
 )
-from rankmap.launchers.options import OptSpec, parse_options
+from rankmap.launchers.options import OptSpec, parse_options, replace_option
 
 _VALUE = {
     "nodes": True,
@@ -240,8 +240,6 @@ def _nested(
     inner_env: Mapping[str, str],
 ) -> LaunchPlan:
     """srun running a launcher: one launcher per task (K per node) on each node."""
-    from rankmap.launchers.dispatch import simulate_launch
-
     env0 = {
         **ctx.env,
         **{k: v for k, v in node_env[0].items() if not k.startswith("SLURM_")},
@@ -262,7 +260,7 @@ def _nested(
             args, sub, launcher="torchrun", argv=inner, agents_per_node=per_node
         )
     else:
-        plan = simulate_launch(inner, replace(sub, nodes=outer.nnodes))
+        plan = ctx.launch(inner, replace(sub, nodes=outer.nnodes))
     issues = list(plan.issues)
     if per_node > 1:
         issues.insert(
@@ -291,8 +289,6 @@ def _nested(
 
 def _one_task_fix(argv: Sequence[str], inner: Sequence[str]) -> str:
     import shlex
-
-    from rankmap.plan_fixes import replace_option
 
     new = replace_option(argv, ("--ntasks-per-node",), "1")
     if new is None:

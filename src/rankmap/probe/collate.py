@@ -14,15 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from rankmap import topology_rules as rules
+import rankmap.probe.checks as checks
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Gpu, Host, MigRef, Placement
-from rankmap.probe import checks
 from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.network import check_socket_ifname
 from rankmap.probe.record import RankRecord
-from rankmap.topology import Topology
-from rankmap.topology_wire import from_wire
+from rankmap.topology import Topology, rules
+from rankmap.topology.wire import from_wire
 
 
 def node_labels(records: Iterable[RankRecord]) -> dict[str, str]:

@@ -77,7 +77,7 @@ class RankRecord:
     # the GPUs of this machine (only local rank 0 / single ranks send it): inventory dicts
     gpus: tuple[Mapping[str, Any], ...] | None = None
     probe_ms: float = 0.0
-    # this machine's GPU topology in the compact text of rankmap.topology_wire (None: unknown)
+    # this machine's GPU topology in the compact text of rankmap.topology.wire (None: unknown)
     topology: str | None = None
 
     @property
@@ -237,9 +237,9 @@ def collect_record(
     ``allow_cuda_init``: the CLI probe is its own process and may initialise CUDA to ask it
     directly; ``verify()`` never initialises CUDA itself (see :mod:`rankmap.probe.device`).
     """
-    from rankmap import __version__
     from rankmap.adapters.system import collect_host_identity
     from rankmap.probe.device import resolve_device
+    from rankmap.version import __version__
 
     start = time.perf_counter()
     renv = parse_rank_env(environ)
@@ -322,7 +322,7 @@ def machine_topology(
     """
     try:
         from rankmap.topology import host_topology
-        from rankmap.topology_wire import to_wire
+        from rankmap.topology.wire import to_wire
 
         if spec:
             from rankmap.inventory import load_machine

@@ -50,7 +50,7 @@ SHARED_FIELDS = (
     "socket_ifname",
     "interfaces",
     "env",
-    "topology",  # per node (rankmap.topology_wire): written by every rank, fetched once
+    "topology",  # per node (rankmap.topology.wire): written by every rank, fetched once
 )
 OWN_FIELDS = tuple(n for n in record_field_names() if n not in SHARED_FIELDS)
 _SHARED_TUPLES = ("addresses", "visible_uuids", "interfaces")

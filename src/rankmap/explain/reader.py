@@ -2,7 +2,7 @@
 
 A 1 GB ``NCCL_DEBUG=INFO`` log is mostly channel/topology chatter. Reading it line by line in
 Python is far slower than ``grep``, so the reader scans big binary chunks with ``bytes.find`` for
-*anchors* (short literals every recognised message contains, see :mod:`rankmap.logs.patterns`)
+*anchors* (short literals every recognised message contains, see :mod:`rankmap.explain.patterns`)
 and decodes only the lines around a hit. Memory stays bounded whatever the file size or line
 length: chunks are fixed-size, the carry-over of an unterminated line is capped, and a very long
 line is cut into windows around each hit.

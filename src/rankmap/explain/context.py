@@ -1,6 +1,6 @@
 """What the user told ``explain`` besides the log: launch command, env, machines, script.
 
-The launch command goes through ``rankmap.plan.check_launch`` (the ``check`` simulation) when
+The launch command goes through ``rankmap.check.engine.check_launch`` (the ``check`` simulation) when
 that module is present; a small built-in parser of the same flags is the fallback, so explain
 works on its own. The script is only ever parsed with :mod:`ast`, never imported or run.
 """
@@ -193,10 +193,10 @@ def _launcher(tokens: Sequence[str]) -> str | None:
 def simulate_launch(
     command: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
 ) -> LaunchFacts:
-    """:func:`parse_launch`, enriched by ``rankmap.plan.check_launch`` when that is installed."""
+    """:func:`parse_launch`, enriched by ``rankmap.check.engine.check_launch`` when that is installed."""
     facts = parse_launch(command)
+    from rankmap.check.engine import check_launch
     from rankmap.errors import RankMapError
-    from rankmap.plan import check_launch
 
     try:
         argv = shlex.split(command)

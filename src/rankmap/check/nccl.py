@@ -13,12 +13,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rankmap.check.script_scan import DeviceSelection
 from rankmap.launchers import LaunchPlan
 from rankmap.pci import nccl_form
-from rankmap.script_scan import DeviceSelection
 
 if TYPE_CHECKING:
-    from rankmap.plan import RankOutcome
+    from rankmap.check.engine import RankOutcome
 
 DUP_230 = (
     "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "

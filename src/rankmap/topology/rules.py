@@ -1,7 +1,7 @@
 """Findings from topology: ranks of one job placed across sockets, NVLink unused, links down.
 
 Pure: a :class:`~rankmap.model.Host` with a ``topology`` and the job's placements in, findings
-out. Call it through :func:`rankmap.topology.topology_findings`.
+out. Callers import it from here.
 """
 
 from __future__ import annotations

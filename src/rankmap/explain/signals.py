@@ -1,4 +1,4 @@
-"""Secondary signals in a log that tell causes apart (used by :mod:`rankmap.logs.causes`).
+"""Secondary signals in a log that tell causes apart (used by :mod:`rankmap.explain.causes`).
 
 Each function returns a human reason (quoted into the finding) or ``None``. They read only
 evidence and context; none of them looks at one thread's wording.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rankmap.logs.collect import Evidence
-from rankmap.logs.context import Context
+from rankmap.explain.collect import Evidence
+from rankmap.explain.context import Context
 
 # Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
 NCCL_TESTS_SUFFIX = "_perf"

@@ -2,8 +2,8 @@
 
 Pipeline (all pure): launcher simulation (:mod:`rankmap.launchers`) -> per-rank environment ->
 what the rank sees (:func:`rankmap.visibility.resolve_visible`) -> the CUDA index its script
-selects (:mod:`rankmap.script_scan`) -> physical GPU -> :class:`~rankmap.model.Placement`s ->
-findings and the exact errors the job would print (:mod:`rankmap.plan_rules`).
+selects (:mod:`rankmap.check.script_scan`) -> physical GPU -> :class:`~rankmap.model.Placement`s ->
+findings and the exact errors the job would print (:mod:`rankmap.check.rules`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_script
 from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_value
-from rankmap.script_scan import ASSUMED, DeviceSelection, scan_script
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -63,13 +63,17 @@ def check_launch(
     Raises :class:`~rankmap.errors.UsageError` for an unknown launcher or a missing command and
     :class:`~rankmap.errors.InputError` for unreadable/malformed config files.
     """
-    from rankmap import plan_nccl, plan_rules, plan_topo
+    from rankmap.check import nccl as plan_nccl
+    from rankmap.check import rules as plan_rules
+    from rankmap.check import topo as plan_topo
     from rankmap.launchers.dispatch import script_path, simulate_launch
 
     cwd = cwd or Path.cwd()
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
-    ctx = LaunchContext(machines=machines, env=dict(env), cwd=cwd, nodes=nodes)
+    ctx = LaunchContext(
+        machines=machines, env=dict(env), cwd=cwd, nodes=nodes, simulate=simulate_launch
+    )
     if shell_file is not None:
         from rankmap.launchers import shell
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rankmap.logs.collect import Evidence
-from rankmap.logs.context import Context
-from rankmap.logs.signals import (
+from rankmap.explain.collect import Evidence
+from rankmap.explain.context import Context
+from rankmap.explain.signals import (
     framework_local_rank_clash,
     physical_index_after_narrowing,
     ray_duplicate,

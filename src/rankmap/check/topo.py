@@ -1,6 +1,6 @@
 """Topology findings of a simulated launch: where the ranks of each node sit on the machine's
 GPU / CPU topology (RM990 across sockets, RM991 NVLink unused, RM992 links down) and one
-machine split into several NCCL hosts (RM803). Rules: :mod:`rankmap.topology_rules`.
+machine split into several NCCL hosts (RM803). Rules: :mod:`rankmap.topology.rules`.
 
 Only hosts whose profile carries a ``topology`` are examined. Nodes with the same machine and
 the same GPUs in use are examined once (a 1,024-node clone costs one search) and reported as one
@@ -13,15 +13,15 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rankmap.check.nccl import host_key
 from rankmap.findings import Finding
 from rankmap.launchers import LaunchPlan
 from rankmap.model import Host, Placement
-from rankmap.plan_nccl import host_key
 from rankmap.topology import Topology, host_topology
-from rankmap.topology_rules import for_more_hosts, split_machine_findings, topology_findings
+from rankmap.topology.rules import for_more_hosts, split_machine_findings, topology_findings
 
 if TYPE_CHECKING:
-    from rankmap.plan import RankOutcome
+    from rankmap.check.engine import RankOutcome
 
 
 def topology_findings_for(

@@ -7,7 +7,7 @@ reference/launchers.md (torchrun, accelerate, DeepSpeed, Slurm, Lightning messag
 reference/cuda_devices.md (``invalid device ordinal`` forms).
 
 The anchors the reader scans for, and the init.cc line -> NCCL release table, are in
-:mod:`rankmap.logs.anchors` (re-exported here).
+:mod:`rankmap.explain.anchors` (re-exported here).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rankmap.logs.anchors import ANCHORS as ANCHORS  # re-exported
-from rankmap.logs.anchors import CORE_ANCHORS as CORE_ANCHORS
-from rankmap.logs.anchors import DUPLICATE_LINE_VERSION
-from rankmap.logs.anchors import JOIN_ANCHORS as JOIN_ANCHORS
-from rankmap.logs.prefix import Prefix, split_messages, strip_prefixes
-from rankmap.logs.reader import Line
+from rankmap.explain.anchors import ANCHORS as ANCHORS  # re-exported
+from rankmap.explain.anchors import CORE_ANCHORS as CORE_ANCHORS
+from rankmap.explain.anchors import DUPLICATE_LINE_VERSION
+from rankmap.explain.anchors import JOIN_ANCHORS as JOIN_ANCHORS
+from rankmap.explain.prefix import Prefix, split_messages, strip_prefixes
+from rankmap.explain.reader import Line
 
 # Event kinds a wrapped half cannot produce on its own; a join must produce one of these.
 _JOIN_KINDS = frozenset(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rankmap.logs.patterns import Event
+from rankmap.explain.patterns import Event
 from rankmap.model import Placement
 from rankmap.pci import try_normalize_bus_id
 

@@ -293,28 +293,3 @@ def format_cpu_list(cpus: Sequence[int]) -> str:
         out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
     return ",".join(out)
-
-
-def topology_findings(
-    host: Any, placements: Sequence[Any] = (), *, topo: Topology | None = None
-) -> list[Any]:
-    """Findings for the ranks of one job on ``host`` (RM990 across sockets, RM991 NVLink unused,
-    RM992 NVLink links down); ``[]`` when the host has no topology (``topo`` overrides it).
-
-    See :mod:`rankmap.topology_rules`.
-    """
-    from rankmap.topology_rules import topology_findings as _findings
-
-    return _findings(host, placements, topo=topo)
-
-
-def split_machine_findings(
-    hosts: Sequence[Any], placements: Sequence[Any], **kwargs: Any
-) -> list[Any]:
-    """RM803 when one machine appears as several NCCL hosts and ranks of the job are split
-    between them (naming an NVLink pair left unused when the topology shows one). Keyword
-    options: see :func:`rankmap.topology_rules.split_machine_findings`.
-    """
-    from rankmap.topology_rules import split_machine_findings as _findings
-
-    return _findings(hosts, placements, **kwargs)

@@ -1,7 +1,7 @@
 """A compact text form of a host's GPU topology, for probe records sent through the store.
 
 Every rank of a node sends the same topology in the shared (per-node) part of its record, so it
-must be small: only what the findings of :mod:`rankmap.topology_rules` use - the GPU x GPU links
+must be small: only what the findings of :mod:`rankmap.topology.rules` use - the GPU x GPU links
 and, per GPU, NVML index, PCI bus id, NUMA node and NVLink counts (no NICs, no CPU lists)::
 
     t1|0/0000:18:00.0/0/4/18/18,1/0000:2A:00.0/0/4/18/18|NV18|

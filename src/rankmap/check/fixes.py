@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from rankmap.launchers import LaunchPlan
+from rankmap.launchers.options import replace_option
 from rankmap.ranks import rank_ranges
 
 if TYPE_CHECKING:
-    from rankmap.plan import RankOutcome
+    from rankmap.check.engine import RankOutcome
 
 # launcher -> (option spellings that set the per-node process count, value is per node?)
 _COUNT_OPTS: dict[str, tuple[tuple[str, ...], bool]] = {
@@ -33,20 +34,6 @@ def ranks_text(ranks: Iterable[int]) -> str:
     if len(vals) == 2:
         return f"{vals[0]} and {vals[1]}"
     return rank_ranges(vals, max_runs=8)
-
-
-def replace_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str] | None:
-    """``argv`` with the value of the first option in ``names`` replaced, or None if absent."""
-    out = list(argv)
-    for i, arg in enumerate(out):
-        name, eq, _ = arg.partition("=")
-        if name in names:
-            if eq:
-                out[i] = f"{name}={value}"
-            elif i + 1 < len(out):
-                out[i + 1] = value
-            return out
-    return None
 
 
 def fix_count(plan: LaunchPlan, per_node: int) -> str:

@@ -1,6 +1,6 @@
-"""Findings of a simulated launch (see :func:`rankmap.plan.check_launch`): the root cause of
+"""Findings of a simulated launch (see :func:`rankmap.check.engine.check_launch`): the root cause of
 every failing or colliding group of ranks, with its concrete fix. The NCCL rule itself lives in
-:mod:`rankmap.plan_nccl`, warnings in :mod:`rankmap.plan_warnings`."""
+:mod:`rankmap.check.nccl`, warnings in :mod:`rankmap.check.warn_rules`."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rankmap.check.fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
+from rankmap.check.script_scan import DeviceSelection
+from rankmap.check.warn_rules import cross_world, warnings
 from rankmap.findings import Finding, finding
 from rankmap.launchers import LaunchPlan
 from rankmap.pci import nccl_form
-from rankmap.plan_fixes import device_line, fix_count, fix_for_cvd, ranks_text
-from rankmap.plan_nccl import arg_error_line, device_of, duplicate_groups, host_key
-from rankmap.plan_warnings import cross_world, warnings
-from rankmap.script_scan import DeviceSelection
 
 if TYPE_CHECKING:
-    from rankmap.plan import RankOutcome
+    from rankmap.check.engine import RankOutcome
 
 
 def findings_for(

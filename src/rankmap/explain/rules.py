@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rankmap.explain.collect import Evidence
+from rankmap.explain.context import Context
+from rankmap.explain.findings_map import oom_findings, quote
 from rankmap.findings import Finding, finding
-from rankmap.logs.collect import Evidence
-from rankmap.logs.context import Context
-from rankmap.logs.findings_map import oom_findings, quote
 
 
 def _simple(

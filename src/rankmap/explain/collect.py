@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from rankmap.logs.patterns import Event, recognise
-from rankmap.logs.rankmap_builder import RankMap
-from rankmap.logs.reader import Line
+from rankmap.explain.patterns import Event, recognise
+from rankmap.explain.rankmap_builder import RankMap
+from rankmap.explain.reader import Line
 
 MAX_EVENTS_PER_KIND = 256
 

@@ -1,7 +1,7 @@
 """``rankmap explain``: from what a failed job printed to the cause, the ranks, the GPU and the fix.
 
 :func:`explain_files` streams each input through the anchor scanner
-(:mod:`rankmap.logs.reader`), recognises events (:mod:`rankmap.logs.patterns`), rebuilds the
+(:mod:`rankmap.explain.reader`), recognises events (:mod:`rankmap.explain.patterns`), rebuilds the
 rank map from NCCL Init lines, combines it with the context the user gave (launch command through
 ``check``'s simulation, ``--env``, ``--machine``, ``--script``) and returns a :class:`Report`
 whose first finding is the best-supported cause.
@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from rankmap.errors import InputError
+from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
+from rankmap.explain.collect import Evidence
+from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
+from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
+from rankmap.explain.reader import open_input, scan_file_parallel, scan_stream
+from rankmap.explain.rules import RULES
+from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, finding
-from rankmap.logs.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
-from rankmap.logs.collect import Evidence
-from rankmap.logs.context import Context, gpu_for_bus, script_selection, simulate_launch
-from rankmap.logs.findings_map import duplicate_findings, ordinal_findings
-from rankmap.logs.reader import open_input, scan_file_parallel, scan_stream
-from rankmap.logs.rules import RULES
-from rankmap.logs.signals import log_gpu_count, log_launch
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env, redact_free_text, redact_report
 
@@ -128,9 +128,9 @@ def validate_launch(
     """
     import shlex
 
+    from rankmap.check.engine import check_launch
     from rankmap.errors import RankMapError, UsageError
-    from rankmap.logs.context import parse_launch
-    from rankmap.plan import check_launch
+    from rankmap.explain.context import parse_launch
 
     try:
         argv = shlex.split(launch)

@@ -7,12 +7,12 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rankmap.check.nccl import device_of, host_key
 from rankmap.findings import Finding, finding
 from rankmap.launchers import LaunchPlan
-from rankmap.plan_nccl import device_of, host_key
 
 if TYPE_CHECKING:
-    from rankmap.plan import RankOutcome
+    from rankmap.check.engine import RankOutcome
 
 
 def warnings(

@@ -6,12 +6,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from rankmap.codes import lookup
+from rankmap.explain.causes import DECIDED, Candidate, duplicate_candidates, ordinal_candidates
+from rankmap.explain.collect import Evidence
+from rankmap.explain.context import Context, gpu_for_bus
+from rankmap.explain.patterns import Event
+from rankmap.explain.signals import is_nccl_tests
 from rankmap.findings import Finding, Severity, finding
-from rankmap.logs.causes import DECIDED, Candidate, duplicate_candidates, ordinal_candidates
-from rankmap.logs.collect import Evidence
-from rankmap.logs.context import Context, gpu_for_bus
-from rankmap.logs.patterns import Event
-from rankmap.logs.signals import is_nccl_tests
 from rankmap.pci import try_normalize_bus_id
 
 MAX_EVIDENCE = 6

@@ -1,0 +1,1 @@
+"""check: simulate a launch command and predict every rank's GPU (the engine of ``rankmap check``)."""

@@ -1,1 +1,0 @@
-"""Log reading and recognition for `rankmap explain` (reader, prefixes, patterns, rank map, causes)."""
