@@ -5,17 +5,25 @@ every failing or colliding group of ranks, with its concrete fix. The NCCL rule 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rankmap.check.fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.check.fixes import device_line, fix_count, fix_for_cvd
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.warn_rules import cross_world, warnings
 from rankmap.findings import Finding, finding
+from rankmap.gpu_sharing import (
+    OrdinalFacts,
+    SharedGpuFacts,
+    duplicate_line,
+    nccl_device,
+    ordinal_code,
+    shared_gpu_code,
+)
 from rankmap.launchers import LaunchPlan
-from rankmap.pci import nccl_form
+from rankmap.ranks import rank_phrase, ranks_text
 
 if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome
@@ -99,19 +107,16 @@ def _failure_code(
     o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
 ) -> str:
     c = _cause_context(o, plan, env)
-    if not o.view.devices:
-        return "RM203"
-    if o.error and o.error.startswith(("KeyError", "ValueError")):
-        return "RM903" if not plan.sets_local_rank else "RM905"
-    if c["per_process"] and sel.kind not in ("constant", "global_rank"):
-        return "RM501"
-    if sel.kind == "global_rank":
-        return "RM401"
-    if sel.kind == "constant":
-        return "RM302"
-    if c["narrowed"]:
-        return "RM201"
-    return "RM102"
+    return ordinal_code(
+        OrdinalFacts(
+            no_devices=not o.view.devices,
+            read_error=bool(o.error and o.error.startswith(("KeyError", "ValueError"))),
+            launcher_sets_local_rank=plan.sets_local_rank,
+            selection=sel.kind,
+            per_process=c["per_process"],
+            narrowed=c["narrowed"],
+        )
+    )
 
 
 def _failures(
@@ -135,9 +140,9 @@ def _failures(
             o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
         )
         if error.startswith(("KeyError", "ValueError")):
-            title = f"{_rk(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
+            title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
-            title = f"{_rk(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+            title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
         else:
             title = (
                 f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
@@ -198,8 +203,7 @@ def _duplicates(
         )
         detail = (
             f"{selected}. NCCL sees the same host and the same GPU: "
-            f"`Duplicate GPU detected : rank {g[0].proc.rank} and rank {g[1].proc.rank} both on "
-            f"CUDA device {nccl_form(bus) if dev.pci_bus_id else bus}`."
+            f"`{duplicate_line(g[0].proc.rank, g[1].proc.rank, nccl_device(dev.pci_bus_id, bus))}`."
         )
         out.append(
             finding(
@@ -235,35 +239,25 @@ def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutc
 def _dup_code(
     group: list[RankOutcome], plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
 ) -> str:
-    o = group[0]
-    if len({x.proc.node for x in group}) > 1:
-        return "RM801"
+    c = _cause_context(group[0], plan, env)
     mig = {
         x.view.devices[x.cuda_index or 0].uuid
         for x in group
         if x.view.devices[x.cuda_index or 0].mig
     }
-    if len(mig) > 1:
-        return "RM601"
-    c = _cause_context(o, plan, env)
-    if c["per_process"] and all(len(x.view.devices) == 1 for x in group):
-        return "RM503"
-    if any(x.from_default for x in group):
-        if not plan.sets_local_rank:
-            return "RM903"
-        if sel.arg_dest is not None:
-            return "RM901"
-    if sel.kind == "none":
-        return "RM301"
-    if sel.kind == "constant":
-        return "RM302"
-    if sel.kind == "global_rank":
-        return "RM401"
-    if c["per_process"]:
-        return "RM503"
-    if c["narrowed"]:
-        return "RM201"
-    return "RM101"
+    from_default = any(x.from_default for x in group)
+    return shared_gpu_code(
+        SharedGpuFacts(
+            hosts_merged=len({x.proc.node for x in group}) > 1,
+            mig_siblings=len(mig) > 1,
+            each_sees_one=c["per_process"] and all(len(x.view.devices) == 1 for x in group),
+            per_process=c["per_process"],
+            launcher_var_missing=from_default and not plan.sets_local_rank,
+            arg_default=from_default and plan.sets_local_rank and sel.arg_dest is not None,
+            selection=sel.kind,
+            narrowed=c["narrowed"],
+        )
+    )
 
 
 def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
@@ -316,11 +310,6 @@ def _fix(
     if code in ("RM903", "RM905"):
         return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
     return ""
-
-
-def _rk(ranks: Iterable[int]) -> str:
-    vals = sorted(set(ranks))
-    return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
 
 
 def _cuda_list(idx: list[int]) -> str:

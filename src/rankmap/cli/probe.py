@@ -108,10 +108,10 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     )
     if outcome.missing:
         if not outcome.is_reporter:
-            from rankmap.probe.checks import rank_list
+            from rankmap.ranks import rank_phrase
 
             ctx.stderr.write(
-                f"rankmap: error: rank {outcome.rank}: {rank_list(outcome.missing)} never "
+                f"rankmap: error: rank {outcome.rank}: {rank_phrase(outcome.missing, max_runs=None)} never "
                 "reported\n"
             )
         return int(ExitStatus.UNAVAILABLE)

@@ -17,9 +17,9 @@ from typing import Any
 import rankmap.probe.checks as checks
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Gpu, Host, MigRef, Placement
-from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.network import check_socket_ifname
 from rankmap.probe.record import RankRecord
+from rankmap.ranks import rank_phrase, rank_ranges
 from rankmap.topology import Topology, rules
 from rankmap.topology.wire import from_wire
 
@@ -88,11 +88,11 @@ def _missing_finding(
     for m in missing:
         node = by_node_rank.get(m // lws) if lws else None
         expected[node or "an unknown node"].append(m)
-    where_txt = "; ".join(f"{rank_list(v)} expected on {k}" for k, v in expected.items())
+    where_txt = "; ".join(f"{_rank_list(v)} expected on {k}" for k, v in expected.items())
     within = f" within {timeout:g} s" if timeout is not None else ""
     return finding(
         "RM060",
-        f"{rank_list(list(missing))} never reported{within}",
+        f"{_rank_list(list(missing))} never reported{within}",
         detail=f"{len(records)} of {len(records) + len(missing)} ranks reported"
         + (f" through {where}" if where else "")
         + f"; {where_txt}.",
@@ -108,7 +108,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM005",
-                f"{rank_list(conv)}: checked at cuda:LOCAL_RANK (the torchrun convention)",
+                f"{_rank_list(conv)}: checked at cuda:LOCAL_RANK (the torchrun convention)",
                 detail="No device was given and CUDA was not initialised yet, so each rank was "
                 "checked at the device the convention gives it.",
                 fix="Pass device= to rankmap.verify() (or call it after torch.cuda.set_device) "
@@ -129,7 +129,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM001",
-                f"{node}: the GPUs of ranks {ranges(rs)} are unknown",
+                f"{node}: the GPUs of ranks {rank_ranges(rs)} are unknown",
                 detail=f"{sample}. Run on the GPU node, or pass machine= / RANKMAP_MACHINE.",
                 ranks=rs,
                 hosts=[node],
@@ -139,7 +139,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM062",
-                f"CUDA and NVML disagree for ranks {ranges(r for r, _ in notes)}",
+                f"CUDA and NVML disagree for ranks {rank_ranges(r for r, _ in notes)}",
                 detail=notes[0][1],
                 ranks=[r for r, _ in notes],
             )
@@ -150,7 +150,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
             finding(
                 "RM905",
                 "ranks disagree on WORLD_SIZE: "
-                + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(sizes.items())),
+                + ", ".join(f"{v} (ranks {rank_ranges(rs)})" for v, rs in sorted(sizes.items())),
                 ranks=[r.rank for r in records],
             )
         )
@@ -194,7 +194,7 @@ def node_sections(
                 "boot_id": first.boot_id,
                 "nccl_hostid": first.nccl_hostid,
                 "node_rank": first.node_rank,
-                "ranks": ranges(r.rank for r in recs),
+                "ranks": rank_ranges(r.rank for r in recs),
                 "count": len(recs),
             }
         )
@@ -368,3 +368,7 @@ def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any
     finally:
         if paused:
             gc.enable()
+
+
+def _rank_list(ranks: Sequence[int]) -> str:
+    return rank_phrase(ranks, max_runs=None)
