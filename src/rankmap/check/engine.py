@@ -48,6 +48,16 @@ class RankOutcome:
         return self.proc.env.get(name, node_env.get(name))
 
 
+@dataclass(frozen=True)
+class CheckRun:
+    """One simulated launch: the typed plan, the script's selection, every rank, the report."""
+
+    plan: LaunchPlan
+    selection: DeviceSelection
+    outcomes: tuple[RankOutcome, ...]
+    report: Report
+
+
 def check_launch(
     argv: Sequence[str],
     *,
@@ -63,38 +73,85 @@ def check_launch(
     Raises :class:`~rankmap.errors.UsageError` for an unknown launcher or a missing command and
     :class:`~rankmap.errors.InputError` for unreadable/malformed config files.
     """
-    from rankmap.check import nccl as plan_nccl
-    from rankmap.check import rules as plan_rules
-    from rankmap.check import topo as plan_topo
-    from rankmap.launchers.dispatch import script_path, simulate_launch
+    return run_check(
+        argv,
+        machines=machines,
+        env=env,
+        script=script,
+        nodes=nodes,
+        shell_file=shell_file,
+        cwd=cwd,
+    ).report
 
-    cwd = cwd or Path.cwd()
+
+def plan_launch(
+    argv: Sequence[str],
+    *,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    nodes: int | None = None,
+    shell_file: Path | None = None,
+    cwd: Path | None = None,
+) -> LaunchPlan:
+    """The typed :class:`LaunchPlan` of a launch command (or ``--shell`` script): the one parser
+    ``check``, ``explain --launch`` and ``run``'s preflight share."""
+    from rankmap.launchers.dispatch import simulate_launch
+
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
     ctx = LaunchContext(
-        machines=machines, env=dict(env), cwd=cwd, nodes=nodes, simulate=simulate_launch
+        machines=machines,
+        env=dict(env),
+        cwd=cwd or Path.cwd(),
+        nodes=nodes,
+        simulate=simulate_launch,
     )
     if shell_file is not None:
         from rankmap.launchers import shell
 
-        plan = shell.simulate_shell(shell_file, ctx, argv=argv)
-    elif not argv:
+        return shell.simulate_shell(shell_file, ctx, argv=argv)
+    if not argv:
         raise UsageError(
             "missing launch command after `--`; supported launchers: " + ", ".join(SUPPORTED),
             hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
         )
-    else:
-        plan = simulate_launch(argv, ctx)
+    return simulate_launch(argv, ctx)
+
+
+def run_check(
+    argv: Sequence[str],
+    *,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None = None,
+    nodes: int | None = None,
+    shell_file: Path | None = None,
+    cwd: Path | None = None,
+) -> CheckRun:
+    """:func:`check_launch` with the typed intermediate results kept (``explain`` reuses them)."""
+    from rankmap.check import nccl as plan_nccl
+    from rankmap.check import rules as plan_rules
+    from rankmap.check import topo as plan_topo
+    from rankmap.launchers.dispatch import script_path
+
+    cwd = cwd or Path.cwd()
+    plan = plan_launch(
+        argv, machines=machines, env=env, nodes=nodes, shell_file=shell_file, cwd=cwd
+    )
+    launch_env = plan.env if plan.env is not None else dict(env)
     path = script or script_path(plan, cwd)
-    selection = _selection(path)
-    outcomes = evaluate(plan, selection, ctx.env)
+    selection = read_selection(path)
+    outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
-    report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
+    report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
     report.placements = [_placement(o) for o in outcomes]
-    report.findings += plan_topo.topology_findings_for(plan, outcomes, report.placements, ctx.env)
-    report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
-    report.sections.update(plan_nccl.predicted_errors(plan, outcomes, ctx.env, selection))
-    return _scrub(report, secret_values(list(argv) + list(plan.argv), ctx.env))
+    report.findings += plan_topo.topology_findings_for(
+        plan, outcomes, report.placements, launch_env
+    )
+    report.sections.update(_sections(plan, selection, outcomes, launch_env, path, cwd))
+    report.sections.update(plan_nccl.predicted_errors(plan, outcomes, launch_env, selection))
+    report = _scrub(report, secret_values(list(argv) + list(plan.argv), {**env, **launch_env}))
+    return CheckRun(plan, selection, tuple(outcomes), report)
 
 
 def secret_values(argv: Sequence[str], env: Mapping[str, str]) -> set[str]:
@@ -144,7 +201,8 @@ def _scrub(report: Report, secrets: set[str]) -> Report:
     return report
 
 
-def _selection(path: Path | None) -> DeviceSelection:
+def read_selection(path: Path | None) -> DeviceSelection:
+    """The script's device selection (:func:`scan_script`), :data:`ASSUMED` without a script."""
     if path is None:
         return ASSUMED
     try:

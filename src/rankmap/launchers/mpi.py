@@ -19,8 +19,8 @@ from rankmap.launchers import (
     Proc,
     check_size,
     identify,
-    split_env_prefix,
 )
+from rankmap.launchers.command import parse_command
 
 _ONE = {
     "np",
@@ -213,7 +213,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
             procs.append(Proc(rank, lr, node, env, node_rank=node))
             rank += 1
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
-    inner_env, inner = split_env_prefix(a.rest)
+    inner_cmd = parse_command(a.rest, {})
+    inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),
@@ -282,4 +283,11 @@ def _nested(
                 fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
             ),
         )
-    return replace(plan, issues=tuple(issues), notes=outer.notes + plan.notes, argv=outer.argv)
+    return replace(
+        plan,
+        issues=tuple(issues),
+        notes=outer.notes + plan.notes,
+        argv=outer.argv,
+        outer="mpirun",
+        outer_tasks_per_node=per_node,
+    )

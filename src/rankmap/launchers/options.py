@@ -18,6 +18,9 @@ class OptSpec:
     strict: bool = True  # unknown options are usage errors (torchrun, accelerate, deepspeed)
     single_dash_long: bool = False  # Open MPI/Hydra accept -np, -hostfile...
     guess_values: bool = False  # unknown ``--opt X``: X is its value unless it looks like a script
+    # argparse's allow_abbrev (torchrun): ``--nnode`` is ``--nnodes`` when no other option starts
+    # so; a prefix of several options is argparse's "ambiguous option" error.
+    abbrev: bool = False
 
 
 @dataclass
@@ -98,7 +101,18 @@ def _key(name: str, spec: OptSpec) -> str | None:
         key = norm(name)
         if key in spec.takes_value:
             return key
+        if spec.abbrev and name.startswith("--") and len(key) > 1:
+            return _prefix_key(name, key, spec)
     return None
+
+
+def _prefix_key(name: str, key: str, spec: OptSpec) -> str | None:
+    """The option ``name`` abbreviates, as argparse matches prefixes (exact names first)."""
+    found = sorted(k for k in spec.takes_value if k.startswith(key))
+    if len(found) > 1:
+        spelled = ", ".join("--" + k.replace("_", "-") for k in found)
+        raise UsageError(f"{spec.prog}: ambiguous option: {name} could match {spelled}")
+    return found[0] if found else None
 
 
 def int_value(
