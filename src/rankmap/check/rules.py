@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rankmap.check.consequences import TOO_MANY, unwrapped_ordinal, wrapped_collision
 from rankmap.check.fixes import device_line, fix_count, fix_for_cvd
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
@@ -154,6 +155,8 @@ def _failures(
             f"Each rank selects its device by {sel.call or sel.kind} ({o.reason}); it sees "
             f"{_visible_text(o)}."
         )
+        if code in TOO_MANY:
+            detail += wrapped_collision(o, outcomes)
         out.append(
             finding(
                 code,
@@ -175,7 +178,12 @@ def _duplicates(
         code = _dup_code(group, plan, sel, env)
         got = device_of(group[0])
         assert got is not None
-        key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
+        # Too many processes for the GPUs is one cause however many GPUs end up shared.
+        key = (
+            (code, (), "")
+            if code in TOO_MANY
+            else (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
+        )
         shapes[key].append(group)
     out = []
     for (code, _, _), groups in shapes.items():
@@ -187,7 +195,7 @@ def _duplicates(
         if dev.mig:
             gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
         hosts = sorted({x.host.hostname for x in g})
-        more = f" (and the same on {len(groups) - 1} more node(s))" if len(groups) > 1 else ""
+        more = _more_groups(groups)
         title = (
             f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
             f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
@@ -205,18 +213,36 @@ def _duplicates(
             f"{selected}. NCCL sees the same host and the same GPU: "
             f"`{duplicate_line(g[0].proc.rank, g[1].proc.rank, nccl_device(dev.pci_bus_id, bus))}`."
         )
+        if code in TOO_MANY and sel.modulo:
+            detail += unwrapped_ordinal(g, plan.nproc_per_node)
         out.append(
             finding(
                 code,
                 title,
                 detail=detail,
                 ranks=[x.proc.rank for grp in groups for x in grp],
-                devices=[bus],
+                devices=list(dict.fromkeys(_bus_of(grp[0]) for grp in groups)),
                 hosts=[x.host.hostname for grp in groups for x in grp],
                 fix=_fix(code, plan, sel, o, env),
             )
         )
     return out
+
+
+def _bus_of(o: RankOutcome) -> str:
+    dev = o.view.devices[o.cuda_index or 0]
+    return dev.pci_bus_id or dev.physical_uuid
+
+
+def _more_groups(groups: list[list[RankOutcome]]) -> str:
+    """`` (and the same on 1 more node(s))`` / `` (and 3 more GPU(s) shared the same way)``."""
+    if len(groups) < 2:
+        return ""
+    nodes = {(g[0].proc.world, g[0].proc.node) for g in groups}
+    if len(nodes) == len(groups):
+        return f" (and the same on {len(groups) - 1} more node(s))"
+    where = f" on {len(nodes)} nodes" if len(nodes) > 1 else ""
+    return f" (and {len(groups) - 1} more GPU(s) shared the same way{where})"
 
 
 def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome) -> str:

@@ -18,7 +18,7 @@ from typing import IO, Any
 from rankmap.errors import InputError
 from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.explain.collect import Evidence
-from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
+from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.explain.rules import RULES
@@ -98,56 +98,46 @@ def build_context(
     *,
     log_gpus: int | None = None,
     notes: tuple[str, ...] = (),
-) -> Context:
-    """The non-log facts, with the launch command simulated."""
+    validate: bool = False,
+) -> tuple[Context, str | None]:
+    """The non-log facts, the launch command simulated once by ``check``'s engine; and a note
+    when a typed ``--launch`` (``validate``) could not be simulated."""
     env_map = dict(env or {})
-    facts = None
+    facts, note = None, None
     if launch:
-        facts = simulate_launch(launch, machines, env_map, script)
+        facts, note = launch_facts(launch, machines, env_map, script, validate=validate)
+        for k in facts.unset:
+            env_map.pop(k, None)  # env -u NAME on the launch line
         for k, v in facts.env:
             env_map.setdefault(k, v)
-    selection = script_selection(script) if script else None
-    return Context(
-        launch=facts,
-        env=env_map,
-        machines=tuple(machines),
-        script_selection=selection,
-        script_path=str(script) if script else None,
-        notes=notes,
-        log_gpu_count=log_gpus,
+    selection = None
+    if script:
+        from rankmap.check.engine import read_selection
+
+        selection = selection_kind(read_selection(script).kind)
+    return (
+        Context(
+            launch=facts,
+            env=env_map,
+            machines=tuple(machines),
+            script_selection=selection,
+            script_path=str(script) if script else None,
+            notes=tuple(n for n in (note, *notes) if n),
+            log_gpu_count=log_gpus,
+        ),
+        note,
     )
 
 
-def validate_launch(
-    launch: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
-) -> str | None:
-    """Check a ``--launch`` the user typed: unsplittable -> UsageError; a launch the simulation
-    refuses (an impossible number, an option it does not know) -> a note saying so, because the
-    log stays worth explaining. A launcher rankmap does not simulate (``./run.sh``) is
-    best-effort context; a command pasted inside a log is never validated (it is evidence).
-    """
+def _splittable(launch: str) -> None:
     import shlex
 
-    from rankmap.check.engine import check_launch
-    from rankmap.errors import RankMapError, UsageError
-    from rankmap.explain.context import parse_launch
+    from rankmap.errors import UsageError
 
     try:
-        argv = shlex.split(launch)
+        shlex.split(launch)
     except ValueError as exc:
         raise UsageError(f"--launch: cannot split the command: {exc}") from None
-    if not argv or parse_launch(launch).launcher is None:
-        return None
-    from rankmap.inventory import load_machine
-
-    # NOTE: without --machine the command is still checked for its own validity (numbers,
-    # options) on a stand-in 8-GPU profile; machine-dependent results are findings, not errors.
-    hosts = list(machines) or load_machine("dgx-h100")
-    try:
-        check_launch(argv, machines=hosts, env=dict(env), script=script)
-    except RankMapError as exc:
-        return f"--launch could not be simulated ({exc.message}); only its numbers were read"
-    return None
 
 
 def explain_files(
@@ -160,16 +150,20 @@ def explain_files(
     stdin: IO[Any] | None = None,
 ) -> Report:
     """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
-    launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
+    if launch:  # a typed command that cannot be split is a usage error before any reading
+        _splittable(launch)
     ev = read_evidence(paths, stdin=stdin)
-    notes: list[str] = [launch_note] if launch_note else []
+    notes: list[str] = []
+    typed = bool(launch)
     if not launch and (pasted := log_launch(ev)):
         launch = pasted
         notes.append(f"launch command taken from the log: {redact_free_text(pasted)[:200]}")
     gpus = None if machines else log_gpu_count(ev)
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
-    ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
+    ctx, _ = build_context(
+        launch, env, machines, script, log_gpus=gpus, notes=tuple(notes), validate=typed
+    )
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(diagnose(ev, ctx))
 

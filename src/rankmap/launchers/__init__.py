@@ -86,6 +86,7 @@ class LaunchPlan:
     # launchers.dispatch; per-node launcher variables stay in ``node_env``).
     env: Mapping[str, str] | None = None
     wrappers: tuple[str, ...] = ()  # programs stepped over before the launcher ("uv run")
+    nproc_from_machine: bool = False  # the process count is the machine's GPU count, not stated
     outer: str | None = None  # the launcher that runs this one on every task (srun, mpirun)
     outer_tasks_per_node: int | None = None  # tasks per node of ``outer``
     gpus_per_task: int | None = None  # the scheduler's GPUs per task (srun --gpus-per-task)

@@ -101,18 +101,25 @@ def _key(name: str, spec: OptSpec) -> str | None:
         key = norm(name)
         if key in spec.takes_value:
             return key
-        if spec.abbrev and name.startswith("--") and len(key) > 1:
-            return _prefix_key(name, key, spec)
+        if spec.abbrev and name.startswith("--") and key:
+            return _prefix_key(name, spec)
     return None
 
 
-def _prefix_key(name: str, key: str, spec: OptSpec) -> str | None:
-    """The option ``name`` abbreviates, as argparse matches prefixes (exact names first)."""
-    found = sorted(k for k in spec.takes_value if k.startswith(key))
+def _prefix_key(name: str, spec: OptSpec) -> str | None:
+    """The option ``name`` abbreviates, as argparse matches prefixes (exact names first).
+
+    torchrun registers every multi-word option twice (``--nproc-per-node``, ``--nproc_per_node``),
+    so ``--nproc`` matches two option strings: argparse's "ambiguous option" (Python 3.11), while
+    ``--nproc_per`` and ``--nnode`` are unambiguous.
+    """
+    spellings = {f"--{k}": k for k in spec.takes_value} | {
+        f"--{k.replace('_', '-')}": k for k in spec.takes_value
+    }
+    found = sorted(s for s in spellings if s.startswith(name))
     if len(found) > 1:
-        spelled = ", ".join("--" + k.replace("_", "-") for k in found)
-        raise UsageError(f"{spec.prog}: ambiguous option: {name} could match {spelled}")
-    return found[0] if found else None
+        raise UsageError(f"{spec.prog}: ambiguous option: {name} could match {', '.join(found)}")
+    return spellings[found[0]] if found else None
 
 
 def int_value(

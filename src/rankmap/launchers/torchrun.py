@@ -237,6 +237,7 @@ def plan_from_args(
         argv=tuple(argv),
         hosts=tuple(hosts),
         node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
+        nproc_from_machine=args.nproc_per_node in ("gpu", "auto"),
     )
 
 
