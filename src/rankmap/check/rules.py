@@ -24,6 +24,7 @@ from rankmap.gpu_sharing import (
     shared_gpu_code,
 )
 from rankmap.launchers import LaunchPlan
+from rankmap.model import VisibleDevice
 from rankmap.ranks import rank_phrase, ranks_text
 
 if TYPE_CHECKING:
@@ -178,59 +179,80 @@ def _duplicates(
         code = _dup_code(group, plan, sel, env)
         got = device_of(group[0])
         assert got is not None
-        # Too many processes for the GPUs is one cause however many GPUs end up shared.
-        key = (
-            (code, (), "")
-            if code in TOO_MANY
-            else (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
-        )
+        key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
         shapes[key].append(group)
-    out = []
-    for (code, _, _), groups in shapes.items():
-        g = groups[0]
-        o = g[0]
-        dev = o.view.devices[o.cuda_index or 0]
-        bus = dev.pci_bus_id or dev.physical_uuid
-        gpu = f"GPU {dev.nvml_index} ({bus})"
-        if dev.mig:
-            gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
-        hosts = sorted({x.host.hostname for x in g})
-        more = _more_groups(groups)
+    # Too many processes for the GPUs is one cause however many GPUs end up shared: one finding,
+    # led by the first GPU (the pair NCCL names first), the other GPUs in its detail.
+    causes: dict[object, list[list[list[RankOutcome]]]] = defaultdict(list)
+    code_of: dict[object, str] = {}
+    for key, groups in shapes.items():
+        cause = key[0] if key[0] in TOO_MANY else key
+        causes[cause].append(groups)
+        code_of[cause] = key[0]
+    return [_duplicate_finding(code_of[c], plan, sel, env, found) for c, found in causes.items()]
+
+
+def _duplicate_finding(
+    code: str,
+    plan: LaunchPlan,
+    sel: DeviceSelection,
+    env: Mapping[str, str],
+    shapes: list[list[list[RankOutcome]]],
+) -> Finding:
+    groups, others = shapes[0], shapes[1:]
+    g = groups[0]
+    o = g[0]
+    dev = o.view.devices[o.cuda_index or 0]
+    bus = dev.pci_bus_id or dev.physical_uuid
+    gpu = f"GPU {dev.nvml_index} ({bus})"
+    if dev.mig:
+        gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
+    hosts = sorted({x.host.hostname for x in g})
+    more = _more_groups(groups)
+    if others:
+        more += f" (and {len(others)} more GPU(s) shared the same way)"
+    title = (
+        f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
+        f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+    )
+    title = _cause_prefix(code, plan, sel, o) + title
+    if code == "RM801":
         title = (
-            f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
-            f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+            f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
+            f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
         )
-        title = _cause_prefix(code, plan, sel, o) + title
-        if code == "RM801":
-            title = (
-                f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
-                f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
-            )
-        selected = "; ".join(
-            f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4]
-        )
-        detail = (
-            f"{selected}. NCCL sees the same host and the same GPU: "
-            f"`{duplicate_line(g[0].proc.rank, g[1].proc.rank, nccl_device(dev.pci_bus_id, bus))}`."
-        )
-        if code in TOO_MANY and sel.modulo:
-            detail += unwrapped_ordinal(g, plan.nproc_per_node)
-        out.append(
-            finding(
-                code,
-                title,
-                detail=detail,
-                ranks=[x.proc.rank for grp in groups for x in grp],
-                devices=list(dict.fromkeys(_bus_of(grp[0]) for grp in groups)),
-                hosts=[x.host.hostname for grp in groups for x in grp],
-                fix=_fix(code, plan, sel, o, env),
-            )
-        )
-    return out
+    selected = "; ".join(f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4])
+    detail = (
+        f"{selected}. NCCL sees the same host and the same GPU: "
+        f"`{duplicate_line(g[0].proc.rank, g[1].proc.rank, nccl_device(dev.pci_bus_id, bus))}`."
+    )
+    if others:
+        pairs = [
+            f"{rank_phrase(x.proc.rank for x in shape[0])} on GPU "
+            f"{_gpu_of(shape[0][0]).nvml_index} ({_bus_of(shape[0][0])})"
+            for shape in others
+        ]
+        listed = "; ".join(pairs[:6]) + (f"; and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+        detail += f" The same cause puts {listed} together."
+    if code in TOO_MANY and sel.modulo:
+        detail += unwrapped_ordinal(g, plan.nproc_per_node)
+    return finding(
+        code,
+        title,
+        detail=detail,
+        ranks=[x.proc.rank for grp in groups for x in grp],
+        devices=[bus],
+        hosts=[x.host.hostname for grp in groups for x in grp],
+        fix=_fix(code, plan, sel, o, env),
+    )
+
+
+def _gpu_of(o: RankOutcome) -> VisibleDevice:
+    return o.view.devices[o.cuda_index or 0]
 
 
 def _bus_of(o: RankOutcome) -> str:
-    dev = o.view.devices[o.cuda_index or 0]
+    dev = _gpu_of(o)
     return dev.pci_bus_id or dev.physical_uuid
 
 

@@ -111,7 +111,9 @@ def build_context(
         for k, v in facts.env:
             env_map.setdefault(k, v)
     selection = None
-    if script:
+    if script and facts is not None and facts.plan is not None:
+        selection = selection_kind(facts.device_selection)  # check's run read the script
+    elif script:
         from rankmap.check.engine import read_selection
 
         selection = selection_kind(read_selection(script).kind)
