@@ -8,18 +8,16 @@ findings and the exact errors the job would print (:mod:`rankmap.check.rules`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_script
+from rankmap.check.sections import node_env
 from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
-from rankmap.model import Host, Placement
-from rankmap.redact import redact_value
+from rankmap.model import Host
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -29,7 +27,6 @@ _VIS_KEYS = (
     "SLURM_STEP_GPUS",
     "SLURM_JOB_GPUS",
 )
-MAX_RANK_ROWS = 65536  # per-rank "ranks" section entries kept in JSON
 
 
 @dataclass(frozen=True)
@@ -132,6 +129,7 @@ def run_check(
     from rankmap.check import nccl as plan_nccl
     from rankmap.check import rules as plan_rules
     from rankmap.check import topo as plan_topo
+    from rankmap.check.sections import placement, sections
     from rankmap.launchers.dispatch import script_path
 
     cwd = cwd or Path.cwd()
@@ -144,11 +142,11 @@ def run_check(
     outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
-    report.placements = [_placement(o) for o in outcomes]
+    report.placements = [placement(o) for o in outcomes]
     report.findings += plan_topo.topology_findings_for(
         plan, outcomes, report.placements, launch_env
     )
-    report.sections.update(_sections(plan, selection, outcomes, launch_env, path, cwd))
+    report.sections.update(sections(plan, selection, outcomes, launch_env, path, cwd))
     report.sections.update(plan_nccl.predicted_errors(plan, outcomes, launch_env, selection))
     report = _scrub(report, secret_values(list(argv) + list(plan.argv), {**env, **launch_env}))
     return CheckRun(plan, selection, tuple(outcomes), report)
@@ -217,12 +215,6 @@ def read_selection(path: Path | None) -> DeviceSelection:
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
     return scan_script(text, path=str(path))
-
-
-def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:
-    """The environment every process of ``node`` inherits (assumed env + per-node launcher env)."""
-    extra = plan.node_env.get(node)
-    return {**env, **extra} if extra else env
 
 
 def evaluate(
@@ -324,97 +316,3 @@ def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
     if sel.modulo and n_visible > 0:
         return idx % n_visible
     return idx
-
-
-def _placement(o: RankOutcome) -> Placement:
-    dev = (
-        o.view.by_cuda_index(o.cuda_index) if o.error is None and o.cuda_index is not None else None
-    )
-    return Placement(
-        rank=o.proc.rank,
-        local_rank=o.proc.local_rank,
-        node=o.host.hostname,
-        cuda_index=o.cuda_index,
-        nvml_index=dev.nvml_index if dev else None,
-        uuid=dev.uuid if dev else None,
-        pci_bus_id=dev.pci_bus_id if dev else None,
-        mig=dev.mig if dev else None,
-        node_rank=o.proc.node_rank if o.proc.node_rank is not None else o.proc.node,
-        error=o.error,
-        source="simulated",
-    )
-
-
-def _sections(
-    plan: LaunchPlan,
-    sel: DeviceSelection,
-    outcomes: list[RankOutcome],
-    env: Mapping[str, str],
-    path: Path | None,
-    cwd: Path,
-) -> dict[str, Any]:
-    from rankmap.model import Inventory
-
-    first = outcomes[0] if outcomes else None
-    launch = {
-        "launcher": plan.launcher,
-        "nnodes": plan.nnodes,
-        "nproc_per_node": plan.nproc_per_node,
-        "world_size": plan.world_size,
-        "script": _shown_path(path, cwd) if path else plan.script,
-        "device_selection": "unknown" if sel.kind == "unknown" else sel.kind,
-        "device_selection_call": sel.call,
-        "device_selection_line": sel.line,
-        "module": plan.module,
-        "worlds": plan.worlds,
-        "argv": list(plan.argv),
-        "notes": list(plan.notes) + list(sel.notes),
-    }
-    used = sorted({o.proc.node for o in outcomes})
-    hosts = [plan.hosts[i] for i in used] if len(used) <= 64 else [plan.hosts[i] for i in used[:64]]
-    return {
-        "launch": launch,
-        "inventory": Inventory(tuple(hosts)).to_dict(),
-        "visible_devices": first.view.to_dict_list() if first else [],
-        "visible_devices_notes": list(first.view.notes) if first else [],
-        "ranks": [_rank_row(o, plan, env) for o in outcomes[:MAX_RANK_ROWS]],
-    }
-
-
-@functools.lru_cache(maxsize=4096)
-def _redacted(name: str, value: str) -> str:
-    return redact_value(name, value)
-
-
-def _bus(o: RankOutcome) -> str | None:
-    if o.error is not None or o.cuda_index is None:
-        return None
-    return o.view.devices[o.cuda_index].pci_bus_id
-
-
-def _shown_path(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
-
-
-def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, Any]:
-    base = node_env(plan, env, o.proc.node)
-    shown = dict(o.proc.env)
-    cvd = o.proc.env.get("CUDA_VISIBLE_DEVICES", base.get("CUDA_VISIBLE_DEVICES"))
-    if cvd is not None:
-        shown["CUDA_VISIBLE_DEVICES"] = cvd
-    return {
-        "rank": o.proc.rank,
-        "local_rank": o.proc.local_rank,
-        "node": o.host.hostname,
-        "world": o.proc.world,
-        "env": {k: _redacted(k, v) for k, v in shown.items()},
-        "args": list(o.proc.args),
-        "visible": [d.nvml_index for d in o.view.devices],
-        "pci_bus_id": _bus(o),
-        "cuda_index": o.cuda_index,
-        "selected_by": o.reason,
-        "error": o.error,
-    }
