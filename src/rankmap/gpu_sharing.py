@@ -10,9 +10,8 @@ Facts a caller does not know stay ``None`` / ``False``: the decision then falls 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from rankmap.pci import nccl_form
 
@@ -194,15 +193,3 @@ ORDINAL_CAUSES: tuple[tuple[str, str], ...] = (
     ("physical", "RM240"),
     ("framework", "RM941"),
 )
-
-# --- grouping -----------------------------------------------------------------------------------
-T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
-
-
-def group_by(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
-    """Items grouped by ``key``, groups and members in first-seen order."""
-    out: dict[K, list[T]] = {}
-    for item in items:
-        out.setdefault(key(item), []).append(item)
-    return out
