@@ -18,6 +18,7 @@ from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host
+from rankmap.redact import redact_report, secret_values
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -148,55 +149,10 @@ def run_check(
     )
     report.sections.update(sections(plan, selection, outcomes, launch_env, path, cwd))
     report.sections.update(plan_nccl.predicted_errors(plan, outcomes, launch_env, selection))
-    report = _scrub(report, secret_values(list(argv) + list(plan.argv), {**env, **launch_env}))
+    report = redact_report(
+        report, secret_values({**env, **launch_env}, list(argv) + list(plan.argv))
+    )
     return CheckRun(plan, selection, tuple(outcomes), report)
-
-
-def secret_values(argv: Sequence[str], env: Mapping[str, str]) -> set[str]:
-    """Values of credential-like ``--api-key X`` / ``HF_TOKEN=X`` arguments and variables."""
-    from rankmap.redact import is_secret_name
-
-    found = {v for k, v in env.items() if v and len(v) >= 4 and is_secret_name(k)}
-    for i, tok in enumerate(argv):
-        name, eq, value = tok.partition("=")
-        key = name.lstrip("-").replace("-", "_")
-        if not key or not is_secret_name(key):
-            continue
-        if eq and len(value) >= 4:
-            found.add(value)
-        elif not eq and name.startswith("-") and i + 1 < len(argv) and len(argv[i + 1]) >= 4:
-            found.add(argv[i + 1])
-    return found
-
-
-def _scrub(report: Report, secrets: set[str]) -> Report:
-    """Replace every secret value in the report's text (findings, sections) by ``<redacted>``."""
-    if not secrets:
-        return report
-    import json
-
-    from rankmap.findings import Finding
-    from rankmap.redact import REDACTED
-
-    def clean(text: str) -> str:
-        for value in secrets:
-            text = text.replace(value, REDACTED)
-        return text
-
-    report.findings = [
-        Finding(
-            **{
-                **f.__dict__,
-                "title": clean(f.title),
-                "detail": clean(f.detail),
-                "fix": clean(f.fix),
-                "evidence": tuple(clean(e) for e in f.evidence),
-            }
-        )
-        for f in report.findings
-    ]
-    report.sections = json.loads(clean(json.dumps(report.sections)))
-    return report
 
 
 def read_selection(path: Path | None) -> DeviceSelection:
