@@ -53,7 +53,11 @@ from rankmap.check.script_scan import scan_script
             {"modulo": True},
         ),
         ("from accelerate import PartialState\nstate = PartialState()", "accelerate", {}),
-        ("m = AutoModel.from_pretrained('x', device_map='auto')", "none", {}),
+        (
+            "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto')",
+            "none",
+            {},
+        ),
         (
             "dist.init_process_group('nccl', device_id=torch.device('cuda', int(os.environ['LOCAL_RANK'])))",
             "local_rank",
@@ -69,11 +73,16 @@ from rankmap.check.script_scan import scan_script
             "local_rank",
             {"tolerant_args": True, "declared_args": ("--local-rank", "--local_rank")},
         ),
-        ("device = 'cuda:{}'.format(local_rank)\nmodel.to(device)", "local_rank", {}),
+        (
+            "local_rank = int(os.environ['LOCAL_RANK'])\ndevice = 'cuda:{}'.format(local_rank)\nmodel.to(device)",
+            "local_rank",
+            {"sets_current": False},
+        ),
+        ("device = 'cuda:{}'.format(local_rank)\nmodel.to(device)", "unknown", {}),
         ("import deepspeed\nengine, *_ = deepspeed.initialize(model=model)", "local_rank", {}),
         (
             "    torch.cuda.set_device(local_rank)\n    model.cuda()",
-            "local_rank",
+            "unknown",
             {},
         ),  # indented snippet
     ],
