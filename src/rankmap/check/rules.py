@@ -247,7 +247,7 @@ def _dup_code(
     if any(x.from_default for x in group):
         if not plan.sets_local_rank:
             return "RM903"
-        if sel.arg_dest is not None:
+        if sel.arg_dest == "local_rank":
             return "RM901"
     if sel.kind == "none":
         return "RM301"

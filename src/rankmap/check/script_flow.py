@@ -305,8 +305,8 @@ class Flow:
         """Environment variables the ``if`` tests around an assignment require (() if unknown)."""
         need: list[str] = []
         for node, in_body in ifs:
-            if not in_body:
-                return ()
+            if not in_body:  # an else/elif branch: the negated test says nothing positive
+                continue
             got = self._env_test(node.test, frame, 0)
             if not got:
                 return ()
