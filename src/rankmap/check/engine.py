@@ -213,9 +213,11 @@ def select_index(
     def get(name: str) -> str | None:
         return proc.env.get(name, base.get(name))
 
+    if sel.via_cvd:
+        return _cvd_entry(sel, proc, base, n_visible)
     if sel.alternatives:
         for guard, alt in sel.alternatives:
-            if all(get(v) is not None for v in guard):
+            if all((get(v[1:]) is None) if v.startswith("!") else (get(v) is not None) for v in guard):
                 idx, err, why, dflt = select_index(alt, proc, base, n_visible)
                 return idx, err, (f"{' and '.join(guard)} set: " if guard else "") + why, dflt
         return None, None, "no branch of the device selection applies: not simulated", False
@@ -286,9 +288,30 @@ def _from_arg(
     return _mod(default, sel, n_visible), None, f"--{sel.arg_dest} default {default}", True
 
 
+def _cvd_entry(
+    sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int
+) -> tuple[int | None, str | None, str, bool]:
+    """``int(CUDA_VISIBLE_DEVICES.split(",")[rank])``: a physical id used as a CUDA ordinal."""
+    plain = DeviceSelection(**{**sel.__dict__, "via_cvd": False, "alternatives": ()})
+    pos, err, why, dflt = select_index(plain, proc, base, n_visible)
+    if err is not None or pos is None:
+        return pos, err, why, dflt
+    cvd = proc.env.get("CUDA_VISIBLE_DEVICES", base.get("CUDA_VISIBLE_DEVICES"))
+    entries = [t.strip() for t in (cvd or "").split(",")]
+    if cvd is None or not 0 <= pos < len(entries) or not entries[pos].isdigit():
+        return None, "IndexError: CUDA_VISIBLE_DEVICES entry", f"{why}: no such entry", dflt
+    idx = int(entries[pos])
+    return idx, None, f"{why} -> CUDA_VISIBLE_DEVICES[{pos}] = {idx} (a physical id)", dflt
+
+
 def _alt_kind(sel: DeviceSelection, proc: Proc, base: Mapping[str, str]) -> str:
     for guard, alt in sel.alternatives:
-        if all(proc.env.get(v, base.get(v)) is not None for v in guard):
+        if all(
+            (proc.env.get(v[1:], base.get(v[1:])) is None)
+            if v.startswith("!")
+            else (proc.env.get(v, base.get(v)) is not None)
+            for v in guard
+        ):
             return alt.kind
     return sel.kind
 

@@ -96,6 +96,8 @@ def _failure_code(
         return "RM203"
     if o.error and o.error.startswith(("KeyError", "ValueError")):
         return "RM903" if not plan.sets_local_rank else "RM905"
+    if sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives):
+        return "RM240"
     if c["per_process"] and sel.kind not in ("constant", "global_rank"):
         return "RM501"
     if sel.kind == "global_rank":
@@ -271,8 +273,12 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     return [
         finding(
             "RM901",
-            f"{plan.launcher}{assumed} passes {arg}=N but the script declares only "
-            f"{', '.join(sel.declared_args)}",
+            f"{plan.launcher}{assumed} passes {arg}=N but the script declares "
+            + (
+                f"only {', '.join(sel.declared_args)}"
+                if sel.declared_args
+                else "no local-rank argument and parses sys.argv strictly (argparse parse_args())"
+            ),
             detail=f"argparse stops every rank with `{line}`.",
             ranks=[p.rank for p in plan.procs],
             evidence=[line],
@@ -290,6 +296,11 @@ def _fix(
         return fix_count(plan, n_vis) + " (one process per visible GPU)"
     if code == "RM201":
         return fix_for_cvd(plan, o, env)
+    if code == "RM240":
+        return (
+            "torch.cuda.set_device(local_rank)  # CUDA renumbers the visible GPUs from 0: use "
+            "the position in CUDA_VISIBLE_DEVICES, not its entry"
+        )
     if code == "RM203":
         return (
             "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"

@@ -31,6 +31,7 @@ from rankmap.check.script_values import (
     Text,
     Unknown,
     Value,
+    VisibleList,
     as_device,
     best,
     scaled,
@@ -191,6 +192,10 @@ class Flow:
             return best([self.value(v, sub) for v in node.values])
         if isinstance(node, ast.NamedExpr):
             return self.value(node.value, sub)
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
+            inner = self.value(node.generators[0].iter, sub)
+            if isinstance(inner, VisibleList):
+                return inner
         if isinstance(node, ast.Starred):
             return self.value(node.value, sub)
         return Unknown(f"{sub.where()}: `{sub.mod.text(node)}` not followed")
@@ -258,7 +263,26 @@ class Flow:
             return self._imported(mod, name, frame)
         if name in mod.functions:
             return Unknown(f"{frame.where()}: function `{name}` used as a value")
+        starred = self._star_module(mod, name)
+        if starred is not None:
+            return self.global_of(starred, name, frame)
         return Unknown(f"{frame.where()}: `{name}` is not assigned in the files read")
+
+    def _star_module(self, mod: Module, name: str, depth: int = 0) -> Module | None:
+        """The module a ``from x import *`` of ``mod`` takes ``name`` from, if any."""
+        for target in mod.stars:
+            linked = mod.links.get(target)
+            if linked is None:
+                continue
+            if (id(linked.tree), name) in linked.names or name in linked.functions or (
+                name in linked.imports
+            ):
+                return linked
+            if depth < 2:
+                deeper = self._star_module(linked, name, depth + 1)
+                if deeper is not None:
+                    return deeper
+        return None
 
     def _reaching(self, found: list[Binding], frame: Frame, scope: Scope) -> Value:
         same_scope = scope is frame.scope
@@ -302,15 +326,18 @@ class Flow:
         return v
 
     def _guard(self, ifs: list[tuple[ast.If, bool]], frame: Frame) -> tuple[str, ...]:
-        """Environment variables the ``if`` tests around an assignment require (() if unknown)."""
+        """Environment variables the ``if`` tests around an assignment require (() if unknown).
+
+        ``"!X"`` requires X unset (the else branch of a test of one variable)."""
         need: list[str] = []
         for node, in_body in ifs:
-            if not in_body:  # an else/elif branch: the negated test says nothing positive
-                continue
             got = self._env_test(node.test, frame, 0)
-            if not got:
-                return ()
-            need += got
+            if in_body:
+                if not got:
+                    return ()
+                need += got
+            elif len(got) == 1:  # else of `if "X" in os.environ` (or `x is not None`): X unset
+                need.append(_negate(got[0]))
         return tuple(dict.fromkeys(need))
 
     def _env_test(self, test: ast.AST, frame: Frame, depth: int) -> list[str]:
@@ -319,11 +346,26 @@ class Flow:
             for v in test.values:
                 out += self._env_test(v, frame, depth)
             return out
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._env_test(test.operand, frame, depth)
+            return [_negate(inner[0])] if len(inner) == 1 else []
+        if isinstance(test, ast.Call) and tail(test.func) == "all" and test.args:
+            gen = test.args[0]
+            if isinstance(gen, ast.GeneratorExp) and len(gen.generators) == 1:
+                names = gen.generators[0].iter
+                if isinstance(names, (ast.List, ast.Tuple)) and _is_env_membership(gen.elt):
+                    return [e.value for e in names.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            if isinstance(test.ops[0], ast.In) and dotted(test.comparators[0]).endswith("environ"):
+            op, right = test.ops[0], test.comparators[0]
+            if isinstance(op, (ast.In, ast.NotIn)) and _is_environ(right):
                 left = test.left
                 if isinstance(left, ast.Constant) and isinstance(left.value, str):
-                    return [left.value]
+                    return [left.value if isinstance(op, ast.In) else _negate(left.value)]
+            if isinstance(op, (ast.IsNot, ast.Is)) and isinstance(right, ast.Constant) and right.value is None:
+                held = self._guard_of_name(test.left, frame)
+                if len(held) == 1:
+                    return held if isinstance(op, ast.IsNot) else [_negate(held[0])]
+                return []
             inner = test.left
             while isinstance(inner, ast.Call) and tail(inner.func) == "int" and inner.args:
                 inner = inner.args[0]
@@ -340,6 +382,19 @@ class Flow:
             if found and len(found) == 1:
                 return self._env_test(found[0].value, frame, depth + 1)
         return []
+
+    def _guard_of_name(self, node: ast.AST, frame: Frame) -> list[str]:
+        """The variables under which a name gets its only non-None value (``x = None`` first)."""
+        if not isinstance(node, ast.Name):
+            return []
+        found = frame.mod.names.get((id(frame.scope), node.id)) or []
+        real = [b for b in found if not (isinstance(b.value, ast.Constant) and b.value.value is None)]
+        if len(real) != 1:
+            return []
+        ifs = [(i, body) for i, body in enclosing_ifs(frame.mod, real[0].stmt) if body]
+        if len(ifs) != 1:
+            return []
+        return self._env_test(ifs[0][0].test, frame, 1)
 
     def _imported(self, mod: Module, name: str, frame: Frame) -> Value:
         target, attr = mod.imports[name]
@@ -359,6 +414,9 @@ class Flow:
             return self._reaching(found, Frame(mod, mod.tree, found[-1].stmt), mod.tree)
         if name in mod.imports:
             return self._imported(mod, name, frame)
+        starred = self._star_module(mod, name)
+        if starred is not None and starred is not mod:
+            return self.global_of(starred, name, frame)
         return Unknown(f"{frame.where()}: `{name}` not found in {mod.path}")
 
     # --- parameters ----------------------------------------------------------------------
@@ -485,10 +543,7 @@ class Flow:
                 opts.append(((), lit))
             if opts:
                 return _combine(opts)
-        idx = self.value(key, frame)
-        if isinstance(idx, (Rank, Choice)) and _is_rank(idx):
-            return scaled(idx)
-        return Unknown(f"{frame.where()}: `{frame.mod.text(node)}` not followed")
+        return _index_into(base, self.value(key, frame), frame.where(), frame.mod.text(node))
 
     def _dict_literal(self, node: ast.expr, key: str, frame: Frame) -> Value | None:
         if not isinstance(node, ast.Name):
@@ -497,6 +552,16 @@ class Flow:
             (id(frame.mod.tree), node.id)
         )
         for b in found or []:
+            comp = b.value
+            if isinstance(comp, ast.DictComp) and len(comp.generators) == 1:
+                gen = comp.generators[0]
+                keys = gen.iter.elts if isinstance(gen.iter, (ast.Tuple, ast.List)) else []
+                env = env_read(comp.value)
+                loop = gen.target.id if isinstance(gen.target, ast.Name) else None
+                if env is None and isinstance(comp.value, ast.Subscript) and dotted(comp.value.value).endswith("environ"):
+                    env = ("", None, True) if _is_name(comp.value.slice, loop) else None
+                if env is not None and any(isinstance(k, ast.Constant) and k.value == key for k in keys):
+                    return self.env_value(key, None, env[2], Frame(frame.mod, frame.scope, b.stmt))
             if isinstance(b.value, ast.Dict):
                 for k, v in zip(b.value.keys, b.value.values):
                     if isinstance(k, ast.Constant) and k.value == key:
@@ -536,6 +601,12 @@ class Flow:
             fmt = node.func.value
             if isinstance(fmt, ast.Constant) and str(fmt.value).startswith("cuda:") and arg0 is not None:
                 return Dev(self.value(arg0, frame))
+        if t == "split" and isinstance(node.func, ast.Attribute):
+            env = env_read(node.func.value)
+            if env is not None and env[0] == models.CVD:
+                return VisibleList()
+        if t == "get_default_backend_for_device":
+            return Text("default")
         if t == "device_count":
             return DeviceCount()
         if t == "current_device":
@@ -613,6 +684,12 @@ class Flow:
                 linked = mod.links.get(target)
                 if linked is not None and attr and attr in linked.functions:
                     return [(linked, f) for f in linked.functions[attr]]
+                if linked is not None and attr and attr in linked.imports:
+                    return self.resolve_function(ast.Name(attr), Frame(linked, linked.tree, func))
+                return []
+            starred = self._star_module(mod, func.id)
+            if starred is not None:
+                return self.resolve_function(func, Frame(starred, starred.tree, func))
             return []
         if isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
@@ -623,6 +700,41 @@ class Flow:
                     linked = next(m for m in self.prog.modules if m.path == base.path)
                     return [(linked, f) for f in linked.functions.get(func.attr, [])]
         return []
+
+
+def _index_into(base: Value, idx: Value, where: str, text: str) -> Value:
+    """``base[idx]``: a CUDA_VISIBLE_DEVICES entry, a rank-indexed list, or unknown."""
+    if isinstance(base, Choice):
+        return Choice(tuple((g, _index_into(o, idx, where, text)) for g, o in base.options))
+    if isinstance(base, VisibleList) and isinstance(idx, Choice):
+        return Choice(tuple((g, _index_into(base, o, where, text)) for g, o in idx.options))
+    if isinstance(base, VisibleList) and isinstance(idx, Rank):
+        return replace(idx, via_cvd=True)
+    if isinstance(idx, (Rank, Choice)) and _is_rank(idx):
+        return scaled(idx)
+    return Unknown(f"{where}: `{text}` not followed")
+
+
+def _is_name(node: ast.AST, name: str | None) -> bool:
+    return name is not None and isinstance(node, ast.Name) and node.id == name
+
+
+def _negate(var: str) -> str:
+    return var[1:] if var.startswith("!") else f"!{var}"
+
+
+def _is_environ(node: ast.AST) -> bool:
+    name = dotted(node)
+    return name.endswith("environ") or name.endswith("environ.keys()")
+
+
+def _is_env_membership(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In)
+        and _is_environ(node.comparators[0])
+    )
 
 
 def _arith(op: ast.operator, a: int, b: int) -> int:

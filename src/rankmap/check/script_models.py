@@ -52,7 +52,7 @@ RANK_ATTRS: dict[str, str] = {
 }
 
 # --- sinks ---------------------------------------------------------------------------------
-SET_DEVICE = ("set_device",)  # torch.cuda.set_device, get_accelerator().set_device, ...
+SET_DEVICE = ("set_device", "set_device_index")  # torch.cuda.set_device, torch.accelerator.set_device_index
 PROCESS_GROUP_INIT = ("init_process_group",)
 WRAPPERS_DEVICE_IDS = ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP")
 TENSOR_MOVES = ("to", "cuda")

@@ -45,6 +45,7 @@ class Module:
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
     top_modules: set[str] = field(default_factory=set)  # first component of every import
     links: dict[str, Module] = field(default_factory=dict)  # import target -> the local module
+    stars: list[str] = field(default_factory=list)  # targets of ``from x import *``
 
     def where(self, node: ast.AST) -> str:
         return f"{self.path}:{getattr(node, 'lineno', '?')}"
@@ -216,6 +217,8 @@ class _Indexer:
                 self.mod.top_modules.add(stmt.module.split(".")[0])
             for alias in stmt.names:
                 if alias.name == "*":
+                    self.mod.stars.append(base)
+                    self.mod.imports.setdefault(f"\0*{base}", (base, None))
                     continue
                 self.mod.imports[alias.asname or alias.name] = (base, alias.name)
                 sub = f"{base}.{alias.name}" if base.strip(".") else base + alias.name

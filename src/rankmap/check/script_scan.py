@@ -42,11 +42,13 @@ class DeviceSelection:
     declared_args: tuple[str, ...] = ()  # argparse spellings declared for a local rank
     arg_default: int | None = None
     tolerant_args: bool = False  # parse_known_args: unknown arguments are ignored
+    strict_args: bool = False  # argparse parse_args() on sys.argv: an unknown argument stops it
     parse_error: str | None = None
     path: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     sets_current: bool = True  # the index becomes the current device (set_device, framework)
     scaled: bool = False  # the index is a rank combined with a factor the analysis assumed 1
+    via_cvd: bool = False  # the index is the CUDA_VISIBLE_DEVICES entry at the rank (physical id)
     framework: str | None = None  # the framework model that selects the device
     framework_source: str | None = None
     alternatives: tuple[tuple[tuple[str, ...], DeviceSelection], ...] = ()  # guarded branches
@@ -125,6 +127,7 @@ def _classify(prog: object, path: str | None) -> DeviceSelection:
             for m in prog.modules
             for n in ast.walk(m.tree)
         ),
+        "strict_args": _strict_argparse(prog),
         "path": path,
         "uses_cuda": ev.uses_cuda,
         "backend": ev.backend,
@@ -146,6 +149,21 @@ def _classify(prog: object, path: str | None) -> DeviceSelection:
     if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
         return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
     return replace(sel, unresolved=unresolved)
+
+
+def _strict_argparse(prog: object) -> bool:
+    """An ``argparse.ArgumentParser`` whose ``parse_args()`` reads sys.argv (no list given)."""
+    from rankmap.check.script_program import Program
+
+    assert isinstance(prog, Program)
+    made = parsed = False
+    for mod in prog.modules:
+        for n in ast.walk(mod.tree):
+            if isinstance(n, ast.Call):
+                name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                made = made or (name == "ArgumentParser" and "argparse" in mod.top_modules)
+                parsed = parsed or (name == "parse_args" and not n.args and not n.keywords)
+    return made and parsed
 
 
 def _only(d: dict[str, object], *keys: str) -> dict[str, str | None]:
@@ -173,6 +191,8 @@ def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelect
         return _from_value(v.index, sink, common)
     if isinstance(v, Seq) and v.items:
         return _from_value(v.items[0], sink, common)
+    if isinstance(v, Num) and v.value < 0:  # set_device(-1) is a no-op: the default device stays
+        return DeviceSelection(kind="none", **base)  # type: ignore[arg-type]
     if isinstance(v, Num):
         return DeviceSelection(kind="constant", constant=v.value, **base)  # type: ignore[arg-type]
     if isinstance(v, Rank):
@@ -209,6 +229,7 @@ def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
         modulo=v.modulo,
         dist_rank=v.by_process,
         scaled=v.scaled,
+        via_cvd=v.via_cvd,
         **base,  # type: ignore[arg-type]
     )
 

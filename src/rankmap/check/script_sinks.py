@@ -240,9 +240,8 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
                 t = tail(node.func)
                 if t in models.PROCESS_GROUP_INIT or t == "init_distributed":
                     b = _backend(node, mod, flow)
-                    if b:
-                        backends.append(b)
-                        lines.append(f"{mod.where(node)}: backend {b}")
+                    backends.append(b)
+                    lines.append(f"{mod.where(node)}: backend {b}")
                 elif models.framework_for(t, imported) is not None:
                     backends.append("nccl")
                     uses_cuda = True
@@ -254,8 +253,15 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
                         f"{mod.where(node)}: device_map='auto' spreads one model over every visible "
                         "GPU of each process; it selects no device per rank."
                     )
+    known = [b for b in backends if b != "unknown"]
     backend = (
-        "nccl" if "nccl" in backends else backends[0] if backends else None
+        "nccl"
+        if "nccl" in backends
+        else "default"
+        if "default" in backends
+        else known[0]
+        if known and len(known) == len(backends)
+        else None
     )
     torch_used = torch_used or uses_cuda or any(
         isinstance(n, ast.Name) and n.id in ("torch", "dist", "deepspeed")
@@ -279,18 +285,20 @@ def _cuda_use(node: ast.AST) -> bool:
     return isinstance(node, ast.keyword) and node.arg in ("device_ids", "device_map")
 
 
-def _backend(node: ast.Call, mod: Module, flow: Flow) -> str | None:
+def _backend(node: ast.Call, mod: Module, flow: Flow) -> str:
     kw = {k.arg: k.value for k in node.keywords if k.arg}
     expr = node.args[0] if node.args else kw.get("backend", kw.get("dist_backend"))
     if expr is None:
         return "nccl" if tail(node.func) == "init_distributed" else "default"
     if isinstance(expr, ast.Attribute) and expr.attr.lower() in ("nccl", "gloo", "mpi"):
         return expr.attr.lower()
+    if isinstance(expr, ast.Call) and tail(expr.func) == "get_default_backend_for_device":
+        return "default"
     texts = _texts(flow.value(expr, _frame(mod, node)))
-    for name in ("nccl", "gloo", "mpi"):
+    for name in ("nccl", "gloo", "mpi", "default"):
         if any(name in t.lower() for t in texts):
             return name
-    return None
+    return "unknown"
 
 
 def _texts(v: Value) -> list[str]:

@@ -24,6 +24,7 @@ class Rank:
     by_process: bool = False  # the runtime/framework knows the rank itself
     modulo: bool = False  # ... % torch.cuda.device_count()
     scaled: bool = False  # combined with a factor/offset the analysis assumes keeps ranks apart
+    via_cvd: bool = False  # the entry of CUDA_VISIBLE_DEVICES at this rank (a physical id)
     origin: str = ""  # "path:line: text" of the source
 
 
@@ -55,6 +56,11 @@ class ArgValue:
 
     dest: str
     default: Value | None
+
+
+@dataclass(frozen=True)
+class VisibleList:
+    """The entries of ``os.environ["CUDA_VISIBLE_DEVICES"].split(",")`` (physical ids)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,19 @@ class Choice:
 
 
 Value = Union[
-    Rank, Num, Text, Dev, DeviceCount, ArgValue, Seq, Namespace, Framework, ModuleRef, Unknown, Choice
+    Rank,
+    Num,
+    Text,
+    Dev,
+    DeviceCount,
+    ArgValue,
+    Seq,
+    VisibleList,
+    Namespace,
+    Framework,
+    ModuleRef,
+    Unknown,
+    Choice,
 ]
 
 

@@ -53,6 +53,7 @@ def selection_findings(
             )
         )
         return out
+    out += _global_rank_across_nodes(sel, outcomes, found)
     unsimulated = [o.proc.rank for o in outcomes if o.cuda_index is None and o.error is None]
     if sel.kind == "unknown" or sel.unresolved or unsimulated:
         out.append(_not_followed(sel, unsimulated))
@@ -71,6 +72,33 @@ def selection_findings(
             )
         )
     return out
+
+
+def _global_rank_across_nodes(
+    sel: DeviceSelection, outcomes: list[RankOutcome], found: list[Finding]
+) -> list[Finding]:
+    """The global rank reaches the sink on a second node: its ranks take GPU ``rank``, not their
+    local one, even where that ordinal exists (evidence enough for an error, docs/check.md)."""
+    if sel.kind != "global_rank" or sel.modulo or any(f.code == "RM401" for f in found):
+        return []
+    off = [o for o in outcomes if o.error is None and o.cuda_index is not None and o.proc.rank != o.proc.local_rank]
+    if not off:
+        return []
+    first = off[0]
+    return [
+        finding(
+            "RM401",
+            f"the global rank is the device index on {len({o.proc.node for o in outcomes})} nodes: "
+            f"ranks {ranks_text(o.proc.rank for o in off)} use cuda:RANK (rank {first.proc.rank} on "
+            f"{first.host.hostname} takes cuda:{first.cuda_index}, its local rank is "
+            f"{first.proc.local_rank})",
+            detail=f"{sel.where}: `{sel.call}`; with more ranks per node the ordinal runs past the "
+            "node's GPUs (invalid device ordinal).",
+            ranks=[o.proc.rank for o in off],
+            hosts=sorted({o.host.hostname for o in off}),
+            fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+        )
+    ]
 
 
 def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
