@@ -252,6 +252,8 @@ def select_index(
                 return None, f"ValueError: {name}={raw!r}", f"{name}={raw}", False
             return _mod(idx, sel, n_visible), None, f"{name}={raw}", False
     missing = sel.env_vars[0] if sel.env_vars else "LOCAL_RANK"
+    if sel.conditional and sel.env_default is None:
+        return None, None, f"{missing} is not set there: that branch may not run (not simulated)", False
     if sel.env_default is not None:
         idx = sel.env_default
         why = f"{missing} unset: default {idx}"

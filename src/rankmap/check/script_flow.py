@@ -34,6 +34,7 @@ from rankmap.check.script_values import (
     VisibleList,
     as_device,
     best,
+    conditional,
     scaled,
     with_modulo,
 )
@@ -302,7 +303,7 @@ class Flow:
             if guard:
                 guarded.append((guard, v))
             else:
-                loose.append(v)
+                loose.append(conditional(v))
         fallback = best(loose) if loose else Unknown(f"{frame.where()}: no unconditional value")
         if not guarded:
             return fallback
@@ -522,9 +523,32 @@ class Flow:
         for mod, b in (same or found)[:12]:
             scope = mod.scope_of.get(id(b.stmt), mod.tree)
             v = self._binding(b, mod, scope)
-            guard = self._guard(enclosing_ifs(mod, b.stmt), Frame(mod, scope, b.stmt))
+            ifs = enclosing_ifs(mod, b.stmt)
+            guard = self._guard(ifs, Frame(mod, scope, b.stmt))
+            if not guard:
+                guard, undecided = self._caller_guard(scope)
+                if ifs or undecided:
+                    v = conditional(v)
             out.append((guard, v))
         return out
+
+    def _caller_guard(self, scope: Scope) -> tuple[tuple[str, ...], bool]:
+        """The environment guard every call of function ``scope`` shares (one level up), and
+        whether its calls sit under conditions the analysis cannot decide."""
+        name = getattr(scope, "name", None)
+        if not name:
+            return (), False
+        guards = []
+        undecided = False
+        for mod, call in self._calls.get(name, [])[:8]:
+            ifs = enclosing_ifs(mod, call)
+            where = Frame(mod, mod.scope_of.get(id(_stmt(mod, call)), mod.tree), call)
+            g = self._guard(ifs, where)
+            guards.append(g)
+            undecided = undecided or (bool(ifs) and not g)
+        if guards and all(guards) and len(set(guards)) == 1:
+            return guards[0], False
+        return (), undecided
 
     def subscript(self, node: ast.Subscript, frame: Frame) -> Value:
         env = env_read(node)

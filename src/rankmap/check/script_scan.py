@@ -49,6 +49,7 @@ class DeviceSelection:
     sets_current: bool = True  # the index becomes the current device (set_device, framework)
     scaled: bool = False  # the index is a rank combined with a factor the analysis assumed 1
     via_cvd: bool = False  # the index is the CUDA_VISIBLE_DEVICES entry at the rank (physical id)
+    conditional: bool = False  # read on a path that may not run: a missing variable is no error
     framework: str | None = None  # the framework model that selects the device
     framework_source: str | None = None
     alternatives: tuple[tuple[tuple[str, ...], DeviceSelection], ...] = ()  # guarded branches
@@ -230,6 +231,7 @@ def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
         dist_rank=v.by_process,
         scaled=v.scaled,
         via_cvd=v.via_cvd,
+        conditional=v.conditional,
         **base,  # type: ignore[arg-type]
     )
 

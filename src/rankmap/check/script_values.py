@@ -25,6 +25,7 @@ class Rank:
     modulo: bool = False  # ... % torch.cuda.device_count()
     scaled: bool = False  # combined with a factor/offset the analysis assumes keeps ranks apart
     via_cvd: bool = False  # the entry of CUDA_VISIBLE_DEVICES at this rank (a physical id)
+    conditional: bool = False  # read in a branch whose condition the analysis cannot decide
     origin: str = ""  # "path:line: text" of the source
 
 
@@ -164,6 +165,17 @@ def scaled(v: Value) -> Value:
         return replace(v, scaled=True)
     if isinstance(v, Choice):
         return Choice(tuple((g, scaled(o)) for g, o in v.options))
+    return v
+
+
+def conditional(v: Value) -> Value:
+    """``v`` as read on a path that may not run (a missing variable is then no error)."""
+    if isinstance(v, Rank):
+        return replace(v, conditional=True)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, conditional(o)) for g, o in v.options))
+    if isinstance(v, Dev) and v.index is not None:
+        return Dev(conditional(v.index))
     return v
 
 
