@@ -86,7 +86,15 @@ def read_rows(path: Path) -> list[Row]:
     with path.open(encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     return [
-        Row(r["id"], r["path"], r["launch"], r["one_node"], r["two_nodes"], r["expected"], r["split"])
+        Row(
+            r["id"],
+            r["path"],
+            r["launch"],
+            r["one_node"],
+            r["two_nodes"],
+            r["expected"],
+            r["split"],
+        )
         for r in rows
     ]
 
@@ -113,7 +121,9 @@ def command(row: Row, nodes: int) -> tuple[list[str], dict[str, str], str | None
 def _map_launcher(argv: list[str], under: str, row: Row) -> list[str]:
     count = "8"
     for i, a in enumerate(argv):
-        if a in ("-np", "-n", "--nproc_per_node", "--nproc-per-node", "--devices") and i + 1 < len(argv):
+        if a in ("-np", "-n", "--nproc_per_node", "--nproc-per-node", "--devices") and i + 1 < len(
+            argv
+        ):
             count = argv[i + 1]
         elif a.startswith(("--devices=", "--nproc_per_node=")):
             count = a.split("=", 1)[1]
@@ -142,10 +152,15 @@ def _on_nodes(argv: list[str], nodes: int) -> list[str]:
             continue
         out.append(a)
     head = out[0] if out else ""
-    if head == "torchrun" or out[1:3] == ["-m", "torch.distributed.launch"] or out[1:3] == [
-        "-m",
-        "torch.distributed.run",
-    ]:
+    if (
+        head == "torchrun"
+        or out[1:3] == ["-m", "torch.distributed.launch"]
+        or out[1:3]
+        == [
+            "-m",
+            "torch.distributed.run",
+        ]
+    ):
         at = 1 if head == "torchrun" else 3
         return [*out[:at], "--nnodes", str(nodes), *out[at:]]
     if head == "deepspeed":
@@ -162,7 +177,11 @@ def _on_nodes(argv: list[str], nodes: int) -> list[str]:
 def _accelerate_scaled(rest: list[str], nodes: int) -> list[str]:
     out = list(rest)
     for i, a in enumerate(out):
-        if a in ("--num_processes", "--num-processes") and i + 1 < len(out) and out[i + 1].isdigit():
+        if (
+            a in ("--num_processes", "--num-processes")
+            and i + 1 < len(out)
+            and out[i + 1].isdigit()
+        ):
             out[i + 1] = str(int(out[i + 1]) * nodes)
     return out
 
@@ -221,12 +240,21 @@ def main(argv: list[str] | None = None) -> int:
         c[f"{o.nodes}n misses"] += o.miss
         c[f"{o.nodes}n unchecked"] += o.unchecked is not None
         if args.verbose or o.false_error or o.miss or o.unchecked:
-            mark = "FALSE-ERROR" if o.false_error else "MISS" if o.miss else (
-                "UNCHECKED" if o.unchecked else "ok"
+            mark = (
+                "FALSE-ERROR"
+                if o.false_error
+                else "MISS"
+                if o.miss
+                else ("UNCHECKED" if o.unchecked else "ok")
             )
-            how = o.unchecked or f"{o.selection} errors={','.join(o.errors) or '-'} other={','.join(o.others) or '-'}"
+            how = (
+                o.unchecked
+                or f"{o.selection} errors={','.join(o.errors) or '-'} other={','.join(o.others) or '-'}"
+            )
             via = " (launcher mapped)" if o.mapped else ""
-            print(f"{mark:11} {o.row.split:4} {o.nodes}n {o.row.id:34} label={o.label:5} {how}{via}")
+            print(
+                f"{mark:11} {o.row.split:4} {o.nodes}n {o.row.id:34} label={o.label:5} {how}{via}"
+            )
     for split, c in sorted(by_split.items()):
         figures = ", ".join(f"{k}={v}" for k, v in sorted(c.items()))
         print(f"[{split}] {figures}")

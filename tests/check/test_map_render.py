@@ -15,16 +15,32 @@ SHAPES = Path(__file__).parents[1] / "data" / "check" / "shapes"
 
 def test_terminal_marks_colliding_ranks_only(run_cli) -> None:  # type: ignore[no-untyped-def]
     bad = run_cli(
-        ["check", "--machine", "dgx-h100", "--", "torchrun", "--nproc-per-node", "4",
-         str(SHAPES / "none_nccl" / "train.py")],
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "4",
+            str(SHAPES / "none_nccl" / "train.py"),
+        ],
         width=160,
     )
     rows = [line for line in bad.stdout.splitlines() if re.match(r"^[0-3] ", line)]
     assert len(rows) == 4 and all("COLLIDES with ranks" in r for r in rows)
     assert "COLLIDES with ranks 1-3" in rows[0]
     good = run_cli(
-        ["check", "--machine", "dgx-h100", "--", "torchrun", "--nproc-per-node", "4",
-         str(SHAPES / "gpt_config" / "train.py")],
+        [
+            "check",
+            "--machine",
+            "dgx-h100",
+            "--",
+            "torchrun",
+            "--nproc-per-node",
+            "4",
+            str(SHAPES / "gpt_config" / "train.py"),
+        ],
         width=160,
     )
     assert good.status == 0 and "COLLIDES" not in good.stdout
@@ -47,7 +63,14 @@ def test_html_shows_command_env_and_machine() -> None:
 
 def test_html_cuts_long_rank_lists_and_keeps_them_in_the_title() -> None:
     report = check_launch(
-        ["torchrun", "--nnodes", "64", "--nproc-per-node", "8", str(SHAPES / "none_nccl" / "train.py")],
+        [
+            "torchrun",
+            "--nnodes",
+            "64",
+            "--nproc-per-node",
+            "8",
+            str(SHAPES / "none_nccl" / "train.py"),
+        ],
         machines=load_machine("dgx-h100"),
         env={},
         nodes=64,
@@ -58,7 +81,8 @@ def test_html_cuts_long_rank_lists_and_keeps_them_in_the_title() -> None:
 
     odd = Report(command="check")
     odd.placements = [
-        Placement(rank=r, local_rank=0, node="n1", cuda_index=0, nvml_index=0) for r in range(0, 400, 2)
+        Placement(rank=r, local_rank=0, node="n1", cuda_index=0, nvml_index=0)
+        for r in range(0, 400, 2)
     ]
     page = render_html(odd)
     summary = re.search(r"<summary>(.*?)</summary>", page)

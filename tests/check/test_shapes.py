@@ -44,7 +44,14 @@ SHAPE_ROWS = [
         gpus=ALL8,
     ),
     Shape("helper_dist/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
-    Shape("args_range/train.py", ("deepspeed", "--num_nodes", "{n}", "--num_gpus", "8"), None, None, "local_rank", gpus=ALL8),
+    Shape(
+        "args_range/train.py",
+        ("deepspeed", "--num_nodes", "{n}", "--num_gpus", "8"),
+        None,
+        None,
+        "local_rank",
+        gpus=ALL8,
+    ),
     Shape(
         "args_range/train.py",
         ("python", "-m", "torch.distributed.launch", "--nnodes", "{n}", "--nproc_per_node", "8"),
@@ -57,7 +64,14 @@ SHAPE_ROWS = [
     Shape("device_mesh/train.py", TORCHRUN, None, None, "local_rank_modulo", gpus=ALL8),
     Shape("colossal/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
     Shape("mmengine/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
-    Shape("deepspeed_args/train.py", ("deepspeed", "--num_nodes", "{n}", "--num_gpus", "8"), None, None, "local_rank", gpus=ALL8),
+    Shape(
+        "deepspeed_args/train.py",
+        ("deepspeed", "--num_nodes", "{n}", "--num_gpus", "8"),
+        None,
+        None,
+        "local_rank",
+        gpus=ALL8,
+    ),
     Shape("megatron_like/train.py", TORCHRUN, None, None, "global_rank", gpus=ALL8),
     Shape("spawn/train.py", ("python",), None, None, "local_rank"),
     Shape("lightning/train.py", ("python",), None, None, "local_rank"),
@@ -97,7 +111,9 @@ def test_shape(shape: Shape, nodes: int) -> None:
     report = _run(shape, nodes)
     assert report.sections["launch"]["device_selection"] == shape.kind
     expected = shape.one_node if nodes == 1 else shape.two_nodes
-    assert _first_error(report) == expected, [(f.code, f.severity, f.title) for f in report.findings]
+    assert _first_error(report) == expected, [
+        (f.code, f.severity, f.title) for f in report.findings
+    ]
     codes = {f.code for f in report.findings}
     assert set(shape.codes) <= codes
     if shape.gpus is not None and nodes == 1:

@@ -52,7 +52,10 @@ RANK_ATTRS: dict[str, str] = {
 }
 
 # --- sinks ---------------------------------------------------------------------------------
-SET_DEVICE = ("set_device", "set_device_index")  # torch.cuda.set_device, torch.accelerator.set_device_index
+SET_DEVICE = (
+    "set_device",
+    "set_device_index",
+)  # torch.cuda.set_device, torch.accelerator.set_device_index
 PROCESS_GROUP_INIT = ("init_process_group",)
 WRAPPERS_DEVICE_IDS = ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP")
 TENSOR_MOVES = ("to", "cuda")
@@ -119,9 +122,22 @@ FRAMEWORKS: tuple[FrameworkModel, ...] = (
     ),
     FrameworkModel(
         "transformers Trainer",
-        ("Trainer", "TrainingArguments", "Seq2SeqTrainer", "SFTTrainer", "DPOTrainer",
-         "GRPOTrainer", "PPOTrainer", "RewardTrainer", "KTOTrainer", "ORPOTrainer",
-         "SFTConfig", "DPOConfig", "GRPOConfig", "Seq2SeqTrainingArguments"),
+        (
+            "Trainer",
+            "TrainingArguments",
+            "Seq2SeqTrainer",
+            "SFTTrainer",
+            "DPOTrainer",
+            "GRPOTrainer",
+            "PPOTrainer",
+            "RewardTrainer",
+            "KTOTrainer",
+            "ORPOTrainer",
+            "SFTConfig",
+            "DPOConfig",
+            "GRPOConfig",
+            "Seq2SeqTrainingArguments",
+        ),
         ("transformers", "trl"),
         "local",
         ("LOCAL_RANK",),

@@ -138,7 +138,7 @@ def _classify(prog: object, path: str | None) -> DeviceSelection:
     if arg is not None and isinstance(arg.value, Rank):
         common["arg_default"] = arg.value.arg_default
     if not ev.torch_used and not sinks:
-        return DeviceSelection(kind="not_torch", uses_cuda=False, **_only(common, "path"))
+        return DeviceSelection(kind="not_torch", uses_cuda=False, path=path)
     if not sinks:
         if not ev.uses_cuda:
             return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
@@ -161,14 +161,12 @@ def _strict_argparse(prog: object) -> bool:
     for mod in prog.modules:
         for n in ast.walk(mod.tree):
             if isinstance(n, ast.Call):
-                name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                name = (
+                    n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                )
                 made = made or (name == "ArgumentParser" and "argparse" in mod.top_modules)
                 parsed = parsed or (name == "parse_args" and not n.args and not n.keywords)
     return made and parsed
-
-
-def _only(d: dict[str, object], *keys: str) -> dict[str, str | None]:
-    return {k: d[k] for k in keys}  # type: ignore[misc]
 
 
 def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelection:
@@ -204,7 +202,10 @@ def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelect
 
     if isinstance(v, ArgValue) and isinstance(v.default, Num):
         return DeviceSelection(
-            kind="constant", constant=v.default.value, arg_dest=v.dest, **base  # type: ignore[arg-type]
+            kind="constant",
+            constant=v.default.value,
+            arg_dest=v.dest,
+            **base,  # type: ignore[arg-type]
         )
     return DeviceSelection(kind="unknown", **base)  # type: ignore[arg-type]
 

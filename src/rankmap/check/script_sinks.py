@@ -65,7 +65,11 @@ def reachable(prog: Program) -> list[tuple[Module, list[ast.AST]]]:
     _names_in(prog.entry.tree, names)
     others = prog.modules[1:]
     roots: dict[int, list[ast.AST]] = {
-        id(m): [s for s in m.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        id(m): [
+            s
+            for s in m.tree.body
+            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ]
         for m in others
     }
     for m in others:
@@ -186,7 +190,15 @@ def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str
         v = Dev(model_rank(model, mod.where(node)))
         notes = (model.note,) if model.note else ()
         return [
-            _sink("framework", node, mod, v, framework=model.name, framework_source=model.source, notes=notes)
+            _sink(
+                "framework",
+                node,
+                mod,
+                v,
+                framework=model.name,
+                framework_source=model.source,
+                notes=notes,
+            )
         ]
     if t in models.WRAPPERS_DEVICE_IDS:
         for key in ("device_ids", "device_id", "output_device"):
@@ -195,13 +207,13 @@ def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str
         return []
     if t in models.TENSOR_MOVES and isinstance(node.func, ast.Attribute):
         if t == "cuda":
-            v = as_device(flow.value(node.args[0], frame)) if node.args else Dev(None)
-            return [_sink("tensor", node, mod, v)]
+            moved: Value = as_device(flow.value(node.args[0], frame)) if node.args else Dev(None)
+            return [_sink("tensor", node, mod, moved)]
         target = node.args[0] if node.args else kw.get("device")
         if target is not None:
-            v = as_device(flow.value(target, frame))
-            if isinstance(v, (Dev, Choice)) and _is_cuda(v):
-                return [_sink("tensor", node, mod, v)]
+            dest = as_device(flow.value(target, frame))
+            if isinstance(dest, (Dev, Choice)) and _is_cuda(dest):
+                return [_sink("tensor", node, mod, dest)]
     return []
 
 
@@ -246,7 +258,9 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
                     backends.append("nccl")
                     uses_cuda = True
                 if dm_note is None and any(
-                    k.arg == "device_map" and isinstance(k.value, ast.Constant) and k.value.value == "auto"
+                    k.arg == "device_map"
+                    and isinstance(k.value, ast.Constant)
+                    and k.value.value == "auto"
                     for k in node.keywords
                 ):
                     dm_note = (
@@ -263,10 +277,14 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
         if known and len(known) == len(backends)
         else None
     )
-    torch_used = torch_used or uses_cuda or any(
-        isinstance(n, ast.Name) and n.id in ("torch", "dist", "deepspeed")
-        for m in prog.modules
-        for n in ast.walk(m.tree)
+    torch_used = (
+        torch_used
+        or uses_cuda
+        or any(
+            isinstance(n, ast.Name) and n.id in ("torch", "dist", "deepspeed")
+            for m in prog.modules
+            for n in ast.walk(m.tree)
+        )
     )
     return Evidence(torch_used, uses_cuda, backend, tuple(lines[:6]), dm_note)
 
@@ -278,7 +296,11 @@ def _cuda_use(node: ast.AST) -> bool:
     if isinstance(node, ast.JoinedStr) and node.values:
         head = node.values[0]
         return isinstance(head, ast.Constant) and str(head.value).startswith("cuda")
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cuda":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "cuda"
+    ):
         return True
     if isinstance(node, ast.Attribute) and dotted(node.value).endswith("torch.cuda"):
         return node.attr not in _NOT_CUDA_USE

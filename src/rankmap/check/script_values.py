@@ -8,7 +8,6 @@ values guarded by environment variables, or something the analysis could not fol
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -101,21 +100,21 @@ class Choice:
     options: tuple[tuple[tuple[str, ...], Value], ...]
 
 
-Value = Union[
-    Rank,
-    Num,
-    Text,
-    Dev,
-    DeviceCount,
-    ArgValue,
-    Seq,
-    VisibleList,
-    Namespace,
-    Framework,
-    ModuleRef,
-    Unknown,
-    Choice,
-]
+Value = (
+    Rank
+    | Num
+    | Text
+    | Dev
+    | DeviceCount
+    | ArgValue
+    | Seq
+    | VisibleList
+    | Namespace
+    | Framework
+    | ModuleRef
+    | Unknown
+    | Choice
+)
 
 
 def score(v: Value | None) -> int:

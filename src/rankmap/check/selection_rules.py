@@ -81,7 +81,11 @@ def _global_rank_across_nodes(
     local one, even where that ordinal exists (evidence enough for an error, docs/check.md)."""
     if sel.kind != "global_rank" or sel.modulo or any(f.code == "RM401" for f in found):
         return []
-    off = [o for o in outcomes if o.error is None and o.cuda_index is not None and o.proc.rank != o.proc.local_rank]
+    off = [
+        o
+        for o in outcomes
+        if o.error is None and o.cuda_index is not None and o.proc.rank != o.proc.local_rank
+    ]
     if not off:
         return []
     first = off[0]
@@ -109,13 +113,16 @@ def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
             "uses cuda:LOCAL_RANK"
         )
     elif unsimulated:
-        need = " or ".join(
-            " and ".join(g) for g, _ in sel.alternatives if g
-        ) or "a variable this launch does not set"
+        need = (
+            " or ".join(" and ".join(g) for g, _ in sel.alternatives if g)
+            or "a variable this launch does not set"
+        )
         title = (
             f"{where}: no branch of the device selection applies to ranks "
             f"{ranks_text(unsimulated)} (it needs {need}): their GPUs are not simulated"
         )
     else:
         title = f"{where}: part of the device selection could not be followed"
-    return finding("RM030", title, detail="; ".join(sel.unresolved[:6]), evidence=sel.unresolved[:6])
+    return finding(
+        "RM030", title, detail="; ".join(sel.unresolved[:6]), evidence=sel.unresolved[:6]
+    )
