@@ -83,6 +83,16 @@ SHAPE_ROWS = [
     Shape("gloo_cpu/train.py", TORCHRUN, None, None, "cpu", ("RM031",), gpus=[None] * 8),
     Shape("not_torch/train.py", TORCHRUN, None, None, "not_torch", ("RM031",), gpus=[None] * 8),
     Shape("unknown_helper/train.py", TORCHRUN, None, None, "unknown", ("RM030",)),
+    Shape("star_import/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
+    Shape("dictcomp_env/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
+    Shape("cvd_physical/train.py", TORCHRUN, None, None, "local_rank", gpus=ALL8),
+    Shape(
+        "flag_branch/train.py",
+        ("python",),  # one process: spawned workers, each with its index
+        None,
+        None,
+        "none",
+    ),
     # wrong placements: each must be found
     Shape("global_rank/train.py", TORCHRUN, None, "RM401", "global_rank", gpus=ALL8),
     Shape("const_nccl/train.py", TORCHRUN, "RM302", "RM302", "constant", gpus=[0] * 8),
@@ -119,6 +129,42 @@ def test_shape(shape: Shape, nodes: int) -> None:
     if shape.gpus is not None and nodes == 1:
         got = [p.nvml_index for p in report.placements if p.node_rank == 0]
         assert got == shape.gpus
+
+
+def test_cvd_entry_used_as_ordinal_is_rm240() -> None:
+    report = check_launch(
+        ["torchrun", "--nproc-per-node", "2", str(SHAPES / "cvd_physical" / "train.py")],
+        machines=load_machine("dgx-h100"),
+        env={"CUDA_VISIBLE_DEVICES": "2,3"},
+        cwd=SHAPES,
+    )
+    assert _first_error(report) == "RM240"
+    assert "CUDA_VISIBLE_DEVICES[0] = 2" in report.findings[0].detail
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ((), "RM301"),  # worker(args.gpu=None): no set_device, every rank on cuda:0
+        (("--gpu", "0"), "RM302"),  # one constant GPU for every rank
+    ],
+)
+def test_argparse_values_of_the_launch_decide_branches(args: tuple[str, ...], error: str) -> None:
+    report = check_launch(
+        ["torchrun", "--nproc-per-node", "8", str(SHAPES / "flag_branch" / "train.py"), *args],
+        machines=load_machine("dgx-h100"),
+        env={},
+        cwd=SHAPES,
+    )
+    assert _first_error(report) == error, [(f.code, f.title) for f in report.findings]
+
+
+def test_spawn_flag_gives_the_spawn_index() -> None:
+    from rankmap.check.script_scan import scan_path
+
+    path = SHAPES / "flag_branch" / "train.py"
+    sel = scan_path(path, path.read_text(), ("--spawn",))
+    assert (sel.kind, sel.dist_rank) == ("local_rank", True)
 
 
 def test_guarded_branch_follows_the_launcher() -> None:

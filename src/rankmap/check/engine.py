@@ -87,7 +87,7 @@ def check_launch(
     else:
         plan = simulate_launch(argv, ctx)
     path = script or script_path(plan, cwd)
-    selection = _selection(path)
+    selection = _selection(path, tuple(plan.script_args))
     outcomes = evaluate(plan, selection, ctx.env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
@@ -145,7 +145,7 @@ def _scrub(report: Report, secrets: set[str]) -> Report:
     return report
 
 
-def _selection(path: Path | None) -> DeviceSelection:
+def _selection(path: Path | None, script_args: tuple[str, ...] = ()) -> DeviceSelection:
     if path is None:
         return ASSUMED
     try:
@@ -159,7 +159,7 @@ def _selection(path: Path | None) -> DeviceSelection:
         from dataclasses import replace
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
-    return scan_path(path, text)
+    return scan_path(path, text, script_args)
 
 
 def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:

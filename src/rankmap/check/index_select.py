@@ -20,16 +20,17 @@ def select_index(
     def get(name: str) -> str | None:
         return proc.env.get(name, base.get(name))
 
-    if sel.via_cvd:
-        return _cvd_entry(sel, proc, base, n_visible)
     if sel.alternatives:
         for guard, alt in sel.alternatives:
             if all(
                 (get(v[1:]) is None) if v.startswith("!") else (get(v) is not None) for v in guard
             ):
                 idx, err, why, dflt = select_index(alt, proc, base, n_visible)
-                return idx, err, (f"{' and '.join(guard)} set: " if guard else "") + why, dflt
+                said = [f"{v[1:]} unset" if v.startswith("!") else f"{v} set" for v in guard]
+                return idx, err, (f"{', '.join(said)}: " if guard else "") + why, dflt
         return None, None, "no branch of the device selection applies: not simulated", False
+    if sel.via_cvd:
+        return _cvd_entry(sel, proc, base, n_visible)
     if sel.gpu_free:
         return None, None, "no GPU use found", False
     if sel.kind == "none":
@@ -42,7 +43,7 @@ def select_index(
         if passed is not None or not sel.env_vars:
             return _from_arg(sel, proc, n_visible)
     if sel.kind == "unknown" and not sel.env_vars:
-        # NOTE: the index could not be traced; the torchrun convention is assumed (RM020 says so).
+        # NOTE: the index could not be traced; the torchrun convention is assumed (RM030 says so).
         idx = proc.local_rank
         return _mod(idx, sel, n_visible), None, f"untraced index: assuming local rank {idx}", False
     if sel.dist_rank and not sel.env_vars:

@@ -53,10 +53,14 @@ class Calls(Guards):
             del cls
         for cname in call_names:
             for mod, call in self._calls.get(cname, [])[:16]:
+                if self.dead(mod, call):
+                    continue
                 v = self._arg_at(call, pos - (1 if is_method else 0), name, mod)
                 if v is not None:
                     values.append(v)
         for mod, call in self._spawns(fname):
+            if self.dead(mod, call):
+                continue
             values.append(self._spawn_arg(call, pos, mod))
         if values:
             return best(values)

@@ -38,6 +38,7 @@ from rankmap.check.script_values import (
     Framework,
     ModuleRef,
     Namespace,
+    Nothing,
     Num,
     Rank,
     Seq,
@@ -65,7 +66,7 @@ class Flow(Calls):
             return Unknown(f"{frame.where()}: no value")
         key = (id(node), hash(frame.bound))
         if key in self._active or self._depth > MAX_DEPTH:
-            return Unknown(f"{frame.where(node)}: `{frame.mod.text(node)}` refers to itself")
+            return Unknown(f"{frame.where(node)}: `{frame.mod.text(node)}` refers to itself", True)
         self._active.add(key)
         self._depth += 1
         try:
@@ -77,8 +78,10 @@ class Flow(Calls):
     def _value(self, node: ast.AST, frame: Frame) -> Value:
         sub = replace(frame, node=node) if getattr(node, "lineno", None) else frame
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or node.value is None:
-                return Unknown(f"{sub.where()}: {node.value!r}")
+            if node.value is None:
+                return Nothing()
+            if isinstance(node.value, bool):
+                return Num(int(node.value))
             if isinstance(node.value, int):
                 return Num(node.value)
             if isinstance(node.value, str):
@@ -211,6 +214,8 @@ class Flow(Calls):
         guarded: list[tuple[tuple[str, ...], Value]] = []
         loose: list[Value] = []
         for b in reversed(before):
+            if self.dead(frame.mod, b.stmt):
+                continue
             ifs = [(i, body) for i, body in enclosing_ifs(frame.mod, b.stmt)]
             own = [(i, body) for i, body in ifs if (id(i), body) not in use_ifs]
             v = self._binding(b, frame.mod, scope)
@@ -312,6 +317,8 @@ class Flow(Calls):
         same = [(m, b) for m, b in found if target_base(b) == base_text]
         out: list[tuple[tuple[str, ...], Value]] = []
         for mod, b in (same or found)[:12]:
+            if self.dead(mod, b.stmt):
+                continue
             scope = mod.scope_of.get(id(b.stmt), mod.tree)
             v = self._binding(b, mod, scope)
             ifs = enclosing_ifs(mod, b.stmt)

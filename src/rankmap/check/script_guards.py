@@ -16,14 +16,15 @@ from rankmap.check.script_ast import (
     tail,
 )
 from rankmap.check.script_program import Module, Program, Scope, enclosing_ifs
-from rankmap.check.script_values import ArgValue, Num, Rank, Value
+from rankmap.check.script_values import ArgValue, Nothing, Num, Rank, Text, Value
 
 
 class Guards:
     """State shared by the evaluator, argparse declarations and environment guards."""
 
-    def __init__(self, prog: Program) -> None:
+    def __init__(self, prog: Program, script_args: tuple[str, ...] | None = None) -> None:
         self.prog = prog
+        self.script_args = script_args  # the arguments the launch gives the script, when known
         self.unresolved: list[str] = []
         self._active: set[tuple[int, int]] = set()
         self._depth = 0
@@ -49,6 +50,68 @@ class Guards:
         for o in longs[:1]:
             self._args.setdefault(o.lstrip("-").replace("-", "_"), (mod, call))
 
+    def _passed(self, call: ast.Call) -> str | None:
+        """The value the launch command gives this argparse option (``"1"`` for a flag)."""
+        opts = [
+            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        args = list(self.script_args or ())
+        for i, a in enumerate(args):
+            name, eq, value = a.partition("=")
+            if name in opts and name.startswith("-"):
+                if _action(call) in ("store_true", "store_false"):
+                    return "0" if _action(call) == "store_false" else "1"
+                if eq:
+                    return value
+                return args[i + 1] if i + 1 < len(args) else None
+        return None
+
+    def dead(self, mod: Module, node: ast.AST) -> bool:
+        """``node`` sits in a branch the launch's own arguments rule out."""
+        if self.script_args is None:
+            return False
+        for test_if, in_body in enclosing_ifs(mod, node):
+            d = self.decide(
+                test_if.test,
+                Frame(mod, mod.scope_of.get(id(stmt_of(mod, test_if)), mod.tree), test_if),
+            )
+            if d is not None and d != in_body:
+                return True
+        return False
+
+    def decide(self, test: ast.AST, frame: Frame) -> bool | None:
+        """The truth of an ``if`` test when it rests only on argparse values of the launch."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.decide(test.operand, frame)
+            return None if inner is None else not inner
+        if isinstance(test, ast.BoolOp):
+            parts = [self.decide(v, frame) for v in test.values]
+            short = isinstance(test.op, ast.Or)  # the value that decides alone
+            if short in parts:
+                return short
+            return None if None in parts else not short
+        if isinstance(test, ast.Attribute) and test.attr in self._args:
+            v = self.arg_value(test.attr, frame)
+            if isinstance(v, Num):
+                return bool(v.value)
+            if isinstance(v, Nothing):
+                return False
+            return None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+            and isinstance(test.left, ast.Attribute)
+            and test.left.attr in self._args
+        ):
+            v = self.value(test.left, frame)
+            if isinstance(v, (Nothing, Num, Text, Rank)):
+                is_none = isinstance(v, Nothing)
+                return is_none if isinstance(test.ops[0], ast.Is) else not is_none
+        return None
+
     def declared_local_rank_args(self) -> tuple[str, ...]:
         found: list[str] = []
         for dest, (_, call) in self._args.items():
@@ -69,6 +132,13 @@ class Guards:
         dflt_node = next((k.value for k in call.keywords if k.arg == "default"), None)
         where = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
         default = self.value(dflt_node, where) if dflt_node is not None else None
+        if dest != "local_rank" and self.script_args is not None:
+            passed = self._passed(call)
+            if passed is not None:
+                return Num(int(passed)) if passed.lstrip("-").isdigit() else Text(passed)
+            if _action(call) in ("store_true", "store_false"):
+                return Num(int(_action(call) == "store_false"))
+            return default if default is not None else Nothing()
         if dest == "local_rank":
             rank = default if isinstance(default, Rank) else Rank("local")
             num = default.value if isinstance(default, Num) else None
@@ -186,3 +256,14 @@ class Guards:
 
     def star_module(self, mod: Module, name: str, depth: int = 0) -> Module | None:
         raise NotImplementedError
+
+
+def _action(call: ast.Call) -> str | None:
+    for k in call.keywords:
+        if (
+            k.arg == "action"
+            and isinstance(k.value, ast.Constant)
+            and isinstance(k.value.value, str)
+        ):
+            return k.value.value
+    return None

@@ -210,7 +210,7 @@ FRAMEWORKS: tuple[FrameworkModel, ...] = (
     ),
     FrameworkModel(
         "mmengine/mmcv",
-        ("init_dist",),
+        ("init_dist", "Runner"),
         ("mmengine", "mmcv"),
         "local",
         ("LOCAL_RANK",),
@@ -218,7 +218,9 @@ FRAMEWORKS: tuple[FrameworkModel, ...] = (
         False,
         "open-mmlab/mmengine mmengine/dist/utils.py _init_dist_pytorch: "
         "`local_rank = int(os.environ['LOCAL_RANK'])` then `torch.cuda.set_device(local_rank)` "
-        "(old mmcv: `torch.cuda.set_device(rank % num_gpus)`)",
+        "(old mmcv: `torch.cuda.set_device(rank % num_gpus)`); mmengine/runner/runner.py "
+        "Runner.setup_env calls `init_dist(self.launcher, ...)` unless launcher is 'none' "
+        "(unverified line)",
     ),
     FrameworkModel(
         "composer",

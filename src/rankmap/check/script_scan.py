@@ -88,12 +88,17 @@ def scan_script(source: str, *, path: str | None = None) -> DeviceSelection:
     return _scan(source, path, None)
 
 
-def scan_path(path: Path, source: str) -> DeviceSelection:
-    """Classify ``source`` read from ``path``, following its imports of local modules."""
-    return _scan(source, str(path), path)
+def scan_path(
+    path: Path, source: str, script_args: tuple[str, ...] | None = None
+) -> DeviceSelection:
+    """Classify ``source`` read from ``path``, following its imports of local modules;
+    ``script_args``: the arguments the launch gives the script (argparse values, flags)."""
+    return _scan(source, str(path), path, script_args)
 
 
-def _scan(source: str, path: str | None, file: Path | None) -> DeviceSelection:
+def _scan(
+    source: str, path: str | None, file: Path | None, script_args: tuple[str, ...] | None = None
+) -> DeviceSelection:
     from rankmap.check.script_program import load_program, parse_module
 
     shown = path or "<script>"
@@ -108,17 +113,19 @@ def _scan(source: str, path: str | None, file: Path | None) -> DeviceSelection:
                 msg = getattr(exc, "msg", str(exc))
                 return replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
         prog = load_program(entry, file)
-        return _classify(prog, path)
+        return _classify(prog, path, script_args)
     except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
         return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)
 
 
-def _classify(prog: object, path: str | None) -> DeviceSelection:
+def _classify(
+    prog: object, path: str | None, script_args: tuple[str, ...] | None
+) -> DeviceSelection:
     from rankmap.check.script_flow import Flow
     from rankmap.check.script_program import Program
 
     assert isinstance(prog, Program)
-    flow = Flow(prog)
+    flow = Flow(prog, script_args)
     ev = find_evidence(prog, flow)
     sinks = find_sinks(prog, flow)
     common: dict[str, object] = {

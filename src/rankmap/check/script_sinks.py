@@ -112,6 +112,8 @@ def find_sinks(prog: Program, flow: Flow) -> list[Sink]:
     imported = prog.top_modules
     for mod, roots in reachable(prog):
         for node in _walk(roots):
+            if isinstance(node, (ast.Assign, ast.Call)) and flow.dead(mod, node):
+                continue
             if isinstance(node, ast.Assign):
                 found += _cvd_write(node, mod, flow)
             elif isinstance(node, ast.Call):

@@ -89,8 +89,14 @@ class ModuleRef:
 
 
 @dataclass(frozen=True)
+class Nothing:
+    """``None``."""
+
+
+@dataclass(frozen=True)
 class Unknown:
     why: str  # "path:line: what could not be followed"
+    cyclic: bool = False  # a value that refers to itself (dropped when others are known)
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,7 @@ Value = (
     | Namespace
     | Framework
     | ModuleRef
+    | Nothing
     | Unknown
     | Choice
 )
@@ -144,7 +151,8 @@ def best(values: list[Value]) -> Value:
     """The most telling of ``values`` (the first on a tie)."""
     if not values:
         return Unknown("no value")
-    return max(values, key=score)
+    kept = [v for v in values if not (isinstance(v, Unknown) and v.cyclic)] or values
+    return max(kept, key=score)
 
 
 def with_modulo(v: Value) -> Value:
