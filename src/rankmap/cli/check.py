@@ -243,7 +243,11 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
                 nvml,
                 esc(r.get("pci_bus_id") or "-"),
                 esc(r["error"] or "")
-                or (f"COLLIDES with rank{'s' if len(others) > 1 else ''} {rank_ranges(others)}" if others else ""),
+                or (
+                    f"COLLIDES with rank{'s' if len(others) > 1 else ''} {rank_ranges(others)}"
+                    if others
+                    else ""
+                ),
                 style="bold red" if others else None,
             )
         if len(rs) > 64:

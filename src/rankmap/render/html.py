@@ -232,7 +232,7 @@ def _simulated(report: Report) -> str:
         f"<div>command: <code>{e(shlex.join(argv))}</code></div>"
         f"<div>environment: <code>{e(env_text)}</code></div>"
         f"<div>machine(s): {e(machine)}{f' — {e(nodes)} node(s)' if nodes else ''}</div>"
-        f"<div>device selection: {e(sel)} <span class=\"sub\">{e(where)}</span></div></div>"
+        f'<div>device selection: {e(sel)} <span class="sub">{e(where)}</span></div></div>'
     )
 
 
