@@ -150,7 +150,7 @@ FRAMEWORKS: tuple[FrameworkModel, ...] = (
     ),
     FrameworkModel(
         "Lightning",
-        ("Trainer", "Fabric", "LightningLite"),
+        ("Trainer", "Fabric", "LightningLite", "LightningCLI"),
         ("lightning", "pytorch_lightning", "lightning_fabric"),
         "local",
         ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"),
