@@ -116,6 +116,7 @@ class OrdinalFacts:
     read_error: bool = False  # the index could not even be read (KeyError / ValueError)
     launcher_sets_local_rank: bool = True
     selection: str | None = None  # global_rank when the index is (or is read as) the global rank
+    via_cvd: bool = False  # the index is an entry of CUDA_VISIBLE_DEVICES (a physical index)
     per_process: bool = False  # each process sees only its own GPU(s)
     narrowed: bool = False  # CUDA_VISIBLE_DEVICES hides GPUs the node has
 
@@ -126,6 +127,7 @@ def ordinal_code(f: OrdinalFacts) -> str:
         (f.no_devices, "RM203"),
         (f.read_error and not f.launcher_sets_local_rank, "RM903"),
         (f.read_error, "RM905"),
+        (f.via_cvd, "RM240"),
         (f.selection == GLOBAL_RANK, "RM401"),
         (f.selection == CONSTANT, "RM302"),
         (f.per_process, "RM501"),

@@ -69,6 +69,11 @@ def sections(
         "worlds": plan.worlds,
         "argv": list(plan.argv),
         "notes": list(plan.notes) + list(sel.notes),
+        "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},
+        "device_selection_where": sel.where,
+        "device_selection_framework": sel.framework,
+        "device_selection_unresolved": list(sel.unresolved),
+        "backend": sel.backend,
     }
     used = sorted({o.proc.node for o in outcomes})
     hosts = [plan.hosts[i] for i in used] if len(used) <= 64 else [plan.hosts[i] for i in used[:64]]
