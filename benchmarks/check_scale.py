@@ -11,7 +11,7 @@ import io
 import time
 from pathlib import Path
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch
 from rankmap.cli.check import render_check
 from rankmap.cli.context import AppContext
 from rankmap.inventory import load_machine

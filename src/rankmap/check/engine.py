@@ -20,6 +20,7 @@ from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_value
+from rankmap.sources import Files, NoFiles
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -57,6 +58,7 @@ def check_launch(
     nodes: int | None = None,
     shell_file: Path | None = None,
     cwd: Path | None = None,
+    files: Files | None = None,
 ) -> Report:
     """Simulate ``argv`` (a launch command) on ``machines``; the ``check`` report.
 
@@ -71,8 +73,14 @@ def check_launch(
     cwd = cwd or Path.cwd()
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
+    files = files or NoFiles()
     ctx = LaunchContext(
-        machines=machines, env=dict(env), cwd=cwd, nodes=nodes, simulate=simulate_launch
+        machines=machines,
+        env=dict(env),
+        cwd=cwd,
+        nodes=nodes,
+        simulate=simulate_launch,
+        files=files,
     )
     if shell_file is not None:
         from rankmap.launchers import shell
@@ -85,8 +93,8 @@ def check_launch(
         )
     else:
         plan = simulate_launch(argv, ctx)
-    path = script or script_path(plan, cwd)
-    selection = _selection(path)
+    path = script or script_path(plan, ctx)
+    selection = _selection(path, files)
     outcomes = evaluate(plan, selection, ctx.env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
@@ -144,15 +152,10 @@ def _scrub(report: Report, secrets: set[str]) -> Report:
     return report
 
 
-def _selection(path: Path | None) -> DeviceSelection:
+def _selection(path: Path | None, files: Files) -> DeviceSelection:
     if path is None:
         return ASSUMED
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        from rankmap.errors import InputError
-
-        raise InputError(f"--script {str(path)!r}: cannot read: {exc.strerror}") from None
+    data = files.read_bytes(path, kind="script", what=f"--script {str(path)!r}")
     text = data.decode("utf-8", errors="replace")
     if b"\x00" in data:
         from dataclasses import replace

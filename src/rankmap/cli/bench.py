@@ -84,7 +84,7 @@ def _local_link(args: argparse.Namespace, ctx: AppContext, world: Any) -> LinkBa
         from rankmap.topology import host_topology
         from rankmap.visibility import resolve_visible
 
-        host = load_machine(args.machine)[0]
+        host = load_machine(args.machine, ctx.files)[0]
         topo = host_topology(host)
         visible = resolve_visible(host, ctx.environ).devices
         if topo is None or world.local_rank >= len(visible):

@@ -89,6 +89,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         nodes=args.nodes,
         shell_file=_path(args.shell, ctx),
         cwd=ctx.cwd,
+        files=ctx.files,
     )
     return emit(report, ctx, as_json=args.json, render_text=render_check, html=args.html)
 
@@ -96,24 +97,14 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 def _path(value: str | None, ctx: AppContext) -> Path | None:
     if value is None:
         return None
-    p = Path(value).expanduser()
-    p = p if p.is_absolute() else ctx.cwd / p
-    if not p.is_file():
-        from rankmap.errors import InputError
-
-        if p.is_dir():
-            raise InputError(f"{value!r} is a directory, not a file")
-        if p.exists():  # /dev/zero, a FIFO, a socket: nothing a script or sbatch file can be
-            raise InputError(f"{value!r} is not a regular file")
-        raise InputError(f"{value!r}: no such file")
-    return p
+    return ctx.path(value)  # read (regular files only, capped) by the engine through ctx.files
 
 
 def _machines(specs: list[str], ctx: AppContext) -> list[Host]:
     from rankmap.inventory import load_machines
 
     if specs:
-        return load_machines(specs)
+        return load_machines(specs, ctx.files)
     host, _ = ctx.local_host()
     if host is not None:
         return [host]

@@ -117,16 +117,17 @@ def _machine_facts(args: argparse.Namespace, ctx: AppContext, overrides: dict[st
 
     spec = args.machine
     if spec == "-":  # `nvidia-smi | rankmap doctor --machine -`
+        from rankmap.adapters.files import read_stdin
         from rankmap.inventory import parse_machine_text
 
-        text = ctx.stdin.read(64 * 1024 * 1024)
+        text = read_stdin(ctx.stdin, kind="machine", what="--machine -")
         if not text.strip():
             raise InputError("--machine -: nothing on stdin")
         hosts = parse_machine_text(text, source="stdin")
     else:
-        if not Path(spec).exists() and (ctx.cwd / spec).is_file():
+        if not ctx.files.exists(Path(spec)) and ctx.files.is_file(ctx.cwd / spec):
             spec = str(ctx.cwd / spec)
-        hosts = load_machine(spec)
+        hosts = load_machine(spec, ctx.files)
     notes: list[str] = []
     if args.host:
         chosen = [h for h in hosts if h.hostname == args.host]

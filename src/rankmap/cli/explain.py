@@ -36,20 +36,13 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     """Run ``explain``; returns the exit status."""
     from rankmap.envspec import parse_env_assignments
-    from rankmap.errors import InputError
     from rankmap.explain.engine import explain_files
     from rankmap.inventory import load_machines
 
     env = parse_env_assignments(args.env)
-    machines = load_machines(args.machine)
-    script = None
-    if args.script:
-        script = Path(args.script)
-        if not script.is_absolute():
-            script = ctx.cwd / script
-        if not script.is_file():
-            raise InputError(f"--script {args.script!r}: no such file")
-    files = [f if f == "-" or Path(f).is_absolute() else str(ctx.cwd / f) for f in args.files]
+    machines = load_machines(args.machine, ctx.files)
+    script = ctx.path(args.script) if args.script else None
+    files = [f if f == "-" else str(ctx.path(f)) for f in args.files]
     if (not files or "-" in files) and _is_tty(ctx.stdin):
         ctx.stderr.write("rankmap: reading the log from stdin (paste it, then Ctrl-D)\n")
         ctx.stderr.flush()
@@ -59,7 +52,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         env=env,
         machines=machines,
         script=script,
-        stdin=ctx.stdin,
+        logs=ctx.logs(),
+        files=ctx.files,
     )
     return emit(report, ctx, as_json=args.json, render_text=render, html=args.html)
 

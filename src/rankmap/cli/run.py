@@ -72,7 +72,7 @@ def _machines(args: argparse.Namespace, ctx: AppContext) -> tuple[list[Host], st
     if args.machine:
         from rankmap.inventory import load_machines
 
-        return load_machines(args.machine), None
+        return load_machines(args.machine, ctx.files), None
     host, _findings = ctx.local_host()
     return ([host], None) if host is not None else ([], "NVML unavailable; pass --machine")
 
@@ -85,9 +85,16 @@ def preflight(
         return None, "no machine known"
     from rankmap.check.engine import check_launch
 
-    script = Path(args.script) if args.script else None
+    script = ctx.path(args.script) if args.script else None
     try:
-        report = check_launch(args.launch, machines=machines, env=env, script=script, cwd=ctx.cwd)
+        report = check_launch(
+            args.launch,
+            machines=machines,
+            env=env,
+            script=script,
+            cwd=ctx.cwd,
+            files=ctx.files,
+        )
     except UsageError as exc:
         return None, exc.message
     return report, None
@@ -199,7 +206,7 @@ def _diagnose(
     from rankmap.explain.engine import explain_files
     from rankmap.render.json import report_json
 
-    script = Path(args.script) if args.script else None
+    script = ctx.path(args.script) if args.script else None
     try:
         report = explain_files(
             captured_logs(run_dir),
@@ -207,6 +214,8 @@ def _diagnose(
             env=env,
             machines=machines,
             script=script,
+            logs=ctx.logs(),
+            files=ctx.files,
         )
     except RankMapError as exc:
         _say(ctx, f"the job exited with code {code}; diagnosis failed: {exc.message}")

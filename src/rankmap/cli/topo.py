@@ -7,12 +7,11 @@ Sources, first that applies: ``--topo-file`` (pasted ``nvidia-smi topo -m``), ``
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rankmap.cli.common import add_json, add_machine, emit
 from rankmap.cli.context import AppContext
-from rankmap.errors import InputError, UnavailableError
+from rankmap.errors import UnavailableError
 from rankmap.findings import Report
 from rankmap.topology import LEGEND, Topology
 
@@ -35,22 +34,14 @@ def register(sub: Any) -> None:
 
 
 def _read_topo_file(spec: str, ctx: AppContext) -> Topology:
-    from rankmap.inventory import from_utf16, read_capped
-    from rankmap.inventory.topo_smi import MAX_TOPO_BYTES, parse_topo_matrix
+    from rankmap.adapters.files import read_stdin
+    from rankmap.inventory.topo_smi import parse_topo_matrix
 
+    what = f"--topo-file {spec!r}"
     if spec == "-":
-        text = ctx.stdin.read(MAX_TOPO_BYTES + 1)
+        text = read_stdin(ctx.stdin, kind="topo", what=what)
     else:
-        path = Path(spec) if Path(spec).is_absolute() else ctx.cwd / spec
-        try:
-            data = from_utf16(read_capped(path, MAX_TOPO_BYTES))
-        except OSError as exc:
-            raise InputError(f"--topo-file {spec!r}: cannot read: {exc.strerror}") from None
-        if b"\x00" in data:
-            raise InputError(f"--topo-file {spec!r} is a binary file")
-        text = data.decode("utf-8", "replace")
-    if len(text) > MAX_TOPO_BYTES:
-        raise InputError(f"--topo-file {spec!r}: larger than 4 MiB, not `nvidia-smi topo -m`")
+        text = ctx.files.read_text(ctx.path(spec), kind="topo", what=what)
     return parse_topo_matrix(text, source=spec)
 
 
@@ -65,7 +56,7 @@ def collect(args: argparse.Namespace, ctx: AppContext) -> list[tuple[str, Topolo
 
         out = []
         for spec in args.machine:
-            for host in load_machine(spec):
+            for host in load_machine(spec, ctx.files):
                 topo = host_topology(host)
                 if topo is None:
                     raise UnavailableError(

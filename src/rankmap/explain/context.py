@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rankmap.findings import Finding
 from rankmap.model import Gpu, Host
+from rankmap.sources import Files
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _INT_FLAGS = {
@@ -191,7 +192,11 @@ def _launcher(tokens: Sequence[str]) -> str | None:
 
 
 def simulate_launch(
-    command: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
+    command: str,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None,
+    files: Files | None = None,
 ) -> LaunchFacts:
     """:func:`parse_launch`, enriched by ``rankmap.check.engine.check_launch`` when that is installed."""
     facts = parse_launch(command)
@@ -200,7 +205,9 @@ def simulate_launch(
 
     try:
         argv = shlex.split(command)
-        report = check_launch(argv, machines=list(machines), env=dict(env), script=script)
+        report = check_launch(
+            argv, machines=list(machines), env=dict(env), script=script, files=files
+        )
     except (RankMapError, ValueError, OSError):
         return facts
     launch = report.sections.get("launch") or {}
@@ -220,15 +227,15 @@ def simulate_launch(
     )
 
 
-def script_selection(path: Path) -> str:
+def script_selection(source: str) -> str:
     """How a training script picks its GPU, read with :mod:`ast` (never executed).
 
     ``local_rank`` | ``global_rank`` | ``constant`` | ``none`` | ``unknown`` (unparseable).
     NOTE: a heuristic over names; ``rankmap check --script`` does the full analysis.
     """
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError, OSError, MemoryError, RecursionError):
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return "unknown"
     verdicts: list[str] = []
     for node in ast.walk(tree):

@@ -15,7 +15,6 @@ from rankmap.topology import GpuLocality, NicLocality, Topology, normalize_link
 
 _AFFINITY_HEADERS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-MAX_TOPO_BYTES = 4 * 1024 * 1024
 
 
 def _header(line: str) -> list[str] | None:
