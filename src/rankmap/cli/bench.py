@@ -146,7 +146,7 @@ def _measure(
     args: argparse.Namespace, ctx: AppContext
 ) -> tuple[Any, Any, list[BenchResult], LinkBandwidth | None]:
     """(config, world, results, link): the sweep, run inside this rank."""
-    from rankmap.bench.sweep import BenchConfig, close_world, init_world, run_sweep
+    from rankmap.adapters.torch_bench import BenchConfig, close_world, init_world, run_sweep
 
     sizes = _validate(args)
     config = BenchConfig(

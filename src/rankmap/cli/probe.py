@@ -82,6 +82,7 @@ def render_text(report: Report, ctx: AppContext) -> None:
 
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    from rankmap.adapters.job import local_ports
     from rankmap.probe import run_probe
 
     _quiet_torch_cpp_logs()
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 
     outcome = run_probe(
         ctx.environ,
+        ports=local_ports(),
         device=_device(args.device),
         machine=args.machine,
         timeout=args.timeout,
