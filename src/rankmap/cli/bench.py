@@ -198,25 +198,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 
         ctx.stdout.write(report_json(report))
     else:
-        _render_tail(report, ctx, avg, link, link_share)
+        from rankmap.render.bench import render_bench_tail
+
+        render_bench_tail(report, ctx, avg, link, link_share)
     ctx.stdout.flush()
     return status
-
-
-def _render_tail(
-    report: Report, ctx: AppContext, avg: float, link: LinkBandwidth | None, frac: float | None
-) -> None:
-    wrong = sum(int(r["wrong"]) for r in report.sections["results"])
-    ctx.stdout.write(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}\n")
-    ctx.stdout.write(f"# Avg bus bandwidth    : {avg:.4f} GB/s\n")
-    if link is not None and frac is not None:
-        ctx.stdout.write(
-            f"# Link                 : {link.description} = {link.gbps:.1f} GB/s per direction; "
-            f"avg busbw reaches {frac * 100:.1f}%\n"
-        )
-    if report.findings:
-        from rankmap.render.text import render_findings
-
-        ctx.stdout.write("\n")
-        ctx.stdout.flush()
-        render_findings(ctx.console(), report.ordered_findings())

@@ -8,7 +8,7 @@ from typing import Any
 
 from rankmap.cli.common import add_env, add_html, add_json, add_machine, emit
 from rankmap.cli.context import AppContext
-from rankmap.findings import Report
+from rankmap.render.explain import render_explain
 
 
 def register(sub: Any) -> None:
@@ -55,25 +55,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         logs=ctx.logs(),
         files=ctx.files,
     )
-    return emit(report, ctx, as_json=args.json, render_text=render, html=args.html)
-
-
-def render(report: Report, ctx: AppContext) -> None:
-    """Human text: verdict, findings with evidence, rank map, what was read."""
-    from rankmap.render.text import esc, render_findings, render_placements, render_verdict
-
-    console = ctx.console()
-    sec = report.sections.get("explain", {})
-    inputs = ", ".join(sec.get("inputs") or []) or "input"
-    render_verdict(console, report, f"rankmap explain {inputs}")
-    render_findings(console, report.ordered_findings())
-    if report.placements:
-        render_placements(console, report.placements, title="Rank map (from NCCL Init lines)")
-    version = sec.get("nccl_version")
-    if version:
-        console.print(f"[dim]NCCL {esc(version)} ({esc(sec.get('nccl_version_source'))})[/]")
-    for note in sec.get("context_from_log") or ():
-        console.print(f"[dim]note: {esc(note)}[/]")
+    return emit(report, ctx, as_json=args.json, render_text=render_explain, html=args.html)
 
 
 def _is_tty(stream: object) -> bool:

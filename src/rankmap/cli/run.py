@@ -106,11 +106,9 @@ def _print_findings(report: Any, stream: TextIO, ctx: AppContext, subject: str) 
     report = redact_report(report)
     subject = redact_free_text(subject)
     from rankmap.render.console import make_console
-    from rankmap.render.text import render_findings, render_verdict
+    from rankmap.render.text import render_summary
 
-    console = make_console(stream, color=ctx.color, width=ctx.width)
-    render_verdict(console, report, subject)
-    render_findings(console, report.ordered_findings())
+    render_summary(make_console(stream, color=ctx.color, width=ctx.width), report, subject)
 
 
 def _say(ctx: AppContext, line: str) -> None:
