@@ -12,7 +12,7 @@ import io
 import os
 import stat
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 from rankmap.errors import InputError
 from rankmap.sources import LIMITS, Limit
@@ -142,10 +142,10 @@ def binary_stream(stream: Any) -> BinaryIO:
     """The bytes of a text stream (``sys.stdin``: its buffer; ``StringIO``: encoded in chunks)."""
     raw = getattr(stream, "buffer", None)
     if raw is not None:
-        return raw  # type: ignore[no-any-return]
+        return cast(BinaryIO, raw)
     if isinstance(stream, io.TextIOBase):
-        return _TextAsBytes(stream)  # type: ignore[return-value]
-    return stream  # type: ignore[no-any-return]
+        return cast(BinaryIO, _TextAsBytes(stream))
+    return cast(BinaryIO, stream)
 
 
 class _TextAsBytes(io.RawIOBase):
@@ -193,8 +193,8 @@ def utf8_stream(raw: BinaryIO) -> BinaryIO:
     """``raw`` itself, or a re-encoding view when it starts with a UTF-16 BOM."""
     head = raw.read(2) or b""
     if head in (b"\xff\xfe", b"\xfe\xff"):
-        return _Utf16AsUtf8(raw, head)  # type: ignore[return-value]
-    return _Prefixed(raw, head)  # type: ignore[return-value]
+        return cast(BinaryIO, _Utf16AsUtf8(raw, head))
+    return cast(BinaryIO, _Prefixed(raw, head))
 
 
 class _Prefixed(io.RawIOBase):
