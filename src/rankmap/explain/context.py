@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rankmap.findings import Finding
 from rankmap.model import Gpu, Host
+from rankmap.numbers import saturating_int
 from rankmap.sources import Files
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -118,11 +119,11 @@ def parse_launch(command: str) -> LaunchFacts:
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             raw = raw.rsplit(":", 1)[-1] if name == "--gpus-per-node" else raw  # a100:4
             if raw.isdigit() and _INT_FLAGS[name] not in nums:
-                nums[_INT_FLAGS[name]] = int(raw)
+                nums[_INT_FLAGS[name]] = saturating_int(raw)
         if name == "--gres":
             gm = _GRES_GPU.match(val if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
             if gm and "gpn" not in nums:
-                nums["gpn"] = int(gm.group("n"))
+                nums["gpn"] = saturating_int(gm.group("n"))
         if name in ("--include", "-i") and launcher == "deepspeed":
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             if "@" not in raw and ":" in raw:
@@ -138,7 +139,7 @@ def parse_launch(command: str) -> LaunchFacts:
         name, eq, val = tok.partition("=")
         if name in ("--ntasks-per-node", "--npernode", "-npernode"):
             raw = val if eq else (outer[i + 1] if i + 1 < len(outer) else "")
-            outer_tasks = int(raw) if raw.isdigit() else None
+            outer_tasks = saturating_int(raw) if raw.isdigit() else None
     return LaunchFacts(
         command=command,
         launcher=launcher,

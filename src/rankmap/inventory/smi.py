@@ -32,6 +32,7 @@ from rankmap.inventory.smi_common import (
 )
 from rankmap.inventory.smi_xml import parse_xml
 from rankmap.model import Gpu, GpuProcess, Host, MigDevice
+from rankmap.numbers import saturating_int
 
 _BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]"
 _UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
@@ -73,7 +74,7 @@ def _table_gpu_row(line: str) -> tuple[int, str, str] | None:
     words = head.group(2).split()
     if len(words) > 1 and words[-1] in ("On", "Off", "N/A"):
         words = words[:-1]  # the Persistence-M column
-    return int(head.group(1)), " ".join(words), bus.group(1)
+    return saturating_int(head.group(1)), " ".join(words), bus.group(1)
 
 
 def _table_process_row(line: str) -> tuple[int, GpuProcess] | None:
@@ -89,8 +90,10 @@ def _table_process_row(line: str) -> tuple[int, GpuProcess] | None:
     if not pid.isdigit() or kind not in _PROC_TYPES or not re.fullmatch(r"\d+MiB|N/A", memory):
         return None
     name = " ".join(words[3 + gi_ci : -1]) or None
-    used = int(memory[:-3]) if memory != "N/A" else None
-    return int(words[0]), GpuProcess(pid=int(pid), name=name, used_memory_mib=used)
+    used = saturating_int(memory[:-3]) if memory != "N/A" else None
+    return saturating_int(words[0]), GpuProcess(
+        pid=saturating_int(pid), name=name, used_memory_mib=used
+    )
 
 
 def detect_text_format(text: str) -> str:
@@ -139,7 +142,7 @@ def _parse_list(text: str, source: str) -> Host:
         if match:
             _close_list_gpu(gpus, migs)
             migs = []
-            index = int(match.group(1))
+            index = saturating_int(match.group(1))
             gpus.append(
                 Gpu(
                     nvml_index=index,
@@ -152,7 +155,7 @@ def _parse_list(text: str, source: str) -> Host:
             continue
         mig = _LIST_MIG.match(line)
         if mig and gpus:
-            migs.append(_list_mig(mig.group(3), mig.group(1), int(mig.group(2))))
+            migs.append(_list_mig(mig.group(3), mig.group(1), saturating_int(mig.group(2))))
     _close_list_gpu(gpus, migs)
     return make_host(gpus, source, "nvidia-smi -L")
 
@@ -161,7 +164,7 @@ def _list_mig(uuid: str, profile: str, index: int) -> MigDevice:
     gi = ci = None
     legacy = re.match(r"^MIG-GPU-[0-9A-Fa-f-]+/(\d+)/(\d+)$", uuid)
     if legacy:  # pre-R470: MIG-GPU-<gpu uuid>/<gi>/<ci>
-        gi, ci = int(legacy.group(1)), int(legacy.group(2))
+        gi, ci = saturating_int(legacy.group(1)), saturating_int(legacy.group(2))
     return MigDevice(uuid=uuid, gi=gi, ci=ci, index=index, profile=profile)
 
 
@@ -231,8 +234,8 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
         elif (
             "index" not in columns
             and all(v.isdigit() for v in values)
-            and len({int(v) for v in values}) == len(values)
-            and max(int(v) for v in values) < 64
+            and len({saturating_int(v) for v in values}) == len(values)
+            and max(saturating_int(v) for v in values) < 64
         ):
             # NOTE: heuristic - the first column of distinct small integers is the index.
             columns["index"] = col
@@ -261,7 +264,7 @@ def _parse_csv(text: str, source: str) -> Host:
         raw_index = cell(row, "index")
         if raw_index is None or not raw_index.isdigit():
             raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
-        index = int(raw_index)
+        index = saturating_int(raw_index)
         raw_bus = cell(row, "pci.bus_id")
         bus = bus_id(raw_bus)
         if raw_bus and bus is None:
@@ -321,14 +324,14 @@ def _parse_table(text: str, source: str) -> Host:
         elif section == "mig":
             match = _TABLE_MIGDEV.match(line)
             if match:
-                idx, gi, ci, dev = (int(match.group(i)) for i in range(1, 5))
+                idx, gi, ci, dev = (saturating_int(match.group(i)) for i in range(1, 5))
                 migs.setdefault(idx, []).append(
                     MigDevice(
                         uuid=f"{UNKNOWN_UUID_PREFIX}gpu{idx}-gi{gi}-ci{ci}",
                         gi=gi,
                         ci=ci,
                         index=dev,
-                        memory_mib=int(match.group(6)),
+                        memory_mib=saturating_int(match.group(6)),
                     )
                 )
         else:
@@ -349,7 +352,7 @@ def _table_gpu(line: str, following: list[str]) -> Gpu | None:
     for nxt in following:
         mem = _TABLE_MEM.search(nxt)
         if mem and memory is None:
-            memory = int(mem.group(2))
+            memory = saturating_int(mem.group(2))
         cells = _cells(nxt)
         if nxt.startswith("|") and not any(cells[:-1]) and cells[-1] in _MIG_MODES:
             mig_mode = cells[-1]

@@ -20,6 +20,7 @@ from rankmap.inventory.smi_common import (
     unknown_uuid,
 )
 from rankmap.model import Gpu, GpuProcess, Host, MigDevice
+from rankmap.numbers import int_or_none, is_digits
 
 
 def parse_xml(text: str, source: str) -> Host:
@@ -60,7 +61,7 @@ def _xt(el: ET.Element, path: str) -> str | None:
 
 def _xint(el: ET.Element, path: str) -> int | None:
     value = _xt(el, path)
-    return int(value) if value is not None and value.isdigit() else None
+    return int_or_none(value) if value is not None and is_digits(value) else None
 
 
 def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:

@@ -130,6 +130,26 @@ class LaunchContext:
 
 
 MAX_RANKS = 262_144  # beyond this a "plan" is a typo, not a job (and would take minutes)
+MAX_LAUNCHES = 4_096  # launches one shell script may start (loops unrolled), and loop values
+MAX_GPUS_PER_TASK = 1_024  # srun --gpus-per-task / --gres beyond any node that exists
+
+
+def check_launches(count: int, where: str) -> None:
+    """UsageError when a script (its loops unrolled) would start more than MAX_LAUNCHES."""
+    if count > MAX_LAUNCHES:
+        raise UsageError(
+            f"{where}: {count} launches: too many launches for rankmap to simulate "
+            f"(at most {MAX_LAUNCHES})"
+        )
+
+
+def check_gpus(count: int, what: str) -> int:
+    """``count`` when it is a plausible number of GPUs for one task; UsageError otherwise."""
+    if count > MAX_GPUS_PER_TASK:
+        raise UsageError(
+            f"{what}: {count} GPUs is more than rankmap simulates per task ({MAX_GPUS_PER_TASK})"
+        )
+    return count
 
 
 def check_size(ranks: int, what: str) -> None:
