@@ -117,7 +117,12 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     notes: list[str] = []
     env = dict(ctx.env)
     hostfile = p.get("hostfile", DEFAULT_HOSTFILE) or DEFAULT_HOSTFILE
-    have_hostfile = ctx.exists(hostfile)
+    # NOTE: DeepSpeed treats a --hostfile that is not a regular file (a FIFO, a device) as
+    # missing and runs locally; rankmap refuses it instead (exit 2, docs/cli.md "Limits"): the
+    # user named it, and reading a FIFO could block.
+    have_hostfile = ctx.exists(hostfile) or (
+        bool(p.get("hostfile")) and ctx.files.exists(ctx.path(hostfile))
+    )
     if have_hostfile:
         counts = parse_hostfile(ctx.read(hostfile, "hostfile"), hostfile)
     else:
