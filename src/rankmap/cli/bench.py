@@ -91,16 +91,9 @@ def _local_link(args: argparse.Namespace, ctx: AppContext, world: Any) -> LinkBa
             return None
         loc = topo.gpu(visible[world.local_rank].nvml_index)
         return theoretical_bandwidth(loc) if loc else None
-    import torch
+    from rankmap.adapters.torch_bench import device_locality
 
-    props = torch.cuda.get_device_properties(world.device)
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:  # older torch: no PCI info (cuda_devices.md §5.2)
-        return None
-    from rankmap.adapters.nvml_topology import gpu_locality_by_bus_id
-
-    domain, dev = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
-    loc = gpu_locality_by_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}.0")
+    loc = device_locality(world)
     return theoretical_bandwidth(loc) if loc else None
 
 
@@ -172,6 +165,10 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.cli.common import quiet_torch_import_warnings
 
     quiet_torch_import_warnings()
+    if args.machine:  # a bad --machine is exit 2 before torch starts, on CPU too
+        from rankmap.inventory import load_machine
+
+        load_machine(args.machine, ctx.files)
     config, world, results, link = _measure(args, ctx)
     avg = avg_busbw(results)
     report = Report(command="bench", findings=_findings(results, avg, args.min_busbw))
