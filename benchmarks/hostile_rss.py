@@ -106,23 +106,36 @@ def peak_rss(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, fl
     """(exit status or None on timeout, peak RSS in MB, seconds) of ``rankmap argv``."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     start = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, *argv],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD, *argv],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, 0.0, time.monotonic() - start
-    last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ""
+        _, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # still report how high it got before it was stopped
+        hwm = _hwm_of(child.pid)
+        child.kill()
+        child.communicate()
+        return None, hwm, time.monotonic() - start
+    last = err.strip().splitlines()[-1] if err.strip() else ""
     kib = int(last.split()[1]) if last.startswith("VmHWM") else 0
-    return done.returncode, kib / 1024, time.monotonic() - start
+    return child.returncode, kib / 1024, time.monotonic() - start
+
+
+def _hwm_of(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def main() -> int:
