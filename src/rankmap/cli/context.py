@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rankmap.adapters.files import LocalFiles
-from rankmap.adapters.logs import LocalLogs
 from rankmap.sources import Files
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from rankmap.adapters.logs import LocalLogs
 
 
 @dataclass
@@ -36,6 +37,8 @@ class AppContext:
 
     def logs(self) -> LocalLogs:
         """Log input for ``explain``: files, and ``-`` = this context's stdin."""
+        from rankmap.adapters.logs import LocalLogs
+
         return LocalLogs(self.stdin)
 
     def path(self, value: str) -> Path:
