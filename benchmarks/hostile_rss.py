@@ -143,6 +143,9 @@ def main() -> int:
     ap.add_argument("--log-mb", type=int, default=256)
     ap.add_argument("--limit-mb", type=float, default=500.0)
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument(
+        "--only", metavar="COMMAND", help="one command of the table, e.g. 'explain FILE'"
+    )
     args = ap.parse_args()
     worst = (0.0, "")
     failed = False
@@ -152,6 +155,8 @@ def main() -> int:
         inputs = make_inputs(work, args.log_mb)
         print(f"{'command':<26} {'input':<20} {'exit':>4} {'peak MB':>8} {'s':>6}")
         for name, template in readers().items():
+            if args.only and name != args.only:
+                continue
             for kind, path in inputs.items():
                 if kind.endswith("Init log") and name != "explain FILE":
                     continue
