@@ -33,6 +33,7 @@ LIMITS: dict[str, Limit] = {
     "topo": Limit(4 * MiB, "`nvidia-smi topo -m` output"),
     "config": Limit(4 * MiB, "a launch script, config or hostfile"),
     "script": Limit(16 * MiB, "a training script"),
+    "module": Limit(1 * MiB, "a module a training script imports"),
 }
 
 
