@@ -177,7 +177,6 @@ def test_entity_declarations_are_refused() -> None:
         ("<nvidia_smi_log><gpu></nvidia_smi_log>", "malformed"),
         ("<nvidia_smi_log></nvidia_smi_log>", "no GPU"),
         ("hello world\nthis is not nvidia-smi\n", "not a machine description"),
-        ("index, name\n0, Tesla\n", "not a machine description"),
         ("index, uuid\n0, GPU-11111111-2222-3333-4444-555555555555\n0, GPU-x\n", "twice"),
         ("index, pci.bus_id\n0, 00000000:ZZ:00.0\n", "not a PCI bus id"),
     ],

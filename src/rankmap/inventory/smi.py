@@ -57,7 +57,9 @@ def parse(fmt: str, text: str, *, source: str) -> list[Host]:
     readers = {name: reader for name, _, reader in _READERS}
     if fmt not in readers:
         raise InputError(f"{source}: unknown nvidia-smi format {fmt!r}")
-    hosts = _checked(fmt, readers[fmt](paste_lines(text), source), source)
+    hosts = hosts_from_listings(
+        _checked(fmt, readers[fmt](paste_lines(text), source), source), source
+    )
     if not hosts:
         raise InputError(f"{source}: {fmt} output lists no GPU")
     return hosts
@@ -66,17 +68,18 @@ def parse(fmt: str, text: str, *, source: str) -> list[Host]:
 def parse_paste(text: str, *, source: str) -> list[Host]:
     """Every host in a paste of nvidia-smi output; ``InputError`` (one line) when there is none.
 
-    Forms are tried in the order above; the first that yields a GPU wins.
+    Every form found is read; printouts of one machine in two forms are joined (smi_hosts).
     """
     lines = paste_lines(text)
     seen: list[str] = []
+    listings: list[Listing] = []
     for name, looks, reader in _READERS:
-        if not looks(lines):
-            continue
-        seen.append(name)
-        hosts = _checked(name, reader(lines, source), source)
-        if hosts:
-            return hosts
+        if looks(lines):
+            seen.append(name)
+            listings += _checked(name, reader(lines, source), source)
+    hosts = hosts_from_listings(listings, source)
+    if hosts:
+        return hosts
     if seen:
         raise InputError(
             f"{source}: {seen[0]} output lists no GPU (the paste stops before the first one?)"
@@ -95,9 +98,9 @@ def read_pastes(text: str, *, source: str = "paste") -> list[Host]:
         return []
 
 
-def _checked(fmt: str, listings: list[Listing], source: str) -> list[Host]:
+def _checked(fmt: str, listings: list[Listing], source: str) -> list[Listing]:
     for listing in listings:
         indices = [g.nvml_index for g in listing.gpus]
         if len(set(indices)) != len(indices):
             raise InputError(f"{source}: {fmt} output lists a GPU index twice")
-    return hosts_from_listings(listings, source)
+    return listings

@@ -14,6 +14,20 @@ UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
 FULL_UUID = re.compile(r"^(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
 
 
+_UUID_GAP_MARKS = ("gives no UUID", "show this GPU's UUID", "UUID cut or masked", "no uuid column")
+_BUS_GAP_MARKS = ("gives no PCI bus id", "no pci.bus_id column", "show this GPU's PCI bus id")
+
+
+def says_uuid_unknown(note: str) -> bool:
+    """The note says that the GPU's UUID is not shown (another form may fill it in)."""
+    return any(mark in note for mark in _UUID_GAP_MARKS)
+
+
+def says_bus_id_unknown(note: str) -> bool:
+    """The note says that the GPU's PCI bus id is not shown."""
+    return any(mark in note for mark in _BUS_GAP_MARKS)
+
+
 def make_host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
     """One host from parsed GPUs; ``kw``: ``driver_version``, ``cuda_driver_version``."""
     # A paste names no machine: the file's stem stands in, so two pasted nodes stay two hosts.

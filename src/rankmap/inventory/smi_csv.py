@@ -4,8 +4,10 @@ Any column order and any extra fields; unit suffixes in the header (``memory.tot
 in values (``81559 MiB``); ``noheader`` output takes its field names from the ``--query-gpu=``
 command line when the paste shows it, else recognises uuid / bus id / index columns by shape.
 Rows are read where they stand, also inside a debug print of a Python list (``['0, GPU-...']``).
-A GPU needs a ``uuid`` or a ``pci.bus_id``; without an ``index`` column the row order is the
-NVML index (nvidia-smi prints GPUs in NVML order) and each GPU says so.
+A header is recognised when it repeats the ``--query-gpu=`` names of the paste, or names two
+query fields one of which is ``index``, ``uuid`` or ``pci.bus_id``. Columns that were not asked
+for stay unknown and each GPU says so; without an ``index`` column the row order is the NVML
+index (nvidia-smi prints GPUs in NVML order).
 """
 
 from __future__ import annotations
@@ -50,21 +52,20 @@ def looks_like_csv(lines: list[PasteLine]) -> bool:
 
 
 def _find(lines: list[PasteLine]) -> _Csv | None:
-    """The CSV block: a header naming uuid or pci.bus_id, else rows of that shape."""
+    """The CSV block: its header (or the ``--query-gpu=`` names and rows of that width)."""
+    query = next((m for x in lines if (m := _QUERY.search(x.text))), None)
+    asked = [_field(c) for c in query.group(1).split(",") if c] if query else []
     for pos, line in enumerate(lines):
         cells = [_field(c) for c in _split(line.text)]
-        if len(cells) > 1 and {"uuid", "pci.bus_id"} & set(cells) and _is_header(cells):
+        if cells == asked or (_is_header(cells) and {"uuid", "pci.bus_id", "index"} & set(cells)):
             found = _Csv({name: i for i, name in reversed(list(enumerate(cells)))})
             found.rows = _rows(lines[pos + 1 :], len(cells))
             found.first_line = pos
             return found if found.rows else None
-    query = next((m for x in lines if (m := _QUERY.search(x.text))), None)
-    if query is not None:
-        names = [_field(c) for c in query.group(1).split(",") if c]
-        if {"uuid", "pci.bus_id"} & set(names):
-            found = _Csv({name: i for i, name in reversed(list(enumerate(names)))})
-            found.rows = _rows(lines, len(names), anywhere=True)
-            return found if found.rows else None
+    if {"uuid", "pci.bus_id"} & set(asked):  # noheader: the command line names the columns
+        found = _Csv({name: i for i, name in reversed(list(enumerate(asked)))})
+        found.rows = _rows(lines, len(asked), anywhere=True)
+        return found if found.rows else None
     return _by_shape(lines)
 
 
@@ -80,7 +81,7 @@ def _rows(lines: list[PasteLine], width: int, *, anywhere: bool = False) -> list
         if anywhere:
             candidates += [a or b for a, b in _QUOTED.findall(line.text)]
         cells = next((c for c in map(_split, candidates) if len(c) == width and c[0]), None)
-        if cells is not None and (anywhere or not _is_header([_field(c) for c in cells])):
+        if cells is not None and not _is_header([_field(c) for c in cells]):
             rows.append(cells)
         elif rows and not anywhere:
             break

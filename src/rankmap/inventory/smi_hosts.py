@@ -9,6 +9,10 @@ Slurm job that ran it on every node, two tables. Every reader cuts its form into
 * every other listing is its own host (one ``--machine`` each for a multi-node simulation),
   named as the paste names it, else ``<today's name>-1``, ``-2``, ...;
 * a single listing keeps today's name (the file's stem, or ``nvidia-smi``).
+
+Printouts of different forms of one machine (``nvidia-smi -L`` then the table, as bug reports
+often show) are joined first: same indices, compatible names, no conflicting UUID or bus id.
+The joined GPU takes the UUID from the form that shows it and the bus id from the other.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from rankmap.inventory.normalise import PasteLine, host_of_command, host_of_prefix
-from rankmap.inventory.smi_common import make_host
-from rankmap.model import Gpu, Host
+from rankmap.inventory.smi_common import make_host, says_bus_id_unknown, says_uuid_unknown
+from rankmap.model import Gpu, Host, MigDevice
 
 LOOK_BACK_LINES = 6  # how far above a printout its command line is looked for
 
@@ -33,6 +37,10 @@ class Listing:
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     first_line: int = 0
+    forms: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.forms.add(self.form)
 
 
 def name_from_paste(lines: list[PasteLine], first: int, floor: int) -> str | None:
@@ -53,7 +61,7 @@ def name_from_paste(lines: list[PasteLine], first: int, floor: int) -> str | Non
 
 def hosts_from_listings(listings: list[Listing], source: str) -> list[Host]:
     """One host per distinct listing, in paste order (see the module docstring)."""
-    listings = [item for item in listings if item.gpus]
+    listings = _join_forms(sorted((x for x in listings if x.gpus), key=lambda x: x.first_line))
     kept: list[Listing] = []
     for item in listings:
         same = next((k for k in kept if _same_printout(k, item)), None)
@@ -86,3 +94,77 @@ def _same_printout(a: Listing, b: Listing) -> bool:
 
 def _identity(gpu: Gpu) -> tuple[int, str, str | None]:
     return gpu.nvml_index, gpu.uuid, gpu.pci_bus_id
+
+
+def _join_forms(listings: list[Listing]) -> list[Listing]:
+    """Listings of other forms that show the same machine, joined into the first of them."""
+    kept: list[Listing] = []
+    for item in listings:
+        partner = next((k for k in kept if _same_machine(k, item)), None)
+        if partner is None:
+            kept.append(item)
+            continue
+        partner.forms.add(item.form)
+        partner.form = " + ".join(sorted(partner.forms))
+        partner.gpus = [_join_gpu(a, b) for a, b in zip(partner.gpus, item.gpus, strict=True)]
+        partner.hostname = partner.hostname or item.hostname
+        partner.driver_version = partner.driver_version or item.driver_version
+        partner.cuda_driver_version = partner.cuda_driver_version or item.cuda_driver_version
+    return kept
+
+
+def _same_machine(a: Listing, b: Listing) -> bool:
+    if b.form in a.forms or [g.nvml_index for g in a.gpus] != [g.nvml_index for g in b.gpus]:
+        return False
+    if a.hostname and b.hostname and a.hostname != b.hostname:
+        return False
+    return all(_compatible(x, y) for x, y in zip(a.gpus, b.gpus, strict=True))
+
+
+def _compatible(a: Gpu, b: Gpu) -> bool:
+    uuid_a, uuid_b = (None if says_uuid_unknown_in(g) else g.uuid for g in (a, b))
+    if uuid_a and uuid_b and uuid_a != uuid_b:
+        return False
+    if a.pci_bus_id and b.pci_bus_id and a.pci_bus_id != b.pci_bus_id:
+        return False
+    name_a, name_b = _plain_name(a.name), _plain_name(b.name)
+    return not name_a or not name_b or name_a.startswith(name_b) or name_b.startswith(name_a)
+
+
+def says_uuid_unknown_in(gpu: Gpu) -> bool:
+    """A note of this GPU says its UUID is not shown."""
+    return any(says_uuid_unknown(note) for note in gpu.errors)
+
+
+def _plain_name(name: str | None) -> str:
+    """``NVIDIA A100-SXM...`` and ``A100-SXM4-80GB`` compare by their common start."""
+    plain = (name or "").lower().removeprefix("nvidia ").strip()
+    return plain.removesuffix("...").strip()
+
+
+def _join_gpu(a: Gpu, b: Gpu) -> Gpu:
+    uuid_known = [g for g in (a, b) if not says_uuid_unknown_in(g)]
+    bus_known = next((g.pci_bus_id for g in (a, b) if g.pci_bus_id), None)
+    notes = list(dict.fromkeys(a.errors + b.errors))
+    if uuid_known:
+        notes = [n for n in notes if not says_uuid_unknown(n)]
+    if bus_known:
+        notes = [n for n in notes if not says_bus_id_unknown(n)]
+    migs = max((a.mig_devices, b.mig_devices), key=lambda m: (_real_mig_uuids(m), len(m)))
+    names = [g.name for g in (a, b) if g.name]
+    return replace(
+        a,
+        uuid=uuid_known[0].uuid if uuid_known else a.uuid,
+        pci_bus_id=bus_known,
+        name=max(names, key=len) if names else None,
+        memory_mib=a.memory_mib or b.memory_mib,
+        mig_mode=a.mig_mode or b.mig_mode,
+        mig_devices=migs,
+        minor_number=a.minor_number if a.minor_number is not None else b.minor_number,
+        processes=a.processes if a.processes is not None else b.processes,
+        errors=tuple(notes),
+    )
+
+
+def _real_mig_uuids(migs: tuple[MigDevice, ...]) -> int:
+    return sum(m.uuid.startswith("MIG-") for m in migs)

@@ -52,6 +52,7 @@ def read_xml(lines: list[PasteLine], source: str) -> list[Listing]:
         else:
             body, cut_at = _close_cut(text[start : nxt if nxt >= 0 else len(text)])
         listings.append(_listing(body, cut_at, source))
+        listings[-1].first_line = text.count("\n", 0, start)
         start = nxt
     return listings
 
