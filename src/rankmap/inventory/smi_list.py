@@ -41,12 +41,14 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
             if current is not None and current.gpus:
                 _add_migs(current, line.text)
             continue
-        line_host = _host_before(line.text[: matches[0].start()])
         for number, match in enumerate(matches):
             end = matches[number + 1].start() if number + 1 < len(matches) else len(line.text)
+            line_host = _host_before(
+                line.text[matches[number - 1].end() if number else 0 : match.start()]
+            )
             gpu = _gpu(match)
             current = open_by_label.get(label)
-            if current is None or _starts_new(current, gpu, line_host, number):
+            if current is None or _starts_new(current, gpu, line_host):
                 current = Listing(FORM, label=label, first_line=pos)
                 floor = listings[-1].first_line + 1 if listings else 0
                 current.hostname = line_host or name_from_paste(lines, pos, floor)
@@ -57,10 +59,10 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
     return [item for item in listings if item.gpus]
 
 
-def _starts_new(current: Listing, gpu: Gpu, line_host: str | None, number: int) -> bool:
+def _starts_new(current: Listing, gpu: Gpu, line_host: str | None) -> bool:
     if not current.gpus or gpu.nvml_index <= current.gpus[-1].nvml_index:
         return bool(current.gpus)
-    return number == 0 and line_host is not None and line_host != current.hostname
+    return line_host is not None and line_host != current.hostname
 
 
 def _host_before(text: str) -> str | None:

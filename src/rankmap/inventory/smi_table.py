@@ -58,6 +58,8 @@ def read_table(lines: list[PasteLine]) -> list[Listing]:
         if head or current is None:
             if current is not None:
                 _finish(current, migs, procs)
+            if current is not None and not current.gpus:
+                listings.pop()  # a banner only: the next one names the machine again
             current = _new_listing(lines, pos, listings, head)
             listings.append(current)
             section, migs, procs = "gpus", {}, None
