@@ -106,18 +106,18 @@ def paste_lines(text: str) -> list[PasteLine]:
     return out
 
 
+_ANY_PREFIX = re.compile("|".join(f"(?:{p.pattern})" for p in _PREFIXES))
+
+
 def _strip_prefixes(line: str) -> tuple[str, str]:
     """``(prefix, rest)``: up to three stacked log prefixes removed from the line's start."""
     prefix = ""
     for _ in range(3):
-        for pattern in _PREFIXES:
-            match = pattern.match(line)
-            if match and match.end() > 0:
-                prefix += match.group(0)
-                line = _QUOTE.sub("", line[match.end() :])
-                break
-        else:
+        match = _ANY_PREFIX.match(line)
+        if not match or match.end() == 0:
             break
+        prefix += match.group(0)
+        line = _QUOTE.sub("", line[match.end() :])
     return prefix.strip(), line
 
 

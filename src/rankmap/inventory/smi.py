@@ -20,10 +20,12 @@ does not show is left unknown and said in ``Gpu.errors``; nothing is invented.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from rankmap.errors import InputError
 from rankmap.inventory.normalise import PasteLine, paste_lines
+from rankmap.inventory.smi_common import BUS
 from rankmap.inventory.smi_csv import looks_like_csv, read_csv
 from rankmap.inventory.smi_hosts import Listing, hosts_from_listings
 from rankmap.inventory.smi_list import looks_like_list, read_list
@@ -36,6 +38,18 @@ FORMS_READ = (
     "profile JSON, nvidia-smi -q -x XML, nvidia-smi -q text, the nvidia-smi table, "
     "nvidia-smi -L or nvidia-smi --query-gpu CSV"
 )
+# Something every form prints and no rendering removes; text without any is not read further.
+_MARKERS = (
+    "NVIDIA-SMI",
+    "(UUID",
+    "<nvidia_smi_log",
+    "NVSMI LOG",
+    "Product Name",
+    "--query-gpu",
+    "pci.bus_id",
+    "GPU-",
+)
+_BUS_ANYWHERE = re.compile(BUS)
 _Reader = Callable[[list[PasteLine], str], list[Listing]]
 _READERS: tuple[tuple[str, Callable[[list[PasteLine]], bool], _Reader], ...] = (
     ("smi-xml", looks_like_xml, read_xml),
@@ -70,6 +84,8 @@ def parse_paste(text: str, *, source: str) -> list[Host]:
 
     Every form found is read; printouts of one machine in two forms are joined (smi_hosts).
     """
+    if not _may_hold_output(text):
+        raise InputError(f"{source}: not a machine description (rankmap reads {FORMS_READ})")
     lines = paste_lines(text)
     seen: list[str] = []
     listings: list[Listing] = []
@@ -96,6 +112,13 @@ def read_pastes(text: str, *, source: str = "paste") -> list[Host]:
         return parse_paste(text, source=source)
     except InputError:
         return []
+
+
+def _may_hold_output(text: str) -> bool:
+    """A scan at C speed: most logs hold no nvidia-smi output at all."""
+    if any(marker in text for marker in _MARKERS) or "uuid" in text.lower():
+        return True
+    return _BUS_ANYWHERE.search(text) is not None
 
 
 def _checked(fmt: str, listings: list[Listing], source: str) -> list[Listing]:

@@ -28,6 +28,7 @@ _KNOWN = frozenset(
 )
 _QUERY = re.compile(r"--query-gpu[= ]([\w.,]+)")
 _QUOTED = re.compile(r"'([^'\n]{3,})'|\"([^\"\n]{3,})\"")
+_HEADER_HINT = re.compile(r"uuid|bus_id|index", re.IGNORECASE)
 _MISSING = ("", "[N/A]", "N/A", "[Not Supported]")
 
 
@@ -56,6 +57,8 @@ def _find(lines: list[PasteLine]) -> _Csv | None:
     query = next((m for x in lines if (m := _QUERY.search(x.text))), None)
     asked = [_field(c) for c in query.group(1).split(",") if c] if query else []
     for pos, line in enumerate(lines):
+        if not _HEADER_HINT.search(line.text) and not (asked and "," not in line.text):
+            continue
         cells = [_field(c) for c in _split(line.text)]
         if cells == asked or (_is_header(cells) and {"uuid", "pci.bus_id", "index"} & set(cells)):
             found = _Csv({name: i for i, name in reversed(list(enumerate(cells)))})

@@ -44,7 +44,7 @@ class _State:
 
 
 def looks_like_q(lines: list[PasteLine]) -> bool:
-    keys = {m.group(2).lower() for x in lines if (m := _KEY_VALUE.match(x.text))}
+    keys = {m.group(2).lower() for x in lines if ":" in x.text and (m := _KEY_VALUE.match(x.text))}
     return any(_BANNER.search(x.text) or _SECTION.match(x.text) for x in lines) or (
         "product name" in keys and bool(keys & {"gpu uuid", "bus id"})
     )
