@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rankmap.adapters.files import LocalFiles
 from rankmap.check.engine import check_launch, run_check
 from rankmap.cli.context import AppContext
 from rankmap.cli.run import preflight
@@ -21,6 +22,8 @@ from rankmap.launchers.command import expand_word, parse_command
 from rankmap.launchers.torchrun import parse_torchrun_args
 
 SEED = "python -m torch.distributed.launch --nproc_per_node 8 train.py"
+
+FILES = LocalFiles()
 
 
 def _summary(report: Any) -> list[tuple[str, str, tuple[int, ...]]]:
@@ -97,10 +100,10 @@ def test_shell_export_and_unset(tmp_path: Path) -> None:
         "torchrun --nproc_per_node ${NGPU:-1} train.py\n"
     )
     machines = load_machine("dgx-h100")
-    report = check_launch([], machines=machines, env={}, shell_file=job, cwd=tmp_path)
+    report = check_launch([], machines=machines, env={}, shell_file=job, cwd=tmp_path, files=FILES)
     assert report.ordered_findings()[0].code == "RM201"
     job.write_text(job.read_text().replace("NGPU=8\n", "NGPU=8\nunset CUDA_VISIBLE_DEVICES\n"))
-    report = check_launch([], machines=machines, env={}, shell_file=job, cwd=tmp_path)
+    report = check_launch([], machines=machines, env={}, shell_file=job, cwd=tmp_path, files=FILES)
     assert not report.has_errors and len(report.placements) == 8
 
 
@@ -128,8 +131,8 @@ def test_check_explain_and_preflight_agree(
 ) -> None:
     machines = load_machine("dgx-h100")
     argv = shlex.split(command)
-    checked = run_check(argv, machines=machines, env=env, cwd=tmp_path)
-    ctx, note = build_context(command, env, machines, None, validate=True)
+    checked = run_check(argv, machines=machines, env=env, cwd=tmp_path, files=FILES)
+    ctx, note = build_context(command, env, machines, None, validate=True, files=FILES)
     assert note is None and ctx.launch is not None
     # explain builds the same typed plan and takes check's placements and findings from it
     assert ctx.launch.plan == checked.plan

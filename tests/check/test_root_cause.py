@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rankmap.adapters.files import LocalFiles
 from rankmap.check.engine import check_launch
 from rankmap.inventory import load_machine
 
@@ -19,6 +20,8 @@ MODULO = (
 )
 CMD = "CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node 8 train.py"
 
+FILES = LocalFiles()
+
 
 def _errors(report: Any) -> list[Any]:
     return [f for f in report.ordered_findings() if f.severity.value == "error"]
@@ -28,7 +31,7 @@ def test_wrapped_ranks_are_one_finding_naming_the_ordinal_failure(tmp_path: Path
     script = tmp_path / "train.py"
     script.write_text(MODULO)
     report = check_launch(
-        shlex.split(CMD), machines=load_machine("dgx-h100"), env={}, script=script
+        shlex.split(CMD), machines=load_machine("dgx-h100"), env={}, script=script, files=FILES
     )
     errors = _errors(report)
     assert len(errors) == 1, [e.title for e in errors]

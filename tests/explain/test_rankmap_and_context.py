@@ -5,7 +5,9 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from rankmap.explain.engine import build_context, explain_files
+from rankmap.adapters.files import LocalFiles
+from rankmap.adapters.local import explain_files
+from rankmap.explain.engine import build_context
 from rankmap.inventory import load_machine
 
 INIT = (
@@ -90,9 +92,10 @@ def test_launch_parser_and_script_selection(tmp_path: Path) -> None:
     assert nested.nested_in == "srun" and nested.outer_tasks_per_node == 8
     s = tmp_path / "t.py"
     s.write_text("import os, torch\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")
-    assert build_context(None, {}, (), s)[0].script_selection == "local_rank"
+    files = LocalFiles()
+    assert build_context(None, {}, (), s, files=files)[0].script_selection == "local_rank"
     s.write_text("def broken(:\n")
-    assert build_context(None, {}, (), s)[0].selection() is None
+    assert build_context(None, {}, (), s, files=files)[0].selection() is None
 
 
 def test_no_newline_file_memory_bounded(tmp_path: Path) -> None:

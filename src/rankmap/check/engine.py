@@ -20,6 +20,7 @@ from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host
 from rankmap.redact import redact_report, secret_values
+from rankmap.sources import Files, NoFiles
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -66,6 +67,7 @@ def check_launch(
     nodes: int | None = None,
     shell_file: Path | None = None,
     cwd: Path | None = None,
+    files: Files | None = None,
 ) -> Report:
     """Simulate ``argv`` (a launch command) on ``machines``; the ``check`` report.
 
@@ -80,6 +82,7 @@ def check_launch(
         nodes=nodes,
         shell_file=shell_file,
         cwd=cwd,
+        files=files,
     ).report
 
 
@@ -91,20 +94,37 @@ def plan_launch(
     nodes: int | None = None,
     shell_file: Path | None = None,
     cwd: Path | None = None,
+    files: Files | None = None,
 ) -> LaunchPlan:
     """The typed :class:`LaunchPlan` of a launch command (or ``--shell`` script): the one parser
     ``check``, ``explain --launch`` and ``run``'s preflight share."""
+    return _plan(argv, _context(machines, env, nodes, cwd, files), shell_file)
+
+
+def _context(
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    nodes: int | None,
+    cwd: Path | None,
+    files: Files | None,
+) -> LaunchContext:
     from rankmap.launchers.dispatch import simulate_launch
 
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
-    ctx = LaunchContext(
+    return LaunchContext(
         machines=machines,
         env=dict(env),
         cwd=cwd or Path.cwd(),
         nodes=nodes,
         simulate=simulate_launch,
+        files=files or NoFiles(),
     )
+
+
+def _plan(argv: Sequence[str], ctx: LaunchContext, shell_file: Path | None) -> LaunchPlan:
+    from rankmap.launchers.dispatch import simulate_launch
+
     if shell_file is not None:
         from rankmap.launchers import shell
 
@@ -126,6 +146,7 @@ def run_check(
     nodes: int | None = None,
     shell_file: Path | None = None,
     cwd: Path | None = None,
+    files: Files | None = None,
 ) -> CheckRun:
     """:func:`check_launch` with the typed intermediate results kept (``explain`` reuses them)."""
     from rankmap.check import nccl as plan_nccl
@@ -134,13 +155,11 @@ def run_check(
     from rankmap.check.sections import placement, sections
     from rankmap.launchers.dispatch import script_path
 
-    cwd = cwd or Path.cwd()
-    plan = plan_launch(
-        argv, machines=machines, env=env, nodes=nodes, shell_file=shell_file, cwd=cwd
-    )
+    ctx = _context(machines, env, nodes, cwd, files)
+    plan = _plan(argv, ctx, shell_file)
     launch_env = plan.env if plan.env is not None else dict(env)
-    path = script or script_path(plan, cwd)
-    selection = read_selection(path, tuple(plan.script_args))
+    path = script or script_path(plan, ctx)
+    selection = read_selection(path, ctx.files, tuple(plan.script_args))
     outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
@@ -148,7 +167,7 @@ def run_check(
     report.findings += plan_topo.topology_findings_for(
         plan, outcomes, report.placements, launch_env
     )
-    report.sections.update(sections(plan, selection, outcomes, launch_env, path, cwd))
+    report.sections.update(sections(plan, selection, outcomes, launch_env, path, ctx.cwd))
     report.sections.update(plan_nccl.predicted_errors(plan, outcomes, launch_env, selection))
     report = redact_report(
         report, secret_values({**env, **launch_env}, list(argv) + list(plan.argv))
@@ -156,22 +175,20 @@ def run_check(
     return CheckRun(plan, selection, tuple(outcomes), report)
 
 
-def read_selection(path: Path | None, script_args: tuple[str, ...] = ()) -> DeviceSelection:
+def read_selection(
+    path: Path | None, files: Files | None = None, script_args: tuple[str, ...] = ()
+) -> DeviceSelection:
     """The script's device selection (:func:`scan_path`), :data:`ASSUMED` without a script."""
     if path is None:
         return ASSUMED
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        from rankmap.errors import InputError
-
-        raise InputError(f"--script {str(path)!r}: cannot read: {exc.strerror}") from None
+    files = files or NoFiles()
+    data = files.read_bytes(path, kind="script", what=f"--script {str(path)!r}")
     text = data.decode("utf-8", errors="replace")
     if b"\x00" in data:
         from dataclasses import replace
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
-    return scan_path(path, text, script_args)
+    return scan_path(path, text, script_args, files)
 
 
 def evaluate(

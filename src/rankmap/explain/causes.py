@@ -19,6 +19,7 @@ from rankmap.explain.signals import (
     subgroup_duplicate,
 )
 from rankmap.gpu_sharing import ORDINAL_CAUSES, SHARED_GPU_CAUSES
+from rankmap.numbers import saturating_int
 
 DECIDED = 3
 
@@ -92,7 +93,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
     if ctx.launch and ctx.launch.nested_in:
         tasks = ctx.launch.outer_tasks_per_node
         if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdigit():
-            tasks = int(ctx.env["SLURM_NTASKS_PER_NODE"])
+            tasks = saturating_int(ctx.env["SLURM_NTASKS_PER_NODE"])
         if tasks and tasks > 1:
             cands["nested"].add(
                 7,

@@ -17,6 +17,7 @@ from rankmap.check.engine import CheckRun
 from rankmap.findings import Finding
 from rankmap.launchers import LaunchPlan
 from rankmap.model import Gpu, Host, Placement
+from rankmap.sources import Files
 
 # check's selection kinds as explain weighs them (a wrapped local rank is still the local rank).
 _SELECTION = {"local_rank_modulo": "local_rank", "assumed_local_rank": None}
@@ -90,6 +91,7 @@ def launch_facts(
     script: Path | None,
     *,
     validate: bool,
+    files: Files | None = None,
 ) -> tuple[LaunchFacts, str | None]:
     """The facts of ``command`` from one simulation by ``check``'s engine, and a note when it
     could not be simulated.
@@ -124,7 +126,7 @@ def launch_facts(
 
     hosts = list(machines) or load_machine("dgx-h100")
     try:
-        run = run_check(argv, machines=hosts, env=dict(env), script=script)
+        run = run_check(argv, machines=hosts, env=dict(env), script=script, files=files)
     except RankMapError as exc:
         note = f"--launch could not be simulated ({exc.message}); only its launcher was read"
         return bare, note if validate else None
