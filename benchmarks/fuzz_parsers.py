@@ -28,7 +28,9 @@ def where(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {Path(f.filename).name}:{f.lineno}"
 
 
-def fuzz(target: fuzz_targets.Target, examples: int, slow: float) -> tuple[int, dict[str, tuple[int, str]], float]:
+def fuzz(
+    target: fuzz_targets.Target, examples: int, slow: float
+) -> tuple[int, dict[str, tuple[int, str]], float]:
     crashes: dict[str, tuple[int, str]] = {}
     seen = [0, 0.0]
 

@@ -287,9 +287,9 @@ def probe_exchange(draw: st.DrawFn) -> tuple[list[bytes], dict[str, bytes]]:
         i = draw(st.integers(0, len(owns) - 1))
         kind = draw(st.sampled_from(["json", "json", "bytes", "shared"]))
         if kind == "json":
-            owns[i] = json.dumps(draw(mutated_json([json.loads(owns[i])]))).encode()
+            owns[i] = json.dumps(draw(mutated_json([json.loads(parts[i][0])]))).encode()
         elif kind == "bytes":
-            raw = owns[i].decode()
+            raw = parts[i][0].decode()
             owns[i] = draw(mutated_text([raw])).encode("utf-8", "surrogatepass")
             if draw(st.booleans()):
                 owns[i] = owns[i][: draw(st.integers(0, len(owns[i])))] + b"\xff\xfe"

@@ -175,12 +175,14 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
 
 
 def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
+    # a signature: any fixed order works, and an unknown (None) index must not break the sort
     return tuple(
         sorted(
-            (r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
-            for r in recs
+            ((r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
+             for r in recs),
+            key=lambda t: tuple((v is None, v if v is not None else 0) for v in t),
         )
-    )
+    )  # fmt: skip
 
 
 def _layout_text(recs: list[RankRecord]) -> str:

@@ -178,8 +178,8 @@ def _parse_owns(owns: Sequence[bytes]) -> list[Any]:
 
 def _own_fits(own: list[Any]) -> bool:
     """The quick check of an own part's values (C-level isinstance over the fields)."""
-    if not all(map(isinstance, own, _OWN_TYPES)):
-        return False
+    if type(own[0]) is not int or not all(map(isinstance, own, _OWN_TYPES)):
+        return False  # (a bool is an int to isinstance: not as a rank)
     notes, problems = own[_NOTES], own[_PROBLEMS]
     return (
         (not notes or all(isinstance(x, str) for x in notes))
