@@ -161,13 +161,6 @@ _KINDS: dict[str, tuple[type, ...]] = {
 FIELD_TYPES: dict[str, tuple[type, ...]] = {f.name: _KINDS[str(f.type)] for f in fields(RankRecord)}
 _STR_ITEMS = tuple(f.name for f in fields(RankRecord) if str(f.type).startswith("tuple[str"))
 MAX_ITEMS = 4096  # per list / env mapping in one record
-# what rank 0 reads of a peer's GPU inventory (rankmap.probe.collate): keys -> allowed types
-_GPU_KEYS: dict[str, tuple[type, ...]] = {
-    "nvml_index": (int, _NONE),
-    "uuid": (str, _NONE),
-    "pci_bus_id": (str, _NONE),
-    "name": (str, _NONE),
-}
 
 
 def _strs(value: Any) -> bool:
@@ -186,10 +179,27 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return all(isinstance(k, (str, int)) and _plain(v, depth + 1) for k, v in items)
 
 
+_SCALARS = frozenset((str, int, bool, _NONE))
+_INDEX = frozenset((int, _NONE))
+_TEXT = frozenset((str, _NONE))
+
+
 def _gpu_ok(gpu: Any) -> bool:
-    if not isinstance(gpu, dict) or not _plain(gpu) or isinstance(gpu.get("nvml_index"), bool):
-        return False
-    return all(k not in gpu or isinstance(gpu[k], t) for k, t in _GPU_KEYS.items())
+    """One GPU of a peer's inventory (rank 0 reads nvml_index, uuid, pci_bus_id and name, and
+    writes the entry back into its JSON report). Written for speed: 12,500 nodes, 8 GPUs each."""
+    get = gpu.get if type(gpu) is dict else None
+    return (
+        get is not None
+        and len(gpu) <= 64
+        and type(get("nvml_index")) in _INDEX
+        and type(get("uuid")) in _TEXT
+        and type(get("pci_bus_id")) in _TEXT
+        and type(get("name")) in _TEXT
+        and (
+            _SCALARS.issuperset(map(type, gpu.values()))
+            or all(type(v) in _SCALARS or _plain(v) for v in gpu.values())
+        )
+    )
 
 
 def state_problem(state: Mapping[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from rankmap.probe.record import (
     FIELD_TYPES,
+    MAX_ITEMS,
     RankRecord,
     record_field_names,
     record_from_state,
@@ -138,11 +139,38 @@ def _shared_state(blob: bytes) -> dict[str, Any]:
     if not isinstance(values, list) or not values or values[0] != SHARED_TAG:
         raise ValueError("not a rankmap shared record part")
     state = dict(zip(SHARED_FIELDS, values[1:], strict=False))
-    problem = state_problem(state)
-    if problem:
-        raise ValueError(problem)
+    if not _shared_fits(values):
+        problem = state_problem(state)
+        if problem:
+            raise ValueError(problem)
     _tuples(state, _SHARED_TUPLES)
     return state
+
+
+_SHARED_TYPES = tuple(FIELD_TYPES[n] for n in SHARED_FIELDS)
+_SHARED_LISTS = tuple(SHARED_FIELDS.index(n) + 1 for n in _SHARED_TUPLES)
+_WORLD, _ENV = SHARED_FIELDS.index("world_size") + 1, SHARED_FIELDS.index("env") + 1
+
+
+def _shared_fits(values: list[Any]) -> bool:
+    """The quick check of a complete shared part (what this rankmap writes)."""
+    if len(values) != len(SHARED_FIELDS) + 1 or not all(map(isinstance, values[1:], _SHARED_TYPES)):
+        return False
+    env, world = values[_ENV], values[_WORLD]
+    return (
+        type(world) is int
+        and 0 < world < 2**31
+        and all(
+            values[i] is None
+            or (len(values[i]) <= MAX_ITEMS and _STR.issuperset(map(type, values[i])))
+            for i in _SHARED_LISTS
+        )
+        and len(env) <= MAX_ITEMS
+        and _STR.issuperset(map(type, env.values()))
+    )
+
+
+_STR = frozenset((str,))
 
 
 def _shared_states(shared: Mapping[str, bytes]) -> dict[str, dict[str, Any] | str]:
