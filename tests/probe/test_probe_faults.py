@@ -275,3 +275,62 @@ def test_socket_module_still_works_after_a_stalled_connect(rank_env) -> None:  #
     assert not [t for t in threading.enumerate() if t.name == "rankmap-probe-store"]
     with socket.socket() as s:  # sanity: this process can still open sockets
         s.bind(("127.0.0.1", 0))
+
+
+def test_rank0_internal_error_is_one_verdict_for_every_rank(rank_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import rankmap.probe as probe
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("planted collation bug")
+
+    monkeypatch.setattr(probe, "collate_raw", broken)
+    port, run_id = free_port(), f"faults-{uuid.uuid4().hex[:8]}"
+    env = rank_env(
+        RANK="0",
+        LOCAL_RANK="0",
+        WORLD_SIZE="2",
+        RANKMAP_STORE_PORT=str(port),
+        RANKMAP_STORE_ADDR="127.0.0.1",
+        TORCHELASTIC_RUN_ID=run_id,
+    )
+    peer_verdict = _peer(port, run_id, 1, b"[]")
+    with pytest.warns(RuntimeWarning, match="planted collation bug"):
+        report = rankmap.verify(timeout=T + 4)
+    assert [f.code for f in report.findings] == ["RM061"]
+    verdict = peer_verdict()
+    assert verdict is not None
+    theirs = json.loads(verdict)
+    assert [f["code"] for f in theirs["findings"]] == ["RM061"]
+    assert "planted collation bug" in theirs["findings"][0]["title"]
+    # the CLI: exit 3 with the reason (a second call: its own keys, call2)
+    peer_verdict = _peer_call(port, run_id, 2)
+    status, out, _ = cli_in_process(env, T + 4)
+    assert status == 3 and "planted collation bug" in " ".join(out.split())
+    assert peer_verdict() is not None
+
+
+def _peer_call(port: int, run_id: str, call: int) -> Callable[[], bytes | None]:
+    """Like _peer, for the ``call``-th probe of this process (keys ``call<N>``)."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    box: dict[str, bytes] = {}
+
+    def work() -> None:
+        store = dist.TCPStore("127.0.0.1", port, None, False, timeout=timedelta(seconds=20))
+        prefix = f"rankmap/{run_id}/0/call{call}"
+        store.set(f"{prefix}/rec/1", b"[]")
+        store.add(f"{prefix}/arrived", 1)
+        store.wait([f"{prefix}/verdict"])
+        box["verdict"] = bytes(store.get(f"{prefix}/verdict"))
+        store.add(f"{prefix}/read", 1)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+
+    def verdict() -> bytes | None:
+        thread.join(20)
+        return box.get("verdict")
+
+    return verdict
