@@ -236,6 +236,8 @@ def _strtoul_prefix(token: str) -> int | None:
         if not ch.isdigit():
             break
         digits += ch
+    if len(digits) > 18:  # strtoul saturates; no device has such an ordinal (NOTE: issue 11)
+        digits = "9" * 18
     return int(digits) if digits else None
 
 

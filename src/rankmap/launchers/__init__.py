@@ -132,6 +132,8 @@ class LaunchContext:
                 data = handle.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             raise InputError(f"{what} {str(path)!r}: cannot read: {exc.strerror}") from None
+        except ValueError:  # a NUL in the name
+            raise InputError(f"{what} {str(path)!r}: not a file name") from None
         if len(data) > MAX_CONFIG_BYTES:
             raise InputError(
                 f"{what} {str(path)!r} is larger than {MAX_CONFIG_BYTES // 2**20} MiB: "
@@ -146,7 +148,10 @@ class LaunchContext:
 
     def exists(self, path: str | Path) -> bool:
         p = Path(path).expanduser()
-        return (p if p.is_absolute() else self.cwd / p).is_file()
+        try:
+            return (p if p.is_absolute() else self.cwd / p).is_file()
+        except (OSError, ValueError):  # a name too long, a NUL in it
+            return False
 
 
 MAX_RANKS = 262_144  # beyond this a "plan" is a typo, not a job (and would take minutes)

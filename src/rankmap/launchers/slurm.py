@@ -93,7 +93,7 @@ def parse_sbatch_lines(text: str) -> dict[str, str]:
 def _count(value: str | None, name: str) -> int | None:
     if value is None:
         return None
-    m = re.match(r"^\s*(\d+)", value)
+    m = re.match(r"^\s*(\d{1,9})(?!\d)", value)
     if not m:
         raise UsageError(f"srun: {name} expects a number, got {value!r}")
     if int(m.group(1)) < 1:
@@ -109,7 +109,7 @@ def _gpu_count(value: str | None) -> int | None:
         bits = part.split(":")
         if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
             last = bits[-1].split("(")[0]
-            if last.isdigit():
+            if last.isascii() and last.isdigit() and len(last) <= 9:
                 return int(last)
             if bits[0] in ("gpu", "gres/gpu"):
                 return 1
