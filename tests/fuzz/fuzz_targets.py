@@ -229,7 +229,7 @@ def _explain(text: str) -> object:
 
 # -- inventory, profiles, topology --------------------------------------------------------------------
 
-SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir())]
+SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir()) if p.is_file()]
 PROFILE_SEEDS = [json.loads(p.read_text()) for p in sorted(PROFILES.glob("*.json"))]
 TOPO_SEEDS = [
     h["topology"] for d in PROFILE_SEEDS for h in d.get("hosts", []) if isinstance(h, dict) and h.get("topology")
