@@ -267,7 +267,7 @@ def _topo_matrix(text: str) -> object:
 
 
 def _probe_parts() -> list[tuple[bytes, bytes, str]]:
-    from rankmap.probe.record import collect_record
+    from rankmap.adapters.rank_record import collect_record
     from rankmap.probe.wire import encode
 
     out = []

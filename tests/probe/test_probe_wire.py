@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from rankmap.adapters.rank_record import collect_record
 from rankmap.probe.collate import collate_raw
-from rankmap.probe.record import collect_record, record_from_json
+from rankmap.probe.record import record_from_json
 from rankmap.probe.wire import MAX_OWN_BYTES, decode_many, encode
 
 

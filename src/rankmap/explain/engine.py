@@ -9,84 +9,39 @@ whose first finding is the best-supported cause.
 
 from __future__ import annotations
 
-import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
-from rankmap.errors import InputError
-from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
-from rankmap.explain.reader import open_input, scan_file_parallel, scan_stream
+from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env, redact_free_text, redact_report
-
-STDIN_NAMES = ("-",)
-
-
-class _TextAsBytes(io.RawIOBase):
-    """A text stream (``sys.stdin``, ``StringIO``) read as UTF-8 bytes in chunks."""
-
-    def __init__(self, text: Any) -> None:
-        self._text = text
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        chunk: str = self._text.read(size if size and size > 0 else -1)
-        return chunk.encode("utf-8", "replace")
+from rankmap.sources import Files, NoFiles
 
 
-def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) -> Evidence:
+class LogSource(Protocol):
+    """Where ``explain`` gets the candidate lines of one input (the real one:
+    :class:`rankmap.adapters.logs.LocalLogs`; ``-`` names stdin)."""
+
+    def lines(self, name: str) -> Iterable[Line]: ...
+
+    def source_name(self, name: str) -> str: ...
+
+
+def read_evidence(paths: Sequence[Path | str], *, logs: LogSource) -> Evidence:
     """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input."""
     ev = Evidence()
     for p in paths or ("-",):
         name = str(p)
-        if name in STDIN_NAMES:
-            stream: Any = stdin
-            if stream is None:
-                import sys
-
-                stream = sys.stdin
-            raw = getattr(stream, "buffer", None)
-            binary = raw if raw is not None else stream
-            if isinstance(stream, io.TextIOBase) and raw is None:
-                binary = _TextAsBytes(stream)
-            ev.sources.append("<stdin>")
-            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
-            continue
-        handle, size = open_input(name)
-        if size is not None:
-            fast = scan_file_parallel(
-                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS, join=JOIN_ANCHORS
-            )
-            if fast is not None:
-                handle.close()
-                ev.sources.append(name)
-                ev.add_lines(fast)
-                continue
-        with handle:
-            ev.sources.append(name)
-            try:
-                ev.add_lines(
-                    scan_stream(
-                        handle,
-                        name,
-                        anchors=ANCHORS,
-                        core_anchors=CORE_ANCHORS,
-                        size=size,
-                        join=JOIN_ANCHORS,
-                    )
-                )
-            except OSError as exc:
-                raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        ev.sources.append(logs.source_name(name))
+        ev.add_lines(logs.lines(name))
     return ev
 
 
@@ -98,15 +53,20 @@ def build_context(
     *,
     log_gpus: int | None = None,
     notes: tuple[str, ...] = (),
+    files: Files | None = None,
 ) -> Context:
     """The non-log facts, with the launch command simulated."""
+    files = files or NoFiles()
     env_map = dict(env or {})
     facts = None
     if launch:
-        facts = simulate_launch(launch, machines, env_map, script)
+        facts = simulate_launch(launch, machines, env_map, script, files)
         for k, v in facts.env:
             env_map.setdefault(k, v)
-    selection = script_selection(script) if script else None
+    selection = None
+    if script:
+        source = files.read_bytes(script, kind="script", what=f"--script {str(script)!r}")
+        selection = script_selection(source.decode("utf-8", "replace"))
     return Context(
         launch=facts,
         env=env_map,
@@ -119,7 +79,11 @@ def build_context(
 
 
 def validate_launch(
-    launch: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
+    launch: str,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None,
+    files: Files | None = None,
 ) -> str | None:
     """Check a ``--launch`` the user typed: unsplittable -> UsageError; a launch the simulation
     refuses (an impossible number, an option it does not know) -> a note saying so, because the
@@ -144,24 +108,30 @@ def validate_launch(
     # options) on a stand-in 8-GPU profile; machine-dependent results are findings, not errors.
     hosts = list(machines) or load_machine("dgx-h100")
     try:
-        check_launch(argv, machines=hosts, env=dict(env), script=script)
+        check_launch(argv, machines=hosts, env=dict(env), script=script, files=files)
     except RankMapError as exc:
         return f"--launch could not be simulated ({exc.message}); only its numbers were read"
     return None
 
 
 def explain_files(
-    paths: Sequence[Path],
+    paths: Sequence[Path | str],
     *,
     launch: str | None = None,
     env: Mapping[str, str] | None = None,
     machines: Sequence[Host] = (),
     script: Path | None = None,
-    stdin: IO[Any] | None = None,
+    logs: LogSource,
+    files: Files | None = None,
 ) -> Report:
-    """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
-    launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
-    ev = read_evidence(paths, stdin=stdin)
+    """Diagnose logs (``-`` = stdin), read through ``logs``; streaming and memory-bounded.
+
+    ``files`` reads ``--script`` and the config files a ``launch`` names. Raises ``InputError``.
+    """
+    launch_note = (
+        validate_launch(launch, machines, dict(env or {}), script, files) if launch else None
+    )
+    ev = read_evidence(paths, logs=logs)
     notes: list[str] = [launch_note] if launch_note else []
     if not launch and (pasted := log_launch(ev)):
         launch = pasted
@@ -169,7 +139,9 @@ def explain_files(
     gpus = None if machines else log_gpu_count(ev)
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
-    ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
+    ctx = build_context(
+        launch, env, machines, script, log_gpus=gpus, notes=tuple(notes), files=files
+    )
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(diagnose(ev, ctx))
 

@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankmap.errors import InputError, UsageError
+from rankmap.errors import InputError
 from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan
 from rankmap.launchers.options import OptSpec, Parsed, int_value, parse_options
 from rankmap.launchers.torchrun import TorchrunArgs, plan_from_args
+from rankmap.numbers import parse_int
 from rankmap.visibility import resolve_visible
 
 _VALUE = {
@@ -166,7 +167,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     targs = TorchrunArgs(
         nnodes=str(num_machines if multi else 1),
         nproc_per_node=str(nproc),
-        node_rank=None if machine_rank is None or not multi else _machine_rank(machine_rank),
+        node_rank=None
+        if machine_rank is None or not multi
+        else parse_int(str(machine_rank), "accelerate launch: --machine_rank"),
         rdzv_backend=str(cfg.get("rdzv_backend", "static")),
         standalone=False,
         virtual_local_rank=False,
@@ -234,10 +237,3 @@ def _stopped(
         argv=tuple(argv),
         hosts=tuple(ctx.hosts(1)),
     )
-
-
-def _machine_rank(value: object) -> int:
-    text = str(value).strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= 9):
-        raise UsageError(f"accelerate: --machine_rank expects a node number, got {text[:40]!r}")
-    return int(text)

@@ -3,13 +3,15 @@
 Every rank builds its record (:mod:`rankmap.probe.record`), puts it in the job's own c10d store
 (:mod:`rankmap.probe.store`), rank 0 collates (:mod:`rankmap.probe.collate`) and publishes the
 verdict through the store, so every rank knows the outcome - ``verify()`` raises on every rank.
+
+The engine is pure: the record, the store and the environment come in through
+:class:`ProbePorts` and a mapping (``rankmap.adapters.job`` wires the real ones).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -20,13 +22,32 @@ from rankmap.errors import InputError, ProbeTimeout, RankMapError, UnavailableEr
 from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Placement
 from rankmap.probe.collate import collate, collate_raw
-from rankmap.probe.record import RankRecord, collect_record
+from rankmap.probe.record import RankRecord
+from rankmap.probe.store import StoreHandle
 from rankmap.probe.watchdog import Progress, Stalled, run_until
 
-__all__ = ["ProbeOutcome", "RankRecord", "collate", "run_probe", "verify"]
+__all__ = ["ProbeOutcome", "ProbePorts", "RankRecord", "collate", "run_probe", "verify_job"]
 
 # Above this world size non-zero ranks get findings only (not every rank's placement).
 FULL_VERDICT_MAX_RANKS = 1024
+
+
+@dataclass(frozen=True)
+class ProbePorts:
+    """What the probe needs from the outside world (the real ones: ``rankmap.adapters.job``).
+
+    ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
+    ``open_store(environ, rank, deadline, progress)`` connects the job's store (naming it in
+    ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
+    has a default process group; ``load_store_library()`` loads torch's c10d in the caller's
+    thread before the deadline starts (loading it holds the GIL for seconds, which would keep the
+    watchdog from waking up in time).
+    """
+
+    collect_record: Callable[..., RankRecord]
+    open_store: Callable[..., StoreHandle]
+    pg_initialized: Callable[[], bool]
+    load_store_library: Callable[[], object] = lambda: None
 
 
 @dataclass
@@ -100,6 +121,7 @@ def report_from_payload(data: bytes) -> Report:
 def run_probe(
     environ: Mapping[str, str],
     *,
+    ports: ProbePorts,
     device: Any = None,
     machine: str | None = None,
     timeout: float = 60.0,
@@ -118,17 +140,15 @@ def run_probe(
     ``UnavailableError`` (no store, unreachable, or no answer while connecting) and
     ``ProbeTimeout`` (rank 0 published no verdict; the store stopped answering or went away).
     """
-    record = collect_record(
+    record = ports.collect_record(
         environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init
     )
-    if record.world_size <= 1 and not _pg_initialized():
+    if record.world_size <= 1 and not ports.pg_initialized():
         single = collate([record], world_size=1)
         if on_report is not None:
             on_report(single)
         return ProbeOutcome(single, record.rank, 1, record)
-    # Loaded here, in the caller's thread: loading torch's libraries holds the GIL for seconds,
-    # which would keep the watchdog below from waking up in time.
-    import torch.distributed  # noqa: F401
+    ports.load_store_library()
 
     from rankmap.probe import store as st
     from rankmap.probe.launch_env import parse_rank_env
@@ -149,7 +169,7 @@ def run_probe(
         return verdict_payload(report)
 
     def talk(progress: Progress) -> tuple[str, bytes | None]:
-        handle = st.open_store(environ, record.rank, deadline, progress)
+        handle = ports.open_store(environ, record.rank, deadline, progress)
         progress.connected = True
         mine = record
         if handle.rank is not None and handle.world_size is not None:
@@ -261,16 +281,6 @@ def _verdict_report(verdict: bytes, where: str) -> Report:
         ) from None
 
 
-def _pg_initialized() -> bool:
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch.distributed as dist
-
-    return bool(dist.is_available() and dist.is_initialized())
-
-
 def format_findings(report: Report, *, limit: int = 8) -> str:
     """The error findings as the message ``verify()`` raises."""
     errors = [f for f in report.ordered_findings() if f.severity is Severity.ERROR]
@@ -314,7 +324,9 @@ def check_timeout(timeout: Any) -> float:
     return seconds
 
 
-def verify(
+def verify_job(
+    environ: Mapping[str, str],
+    ports: ProbePorts,
     device: Any = None,
     *,
     timeout: float = 60.0,
@@ -332,7 +344,7 @@ def verify(
     """
     seconds = check_timeout(timeout)
     try:
-        outcome = run_probe(os.environ, device=device, machine=machine, timeout=seconds)
+        outcome = run_probe(environ, ports=ports, device=device, machine=machine, timeout=seconds)
     except (InputError, ProbeTimeout):
         raise
     except Exception as exc:  # noqa: BLE001 - never stop a healthy job for rankmap's own failure

@@ -11,6 +11,7 @@ left behind (it cannot be cancelled); it ends when its socket does.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +37,21 @@ THREAD_NAME = "rankmap-probe-store"
 def stalled_threads() -> list[threading.Thread]:
     """Store work abandoned by :func:`run_until` that is still running."""
     return [t for t in threading.enumerate() if t.name == THREAD_NAME]
+
+
+EXIT_WAIT_S = 3.0
+
+
+def _join_stalled() -> None:
+    """At interpreter exit: give abandoned store work a moment to end (a connect attempt ends
+    within ~2 s; a black hole never does, and exiting with it blocked in a read is harmless),
+    because exiting while a thread is inside torch's connect loop aborts the process (-6)."""
+    end = time.monotonic() + EXIT_WAIT_S
+    for thread in stalled_threads():
+        thread.join(max(0.0, end - time.monotonic()))
+
+
+_EXIT_HOOK: list[bool] = []
 
 
 class Stalled(Exception):
@@ -69,9 +85,10 @@ def run_until(
     thread = threading.Thread(target=target, name=THREAD_NAME, daemon=True)
     thread.start()
     early = connect_by is not None and not done.wait(max(0.0, connect_by - time.monotonic()))
-    if early and not progress.connected:
-        raise Stalled(progress)
-    if not done.wait(max(0.0, until - time.monotonic())):
+    if (early and not progress.connected) or not done.wait(max(0.0, until - time.monotonic())):
+        if not _EXIT_HOOK:
+            atexit.register(_join_stalled)
+            _EXIT_HOOK.append(True)
         raise Stalled(progress)
     if "error" in box:
         raise box["error"]
