@@ -222,7 +222,7 @@ LOG_SEEDS = _chunks(_lines_of(sorted((DATA / "explain" / "cases").glob("*.log"))
 
 
 def _explain(text: str) -> object:
-    from rankmap.explain.engine import explain_files
+    from rankmap.adapters.local import explain_files
 
     return explain_files([Path("-")], stdin=io.BytesIO(text.encode("utf-8", "surrogatepass")))
 
