@@ -181,6 +181,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if a.hosts and all(s == 0 for _, s in a.hosts):
         raise UsageError(f"{prog}: every host has 0 slots, so no process can start")
     layout = _layout(a, ctx)
+    check_size(sum(layout), prog)  # -ppn N without -np
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]
     if named and len(named) >= len(layout) and len(ctx.machines) == 1:

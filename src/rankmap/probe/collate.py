@@ -101,6 +101,23 @@ def _missing_finding(
     )
 
 
+def _unreadable_finding(unreadable: Mapping[int, str]) -> Finding:
+    ranks = sorted(unreadable)
+    first = ranks[0]
+    return finding(
+        "RM063",
+        f"{rank_list(ranks)} sent a probe record rankmap cannot read",
+        detail=f"rank {first}: {unreadable[first]}"
+        + (f" (and {len(ranks) - 1} more)" if len(ranks) > 1 else "")
+        + ". These ranks reported, but their GPUs were not checked.",
+        ranks=ranks,
+    )
+
+
+def _unreadable_placement(rank: int) -> Placement:
+    return Placement(rank=rank, error="unreadable probe record", source="probe")
+
+
 def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
     out = []
     conv = [r.rank for r in records if r.device_selected_by in ("local_rank", "default")]
@@ -158,12 +175,14 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
 
 
 def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
+    # a signature: any fixed order works, and an unknown (None) index must not break the sort
     return tuple(
         sorted(
-            (r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
-            for r in recs
+            ((r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
+             for r in recs),
+            key=lambda t: tuple((v is None, v if v is not None else 0) for v in t),
         )
-    )
+    )  # fmt: skip
 
 
 def _layout_text(recs: list[RankRecord]) -> str:
@@ -224,9 +243,12 @@ def collate(
     arrivals: int | None = None,
     timeout: float | None = None,
     where: str | None = None,
+    unreadable: Mapping[int, str] | None = None,
 ) -> Report:
-    """Every check over the records that arrived; ``missing`` ranks become RM060."""
+    """Every check over the records that arrived; ``missing`` ranks become RM060, ``unreadable``
+    ones (rank -> why) RM063."""
     records = sorted(records, key=lambda r: r.rank)
+    unreadable = dict(unreadable or {})
     label = node_labels(records)
     by_machine: dict[str, list[RankRecord]] = defaultdict(list)
     for r in records:
@@ -245,12 +267,19 @@ def collate(
     found += checks.check_identity(by_machine, label)
     found += checks.check_duplicates(records, label)
     found += checks.check_ordinals(records, label, by_machine)
-    found += checks.check_node_consistency(by_machine, label, complete=not missing)
+    found += checks.check_node_consistency(
+        by_machine, label, complete=not missing and not unreadable
+    )
     found += checks.check_versions(records)
     found += check_socket_ifname(records, label)
     found += _rank_findings(records, label)
     placements = [placement_of(r, label[r.machine_key]) for r in records]
     found = topology_findings(by_machine, label, placements, found)
+    if unreadable:
+        found.append(_unreadable_finding(unreadable))
+        placements = sorted(
+            placements + [_unreadable_placement(r) for r in unreadable], key=lambda p: p.rank
+        )
     nodes, node_groups, inventory = node_sections(by_machine, label)
     return Report(
         command="probe",
@@ -353,8 +382,16 @@ def _with_nvlink_split(
     return out
 
 
-def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any) -> Report:
+def collate_raw(
+    raw: Sequence[bytes],
+    shared: Mapping[str, bytes],
+    ranks: Sequence[int] | None = None,
+    **kwargs: Any,
+) -> Report:
     """Collate records as they come out of the store (own parts + shared parts by digest).
+
+    ``ranks``: the rank each part was stored under. A part that cannot be read is RM063 about
+    that rank (it reported; its placement says the record was unreadable).
 
     The cyclic garbage collector is paused meanwhile: building 100,000 records (no cycles)
     otherwise triggers full collections that cost more than the collation itself.
@@ -364,7 +401,8 @@ def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any
     paused = gc.isenabled()
     gc.disable()
     try:
-        return collate(decode_many(raw, shared), **kwargs)
+        decoded = decode_many(raw, shared, ranks)
+        return collate(decoded.records, unreadable=decoded.unreadable, **kwargs)
     finally:
         if paused:
             gc.enable()
