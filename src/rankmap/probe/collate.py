@@ -106,7 +106,7 @@ def _unreadable_finding(unreadable: Mapping[int, str]) -> Finding:
     first = ranks[0]
     return finding(
         "RM063",
-        f"{rank_list(ranks)} sent a probe record rankmap cannot read",
+        f"{_rank_list(ranks)} sent a probe record rankmap cannot read",
         detail=f"rank {first}: {unreadable[first]}"
         + (f" (and {len(ranks) - 1} more)" if len(ranks) > 1 else "")
         + ". These ranks reported, but their GPUs were not checked.",
