@@ -8,7 +8,7 @@ num_machines``; ``gpu_ids`` other than ``all`` becomes ``CUDA_VISIBLE_DEVICES``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,74 +97,119 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     num_machines = int_value(
         "accelerate", "--num_machines", str(opt("num_machines", "num_machines", 1)), 1, minimum=1
     )
-    dist = str(cfg.get("distributed_type", "NO")).upper()
-    if p.flag("multi_gpu"):
+    dist = _flag_dist_type(p, str(cfg.get("distributed_type", "NO")).upper())
+    num_processes = _num_processes(p, cfg, ctx, opt("num_processes", "num_processes"), notes)
+    if not cfg and dist == "NO" and num_processes > 1:
         dist = "MULTI_GPU"
-    if p.flag("use_deepspeed"):
-        dist = "DEEPSPEED"
-    if p.flag("use_fsdp"):
-        dist = "FSDP"
-    n_default = len(resolve_visible(ctx.hosts(1)[0], ctx.env).devices) if not cfg else 1
-    num_processes = int_value(
-        "accelerate",
-        "--num_processes",
-        _s(opt("num_processes", "num_processes")),
-        n_default,
-        minimum=1,
+    gpu_ids = _s(opt("gpu_ids", "gpu_ids", "all")) or "all"
+    issues: list[LaunchIssue] = []
+    multi = dist in _MULTI and num_processes > 1
+    extra = _gpu_ids_env(gpu_ids, multi, issues)
+    if extra is None:
+        return _stopped(argv, ctx, issues, notes, p.rest)
+    if _deepspeed_runner_ignores_cvd(dist, num_machines, cfg) and extra:
+        issues.append(_ignored_gpu_ids(gpu_ids))
+        extra = {}
+    if multi and num_processes % max(num_machines, 1):
+        notes.append(
+            f"num_processes {num_processes} is not a multiple of num_machines {num_machines}."
+        )
+    targs = _torchrun_args(p, cfg, opt, num_machines, num_processes, multi)
+    plan = plan_from_args(targs, ctx, launcher="accelerate", argv=argv, extra_env=extra)
+    from dataclasses import replace
+
+    issues += [replace(i, fix=_accelerate_fix(i.code, i.fix)) for i in plan.issues]
+    if cfg_path:
+        notes.insert(0, f"accelerate config: {cfg_path}")
+    return replace(
+        plan,
+        issues=tuple(issues),
+        notes=tuple(notes) + plan.notes,
+        fix_hints={"config_file": str(cfg_path)} if cfg_path else {},
+        nproc_from_machine=not cfg and p.get("num_processes") is None,
     )
+
+
+# CLI switches that set distributed_type, later ones winning (accelerate's own precedence).
+_DIST_FLAGS = (("multi_gpu", "MULTI_GPU"), ("use_deepspeed", "DEEPSPEED"), ("use_fsdp", "FSDP"))
+
+
+def _flag_dist_type(p: Parsed, configured: str) -> str:
+    """``distributed_type`` after the ``--multi_gpu``/``--use_*`` switches override the file."""
+    dist = configured
+    for flag, value in _DIST_FLAGS:
+        if p.flag(flag):
+            dist = value
+    return dist
+
+
+def _num_processes(
+    p: Parsed, cfg: Mapping[str, Any], ctx: LaunchContext, given: Any, notes: list[str]
+) -> int:
+    """``--num_processes`` / config value; without a config, the GPU count (noted)."""
+    n_default = len(resolve_visible(ctx.hosts(1)[0], ctx.env).devices) if not cfg else 1
+    num_processes = int_value("accelerate", "--num_processes", _s(given), n_default, minimum=1)
     if not cfg and p.get("num_processes") is None:
         notes.append(
             f"no accelerate config found: --num_processes defaults to the GPU count ({n_default})"
             " (NOTE: accelerate's default, unverified across versions)."
         )
-    if not cfg and dist == "NO" and num_processes > 1:
-        dist = "MULTI_GPU"
-    gpu_ids = _s(opt("gpu_ids", "gpu_ids", "all")) or "all"
-    machine_rank = opt("machine_rank", "machine_rank")
-    issues: list[LaunchIssue] = []
-    extra: dict[str, str] = {}
-    multi = dist in _MULTI and num_processes > 1
-    if gpu_ids != "all" and multi:
-        ids = [t for t in gpu_ids.split(",") if t.strip()]
-        if len(ids) < 2:
-            line = (
-                "Less than two GPU ids were configured and tried to run on multiple GPUs. Please "
-                "ensure at least two are specified for `--gpu_ids`, or use `--gpu_ids='all'`."
-            )
-            issues.append(
-                LaunchIssue(
-                    "RM923",
-                    "accelerate stops: fewer than two gpu_ids for a multi-GPU run",
-                    detail=line,
-                    fix="gpu_ids: all",
-                    predicted=(line,),
-                )
-            )
-            return _stopped(argv, ctx, issues, notes, p.rest)
-        extra["CUDA_VISIBLE_DEVICES"] = ",".join(i.strip() for i in ids)
-    if (
-        dist == "DEEPSPEED"
-        and num_machines > 1
-        and str(cfg.get("deepspeed_config", {}).get("deepspeed_multinode_launcher", "pdsh"))
-        != "standard"
-        and extra
-    ):
-        issues.append(
-            LaunchIssue(
-                "RM922",
-                f"gpu_ids {gpu_ids} is ignored: accelerate runs the DeepSpeed runner with --num_gpus",
-                detail="With --num_gpus the DeepSpeed runner ignores CUDA_VISIBLE_DEVICES and uses GPUs 0..N-1.",
-                fix="deepspeed_multinode_launcher: standard (torchrun), or select GPUs per host in the hostfile",
-            )
+    return num_processes
+
+
+def _gpu_ids_env(gpu_ids: str, multi: bool, issues: list[LaunchIssue]) -> dict[str, str] | None:
+    """``CUDA_VISIBLE_DEVICES`` from ``gpu_ids``; ``None`` (RM923 added) when accelerate stops."""
+    if gpu_ids == "all" or not multi:
+        return {}
+    ids = [t for t in gpu_ids.split(",") if t.strip()]
+    if len(ids) >= 2:
+        return {"CUDA_VISIBLE_DEVICES": ",".join(i.strip() for i in ids)}
+    line = (
+        "Less than two GPU ids were configured and tried to run on multiple GPUs. Please "
+        "ensure at least two are specified for `--gpu_ids`, or use `--gpu_ids='all'`."
+    )
+    issues.append(
+        LaunchIssue(
+            "RM923",
+            "accelerate stops: fewer than two gpu_ids for a multi-GPU run",
+            detail=line,
+            fix="gpu_ids: all",
+            predicted=(line,),
         )
-        extra = {}
+    )
+    return None
+
+
+def _deepspeed_runner_ignores_cvd(dist: str, num_machines: int, cfg: Mapping[str, Any]) -> bool:
+    """Multi-node DeepSpeed through its own runner (not ``standard``) passes ``--num_gpus``."""
+    if dist != "DEEPSPEED" or num_machines <= 1:
+        return False
+    launcher = cfg.get("deepspeed_config", {}).get("deepspeed_multinode_launcher", "pdsh")
+    return str(launcher) != "standard"
+
+
+def _ignored_gpu_ids(gpu_ids: str) -> LaunchIssue:
+    return LaunchIssue(
+        "RM922",
+        f"gpu_ids {gpu_ids} is ignored: accelerate runs the DeepSpeed runner with --num_gpus",
+        detail="With --num_gpus the DeepSpeed runner ignores CUDA_VISIBLE_DEVICES and uses GPUs 0..N-1.",
+        fix="deepspeed_multinode_launcher: standard (torchrun), or select GPUs per host in the hostfile",
+    )
+
+
+def _torchrun_args(
+    p: Parsed,
+    cfg: Mapping[str, Any],
+    opt: Callable[[str, str], Any],
+    num_machines: int,
+    num_processes: int,
+    multi: bool,
+) -> TorchrunArgs:
+    """The ``torch.distributed.run`` call accelerate makes for this launch."""
     nproc = max(1, num_processes // max(num_machines, 1)) if multi else 1
-    if multi and num_processes % max(num_machines, 1):
-        notes.append(
-            f"num_processes {num_processes} is not a multiple of num_machines {num_machines}."
-        )
+    machine_rank = opt("machine_rank", "machine_rank")
     rest_args = p.rest
-    targs = TorchrunArgs(
+    return TorchrunArgs(
         nnodes=str(num_machines if multi else 1),
         nproc_per_node=str(nproc),
         node_rank=None
@@ -179,19 +224,6 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         no_python=p.flag("no_python"),
         script=rest_args[0] if rest_args else None,
         script_args=tuple(rest_args[1:]),
-    )
-    plan = plan_from_args(targs, ctx, launcher="accelerate", argv=argv, extra_env=extra)
-    from dataclasses import replace
-
-    issues += [replace(i, fix=_accelerate_fix(i.code, i.fix)) for i in plan.issues]
-    if cfg_path:
-        notes.insert(0, f"accelerate config: {cfg_path}")
-    return replace(
-        plan,
-        issues=tuple(issues),
-        notes=tuple(notes) + plan.notes,
-        fix_hints={"config_file": str(cfg_path)} if cfg_path else {},
-        nproc_from_machine=not cfg and p.get("num_processes") is None,
     )
 
 
