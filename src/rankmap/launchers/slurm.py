@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rankmap.errors import UsageError
 from rankmap.launchers import (
@@ -23,6 +23,7 @@ from rankmap.launchers import (
 )
 from rankmap.launchers.command import parse_command
 from rankmap.launchers.options import OptSpec, parse_options, replace_option
+from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
 _VALUE = {
@@ -126,60 +127,17 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     opts.update({k: v if isinstance(v, str) else "1" for k, v in p.values.items()})
     if not p.rest:
         raise UsageError("srun: no program given", hint="srun --ntasks-per-node 8 python train.py")
-    n_nodes = _count(opts.get("nodes"), "--nodes") or ctx.nodes or 1
-    ntasks = _count(opts.get("ntasks"), "--ntasks")
-    per_node = _count(opts.get("ntasks_per_node"), "--ntasks-per-node")
-    if per_node is None:
-        per_node = -(-ntasks // n_nodes) if ntasks else 1
-    check_size(n_nodes * per_node, "srun")
-    tasks_on = _distribute(n_nodes, per_node, ntasks)
+    n_nodes, per_node, tasks_on = _task_layout(opts, ctx)
     gpt = _gpu_count(opts.get("gpus_per_task"))
     bind = opts.get("gpu_bind") or (opts.get("tres_bind") or "").replace("gres/gpu:", "")
-    gpn = _gpu_count(opts.get("gres")) or _gpu_count(opts.get("gpus_per_node"))
-    if gpn is None and gpt:
-        gpn = gpt * per_node
-    if gpn is None and opts.get("gpus"):
-        gpn = -(-(_gpu_count(opts["gpus"]) or 0) // n_nodes)
+    gpn = _gpus_per_node(opts, gpt, per_node, n_nodes)
     hosts = ctx.hosts(n_nodes)
-    notes = [
-        f"Slurm: {n_nodes} node(s), tasks per node {tasks_on}"
-        + (f", {gpn} GPU(s) per node (assumed to be the node's first {gpn})" if gpn else "")
-    ]
-    if gpn is None:
-        notes.append(
-            "no GPU requested (--gres/--gpus*): assuming every GPU of the node is visible "
-            "(NOTE: depends on the cluster's cgroup ConstrainDevices; unverified)."
-        )
+    notes = _layout_notes(n_nodes, tasks_on, gpn)
     per_task_cvd = bool(gpt) or bind.startswith(("single:", "map_gpu:", "map:", "per_task:"))
     if bind.startswith("per_task:"):
         gpt = _count(bind.split(":", 1)[1], "--gpu-bind per_task")
-    total = sum(tasks_on)
-    procs: list[Proc] = []
-    node_env: dict[int, dict[str, str]] = {}
-    rank = 0
-    for node, k in enumerate(tasks_on):
-        step: dict[str, str] = {
-            "SLURM_NODEID": str(node),
-            "SLURM_NNODES": str(n_nodes),
-            "SLURM_JOB_NUM_NODES": str(n_nodes),
-            "SLURM_NTASKS": str(total),
-            "SLURM_NPROCS": str(total),
-            "SLURM_NTASKS_PER_NODE": str(per_node),
-            "SLURM_LOCALID": "0",
-            "SLURM_PROCID": str(rank),
-        }
-        if gpn:
-            g = min(gpn, len(hosts[node].gpus))
-            step["SLURM_STEP_GPUS"] = ",".join(str(i) for i in range(g))
-            step["SLURM_GPUS_ON_NODE"] = str(g)
-            step["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(g))
-        node_env[node] = step
-        for lr in range(k):
-            env = {"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(lr)}
-            if gpn and per_task_cvd:
-                env["CUDA_VISIBLE_DEVICES"] = _task_cvd(lr, gpt, bind, gpn)
-            procs.append(Proc(rank, lr, node, env, node_rank=node))
-            rank += 1
+    tasks = _Tasks(tasks_on, n_nodes, per_node, gpn, gpt, bind, per_task_cvd)
+    procs, node_env = _procs(tasks, hosts)
     inner_cmd = parse_command(p.rest, {})
     inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
     kind = identify(inner)
@@ -204,6 +162,91 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if kind in (None, "python", "shell"):
         return base_plan
     return _nested(base_plan, inner, kind, ctx, node_env, per_node, {**inner_env})
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The step's task layout and GPU binding, as srun resolved them."""
+
+    tasks_on: list[int]
+    n_nodes: int
+    per_node: int
+    gpn: int | None
+    gpt: int | None
+    bind: str
+    per_task_cvd: bool
+
+
+def _task_layout(opts: Mapping[str, str], ctx: LaunchContext) -> tuple[int, int, list[int]]:
+    """(nodes, tasks per node, tasks on each node) from --nodes/--ntasks/--ntasks-per-node."""
+    n_nodes = _count(opts.get("nodes"), "--nodes") or ctx.nodes or 1
+    ntasks = _count(opts.get("ntasks"), "--ntasks")
+    per_node = _count(opts.get("ntasks_per_node"), "--ntasks-per-node")
+    if per_node is None:
+        per_node = -(-ntasks // n_nodes) if ntasks else 1
+    check_size(n_nodes * per_node, "srun")
+    return n_nodes, per_node, _distribute(n_nodes, per_node, ntasks)
+
+
+def _gpus_per_node(
+    opts: Mapping[str, str], gpt: int | None, per_node: int, n_nodes: int
+) -> int | None:
+    """GPUs per node: --gres / --gpus-per-node, else from --gpus-per-task or --gpus."""
+    gpn = _gpu_count(opts.get("gres")) or _gpu_count(opts.get("gpus_per_node"))
+    if gpn is None and gpt:
+        gpn = gpt * per_node
+    if gpn is None and opts.get("gpus"):
+        gpn = -(-(_gpu_count(opts["gpus"]) or 0) // n_nodes)
+    return gpn
+
+
+def _layout_notes(n_nodes: int, tasks_on: Sequence[int], gpn: int | None) -> list[str]:
+    notes = [
+        f"Slurm: {n_nodes} node(s), tasks per node {tasks_on}"
+        + (f", {gpn} GPU(s) per node (assumed to be the node's first {gpn})" if gpn else "")
+    ]
+    if gpn is None:
+        notes.append(
+            "no GPU requested (--gres/--gpus*): assuming every GPU of the node is visible "
+            "(NOTE: depends on the cluster's cgroup ConstrainDevices; unverified)."
+        )
+    return notes
+
+
+def _procs(t: _Tasks, hosts: Sequence[Host]) -> tuple[list[Proc], dict[int, dict[str, str]]]:
+    """Every task with its SLURM_* variables, and each node's step environment."""
+    total = sum(t.tasks_on)
+    procs: list[Proc] = []
+    node_env: dict[int, dict[str, str]] = {}
+    rank = 0
+    for node, k in enumerate(t.tasks_on):
+        node_env[node] = _step_env(t, node, rank, total, hosts[node])
+        for lr in range(k):
+            env = {"SLURM_PROCID": str(rank), "SLURM_LOCALID": str(lr)}
+            if t.gpn and t.per_task_cvd:
+                env["CUDA_VISIBLE_DEVICES"] = _task_cvd(lr, t.gpt, t.bind, t.gpn)
+            procs.append(Proc(rank, lr, node, env, node_rank=node))
+            rank += 1
+    return procs, node_env
+
+
+def _step_env(t: _Tasks, node: int, rank: int, total: int, host: Host) -> dict[str, str]:
+    step: dict[str, str] = {
+        "SLURM_NODEID": str(node),
+        "SLURM_NNODES": str(t.n_nodes),
+        "SLURM_JOB_NUM_NODES": str(t.n_nodes),
+        "SLURM_NTASKS": str(total),
+        "SLURM_NPROCS": str(total),
+        "SLURM_NTASKS_PER_NODE": str(t.per_node),
+        "SLURM_LOCALID": "0",
+        "SLURM_PROCID": str(rank),
+    }
+    if t.gpn:
+        g = min(t.gpn, len(host.gpus))
+        step["SLURM_STEP_GPUS"] = ",".join(str(i) for i in range(g))
+        step["SLURM_GPUS_ON_NODE"] = str(g)
+        step["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(g))
+    return step
 
 
 def _distribute(n_nodes: int, per_node: int, ntasks: int | None) -> list[int]:
