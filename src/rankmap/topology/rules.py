@@ -278,27 +278,65 @@ def _split_finding(
     idents = {ident_of[p.node or ""] for p in used}
     if len(idents) < 2:
         return None
+    split = _cross_identity_pairs(used, ident_of)
+    shared = [(a, b) for a, b in split if a.pci_bus_id == b.pci_bus_id]
+    nvlinked = _nvlinked_pairs(members, topologies, split)
+    if not nvlinked and not without_nvlink:
+        return None
+    names = sorted({p.node or "" for p in used})
+    title, detail = _split_text(key, names, len(idents), nvlinked, shared)
+    pairs = nvlinked or split
+    return finding(
+        "RM803",
+        title,
+        detail=detail,
+        ranks=sorted({p.rank for pair in pairs for p in pair[:2]}),
+        devices=sorted({p.pci_bus_id or "" for pair in pairs[:MAX_PAIRS] for p in pair[:2]}),
+        hosts=names,
+        fix="Run the ranks of one machine in one container/pod (or with a shared UTS namespace, "
+        "e.g. hostNetwork), or give exactly those processes the same NCCL_HOSTID.",
+    )
+
+
+_Pair = tuple[Placement, Placement]
+_LinkedPair = tuple[Placement, Placement, str]
+
+
+def _cross_identity_pairs(used: Sequence[Placement], ident_of: Mapping[str, str]) -> list[_Pair]:
+    """Pairs of placed ranks (first MAX_SPLIT_RANKS with a GPU) under different NCCL hosts."""
+    return [
+        (a, b)
+        for a, b in combinations([p for p in used if p.pci_bus_id][:MAX_SPLIT_RANKS], 2)
+        if ident_of[a.node or ""] != ident_of[b.node or ""]
+    ]
+
+
+def _nvlinked_pairs(
+    members: Sequence[Host], topologies: Mapping[str, Topology] | None, split: Sequence[_Pair]
+) -> list[_LinkedPair]:
+    """The first MAX_PAIRS split pairs on distinct GPUs that NVLink joins, with the link."""
     topos = [
         t
         for h in members
         if (t := (topologies or {}).get(h.hostname) or host_topology(h)) is not None
     ]
-    split = [
-        (a, b)
-        for a, b in combinations([p for p in used if p.pci_bus_id][:MAX_SPLIT_RANKS], 2)
-        if ident_of[a.node or ""] != ident_of[b.node or ""]
-    ]
-    shared = [(a, b) for a, b in split if a.pci_bus_id == b.pci_bus_id]
-    nvlinked = [
+    return [
         (a, b, link)
         for a, b in split[:MAX_PAIRS]
         if a.pci_bus_id != b.pci_bus_id
         and (link := _nvlink_between(topos, a.pci_bus_id or "", b.pci_bus_id or ""))
     ]
-    if not nvlinked and not without_nvlink:
-        return None
-    names = sorted({p.node or "" for p in used})
-    title = f"one machine appears as {len(idents)} NCCL hosts ({', '.join(names)})"
+
+
+def _split_text(
+    key: str,
+    names: Sequence[str],
+    n_idents: int,
+    nvlinked: Sequence[_LinkedPair],
+    shared: Sequence[_Pair],
+) -> tuple[str, str]:
+    """RM803's title and detail, with one NVLinked and one GPU-sharing example if any."""
+    title = f"one machine appears as {n_idents} NCCL hosts ({', '.join(names)})"
     detail = (
         f"hosts {', '.join(names)} share boot_id/machine-id {key}, but their NCCL host "
         "identities (hostname + boot_id, or NCCL_HOSTID) differ, so NCCL connects their ranks "
@@ -319,14 +357,4 @@ def _split_finding(
             f" Ranks {a.rank} ({a.node}) and {b.rank} ({b.node}) also share GPU {a.pci_bus_id},"
             " which NCCL cannot detect across host identities."
         )
-    pairs = nvlinked or split
-    return finding(
-        "RM803",
-        title,
-        detail=detail,
-        ranks=sorted({p.rank for pair in pairs for p in pair[:2]}),
-        devices=sorted({p.pci_bus_id or "" for pair in pairs[:MAX_PAIRS] for p in pair[:2]}),
-        hosts=names,
-        fix="Run the ranks of one machine in one container/pod (or with a shared UTS namespace, "
-        "e.g. hostNetwork), or give exactly those processes the same NCCL_HOSTID.",
-    )
+    return title, detail
