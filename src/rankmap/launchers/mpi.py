@@ -21,6 +21,7 @@ from rankmap.launchers import (
     identify,
 )
 from rankmap.launchers.command import parse_command
+from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
 _ONE = {
@@ -182,36 +183,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         raise UsageError(f"{prog}: every host has 0 slots, so no process can start")
     layout = _layout(a, ctx)
     check_size(sum(layout), prog)  # -ppn N without -np
-    hosts = ctx.hosts(len(layout))
-    named = [n for n, _ in a.hosts]
-    if named and len(named) >= len(layout) and len(ctx.machines) == 1:
-        hosts = [
-            replace(h, hostname=named[i], identity=replace(h.identity, hostname=named[i]))
-            for i, h in enumerate(hosts)
-        ]
+    hosts = _named_hosts(a, layout, ctx)
     world = sum(layout)
-    procs: list[Proc] = []
-    rank = 0
-    for node, k in enumerate(layout):
-        for lr in range(k):
-            if a.hydra:
-                env = {
-                    "PMI_RANK": str(rank),
-                    "PMI_SIZE": str(world),
-                    "MPI_LOCALRANKID": str(lr),
-                    "MPI_LOCALNRANKS": str(k),
-                }
-            else:
-                env = {
-                    "OMPI_COMM_WORLD_RANK": str(rank),
-                    "OMPI_COMM_WORLD_SIZE": str(world),
-                    "OMPI_COMM_WORLD_LOCAL_RANK": str(lr),
-                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(k),
-                    "OMPI_COMM_WORLD_NODE_RANK": str(node),
-                    "OMPI_UNIVERSE_SIZE": str(world),
-                }
-            procs.append(Proc(rank, lr, node, env, node_rank=node))
-            rank += 1
+    procs = _procs(layout, _HYDRA_VARS if a.hydra else _OMPI_VARS)
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
     inner_cmd = parse_command(a.rest, {})
     inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
@@ -232,6 +206,49 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if kind in (None, "python", "shell"):
         return plan
     return _nested(plan, inner, ctx, max(layout))
+
+
+# The variables each MPI flavour sets per rank, in order, and which count each one carries.
+_HYDRA_VARS = (
+    ("PMI_RANK", "rank"),
+    ("PMI_SIZE", "world"),
+    ("MPI_LOCALRANKID", "local_rank"),
+    ("MPI_LOCALNRANKS", "local_size"),
+)
+_OMPI_VARS = (
+    ("OMPI_COMM_WORLD_RANK", "rank"),
+    ("OMPI_COMM_WORLD_SIZE", "world"),
+    ("OMPI_COMM_WORLD_LOCAL_RANK", "local_rank"),
+    ("OMPI_COMM_WORLD_LOCAL_SIZE", "local_size"),
+    ("OMPI_COMM_WORLD_NODE_RANK", "node"),
+    ("OMPI_UNIVERSE_SIZE", "world"),
+)
+
+
+def _named_hosts(a: MpiArgs, layout: Sequence[int], ctx: LaunchContext) -> list[Host]:
+    """The hosts, renamed after -H/hostfile names when one machine stands for all of them."""
+    hosts = ctx.hosts(len(layout))
+    named = [n for n, _ in a.hosts]
+    if named and len(named) >= len(layout) and len(ctx.machines) == 1:
+        hosts = [
+            replace(h, hostname=named[i], identity=replace(h.identity, hostname=named[i]))
+            for i, h in enumerate(hosts)
+        ]
+    return hosts
+
+
+def _procs(layout: Sequence[int], variables: Sequence[tuple[str, str]]) -> list[Proc]:
+    """Ranks filling nodes in order, each with its flavour's rank variables."""
+    world = sum(layout)
+    procs: list[Proc] = []
+    rank = 0
+    for node, k in enumerate(layout):
+        for lr in range(k):
+            counts = {"rank": rank, "world": world, "local_rank": lr, "local_size": k, "node": node}
+            env = {name: str(counts[what]) for name, what in variables}
+            procs.append(Proc(rank, lr, node, env, node_rank=node))
+            rank += 1
+    return procs
 
 
 def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
