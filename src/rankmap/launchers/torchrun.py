@@ -164,53 +164,17 @@ def plan_from_args(
     n_agents = (
         ctx.node_count(nnodes) * agents_per_node if agents_per_node > 1 else ctx.node_count(nnodes)
     )
-    n_machines = max(1, n_agents // agents_per_node)
-    hosts = ctx.hosts(n_machines)
+    hosts = ctx.hosts(max(1, n_agents // agents_per_node))
     base = {**ctx.env, **(extra_env or {})}
     issues: list[LaunchIssue] = []
     notes: list[str] = []
     nproc = _nproc(args.nproc_per_node, hosts[0], base, notes)
-    if args.node_rank is not None and not args.standalone and not 0 <= args.node_rank < nnodes:
-        raise UsageError(
-            f"torchrun: --node-rank {args.node_rank} is outside 0..{nnodes - 1} "
-            f"for --nnodes {args.nnodes}"
-        )
+    _check_node_rank(args, nnodes)
     if agents_per_node == 1 and ctx.nodes and ctx.nodes != nnodes and not args.standalone:
-        issues.append(
-            LaunchIssue(
-                "RM920",
-                f"torchrun waits for {nnodes} node(s) but the job runs on {ctx.nodes}",
-                detail=f"--nnodes {args.nnodes} while {ctx.nodes} nodes start the command: the "
-                "rendezvous never completes (or starts with the wrong node count).",
-                fix=f"torchrun --nnodes {ctx.nodes} ...",
-            )
-        )
+        issues.append(_node_count_mismatch(args, nnodes, ctx.nodes))
     check_size(n_agents * nproc, "torchrun")
-    procs: list[Proc] = []
     cvd_parent = base.get("CUDA_VISIBLE_DEVICES")
-    world = n_agents * nproc
-    for agent in range(n_agents):
-        node = agent // agents_per_node
-        node_rank = agent  # each node is assumed to get its own --node-rank (see RM804)
-        for lr in range(nproc):
-            rank = node_rank * nproc + lr
-            env = {
-                "LOCAL_RANK": str(lr),
-                "RANK": str(rank),
-                "GROUP_RANK": str(node_rank),
-                "LOCAL_WORLD_SIZE": str(nproc),
-                "WORLD_SIZE": str(world),
-                "GROUP_WORLD_SIZE": str(n_agents),
-                "ROLE_RANK": str(rank),
-                "ROLE_WORLD_SIZE": str(world),
-                "TORCHELASTIC_RUN_ID": "none",
-            }
-            if args.virtual_local_rank:
-                env["LOCAL_RANK"] = "0"
-                env["CUDA_VISIBLE_DEVICES"] = _virtual_cvd(cvd_parent, lr)
-            procs.append(
-                Proc(rank, lr, node, env, _local_rank_arg(args, launcher, lr), node_rank=node_rank)
-            )
+    procs = _procs(args, launcher, n_agents, agents_per_node, nproc, cvd_parent)
     if args.virtual_local_rank:
         issues += _virtual_issues(cvd_parent, nproc)
     if args.node_rank is not None and n_agents > 1 and agents_per_node == 1:
@@ -239,6 +203,64 @@ def plan_from_args(
         node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
         nproc_from_machine=args.nproc_per_node in ("gpu", "auto"),
     )
+
+
+def _check_node_rank(args: TorchrunArgs, nnodes: int) -> None:
+    if args.node_rank is not None and not args.standalone and not 0 <= args.node_rank < nnodes:
+        raise UsageError(
+            f"torchrun: --node-rank {args.node_rank} is outside 0..{nnodes - 1} "
+            f"for --nnodes {args.nnodes}"
+        )
+
+
+def _node_count_mismatch(args: TorchrunArgs, nnodes: int, job_nodes: int) -> LaunchIssue:
+    return LaunchIssue(
+        "RM920",
+        f"torchrun waits for {nnodes} node(s) but the job runs on {job_nodes}",
+        detail=f"--nnodes {args.nnodes} while {job_nodes} nodes start the command: the "
+        "rendezvous never completes (or starts with the wrong node count).",
+        fix=f"torchrun --nnodes {job_nodes} ...",
+    )
+
+
+def _procs(
+    args: TorchrunArgs,
+    launcher: str,
+    n_agents: int,
+    agents_per_node: int,
+    nproc: int,
+    cvd_parent: str | None,
+) -> list[Proc]:
+    """``nproc`` workers per agent, each with the variables torchrun's agent sets."""
+    procs: list[Proc] = []
+    for agent in range(n_agents):
+        node = agent // agents_per_node
+        node_rank = agent  # each node is assumed to get its own --node-rank (see RM804)
+        for lr in range(nproc):
+            rank = node_rank * nproc + lr
+            env = _worker_env(rank, lr, node_rank, nproc, n_agents)
+            if args.virtual_local_rank:
+                env["LOCAL_RANK"] = "0"
+                env["CUDA_VISIBLE_DEVICES"] = _virtual_cvd(cvd_parent, lr)
+            procs.append(
+                Proc(rank, lr, node, env, _local_rank_arg(args, launcher, lr), node_rank=node_rank)
+            )
+    return procs
+
+
+def _worker_env(rank: int, lr: int, node_rank: int, nproc: int, n_agents: int) -> dict[str, str]:
+    world = n_agents * nproc
+    return {
+        "LOCAL_RANK": str(lr),
+        "RANK": str(rank),
+        "GROUP_RANK": str(node_rank),
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "WORLD_SIZE": str(world),
+        "GROUP_WORLD_SIZE": str(n_agents),
+        "ROLE_RANK": str(rank),
+        "ROLE_WORLD_SIZE": str(world),
+        "TORCHELASTIC_RUN_ID": "none",
+    }
 
 
 def _local_rank_arg(args: TorchrunArgs, launcher: str, lr: int) -> tuple[str, ...]:
