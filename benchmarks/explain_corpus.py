@@ -124,9 +124,11 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
                 misses.append(f"ALARM {row['id']}: {res['codes'][:3]} {res['cats'][:3]}")
             continue
         total["pos"] += 1
-        t1 = bool(res["cats"]) and res["cats"][0] in want
-        t3 = bool(set(res["cats"][:3]) & want)
         noans = res["codes"][:1] == ["RM003"]
+        # "nothing recognised" is category other, but never an answer
+        cats = [c for c, code in zip(res["cats"], res["codes"]) if code != "RM003"]
+        t1 = not noans and bool(cats) and cats[0] in want
+        t3 = bool(set(cats[:3]) & want)
         total["top1"] += t1
         total["top3"] += t3
         total["noans"] += noans

@@ -19,9 +19,11 @@ from rankmap.errors import InputError
 from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
+from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import open_input, scan_file_parallel, scan_stream
 from rankmap.explain.rules import RULES
+from rankmap.explain.scoring import rescore, scores_section
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Host, Placement
@@ -44,8 +46,14 @@ class _TextAsBytes(io.RawIOBase):
         return chunk.encode("utf-8", "replace")
 
 
-def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) -> Evidence:
-    """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input."""
+def read_evidence(
+    paths: Sequence[Path | str], *, stdin: IO[Any] | None = None, texts: list[str] | None = None
+) -> Evidence:
+    """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input.
+
+    ``texts``, when given, receives the decoded text of every input small enough to be read as
+    a document (:data:`rankmap.explain.docread.DOC_LIMIT`).
+    """
     ev = Evidence()
     for p in paths or ("-",):
         name = str(p)
@@ -59,8 +67,12 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
             binary = raw if raw is not None else stream
             if isinstance(stream, io.TextIOBase) and raw is None:
                 binary = _TextAsBytes(stream)
+            head = binary.read(DOC_LIMIT + 1) or b""
+            source: Any = io.BytesIO(head) if len(head) <= DOC_LIMIT else _Chain(head, binary)
             ev.sources.append("<stdin>")
-            ev.add_lines(scan_stream(binary, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
+            ev.add_lines(scan_stream(source, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
+            if texts is not None and len(head) <= DOC_LIMIT:
+                texts.append(head.decode("utf-8", "replace"))
             continue
         handle, size = open_input(name)
         if size is not None:
@@ -85,9 +97,30 @@ def read_evidence(paths: Sequence[Path | str], *, stdin: IO[Any] | None = None) 
                         join=JOIN_ANCHORS,
                     )
                 )
+                if texts is not None and size is not None and size <= DOC_LIMIT:
+                    handle.seek(0)
+                    texts.append(handle.read(DOC_LIMIT).decode("utf-8", "replace"))
             except OSError as exc:
                 raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     return ev
+
+
+class _Chain(io.RawIOBase):
+    """``head`` bytes already read, then the rest of ``tail``."""
+
+    def __init__(self, head: bytes, tail: Any) -> None:
+        self._head = head
+        self._tail = tail
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        data: bytes = self._tail.read(size)
+        return data
 
 
 def build_context(
@@ -161,17 +194,37 @@ def explain_files(
 ) -> Report:
     """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
     launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
-    ev = read_evidence(paths, stdin=stdin)
+    texts: list[str] = []
+    ev = read_evidence(paths, stdin=stdin, texts=texts)
+    doc = read_document("\n".join(texts)) if texts else None
     notes: list[str] = [launch_note] if launch_note else []
-    if not launch and (pasted := log_launch(ev)):
+    if not launch and doc is not None and doc.launch:
+        launch = doc.launch
+        notes.append(f"launch command taken from the input: {redact_free_text(launch)[:200]}")
+    elif not launch and (pasted := log_launch(ev)):
         launch = pasted
         notes.append(f"launch command taken from the log: {redact_free_text(pasted)[:200]}")
-    gpus = None if machines else log_gpu_count(ev)
+    merged_env = {**(doc.env if doc else {}), **dict(env or {})}
+    gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
-        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
-    ctx = build_context(launch, env, machines, script, log_gpus=gpus, notes=tuple(notes))
+        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")
+    ctx = build_context(launch, merged_env, machines, script, log_gpus=gpus, notes=tuple(notes))
+    if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
+        ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
+    report = diagnose(ev, ctx)
+    findings, scores = rescore(report.findings, ctx, doc)
+    report.findings = _dedupe(findings)
+    report.sections["explain"]["scores"] = scores_section(scores)
+    if doc is not None:
+        report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))
+        report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
-    return redact_report(diagnose(ev, ctx))
+    return redact_report(report)
+
+
+# Device selections read from pasted code that are positive evidence (a snippet that does not
+# show set_device says nothing about the rest of the script).
+PASTED_SELECTIONS = ("global_rank", "constant")
 
 
 def diagnose(ev: Evidence, ctx: Context) -> Report:

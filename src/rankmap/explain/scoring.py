@@ -1,0 +1,239 @@
+"""Scoring over all evidence: every category gets points from every signal and from the context.
+
+Sources of points: the specific findings of :func:`rankmap.explain.engine.diagnose` (a decided
+cause weighs most, an undecided one little), the signal catalogue's hits in every segment of the
+input (:mod:`rankmap.explain.docread`), the launch simulated by ``check`` (its error findings),
+the script analysis (pasted code or ``--script``), ``--env`` and the machine. The category with
+the most points leads. When it is not the one the specific rules chose, a best-guess finding
+(``RMx45``) comes first, quoting its reasons, followed by the specific findings and the
+runners-up; when the margin is small it names the fact that would decide and the command that
+shows it. "Nothing recognised" stays only where nothing of this family failed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+from rankmap.codes import lookup
+from rankmap.explain.catalogue import CATEGORIES
+from rankmap.explain.context import Context
+from rankmap.explain.docread import DocFacts
+from rankmap.findings import Finding, Severity, finding
+
+BEST_GUESS: dict[str, str] = {
+    "other": "RM045",
+    "version_mismatch": "RM055",
+    "oversubscribed": "RM145",
+    "visible_devices_mismatch": "RM245",
+    "no_set_device": "RM345",
+    "global_rank_as_device": "RM445",
+    "per_process_visible_devices": "RM545",
+    "mig": "RM645",
+    "container_mapping": "RM745",
+    "host_identity": "RM845",
+    "launcher_config": "RM945",
+}
+DECIDE: dict[str, str] = {
+    "oversubscribed": "processes per node against GPUs: `nvidia-smi -L | wc -l` vs the launcher's "
+    "--nproc-per-node / -np",
+    "visible_devices_mismatch": "what each process sees: `echo $CUDA_VISIBLE_DEVICES` (or "
+    "HIP_VISIBLE_DEVICES) in the job, against the device index the code selects",
+    "no_set_device": "whether every rank selects its own GPU: `nvidia-smi` during the run (all "
+    "PIDs on GPU 0?) and `grep -nE 'set_device|cuda:|device=' train.py`",
+    "global_rank_as_device": "the index used: `grep -nE 'set_device\\(.*rank|get_rank\\(\\)' "
+    "train.py` on a multi-node run (RANK >= GPUs per node fails)",
+    "per_process_visible_devices": "one GPU per process? `srun bash -c 'echo $SLURM_LOCALID "
+    "$CUDA_VISIBLE_DEVICES'` (or print it in each Ray/dask/MPI worker)",
+    "mig": "`nvidia-smi -L` on the host: MIG lines under a GPU, and the MIG- UUIDs each process gets",
+    "container_mapping": "`nvidia-smi -L` and `echo $NVIDIA_VISIBLE_DEVICES` inside each "
+    "container/pod, against the host's `nvidia-smi -L`",
+    "host_identity": "`hostname; cat /proc/sys/kernel/random/boot_id` on every node/pod (equal "
+    "values make NCCL treat them as one host)",
+    "launcher_config": "the launcher's effective settings: the full launch command, `accelerate "
+    "env` / the DeepSpeed hostfile, and how the script reads its local rank",
+    "version_mismatch": "`nvidia-smi` (driver, CUDA version), `python -c 'import torch; "
+    "print(torch.version.cuda, torch.cuda.get_arch_list())'` and the NCCL version on every node",
+    "other": "`nvidia-smi topo -m` and a re-run with `NCCL_DEBUG=INFO` (and once with "
+    "`NCCL_P2P_DISABLE=1`)",
+}
+# Specific findings that name a symptom, not a cause: they weigh little.
+SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
+UNDECIDED_MARK = "The log alone does not say"
+STRONG = 5.0  # a single support this big names the cause
+CLEAR_MARGIN = 3.0
+
+
+@dataclass
+class Scores:
+    """Points and reasons per category."""
+
+    points: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
+    evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    failure: bool = False
+
+    def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
+        """Add points (negative: against) with the reason quoted in the finding."""
+        self.points[cat] += pts
+        self.reasons[cat].append((pts, reason))
+        if evidence and evidence not in self.evidence[cat]:
+            self.evidence[cat].append(evidence)
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """Categories by points, best first (ties in contract order)."""
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        return sorted(
+            ((c, p) for c, p in self.points.items() if p > 0), key=lambda cp: (-cp[1], order[cp[0]])
+        )
+
+    def strongest(self, cat: str) -> float:
+        """The biggest single support of ``cat``."""
+        return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
+
+
+def _from_findings(base: list[Finding], s: Scores) -> None:
+    for i, f in enumerate(base):
+        if f.code == "RM003" or f.severity is Severity.INFO:
+            continue
+        s.failure = True
+        undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
+        if i == 0:
+            pts = 2.0 if undecided else (9.0 if f.severity is Severity.ERROR else 5.0)
+        else:
+            pts = 1.0 if f.severity is Severity.WARNING else 2.0
+        s.add(f.category, pts, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
+
+
+def _from_hits(doc: DocFacts, s: Scores) -> None:
+    for hit in doc.hits.values():
+        sig = hit.signal
+        if sig.failure:
+            s.failure = True
+        quote = f"{hit.where}: {hit.excerpt}"
+        for cat, w in sig.supports:
+            s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:120]}` ({hit.segment}; {sig.fact})", quote)
+
+
+def _from_context(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    if ctx.launch:
+        seen: set[str] = set()
+        for f in ctx.launch.check_findings:
+            if f.severity is Severity.ERROR and f.category not in seen:
+                seen.add(f.category)
+                s.add(f.category, 3.0, f"the launch simulated by check: {f.code} {f.title}")
+        if ctx.launch.gpus_per_task == 1:
+            s.add("per_process_visible_devices", 3.0, "srun --gpus-per-task=1: one GPU per task")
+    sel = ctx.selection()
+    kind = {"global_rank": ("global_rank_as_device", 5.0), "constant": ("no_set_device", 4.0)}
+    if sel in kind:
+        cat, pts = kind[sel]
+        s.add(cat, pts, f"the script analysis: device selection {sel}")
+    if doc and doc.code_kind in kind and sel != doc.code_kind:
+        cat, pts = kind[doc.code_kind]
+        s.add(
+            cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
+        )
+    cvd = ctx.env.get("CUDA_VISIBLE_DEVICES", "")
+    if "MIG-" in cvd:
+        s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
+    if any(g.mig_mode for h in ctx.machines for g in h.gpus):
+        s.add("mig", 3.0, "the machine has MIG mode enabled")
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
+    if nproc and gpus and nproc > gpus:
+        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+
+
+def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores:
+    """Every category's points from the findings, the catalogue hits and the context."""
+    s = Scores()
+    _from_findings(base, s)
+    if doc is not None:
+        _from_hits(doc, s)
+    _from_context(ctx, doc, s)
+    return s
+
+
+def rescore(
+    base: list[Finding], ctx: Context, doc: DocFacts | None
+) -> tuple[list[Finding], Scores]:
+    """The final findings: the best-supported cause first (see module docstring)."""
+    s = score_all(base, ctx, doc)
+    ranked = s.ranked()
+    lead = base[0] if base else None
+    if not ranked or not (s.failure or ranked[0][1] >= STRONG):
+        return base, s
+    winner, pts = ranked[0]
+    if lead is not None and lead.code != "RM003" and lead.category == winner:
+        return base, s
+    runner = ranked[1] if len(ranked) > 1 else None
+    margin = pts - (runner[1] if runner else 0.0)
+    strong = pts >= 7 and margin >= CLEAR_MARGIN and s.strongest(winner) >= STRONG
+    rest = [f for f in base if f.code != "RM003"]
+    severity = Severity.ERROR if strong else Severity.WARNING
+    if severity is Severity.WARNING:
+        rest = [_demoted(f) for f in rest]
+    guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
+    runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
+    return [guess, *rest, *runners], s
+
+
+def _demoted(f: Finding) -> Finding:
+    """A symptom finding that does not name the cause follows the best guess as a warning."""
+    if f.severity is Severity.ERROR and (f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail):
+        return replace(f, severity=Severity.WARNING)
+    return f
+
+
+def _support(s: Scores, cat: str, n: int = 4) -> str:
+    best = sorted((r for r in s.reasons.get(cat, ()) if r[0] > 0), key=lambda r: -r[0])[:n]
+    return "; ".join(f"+{p:g} {why}" for p, why in best)
+
+
+def _guess_finding(
+    cat: str,
+    pts: float,
+    runner: tuple[str, float] | None,
+    margin: float,
+    s: Scores,
+    lead: Finding | None,
+    severity: Severity,
+) -> Finding:
+    code = BEST_GUESS[cat]
+    top = max(s.reasons[cat], key=lambda r: r[0])[1]
+    detail = f"Support (score {pts:g}): {_support(s, cat)}."
+    if runner:
+        detail += f" Runner-up: {runner[0]} (score {runner[1]:g}): {_support(s, runner[0], 2)}."
+    if runner is None or margin < CLEAR_MARGIN:
+        other = f" against {DECIDE[runner[0]]}" if runner else ""
+        detail += f" What would decide: {DECIDE[cat]}{other}."
+    keep = lead if lead is not None and lead.code != "RM003" else None
+    return finding(
+        code,
+        f"{lookup(code).summary} (score {pts:g}"
+        + (f" vs {runner[1]:g} {runner[0]})" if runner else ")")
+        + f": {top[:160]}",
+        detail=detail,
+        ranks=keep.ranks if keep else (),
+        devices=keep.devices if keep else (),
+        hosts=keep.hosts if keep else (),
+        evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
+        severity=severity,
+    )
+
+
+def _runner_finding(cat: str, pts: float, s: Scores) -> Finding:
+    code = BEST_GUESS[cat]
+    return finding(
+        code,
+        f"Also possible: {lookup(code).summary[len('Best-supported cause: ') :]} (score {pts:g})",
+        detail=f"Support: {_support(s, cat, 3)}. Would decide: {DECIDE[cat]}.",
+        evidence=s.evidence.get(cat, [])[:3],
+        severity=Severity.INFO,
+    )
+
+
+def scores_section(s: Scores) -> dict[str, float]:
+    """Points per category for the JSON ``explain.scores`` key."""
+    return {c: round(p, 2) for c, p in s.ranked()}
