@@ -87,6 +87,14 @@ SIGNALS: tuple[Signal, ...] = (
        "(a container started without GPUs)", failure=True),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES", {"visible_devices_mismatch": 2},
        f"{CUDA_DEV} §1"),
+    _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignored|not (?:work|respected|"
+       r"honou?red|passed)|always|overwrit|overrid)", {"visible_devices_mismatch": 4},
+       f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
+       failure=True),
+    _s("device-count-wrong", r"device_count\(\)[^\n]{0,40}(?:only|returns?|shows?|is) "
+       r"(?:only )?(?:1|one|0)\b|(?:sees?|detects?|shows?) only (?:one|1) gpu",
+       {"mig": 2, "visible_devices_mismatch": 2, "container_mapping": 1}, f"{CUDA_DEV} §1",
+       failure=True),
     _s("cvd-set-in-code", r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
        r"os\.environ\.setdefault\(\s*['\"]CUDA_VISIBLE_DEVICES",
        {"visible_devices_mismatch": 3},
@@ -111,7 +119,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("mig-uuid", r"\bMIG-(?:GPU-)?[0-9a-f]{8}", {"mig": 4}, f"{NCCL} (c)", case=True),
     _s("mig-mode", r"\bMIG(?: mode)?\s+(?:is\s+)?(?:enabled|on)\b|\bMIG (?:instance|device|slice|"
        r"partition)s?\b|\bmulti-instance gpu", {"mig": 4}, f"{NCCL} (c)"),
-    _s("mig-word", r"\bMIG\b", {"mig": 2}, f"{NCCL} (c)", case=True),
+    _s("mig-word", r"\bMIG\b", {"mig": 3}, f"{NCCL} (c)", case=True),
     # --- containers / Kubernetes ----------------------------------------------------------------
     _s("nvidia-visible", r"NVIDIA_VISIBLE_DEVICES", {"container_mapping": 3},
        f"{CUDA_DEV} §3: the container toolkit exposes the GPUs NVIDIA_VISIBLE_DEVICES names"),
@@ -121,6 +129,9 @@ SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §4 / {NCCL} (c): MIG strategy of the device plugin"),
     _s("device-plugin", r"device[- ]plugin|kubelet|gpu-operator", {"container_mapping": 3},
        f"{CUDA_DEV} §4"),
+    _s("docker-daemon", r"Error response from daemon|could not select device driver|"
+       r"unknown or invalid runtime name: nvidia|device_ids|count: all",
+       {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|--gpus[ =]|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
        {"container_mapping": 2}, f"{CUDA_DEV} §3"),
@@ -138,8 +149,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?:same|identical)|same /etc/hostname|--hostname|hostNetwork|host network",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
-    _s("boot-id", r"boot_id|NCCL_HOSTID|host ?hash|hostHash", {"host_identity": 4},
+    _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
+    _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"
+       r"hostlist|short host ?name|/etc/hosts", {"host_identity": 3}, f"{NCCL} (b)"),
     _s("two-pods-one-node", r"(?:two|2|multiple|several) (?:pods|containers) (?:on|in) "
        r"(?:the same|one|a single) (?:node|host|machine)", {"host_identity": 3,
        "container_mapping": 3}, f"{NCCL} (b): containers of one machine share boot_id"),
@@ -172,14 +185,19 @@ SIGNALS: tuple[Signal, ...] = (
        r"cuda:\{?\s*(?:args\.|self\.)?(?:global_)?rank\s*\}?['\"]|"
        r"device_ids\s*=\s*\[\s*(?:args\.|self\.)?rank\s*\]|"
        r"set_device\(\s*(?:dist\.|torch\.distributed\.)?get_rank\(\)|"
-       r"set_device\(\s*int\(os\.environ\[['\"](?:RANK|SLURM_PROCID)['\"]\]",
+       r"set_device\(\s*int\(os\.environ\[['\"](?:RANK|SLURM_PROCID)['\"]\]|"
+       r"Device\(\s*(?:self\.|args\.)?(?:hvd_|global_)?rank\s*\)|hvd\.rank\(\)\s*\)",
        {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",
        where=NOT_PROSE),
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
-       r"should (?:be|use) local[_ ]rank|parallel_config\.rank|global rank as (?:the )?device",
+       r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
+       r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
+       r"global rank as (?:the )?device|rank/local_rank|global (?:process )?index|"
+       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)",
        {"global_rank_as_device": 4}, f"{PT} §1"),
-    _s("rank-on-second-node", r"(?:second|other|2nd) (?:node|machine|host)",
-       {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=PROSE),
+    _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
+       r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
+       {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b|"
@@ -202,11 +220,16 @@ SIGNALS: tuple[Signal, ...] = (
        "https://pytorch.org/docs/stable/generated/torch.load.html"),
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
     # --- oversubscription -----------------------------------------------------------------------
-    _s("more-procs-than-gpus", r"more (?:processes|ranks|workers) than (?:gpus|devices)|"
-       r"only (?:have |has )?(?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
+    _s("more-procs-than-gpus", r"more (?:processes|ranks|workers)(?: per node)? than (?:gpus|"
+       r"devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
+       r"only (?:have|has) (?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
        r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)",
        {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU"),
     # --- launcher / framework configuration -----------------------------------------------------
+    _s("unrecognized-args", r"unrecognized arguments?:|error: unrecognized|no such option|"
+       r"unexpected keyword argument|got an unexpected", {"launcher_config": 4},
+       f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
+       failure=True),
     _s("local-rank-arg", r"--local[-_]rank", {"launcher_config": 3},
        f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},

@@ -37,6 +37,14 @@ _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
 _GPU_COUNT = re.compile(
     r"\b(?P<n>\d{1,2}|one|two|three|four|eight)\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)\b", re.I
 )
+_FAILED = re.compile(
+    r"Traceback \(most recent|\b\w*(?:Error|Exception)\b|\berror\b|\bfail(?:s|ed|ure|ing)?\b|"
+    r"\bcrash|\bhangs?\b|\bstuck\b|does(?:n't| not) work|not working|can(?:'t|not)\b|"
+    r"\bunable to\b|\bwrong\b|\bbug\b|\bfix(?:es|ed)?\b|\bissue\b",
+    re.IGNORECASE,
+)
+_HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
+_NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
 
 
@@ -66,6 +74,8 @@ class DocFacts:
     stated_gpus: int | None = None  # "2 GPUs" in the prose
     config: dict[str, Any] = field(default_factory=dict)
     frameworks: list[str] = field(default_factory=list)
+    failed: bool = False  # something failed (an error line, a traceback, "does not work")
+    hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -74,6 +84,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     for seg in split_document(text[:DOC_LIMIT]):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)
+        if not facts.failed and _FAILED.search(seg.text):
+            facts.failed = True
         if seg.kind == "shell":
             _shell(seg, facts)
         elif seg.kind == "env":
@@ -117,6 +129,13 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
             facts.commands.append(cmd[:2000])
         if _SIMULATED.match(cmd):
             facts.launch = cmd[:2000]
+        hm = _HOSTS.search(cmd)
+        if hm:
+            names = {h.split(":")[0] for h in hm.group("list").split(",") if h}
+            facts.hosts_in_launch = max(facts.hosts_in_launch, len(names))
+        nm = _NODES.search(cmd)
+        if nm:
+            facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
         for k, v in env_assignments(Segment("env", cmd, 0)).items():
             facts.env.setdefault(k, v)
 

@@ -70,7 +70,7 @@ _R = re.compile  # short alias for the table below
 
 _DUPLICATE = _R(
     r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device "
-    r"(?P<bus>[0-9a-fA-F]+)"
+    r"(?P<bus>[0-9a-fA-F]+)?"
 )
 _WARN_LOC = _R(r"^(?:(?P<file>[\w./-]+):(?P<line>\d+) )?NCCL WARN ")
 _MULTI = _R(r"Multiple Ranks are using the same GPU/Partition")
@@ -180,7 +180,7 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
                 line,
                 pre,
                 ranks=(int(m.group("a")), int(m.group("b"))),
-                bus_id=m.group("bus").lower(),
+                bus_id=(m.group("bus") or "").lower() or None,
                 version=version,
                 values={"rank": m.group("a"), "init_line": loc.group("line") if loc else None},
             )

@@ -60,6 +60,8 @@ DECIDE: dict[str, str] = {
 # Specific findings that name a symptom, not a cause: they weigh little.
 SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
 UNDECIDED_MARK = "The log alone does not say"
+PT_SECTION = "reference/pytorch_nccl.md §1"
+MIN_GUESS = 2.0  # a best guess needs at least this much support
 STRONG = 5.0  # a single support this big names the cause
 CLEAR_MARGIN = 3.0
 
@@ -115,7 +117,7 @@ def _from_hits(doc: DocFacts, s: Scores) -> None:
             s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:120]}` ({hit.segment}; {sig.fact})", quote)
 
 
-def _from_context(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     if ctx.launch:
         seen: set[str] = set()
         for f in ctx.launch.check_findings:
@@ -139,6 +141,22 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
         s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
     if any(g.mig_mode for h in ctx.machines for g in h.gpus):
         s.add("mig", 3.0, "the machine has MIG mode enabled")
+    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
+        s.add(
+            "host_identity",
+            5.0,
+            f"the launch names {doc.hosts_in_launch} hosts, yet NCCL connected ranks through an "
+            "intra-host transport (P2P/IPC or SHM): it took them for one host",
+            doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
+        )
+    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
+    if doc and ordinal and "multi-node" in doc.hits:
+        s.add(
+            "global_rank_as_device",
+            3.0,
+            "an invalid device ordinal on a multi-node run: an index that exists on one node only "
+            f"is the global rank ({PT_SECTION})",
+        )
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
@@ -151,7 +169,7 @@ def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores
     _from_findings(base, s)
     if doc is not None:
         _from_hits(doc, s)
-    _from_context(ctx, doc, s)
+    _from_context(ctx, doc, s, base)
     return s
 
 
@@ -162,7 +180,8 @@ def rescore(
     s = score_all(base, ctx, doc)
     ranked = s.ranked()
     lead = base[0] if base else None
-    if not ranked or not (s.failure or ranked[0][1] >= STRONG):
+    failed = s.failure or bool(doc and doc.failed)
+    if not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= STRONG):
         return base, s
     winner, pts = ranked[0]
     if lead is not None and lead.code != "RM003" and lead.category == winner:
