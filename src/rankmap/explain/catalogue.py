@@ -85,7 +85,7 @@ SIGNALS: tuple[Signal, ...] = (
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),
-    _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES", {"visible_devices_mismatch": 2},
+    _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 2},
        f"{CUDA_DEV} §1"),
     _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignored|not (?:work|respected|"
        r"honou?red|passed)|always|overwrit|overrid)", {"visible_devices_mismatch": 4},
@@ -204,7 +204,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
-       r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory",
+       r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|"
+       r"(?:memory|space|contexts?|threads|processes|instances)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
+       r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|(?:stuck|piled?|all) on (?:the )?"
+       r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"
@@ -219,6 +222,14 @@ SIGNALS: tuple[Signal, ...] = (
     _s("map-location", r"map_location", {"other": 2, "no_set_device": 1},
        "https://pytorch.org/docs/stable/generated/torch.load.html"),
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
+    _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
+       r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
+       r"on the same (?:gpu|device|cuda device)",
+       {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
+       f"{NCCL} (a): two ranks on one GPU", failure=True),
+    _s("same-local-rank", r"local[_ ]rank (?:is |as |=\s*)?0 (?:on|for|in) (?:both|all|every)|"
+       r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
+       {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),
     # --- oversubscription -----------------------------------------------------------------------
     _s("more-procs-than-gpus", r"more (?:processes|ranks|workers)(?: per node)? than (?:gpus|"
        r"devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"

@@ -40,7 +40,8 @@ _GPU_COUNT = re.compile(
 _FAILED = re.compile(
     r"Traceback \(most recent|\b\w*(?:Error|Exception)\b|\berror\b|\bfail(?:s|ed|ure|ing)?\b|"
     r"\bcrash|\bhangs?\b|\bstuck\b|does(?:n't| not) work|not working|can(?:'t|not)\b|"
-    r"\bunable to\b|\bwrong\b|\bbug\b|\bfix(?:es|ed)?\b|\bissue\b",
+    r"\bunable to\b|\bwrong\b|\bbug\b|\bfix(?:es|ed)?\b|\bissue\b|instead of|even though|"
+    r"expected behaviou?r|only uses?\b|\bwast(?:e|ed|ing)\b|bottleneck|\bbusy\b",
     re.IGNORECASE,
 )
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")

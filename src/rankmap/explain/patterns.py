@@ -69,8 +69,8 @@ class Event:
 _R = re.compile  # short alias for the table below
 
 _DUPLICATE = _R(
-    r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device "
-    r"(?P<bus>[0-9a-fA-F]+)?"
+    r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device"
+    r"(?: (?P<bus>[0-9a-fA-F]+))?"
 )
 _WARN_LOC = _R(r"^(?:(?P<file>[\w./-]+):(?P<line>\d+) )?NCCL WARN ")
 _MULTI = _R(r"Multiple Ranks are using the same GPU/Partition")

@@ -62,7 +62,8 @@ SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020",
 UNDECIDED_MARK = "The log alone does not say"
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
-STRONG = 5.0  # a single support this big names the cause
+STRONG = 5.0
+NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess  # a single support this big names the cause
 CLEAR_MARGIN = 3.0
 
 
@@ -181,7 +182,7 @@ def rescore(
     ranked = s.ranked()
     lead = base[0] if base else None
     failed = s.failure or bool(doc and doc.failed)
-    if not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= STRONG):
+    if not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= NO_FAILURE_GUESS):
         return base, s
     winner, pts = ranked[0]
     if lead is not None and lead.code != "RM003" and lead.category == winner:
