@@ -196,6 +196,12 @@ def explain_files(
     launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
     texts: list[str] = []
     ev = read_evidence(paths, stdin=stdin, texts=texts)
+    # what the options say is read as part of the document too (catalogue signals of a launch)
+    flags = ([f"$ {launch}"] if launch else []) + [
+        f"export {k}={v}" for k, v in (env or {}).items()
+    ]
+    if flags:
+        texts.append("\n".join(flags))
     doc = read_document("\n".join(texts)) if texts else None
     notes: list[str] = [launch_note] if launch_note else []
     if not launch and doc is not None and doc.launch:
@@ -305,6 +311,21 @@ def _rankmap_finding(ev: Evidence) -> Finding:
     return finding("RM042", title, detail=detail, hosts=hosts[:16])
 
 
+def _warn_placements(ev: Evidence, placed: set[int]) -> list[Placement]:
+    """Ranks named only by a duplicate-GPU WARN: the host of the line and the shared GPU."""
+    from rankmap.pci import try_normalize_bus_id
+
+    out: list[Placement] = []
+    for e in ev.of("duplicate_gpu"):
+        for r in e.ranks:
+            if r in placed:
+                continue
+            placed.add(r)
+            bus = try_normalize_bus_id(e.bus_id)
+            out.append(Placement(rank=r, node=e.host, pci_bus_id=bus, source="nccl-warn"))
+    return out
+
+
 def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
     out = []
     for p in ev.rankmap.placements():
@@ -318,7 +339,7 @@ def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
                     nvml_index=p.nvml_index if p.nvml_index is not None else g.nvml_index,
                 )
         out.append(p)
-    return out
+    return out + _warn_placements(ev, {p.rank for p in out})
 
 
 def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:

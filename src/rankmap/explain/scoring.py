@@ -225,7 +225,7 @@ def _guess_finding(
     detail = f"Support (score {pts:g}): {_support(s, cat)}."
     if runner:
         detail += f" Runner-up: {runner[0]} (score {runner[1]:g}): {_support(s, runner[0], 2)}."
-    if runner is None or margin < CLEAR_MARGIN:
+    if severity is Severity.WARNING or runner is None or margin < CLEAR_MARGIN:
         other = f" against {DECIDE[runner[0]]}" if runner else ""
         detail += f" What would decide: {DECIDE[cat]}{other}."
     keep = lead if lead is not None and lead.code != "RM003" else None
