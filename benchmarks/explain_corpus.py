@@ -126,7 +126,7 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         total["pos"] += 1
         noans = res["codes"][:1] == ["RM003"]
         # "nothing recognised" is category other, but never an answer
-        cats = [c for c, code in zip(res["cats"], res["codes"]) if code != "RM003"]
+        cats = [c for c, code in zip(res["cats"], res["codes"], strict=True) if code != "RM003"]
         t1 = not noans and bool(cats) and cats[0] in want
         t3 = bool(set(cats[:3]) & want)
         total["top1"] += t1

@@ -151,7 +151,11 @@ def _code(seg: Segment, facts: DocFacts) -> None:
     if sel.parse_error:
         return
     rank = {"global_rank": 4, "constant": 3, "local_rank_modulo": 2, "local_rank": 1}
-    if rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0) or facts.code_kind is None and sel.kind in ("none", "accelerate"):
+    if (
+        rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0)
+        or facts.code_kind is None
+        and sel.kind in ("none", "accelerate")
+    ):
         facts.code_kind, facts.code_call = sel.kind, sel.call
 
 
