@@ -239,3 +239,68 @@ def test_explain_on_pasted_mixtures_never_crashes(parts: list[str]) -> None:
     report, first = _first("".join(parts))
     assert first.category in CATEGORIES
     assert time.monotonic() - start < 10.0
+
+
+# One line (written for this test) per signal that the signal must recognise; the prefilter
+# keys must let every one through.
+EXAMPLES = {
+    "hip-invalid-device": "hipErrorInvalidDevice",
+    "xla-invalid-device": "CUDA_ERROR_INVALID_DEVICE: invalid device ordinal",
+    "uuid-as-int": "ValueError: invalid literal for int() with base 10: 'MIG-1234abcd-1'",
+    "no-cuda-device": "RuntimeError: No CUDA GPUs are available",
+    "cvd-ignored": "CUDA_VISIBLE_DEVICES=1 is ignored, it still runs on GPU 0",
+    "device-count-wrong": "torch.cuda.device_count() returns 1",
+    "hip-visible": "ROCR_VISIBLE_DEVICES=0,1",
+    "tf-visible-list": "gpu_options.visible_device_list = '1'",
+    "device-order": "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
+    "mig-profile": "nvidia.com/mig-1g.10gb: 1",
+    "mig-mode": "MIG mode is enabled on GPU 0",
+    "k8s-gpu-resource": "nvidia.com/gpu: 2",
+    "docker-daemon": "docker: Error response from daemon: could not select device driver",
+    "docker-gpus": "docker run --gpus all image",
+    "privileged": "securityContext: privileged: true",
+    "nvml-unknown": "Failed to initialize NVML: Unknown Error",
+    "same-hostname": "both pods have the same hostname",
+    "boot-id": "NCCL_HOSTID=abc",
+    "two-pods-one-node": "two pods on the same node",
+    "p2p-ipc": "NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC",
+    "gpus-per-task": "srun --gpus-per-task=1 python x.py",
+    "ray": "(RayWorkerWrapper pid=1) ERROR",
+    "dask-cuda": "cluster = LocalCUDACluster()",
+    "jax-distributed": "jax.distributed.initialize(local_device_ids=[0])",
+    "rank-as-device-code": "torch.cuda.set_device(args.rank)",
+    "rank-not-local": "it uses the global rank instead of the local rank",
+    "multi-node": "training on two nodes",
+    "all-on-gpu0": "all processes allocate memory on GPU 0",
+    "cuda-no-index-code": "x = x.to('cuda')",
+    "torch-load-no-map": "state = torch.load(path)",
+    "same-gpu": "both processes use the same GPU",
+    "same-local-rank": "local_rank is 0 on both processes",
+    "more-procs-than-gpus": "more processes than GPUs",
+    "unrecognized-args": "train.py: error: unrecognized arguments: --local_rank=0",
+    "no-kernel-image": "CUDA error: no kernel image is available for execution on the device",
+    "driver-too-old": "The NVIDIA driver on your system is too old (found version 10010)",
+    "cudnn": "Loaded runtime CuDNN library: 8.0.4 but source was compiled with: 8.1.0",
+    "upgraded-driver": "it broke after upgrading the driver",
+    "peer-access": "cudaErrorPeerAccessUnsupported: peer access is not supported",
+    "custom-allreduce": "disable_custom_all_reduce=True",
+    "iommu": "add iommu=pt to the kernel command line",
+    "cuda-ipc": "cudaIpcOpenMemHandle failed: invalid resource handle",
+    "nvshmem": "nvshmem init failed",
+    "hang-first-collective": "the job hangs at the first all_reduce",
+    "nccl-generic-error": "NCCL WARN Cuda failure 'invalid argument'",
+}
+
+
+def test_every_signal_has_prefilter_keys_that_let_its_matches_through() -> None:
+    from rankmap.explain.catalogue import KEYS
+    from rankmap.explain.docread import _search
+
+    assert set(KEYS) == {s.id for s in SIGNALS}
+    by_id = {s.id: s for s in SIGNALS}
+    for sid, line in EXAMPLES.items():
+        sig = by_id[sid]
+        assert sig.pattern.search(line), sid
+        assert any(k in line.lower() for k in sig.keys), sid
+        text = "noise line\n" * 50 + line + "\n" + "more noise\n" * 50
+        assert _search(sig, text, text.lower()), sid

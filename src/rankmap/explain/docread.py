@@ -37,13 +37,20 @@ _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
 _GPU_COUNT = re.compile(
     r"\b(?P<n>\d{1,2}|one|two|three|four|eight)\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)\b", re.I
 )
-_FAILED = re.compile(
-    r"Traceback \(most recent|\b\w*(?:Error|Exception)\b|\berror\b|\bfail(?:s|ed|ure|ing)?\b|"
-    r"\bcrash|\bhangs?\b|\bstuck\b|does(?:n't| not) work|not working|can(?:'t|not)\b|"
-    r"\bunable to\b|\bwrong\b|\bbug\b|\bfix(?:es|ed)?\b|\bissue\b|instead of|even though|"
-    r"expected behaviou?r|only uses?\b|\bwast(?:e|ed|ing)\b|bottleneck|\bbusy\b",
-    re.IGNORECASE,
-)
+# Substrings (lowercase) of a text that reports a failure; a gate for best guesses only.
+FAIL_KEYS = (
+    "traceback", "error", "exception", "fail", "crash", " hang", "stuck", "does not work",
+    "doesn't work", "not working", "can't", "cannot", "unable to", "wrong", " bug", "[bug",
+    "fix", "issue", "instead of", "even though", "expected behav", "only use", "waste",
+    "bottleneck", "busy",
+)  # fmt: skip
+
+
+def _failed(text: str) -> bool:
+    low = text[:DOC_LIMIT].lower()
+    return any(k in low for k in FAIL_KEYS)
+
+
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
@@ -85,7 +92,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     for seg in split_document(text[:DOC_LIMIT]):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)
-        if not facts.failed and _FAILED.search(seg.text):
+        if not facts.failed and _failed(seg.text):
             facts.failed = True
         if seg.kind == "shell":
             _shell(seg, facts)
@@ -106,10 +113,12 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
 
 
 def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
+    lowered = seg.text.lower()
+    exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
-        m = sig.pattern.search(seg.text)
+        m = _search(sig, seg.text, lowered) if exact else sig.pattern.search(seg.text)
         if not m:
             continue
         facts.counts[sig.id] += 1
@@ -122,6 +131,34 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
         end = seg.text.find("\n", m.end())
         line = seg.text[start : end if end != -1 else len(seg.text)].strip()
         facts.hits[sig.id] = Hit(sig, seg.kind, f"{source}:{line_no}", line[:240])
+
+
+MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
+
+
+def _search(sig: Signal, text: str, lowered: str) -> re.Match[str] | None:
+    """The signal's first match, trying its regex only on the lines that hold one of its keys."""
+    if not sig.keys:
+        return sig.pattern.search(text)
+    best: re.Match[str] | None = None
+    for key in sig.keys:
+        i = lowered.find(key)
+        tries = 0
+        while i != -1 and tries < MAX_KEY_LINES and (best is None or i < best.start()):
+            tries += 1
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            end = len(text) if end == -1 else end
+            m = sig.pattern.search(text, max(start, i - 2048), min(end, i + 2048))
+            if m:
+                best = m if best is None or m.start() < best.start() else best
+                break
+            i = lowered.find(key, end)
+        if i != -1 and tries >= MAX_KEY_LINES:  # a very common key: one plain pass of the rest
+            m = sig.pattern.search(text, i)
+            if m and (best is None or m.start() < best.start()):
+                best = m
+    return best
 
 
 def _shell(seg: Segment, facts: DocFacts) -> None:

@@ -10,7 +10,7 @@ whose first finding is the best-supported cause.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -21,7 +21,14 @@ from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
 from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
-from rankmap.explain.reader import open_input, scan_file_parallel, scan_stream
+from rankmap.explain.matcher import fast_matcher
+from rankmap.explain.reader import (
+    FULL_SCAN_LIMIT,
+    Line,
+    open_input,
+    scan_file_parallel,
+    scan_stream,
+)
 from rankmap.explain.rules import RULES
 from rankmap.explain.scoring import rescore, scores_section
 from rankmap.explain.signals import log_gpu_count, log_launch
@@ -70,39 +77,69 @@ def read_evidence(
             head = binary.read(DOC_LIMIT + 1) or b""
             source: Any = io.BytesIO(head) if len(head) <= DOC_LIMIT else _Chain(head, binary)
             ev.sources.append("<stdin>")
-            ev.add_lines(scan_stream(source, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS))
+            big = len(head) > DOC_LIMIT
+            ev.add_lines(
+                scan_stream(
+                    source,
+                    "<stdin>",
+                    anchors=ANCHORS,
+                    join=JOIN_ANCHORS,
+                    matcher=fast_matcher() if big else None,
+                )
+            )
             if texts is not None and len(head) <= DOC_LIMIT:
                 texts.append(head.decode("utf-8", "replace"))
             continue
         handle, size = open_input(name)
+        # the multi-pattern matcher ([fast] extra) pays off on big inputs only
+        matcher = fast_matcher() if size is None or size > FULL_SCAN_LIMIT else None
         if size is not None:
             fast = scan_file_parallel(
-                name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS, join=JOIN_ANCHORS
+                name,
+                size,
+                anchors=ANCHORS,
+                core_anchors=CORE_ANCHORS,
+                join=JOIN_ANCHORS,
+                matcher=matcher,
             )
             if fast is not None:
                 handle.close()
                 ev.sources.append(name)
-                ev.add_lines(fast)
+                ev.add_lines(_captured(fast, texts) if texts is not None and matcher else fast)
                 continue
         with handle:
             ev.sources.append(name)
             try:
-                ev.add_lines(
-                    scan_stream(
-                        handle,
-                        name,
-                        anchors=ANCHORS,
-                        core_anchors=CORE_ANCHORS,
-                        size=size,
-                        join=JOIN_ANCHORS,
-                    )
+                lines: Any = scan_stream(
+                    handle,
+                    name,
+                    anchors=ANCHORS,
+                    core_anchors=CORE_ANCHORS,
+                    size=size,
+                    join=JOIN_ANCHORS,
+                    matcher=matcher,
                 )
+                if texts is not None and matcher is not None and (size or 0) > DOC_LIMIT:
+                    lines = _captured(lines, texts)  # every signal of the catalogue, bounded
+                ev.add_lines(lines)
                 if texts is not None and size is not None and size <= DOC_LIMIT:
                     handle.seek(0)
                     texts.append(handle.read(DOC_LIMIT).decode("utf-8", "replace"))
             except OSError as exc:
                 raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
     return ev
+
+
+def _captured(lines: Iterator[Line], texts: list[str]) -> Iterator[Line]:
+    """Pass ``lines`` through, keeping their text (at most DOC_LIMIT) for the catalogue."""
+    kept: list[str] = []
+    room = DOC_LIMIT
+    for line in lines:
+        if room > 0:
+            kept.append(line.text)
+            room -= len(line.text) + 1
+        yield line
+    texts.append("\n".join(kept))
 
 
 class _Chain(io.RawIOBase):
