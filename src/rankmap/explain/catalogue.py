@@ -174,7 +174,9 @@ SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
-    _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|each (?:process|"
+    _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
+       r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
+       r"each (?:process|"
        r"task|worker) (?:only )?sees? (?:only )?(?:one|a single|its own) gpu",
        {"per_process_visible_devices": 3}, f"{LAUNCHERS} §5, §8"),
     _s("mpi-local", r"OMPI_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID|jsrun|--map-by|-npernode|"
@@ -193,7 +195,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
        r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
        r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
-       r"global rank as (?:the )?device|rank/local_rank|global (?:process )?index|"
+       r"global rank as (?:the )?device|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
        r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)",
        {"global_rank_as_device": 4}, f"{PT} §1"),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
@@ -205,7 +207,8 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
-       r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|"
+       r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
+       r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|processes|instances)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
        r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
@@ -409,7 +412,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ray": ("ray", "num_gpus"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
-    "one-gpu-per-proc": ("per ", "each "),
+    "one-gpu-per-proc": ("per ", "each ", "visible devices"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
         "mpi_localrankid",
@@ -421,9 +424,17 @@ KEYS: dict[str, tuple[str, ...]] = {
         "pmi_rank",
     ),
     "rank-as-device-code": ("set_device", "cuda:", "device_ids", "device(", "hvd.rank()"),
-    "rank-not-local": ("local_rank", "local rank", "global", "parallel_config", "get_rank"),
+    "rank-not-local": (
+        "local_rank",
+        "local rank",
+        "global",
+        "parallel_config",
+        "get_rank",
+        "world",
+    ),
     "multi-node": ("multi", "across ", " nodes", " machines", "second ", "other ", "2nd "),
     "all-on-gpu0": (
+        "gpu-0",
         "gpu0",
         "gpu 0",
         "gpu:0",

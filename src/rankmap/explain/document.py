@@ -171,12 +171,11 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
         text = "\n".join(body)
         return [Segment(kind, text, first)] if text.strip() else []
     out: list[Segment] = []
+    continued = False  # the previous command line ended with a backslash
     for n, line in enumerate(body):
-        k = (
-            "shell"
-            if (_PROMPT.match(line) or _LAUNCH_LINE.match(line) or _ENV.match(line))
-            else "log"
-        )
+        is_cmd = _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _ENV.match(line)
+        k = "shell" if is_cmd or continued else "log"
+        continued = k == "shell" and line.rstrip().endswith("\\")
         if not line.strip():
             continue
         if out and out[-1].kind == k:

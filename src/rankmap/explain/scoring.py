@@ -150,6 +150,13 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             "intra-host transport (P2P/IPC or SHM): it took them for one host",
             doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
         )
+    if doc and doc.gpu0_extra:
+        s.add(
+            "no_set_device",
+            5.0,
+            f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
+            f"without) selecting its own device ({PT_SECTION})",
+        )
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
     if doc and ordinal and "multi-node" in doc.hits:
         s.add(

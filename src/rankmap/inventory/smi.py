@@ -93,6 +93,11 @@ def _table_process_row(line: str) -> tuple[int, GpuProcess] | None:
     return int(words[0]), GpuProcess(pid=int(pid), name=name, used_memory_mib=used)
 
 
+def process_rows(text: str) -> list[tuple[int, GpuProcess]]:
+    """(nvidia-smi GPU index, process) of every row of a pasted process table."""
+    return [row for line in _lines(text) if (row := _table_process_row(line)) is not None]
+
+
 def detect_text_format(text: str) -> str:
     """``smi-list`` | ``smi-csv`` | ``smi-table`` | ``unknown`` (``smi-xml`` too, in prose)."""
     if "<nvidia_smi_log" in text:
