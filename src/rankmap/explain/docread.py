@@ -85,6 +85,7 @@ class DocFacts:
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
+    gpu0_quote: str | None = None
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -203,12 +204,16 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     from rankmap.inventory.smi import process_rows
 
     gpus_of: dict[int, set[int]] = {}
-    for index, proc in process_rows(seg.text):
-        gpus_of.setdefault(proc.pid, set()).add(index)
+    rows: dict[int, str] = {}
+    for no, line in seg.lines():
+        for index, proc in process_rows(line):
+            gpus_of.setdefault(proc.pid, set()).add(index)
+            rows.setdefault(proc.pid, f"{source}:{no}: {line.strip()[:200]}")
     for pid, gpus in gpus_of.items():
         if 0 in gpus and len(gpus) > 1 and facts.gpu0_extra is None:
             other = ", ".join(str(g) for g in sorted(gpus - {0}))
             facts.gpu0_extra = f"process {pid} holds memory on GPU 0 and on GPU {other}"
+            facts.gpu0_quote = rows[pid]
 
     try:
         hosts = parse_machine_text(seg.text, source=f"{source}:{seg.first_line}")

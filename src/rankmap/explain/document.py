@@ -84,8 +84,8 @@ def classify_line(line: str, prev_kind: str | None) -> str:
     text = line.strip()
     if not text:
         return "blank"
-    if _SMI.search(line):
-        return "smi"
+    if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
+        return "smi"  # a table row of nvidia-smi / rocm-smi
     if _PROMPT.match(line) or _LAUNCH_LINE.match(line):
         return "shell"
     if _ENV.match(line):

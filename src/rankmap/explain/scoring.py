@@ -138,6 +138,14 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
         )
     cvd = ctx.env.get("CUDA_VISIBLE_DEVICES", "")
+    entries = [e.strip() for e in cvd.split(",") if e.strip()]
+    if len(entries) != len(set(entries)):
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            f"CUDA_VISIBLE_DEVICES={cvd[:60]} repeats an entry: a repeated ordinal makes the "
+            "visible set empty (reference/cuda_devices.md §1)",
+        )
     if "MIG-" in cvd:
         s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
     if any(g.mig_mode for h in ctx.machines for g in h.gpus):
@@ -156,6 +164,7 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             5.0,
             f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
             f"without) selecting its own device ({PT_SECTION})",
+            doc.gpu0_quote,
         )
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
     if doc and ordinal and "multi-node" in doc.hits:
