@@ -88,6 +88,8 @@ SIGNALS: tuple[Signal, ...] = (
        "(a container started without GPUs)", failure=True),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 2},
        f"{CUDA_DEV} §1"),
+    _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?\s*=\s*['\"]?\d", {"visible_devices_mismatch": 1},
+       f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
     _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignored|not (?:work|respected|"
        r"honou?red|passed)|always|overwrit|overrid)", {"visible_devices_mismatch": 4},
        f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
@@ -133,7 +135,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("docker-daemon", r"Error response from daemon|could not select device driver|"
        r"unknown or invalid runtime name: nvidia|device_ids|count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
-    _s("docker-gpus", r"docker run|--gpus[ =]|nvidia-docker|--runtime[ =]nvidia|"
+    _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
        {"container_mapping": 2}, f"{CUDA_DEV} §3"),
     _s("inside-container", r"(?:inside|in) (?:a |the |my )?(?:docker|container|pod)s?\b|"
@@ -176,6 +178,7 @@ SIGNALS: tuple[Signal, ...] = (
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
     _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
        r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
+       r"process[- ]per[- ](?:gpu|device)|"
        r"each (?:process|"
        r"task|worker) (?:only )?sees? (?:only )?(?:one|a single|its own) gpu",
        {"per_process_visible_devices": 3}, f"{LAUNCHERS} §5, §8"),
@@ -214,6 +217,10 @@ SIGNALS: tuple[Signal, ...] = (
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
+    _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
+       r"heavier) than|(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b",
+       {"no_set_device": 3, "other": 1}, f"{PT} §1: work that lands on cuda:0 of every rank",
+       failure=True),
     _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"
        r"\.cuda\(\s*\)|torch\.device\(\s*['\"]cuda['\"]\s*\)",
        {"no_set_device": 2}, f"{PT} §1: 'cuda' without an index is the current device, cuda:0 "
@@ -244,6 +251,10 @@ SIGNALS: tuple[Signal, ...] = (
     _s("unrecognized-args", r"unrecognized arguments?:|error: unrecognized|no such option|"
        r"unexpected keyword argument|got an unexpected", {"launcher_config": 4},
        f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
+       failure=True),
+    _s("rank-out-of-range", r"Invalid rank \d+, rank should be in the interval|rank \d+ is out of "
+       r"range|rank should be (?:in|less than)", {"launcher_config": 5, "oversubscribed": 1},
+       f"{LAUNCHERS} §5, §7: more tasks were started than the framework's world size",
        failure=True),
     _s("local-rank-arg", r"--local[-_]rank", {"launcher_config": 3},
        f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
@@ -384,6 +395,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "count: all",
     ),
     "docker-gpus": ("docker", "--gpus", "nvidia-container", "container toolkit", "--runtime"),
+    "cvd-assigned": ("cuda_visible_device",),
     "inside-container": ("docker", "container", "pod"),
     "privileged": ("privileged",),
     "nvml-unknown": ("failed to initialize nvml",),
@@ -412,7 +424,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ray": ("ray", "num_gpus"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
-    "one-gpu-per-proc": ("per ", "each ", "visible devices"),
+    "one-gpu-per-proc": ("per ", "each ", "visible devices", "process-per"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
         "mpi_localrankid",
@@ -451,6 +463,21 @@ KEYS: dict[str, tuple[str, ...]] = {
         "on rank 0",
         "of rank 0",
     ),
+    "gpu0-heavier": (
+        "gpu0",
+        "gpu 0",
+        "gpu-0",
+        "gpu:0",
+        "cuda:0",
+        "cuda0",
+        "cuda 0",
+        "device 0",
+        "device0",
+        "device:0",
+        "device-0",
+        "unbalanced",
+        "imbalanced",
+    ),
     "cuda-no-index-code": ("'cuda'", '"cuda"', ".cuda("),
     "torch-load-no-map": ("torch.load",),
     "map-location": ("map_location",),
@@ -465,6 +492,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "got an unexpected",
     ),
     "local-rank-arg": ("--local",),
+    "rank-out-of-range": ("invalid rank", "out of range", "rank should be"),
     "dist-launch": ("torch.distributed.launch", "use_env"),
     "accelerate-config": (
         "accelerate config",

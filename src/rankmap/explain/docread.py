@@ -42,7 +42,7 @@ FAIL_KEYS = (
     "traceback", "error", "exception", "fail", "crash", " hang", "stuck", "does not work",
     "doesn't work", "not working", "can't", "cannot", "unable to", "wrong", " bug", "[bug",
     "fix", "issue", "instead of", "even though", "expected behav", "only use", "waste",
-    "bottleneck", "busy",
+    "bottleneck", "busy", "solved", "unbalanced", "higher than",
 )  # fmt: skip
 
 
@@ -86,6 +86,7 @@ class DocFacts:
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
     gpu0_quote: str | None = None
+    smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -221,6 +222,8 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
         return
     if hosts and hosts[0].gpus:
         facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
+        if any(g.mig_mode for g in hosts[0].gpus):
+            facts.smi_mig = f"{source}:{seg.first_line}: nvidia-smi shows MIG mode enabled"
 
 
 def _config(seg: Segment, facts: DocFacts) -> None:

@@ -150,6 +150,8 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
         s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
     if any(g.mig_mode for h in ctx.machines for g in h.gpus):
         s.add("mig", 3.0, "the machine has MIG mode enabled")
+    elif doc and doc.smi_mig:
+        s.add("mig", 4.0, "the pasted nvidia-smi table shows MIG mode enabled", doc.smi_mig)
     if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
         s.add(
             "host_identity",
@@ -165,6 +167,13 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
             f"without) selecting its own device ({PT_SECTION})",
             doc.gpu0_quote,
+        )
+    if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
+        s.add(
+            "visible_devices_mismatch",
+            3.0,
+            "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
+            "indexed inconsistently (reference/cuda_devices.md §1)",
         )
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
     if doc and ordinal and "multi-node" in doc.hits:
