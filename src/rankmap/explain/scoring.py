@@ -62,8 +62,8 @@ SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020",
 UNDECIDED_MARK = "The log alone does not say"
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
-STRONG = 5.0
-NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess  # a single support this big names the cause
+STRONG = 5.0  # a single support this big names the cause
+NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
 
 
