@@ -166,6 +166,7 @@ SIGNALS: tuple[Signal, ...] = (
        r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|num_gpus\s*=|"
+       r"RayTaskError|ray\.exceptions|RayActorError|"
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
