@@ -61,6 +61,8 @@ def test_user_env_wins_and_secrets_are_redacted(run_cli, sub_env, tmp_path: Path
     assert result.stdout == "WARN INIT,ENV hf_supersecret\n"  # the job sees the real values
     summary = (run_dir / "run.json").read_text()
     assert "hf_supersecret" not in summary and "HF_TOKEN" in summary
+    captured = (run_dir / "output.log").read_text()
+    assert "hf_supersecret" not in captured and "WARN INIT,ENV <redacted>" in captured
 
 
 def test_usage_errors(run_cli, sub_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -175,3 +175,19 @@ def test_repeated_ctrl_c_escalates_to_sigkill(tmp_path: Path, sub_env: dict[str,
                      capture=BoundedCapture(tmp_path / "o.log"), stdout=sink, stderr=lambda b: None)  # fmt: skip
     assert time.monotonic() - start < 30
     assert result.signal == signal.SIGKILL and result.exit_code == 137
+
+
+def test_capture_redacts_lines_split_across_chunks(tmp_path: Path) -> None:
+    from rankmap.redact import scrub
+
+    capture = BoundedCapture(tmp_path / "out.log", redact=lambda text: scrub(text, {"s3cr3tv4lue"}))
+    for chunk in (
+        b"step 1 ok\nAuthorization: Bea",
+        b"rer Zm9vYmFyYmF6cXV4\nval s3cr3",
+        b"tv4lue\ntail",
+    ):
+        capture.write(chunk)
+    capture.close()
+    kept = (tmp_path / "out.log").read_text()
+    assert "Zm9vYmFyYmF6cXV4" not in kept and "s3cr3tv4lue" not in kept
+    assert kept == "step 1 ok\nAuthorization: Bearer <redacted>\nval <redacted>\ntail"

@@ -50,6 +50,7 @@ INTERRUPT_ESCALATION = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 DEFAULT_HEAD_BYTES = 16 * 1024 * 1024
 DEFAULT_TAIL_BYTES = 16 * 1024 * 1024
 CHUNK = 65536
+PENDING_LIMIT = 65536  # a line longer than this is redacted in pieces
 
 
 def build_run_env(
@@ -90,8 +91,19 @@ def make_run_dir(path: Path) -> Path:
 class BoundedCapture:
     """Thread-safe writer keeping the first ``head`` and the last ``tail`` bytes in a file."""
 
-    def __init__(self, path: Path, head: int = DEFAULT_HEAD_BYTES, tail: int = DEFAULT_TAIL_BYTES):
+    def __init__(
+        self,
+        path: Path,
+        head: int = DEFAULT_HEAD_BYTES,
+        tail: int = DEFAULT_TAIL_BYTES,
+        *,
+        redact: Callable[[str], str] | None = None,
+    ):
         self.path = path
+        # Credentials the job prints never reach the run dir: complete lines go through
+        # ``redact``; a partial line waits for its end (at most PENDING_LIMIT bytes).
+        self._redact = redact
+        self._pending = b""
         self._file: IO[bytes] = path.open("wb")
         self._head_left = head
         self._tail: deque[bytes] = deque()
@@ -105,23 +117,40 @@ class BoundedCapture:
         """Record ``data`` (never blocks the stream beyond a file write)."""
         with self._lock:
             self.total += len(data)
-            if self._head_left > 0:
-                part = data[: self._head_left]
-                self._file.write(part)
-                self._head_left -= len(part)
-                data = data[len(part) :]
-            if not data:
-                return
-            self._tail.append(data)
-            self._tail_bytes += len(data)
-            while self._tail_bytes - len(self._tail[0]) >= self._tail_limit:
-                old = self._tail.popleft()
-                self._tail_bytes -= len(old)
-                self.dropped += len(old)
+            data = self._redacted_lines(data)
+            self._keep(data)
+
+    def _redacted_lines(self, data: bytes, *, final: bool = False) -> bytes:
+        if self._redact is None:
+            return data
+        data = self._pending + data
+        cut = len(data) if final or len(data) > PENDING_LIMIT else data.rfind(b"\n") + 1
+        self._pending = data[cut:]
+        if not cut:
+            return b""
+        text = data[:cut].decode("utf-8", errors="surrogateescape")
+        return self._redact(text).encode("utf-8", errors="surrogateescape")
+
+    def _keep(self, data: bytes) -> None:
+        """Write into the head while it has room, else into the bounded tail (lock held)."""
+        if self._head_left > 0:
+            part = data[: self._head_left]
+            self._file.write(part)
+            self._head_left -= len(part)
+            data = data[len(part) :]
+        if not data:
+            return
+        self._tail.append(data)
+        self._tail_bytes += len(data)
+        while self._tail_bytes - len(self._tail[0]) >= self._tail_limit:
+            old = self._tail.popleft()
+            self._tail_bytes -= len(old)
+            self.dropped += len(old)
 
     def close(self) -> None:
         """Write the kept tail (after a marker when bytes were dropped) and close the file."""
         with self._lock:
+            self._keep(self._redacted_lines(b"", final=True))
             tail = b"".join(self._tail)
             excess = max(0, len(tail) - self._tail_limit)
             self.dropped += excess

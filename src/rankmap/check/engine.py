@@ -19,7 +19,7 @@ from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host, Placement
-from rankmap.redact import redact_value
+from rankmap.redact import redact_report, redact_value, secret_values
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -94,54 +94,7 @@ def check_launch(
     report.findings += plan_topo.topology_findings_for(plan, outcomes, report.placements, ctx.env)
     report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
     report.sections.update(plan_nccl.predicted_errors(plan, outcomes, ctx.env, selection))
-    return _scrub(report, secret_values(list(argv) + list(plan.argv), ctx.env))
-
-
-def secret_values(argv: Sequence[str], env: Mapping[str, str]) -> set[str]:
-    """Values of credential-like ``--api-key X`` / ``HF_TOKEN=X`` arguments and variables."""
-    from rankmap.redact import is_secret_name
-
-    found = {v for k, v in env.items() if v and len(v) >= 4 and is_secret_name(k)}
-    for i, tok in enumerate(argv):
-        name, eq, value = tok.partition("=")
-        key = name.lstrip("-").replace("-", "_")
-        if not key or not is_secret_name(key):
-            continue
-        if eq and len(value) >= 4:
-            found.add(value)
-        elif not eq and name.startswith("-") and i + 1 < len(argv) and len(argv[i + 1]) >= 4:
-            found.add(argv[i + 1])
-    return found
-
-
-def _scrub(report: Report, secrets: set[str]) -> Report:
-    """Replace every secret value in the report's text (findings, sections) by ``<redacted>``."""
-    if not secrets:
-        return report
-    import json
-
-    from rankmap.findings import Finding
-    from rankmap.redact import REDACTED
-
-    def clean(text: str) -> str:
-        for value in secrets:
-            text = text.replace(value, REDACTED)
-        return text
-
-    report.findings = [
-        Finding(
-            **{
-                **f.__dict__,
-                "title": clean(f.title),
-                "detail": clean(f.detail),
-                "fix": clean(f.fix),
-                "evidence": tuple(clean(e) for e in f.evidence),
-            }
-        )
-        for f in report.findings
-    ]
-    report.sections = json.loads(clean(json.dumps(report.sections)))
-    return report
+    return redact_report(report, secret_values(ctx.env, list(argv) + list(plan.argv)))
 
 
 def _selection(path: Path | None) -> DeviceSelection:

@@ -119,12 +119,13 @@ def _os_error(ctx: AppContext, exc: OSError) -> int:
 
 
 def _print_error(ctx: AppContext, message: str, hint: str | None) -> None:
+    from rankmap.redact import redact_free_text
     from rankmap.render.console import strip_controls
 
-    line = strip_controls(" ".join(message.split()))
+    line = strip_controls(redact_free_text(" ".join(message.split())))
     ctx.stderr.write(f"rankmap: error: {line}\n")
     if hint:
-        ctx.stderr.write(f"hint: {strip_controls(' '.join(hint.split()))}\n")
+        ctx.stderr.write(f"hint: {strip_controls(redact_free_text(' '.join(hint.split())))}\n")
     ctx.stderr.flush()
 
 

@@ -20,6 +20,7 @@ from rankmap.cli.common import add_env
 from rankmap.cli.context import AppContext
 from rankmap.errors import RankMapError, UsageError
 from rankmap.model import Host
+from rankmap.redact import scrub, secret_values
 
 
 def register(sub: Any) -> None:
@@ -147,7 +148,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         raise UsageError("no program after the environment assignments")
     env, added = build_run_env(ctx.environ, {**overrides, **prefix}, run_dir)
     _say(ctx, f"run dir {run_dir} (NCCL debug files nccl.<host>.<pid>.log)")
-    capture = BoundedCapture(run_dir / "output.log")
+    secrets = secret_values({**ctx.environ, **overrides, **prefix}, launch)
+    capture = BoundedCapture(run_dir / "output.log", redact=lambda text: scrub(text, secrets))
     result = run_job(
         program,
         env,
