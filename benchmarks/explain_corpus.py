@@ -51,6 +51,12 @@ def load_labels(folder: Path, labels: Path | None) -> list[dict[str, str]]:
             for row in csv.DictReader(fh, delimiter="\t"):
                 if row.get("id"):
                     rows[row["id"]] = row
+    frozen = HERE / "corpora" / "explain_test_ids.txt"
+    if frozen.exists():  # the frozen test part decides the split
+        test = {ln.strip() for ln in frozen.read_text().splitlines() if ln.strip()}
+        test = {t for t in test if not t.startswith("#")}
+        for tid, row in rows.items():
+            row["split"] = "test" if tid in test else "dev"
     return list(rows.values())
 
 

@@ -114,3 +114,27 @@ def test_big_file_through_the_matcher_keeps_the_diagnosis(
     report = explain_files([log])
     first = report.ordered_findings()[0]
     assert first.ranks == (0, 1) and first.devices == ("0000:4F:00.0",)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.sampled_from([*LINES, b"", b"\r", b"\xff\xfe", b"x" * 300]), max_size=40),
+    st.integers(min_value=1, max_value=700),
+)
+def test_zero_copy_chunks_never_crash_and_match_the_pure_path(
+    parts: list[bytes], step: int
+) -> None:
+    data = b"\n".join(parts)
+    got: list[str] = []
+    carry = b""
+    for i in range(0, len(data) + step, step):
+        chunk = data[i : i + step]
+        spans, carry = reader.matched_spans(FindMatcher(), carry, chunk, not chunk)
+        got.extend(t for raw in spans if (t := reader.clean(raw)).strip())
+        if not chunk:
+            break
+    assert _events(got) == _events(_pure(data))

@@ -34,6 +34,20 @@ BEST_GUESS: dict[str, str] = {
     "host_identity": "RM845",
     "launcher_config": "RM945",
 }
+# The shared cause whose fix a best guess of each category gives (rankmap.codes.core).
+FIX_OF: dict[str, str] = {
+    "other": "RM040",
+    "version_mismatch": "RM050",
+    "oversubscribed": "RM101",
+    "visible_devices_mismatch": "RM201",
+    "no_set_device": "RM301",
+    "global_rank_as_device": "RM401",
+    "per_process_visible_devices": "RM501",
+    "mig": "RM601",
+    "container_mapping": "RM701",
+    "host_identity": "RM801",
+    "launcher_config": "RM901",
+}
 DECIDE: dict[str, str] = {
     "oversubscribed": "processes per node against GPUs: `nvidia-smi -L | wc -l` vs the launcher's "
     "--nproc-per-node / -np",
@@ -115,7 +129,7 @@ def _from_hits(doc: DocFacts, s: Scores) -> None:
             s.failure = True
         quote = f"{hit.where}: {hit.excerpt}"
         for cat, w in sig.supports:
-            s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:120]}` ({hit.segment}; {sig.fact})", quote)
+            s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:100]}` ({hit.segment}; {sig.fact})", quote)
 
 
 def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
@@ -246,7 +260,8 @@ def _guess_finding(
     severity: Severity,
 ) -> Finding:
     code = BEST_GUESS[cat]
-    top = max(s.reasons[cat], key=lambda r: r[0])[1]
+    quotes = s.evidence.get(cat) or []
+    top = quotes[0].split(": ", 1)[-1] if quotes else max(s.reasons[cat], key=lambda r: r[0])[1]
     detail = f"Support (score {pts:g}): {_support(s, cat)}."
     if runner:
         detail += f" Runner-up: {runner[0]} (score {runner[1]:g}): {_support(s, runner[0], 2)}."
@@ -258,12 +273,13 @@ def _guess_finding(
         code,
         f"{lookup(code).summary} (score {pts:g}"
         + (f" vs {runner[1]:g} {runner[0]})" if runner else ")")
-        + f": {top[:160]}",
+        + f": {top[:100]}",
         detail=detail,
         ranks=keep.ranks if keep else (),
         devices=keep.devices if keep else (),
         hosts=keep.hosts if keep else (),
         evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
+        fix=lookup(FIX_OF[cat]).fix,
         severity=severity,
     )
 
