@@ -143,12 +143,14 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
             tally[key]["n"][1] += t1
             tally[key]["n"][2] += t3
         want_ranks = _ints(row.get("ranks", ""))
-        if want_ranks is not None and res.get("ranks"):
+        if want_ranks is not None:  # stated in the text: the first finding must name them
             exact["ranks"][0] += 1
-            exact["ranks"][1] += sorted(set(res["ranks"])) == want_ranks
-        if (row.get("bus_ids") or "").strip() and res.get("devices"):
+            exact["ranks"][1] += sorted(set(res.get("ranks") or [])) == want_ranks
+            if show and sorted(set(res.get("ranks") or [])) != want_ranks:
+                misses.append(f"RANKS {row['id']}: want {want_ranks}, got {res.get('ranks')}")
+        if (row.get("bus_ids") or "").strip():
             exact["bus"][0] += 1
-            got = {d.lower() for d in res["devices"]}
+            got = {d.lower() for d in res.get("devices") or []}
             exact["bus"][1] += got >= {b.strip().lower() for b in row["bus_ids"].split(",") if b}
         if not t1 and show:
             misses.append(

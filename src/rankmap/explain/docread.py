@@ -51,6 +51,23 @@ def _failed(text: str) -> bool:
     return any(k in low for k in FAIL_KEYS)
 
 
+_RANK_ON_FAILURE = re.compile(r"(?:\[rank(\d+)\]|\b[Rr]ank[ =:]?(\d+)\b|--local[_-]rank[= ](\d+))")
+_FAILURE_LINE = re.compile(
+    r"error|fail|invalid|terminat|exception|abort|killed|unrecognized|ordinal", re.IGNORECASE
+)
+
+
+def _failing_ranks(seg: Segment, facts: DocFacts) -> None:
+    """Ranks a failure line names (``[rank3]:``, ``rank 4``, ``--local_rank=2``)."""
+    for _, line in seg.lines()[:5000]:
+        if "ank" not in line or not _FAILURE_LINE.search(line) or "nranks" in line:
+            continue
+        for m in _RANK_ON_FAILURE.finditer(line):
+            num = next(g for g in m.groups() if g is not None)
+            if len(facts.failing_ranks) < 64 and len(num) < 6:
+                facts.failing_ranks.add(int(num))
+
+
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
@@ -87,6 +104,7 @@ class DocFacts:
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
     gpu0_quote: str | None = None
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
+    failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -97,6 +115,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         _signals(seg, source, facts)
         if not facts.failed and _failed(seg.text):
             facts.failed = True
+        if seg.kind in ("log", "smi") and len(facts.failing_ranks) < 64:
+            _failing_ranks(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)
         elif seg.kind == "env":

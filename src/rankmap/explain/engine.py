@@ -10,6 +10,7 @@ whose first finding is the best-supported cause.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -255,7 +256,8 @@ def explain_files(
     if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     report = diagnose(ev, ctx)
-    findings, scores = rescore(report.findings, ctx, doc)
+    named = _named(ev, texts, doc.failing_ranks if doc else set())
+    findings, scores = rescore(report.findings, ctx, doc, named=named)
     report.findings = _dedupe(findings)
     report.sections["explain"]["scores"] = scores_section(scores)
     if doc is not None:
@@ -306,6 +308,25 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
         placements=_placements(ev, ctx),
         sections={"explain": _section(ev, ctx)},
     )
+
+
+_UUID = re.compile(r"\b(?:MIG|GPU)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failure", "oom")
+
+
+def _named(
+    ev: Evidence, texts: list[str], failing: set[int]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Ranks the input names as failing (events, torchrun summaries, failure lines of the
+    document) and the GPU/MIG UUIDs in it."""
+    ranks = {e.rank for e in ev.of(*_FAILING) if e.rank is not None} | failing
+    ranks |= {f.rank for f in ev.failures if f.rank is not None}
+    uuids: list[str] = []
+    for text in texts:
+        for m in _UUID.finditer(text[:DOC_LIMIT]):
+            if m.group(0) not in uuids and len(uuids) < 8:
+                uuids.append(m.group(0))
+    return tuple(sorted(ranks)[:64]), tuple(uuids)
 
 
 def _bare_invalid_usage(ev: Evidence) -> bool:

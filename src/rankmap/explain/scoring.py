@@ -89,6 +89,7 @@ class Scores:
     reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
     evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     failure: bool = False
+    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
 
     def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
         """Add points (negative: against) with the reason quoted in the finding."""
@@ -214,10 +215,28 @@ def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores
 
 
 def rescore(
-    base: list[Finding], ctx: Context, doc: DocFacts | None
+    base: list[Finding],
+    ctx: Context,
+    doc: DocFacts | None,
+    *,
+    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
 ) -> tuple[list[Finding], Scores]:
-    """The final findings: the best-supported cause first (see module docstring)."""
+    """The final findings: the best-supported cause first (see module docstring).
+
+    ``named``: the ranks and devices the input names (failing ranks, GPU/MIG UUIDs), for a best
+    guess whose specific findings name none.
+    """
     s = score_all(base, ctx, doc)
+    s.named = named
+    out, s = _rescored(base, ctx, doc, s)
+    if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
+        out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
+    return out, s
+
+
+def _rescored(
+    base: list[Finding], ctx: Context, doc: DocFacts | None, s: Scores
+) -> tuple[list[Finding], Scores]:
     ranked = s.ranked()
     lead = base[0] if base else None
     failed = s.failure or bool(doc and doc.failed)
@@ -269,14 +288,15 @@ def _guess_finding(
         other = f" against {DECIDE[runner[0]]}" if runner else ""
         detail += f" What would decide: {DECIDE[cat]}{other}."
     keep = lead if lead is not None and lead.code != "RM003" else None
+    ranks, devices = s.named
     return finding(
         code,
         f"{lookup(code).summary} (score {pts:g}"
         + (f" vs {runner[1]:g} {runner[0]})" if runner else ")")
         + f": {top[:100]}",
         detail=detail,
-        ranks=keep.ranks if keep else (),
-        devices=keep.devices if keep else (),
+        ranks=keep.ranks if keep and keep.ranks else ranks,
+        devices=keep.devices if keep and keep.devices else devices,
         hosts=keep.hosts if keep else (),
         evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
         fix=lookup(FIX_OF[cat]).fix,
