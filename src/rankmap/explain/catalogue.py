@@ -86,7 +86,7 @@ SIGNALS: tuple[Signal, ...] = (
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),
-    _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 2},
+    _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1"),
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?\s*=\s*['\"]?\d", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
@@ -287,7 +287,9 @@ SIGNALS: tuple[Signal, ...] = (
        r"Driver/library version mismatch|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|ptxas[^\n]{0,80}"
        r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old",
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
-    _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION|gfx\d{3,4}", {"version_mismatch": 4},
+    _s("gfx-arch", r"\bgfx\d{3,4}", {"version_mismatch": 1},
+       "ROCm GPU architecture names (https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)"),
+    _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION", {"version_mismatch": 4},
        "ROCm: the code objects of a wheel are built per gfx architecture "
        "(https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)", framework="rocm"),
     _s("cudnn", r"CuDNN library|cudnn[^\n]{0,40}(?:version|mismatch|not found|compiled)|"
@@ -525,7 +527,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "unsupported_ptx",
         "ptxas",
     ),
-    "gfx-override": ("gfx",),
+    "gfx-override": ("hsa_override_gfx_version",),
+    "gfx-arch": ("gfx",),
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),
     "upgraded-driver": ("upgrad", "updat", "install", "downgrad"),
     "cuda-versions": (

@@ -102,7 +102,8 @@ class Scores:
         """Categories by points, best first (ties in contract order)."""
         order = {c: i for i, c in enumerate(CATEGORIES)}
         return sorted(
-            ((c, p) for c, p in self.points.items() if p > 0), key=lambda cp: (-cp[1], order[cp[0]])
+            ((c, p) for c, p in self.points.items() if p > 0),
+            key=lambda cp: (-cp[1], -self.strongest(cp[0]), order[cp[0]]),
         )
 
     def strongest(self, cat: str) -> float:
@@ -182,6 +183,13 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
             f"without) selecting its own device ({PT_SECTION})",
             doc.gpu0_quote,
+        )
+    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "inside-container"} & set(doc.hits):
+        s.add(
+            "container_mapping",
+            4.0,
+            "CUDA_VISIBLE_DEVICES does not reach the container: the container runtime decides which "
+            "GPUs it sees (reference/cuda_devices.md §3)",
         )
     if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
         s.add(
