@@ -104,6 +104,12 @@ def run_one(row: dict[str, str], folder: Path, mode: str) -> dict[str, Any]:
     }
 
 
+def _framework(label: str) -> str:
+    """Free-text framework labels grouped: ``PyTorch DDP`` and ``pytorch`` are one framework."""
+    word = label.strip().lower().split("(")[0].split("/")[0].split()
+    return word[0] if word else "?"
+
+
 def _ints(text: str) -> list[int] | None:
     parts = [p.strip() for p in (text or "").replace(";", ",").split(",") if p.strip()]
     if not parts or not all(p.isdigit() for p in parts):
@@ -138,7 +144,12 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         total["top1"] += t1
         total["top3"] += t3
         total["noans"] += noans
-        for key in (f"category={sorted(want)[0]}", f"framework={row.get('framework', '?')}"):
+        keys = (
+            f"category={sorted(want)[0]}",
+            f"framework={_framework(row.get('framework') or '?')}",
+            f"split={row.get('split', '?')}",
+        )
+        for key in keys:
             tally[key]["n"][0] += 1
             tally[key]["n"][1] += t1
             tally[key]["n"][2] += t3
