@@ -103,6 +103,7 @@ class DocFacts:
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
     gpu0_quote: str | None = None
+    shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
     failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
 
@@ -230,6 +231,14 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
         for index, proc in process_rows(line):
             gpus_of.setdefault(proc.pid, set()).add(index)
             rows.setdefault(proc.pid, f"{source}:{no}: {line.strip()[:200]}")
+    pids_on: dict[int, set[int]] = {}
+    for pid, gpus in gpus_of.items():
+        for g in gpus:
+            pids_on.setdefault(g, set()).add(pid)
+    shared = [g for g, pids in sorted(pids_on.items()) if len(pids) > 1]
+    if shared and facts.shared_gpu is None:
+        g = shared[0]
+        facts.shared_gpu = f"nvidia-smi: {len(pids_on[g])} processes on GPU {g}"
     for pid, gpus in gpus_of.items():
         if 0 in gpus and len(gpus) > 1 and facts.gpu0_extra is None:
             other = ", ".join(str(g) for g in sorted(gpus - {0}))

@@ -198,7 +198,23 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
             "indexed inconsistently (reference/cuda_devices.md §1)",
         )
+    if doc and doc.shared_gpu and not doc.gpu0_extra:
+        s.failure = True  # several processes on one GPU is this family's symptom
+        for cat, pts in (
+            ("no_set_device", 2.0),
+            ("oversubscribed", 1.0),
+            ("container_mapping", 1.0),
+        ):
+            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
+    narrowed = ctx.cvd_entries()
+    if ordinal and narrowed and all(e.isdigit() for e in narrowed):
+        s.add(
+            "visible_devices_mismatch",
+            2.0,
+            f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
+            f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
+        )
     if doc and ordinal and "multi-node" in doc.hits:
         s.add(
             "global_rank_as_device",
