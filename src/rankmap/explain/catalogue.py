@@ -138,6 +138,7 @@ SIGNALS: tuple[Signal, ...] = (
     _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
        {"container_mapping": 2}, f"{CUDA_DEV} §3"),
+    _s("docker-word", r"\bdocker\b|\bcontainers?\b", {"container_mapping": 1}, f"{CUDA_DEV} §3"),
     _s("inside-container", r"(?:inside|in) (?:a |the |my )?(?:docker|container|pod)s?\b|"
        r"\bpods?\b", {"container_mapping": 1, "host_identity": 1}, f"{CUDA_DEV} §3-4",
        where=PROSE),
@@ -400,6 +401,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "docker-gpus": ("docker", "--gpus", "nvidia-container", "container toolkit", "--runtime"),
     "cvd-assigned": ("cuda_visible_device",),
     "inside-container": ("docker", "container", "pod"),
+    "docker-word": ("docker", "container"),
     "privileged": ("privileged",),
     "nvml-unknown": ("failed to initialize nvml",),
     "cgroup": ("cgroup", "devices.allow"),

@@ -184,7 +184,7 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
             f"without) selecting its own device ({PT_SECTION})",
             doc.gpu0_quote,
         )
-    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "inside-container"} & set(doc.hits):
+    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
         s.add(
             "container_mapping",
             4.0,
@@ -194,7 +194,7 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
     if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
         s.add(
             "visible_devices_mismatch",
-            3.0,
+            4.0,
             "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
             "indexed inconsistently (reference/cuda_devices.md §1)",
         )
