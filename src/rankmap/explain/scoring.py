@@ -134,7 +134,7 @@ def _from_hits(doc: DocFacts, s: Scores) -> None:
             s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:100]}` ({hit.segment}; {sig.fact})", quote)
 
 
-def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     if ctx.launch:
         seen: set[str] = set()
         for f in ctx.launch.check_findings:
@@ -153,6 +153,9 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
         s.add(
             cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
         )
+
+
+def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     cvd = ctx.env.get("CUDA_VISIBLE_DEVICES", "")
     entries = [e.strip() for e in cvd.split(",") if e.strip()]
     if len(entries) != len(set(entries)):
@@ -168,6 +171,10 @@ def _from_context(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Find
         s.add("mig", 3.0, "the machine has MIG mode enabled")
     elif doc and doc.smi_mig:
         s.add("mig", 4.0, "the pasted nvidia-smi table shows MIG mode enabled", doc.smi_mig)
+
+
+def _from_structures(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
         s.add(
             "host_identity",
@@ -234,7 +241,9 @@ def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores
     _from_findings(base, s)
     if doc is not None:
         _from_hits(doc, s)
-    _from_context(ctx, doc, s, base)
+    _from_launch_and_code(ctx, doc, s)
+    _from_env_and_machine(ctx, doc, s)
+    _from_structures(ctx, doc, s, base)
     return s
 
 
@@ -273,7 +282,9 @@ def _rescored(
     margin = pts - (runner[1] if runner else 0.0)
     strong = pts >= 7 and margin >= CLEAR_MARGIN and s.strongest(winner) >= STRONG
     rest = [f for f in base if f.code != "RM003"]
-    severity = Severity.ERROR if strong else Severity.WARNING
+    # outscoring a decided error is not weak evidence: the guess leads at error severity then
+    decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
+    severity = Severity.ERROR if strong or decided_error else Severity.WARNING
     if severity is Severity.WARNING:
         rest = [_demoted(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
