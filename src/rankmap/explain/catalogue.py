@@ -178,7 +178,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "default_config.yaml",
     ),
     "deepspeed-include": ("--include", "--exclude", "hostfile", "slots", "--num_gpus"),
-    "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes"),
+    "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),

@@ -31,7 +31,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("deepspeed-include", r"--include|--exclude|hostfile|\bslots\s*=|--num_gpus",
        {"launcher_config": 2}, f"{LAUNCHERS} §4"),
     _s("lightning", r"ddp_spawn|strategy\s*=\s*['\"]ddp|Trainer\([^)]*(?:gpus|devices)\s*=|"
-       r"num_nodes\s*=", {"launcher_config": 2}, f"{LAUNCHERS} §7", framework="lightning"),
+       r"num_nodes\s*=|--gpus[ =]\d+,|initializing ddp|initializing distributed:",
+       {"launcher_config": 2}, f"{LAUNCHERS} §7: Lightning's gpus/devices/strategy settings",
+       framework="lightning"),
     _s("horovod", r"horovodrun|hvd\.local_rank|hvd\.init|horovod", {"launcher_config": 1},
        "Horovod: pin each process with hvd.local_rank() "
        "(https://horovod.readthedocs.io/en/stable/pytorch.html)", framework="horovod"),
