@@ -106,7 +106,7 @@ def read_evidence(
             if fast is not None:
                 handle.close()
                 ev.sources.append(name)
-                ev.add_lines(_captured(fast, texts) if texts is not None and matcher else fast)
+                ev.add_lines(_captured(fast, texts) if texts is not None else fast)
                 continue
         with handle:
             ev.sources.append(name)
@@ -120,7 +120,7 @@ def read_evidence(
                     join=JOIN_ANCHORS,
                     matcher=matcher,
                 )
-                if texts is not None and matcher is not None and (size or 0) > DOC_LIMIT:
+                if texts is not None and (size or 0) > DOC_LIMIT:
                     lines = _captured(lines, texts)  # every signal of the catalogue, bounded
                 ev.add_lines(lines)
                 if texts is not None and size is not None and size <= DOC_LIMIT:
