@@ -353,8 +353,10 @@ def test_untraced_index_assumes_local_rank(run_cli, tmp_path: Path) -> None:  # 
     doc = _json(result)
     assert result.status == 0
     assert doc["launch"]["device_selection"] == "unknown"
-    assert doc["findings"][0]["code"] == "RM005"
-    assert "pick_gpu()" in doc["findings"][0]["title"]
+    first = doc["findings"][0]
+    assert (first["code"], first["severity"]) == ("RM030", "info")
+    assert "pick_gpu()" in first["title"] and "train.py:2" in first["title"]
+    assert any("pick_gpu()` not followed" in e for e in first["evidence"])
     assert [p["nvml_index"] for p in doc["placements"]] == list(range(8))
 
 

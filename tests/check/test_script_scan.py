@@ -53,7 +53,11 @@ from rankmap.check.script_scan import scan_script
             {"modulo": True},
         ),
         ("from accelerate import PartialState\nstate = PartialState()", "accelerate", {}),
-        ("m = AutoModel.from_pretrained('x', device_map='auto')", "none", {}),
+        (
+            "from transformers import AutoModel\nm = AutoModel.from_pretrained('x', device_map='auto')",
+            "none",
+            {},
+        ),
         (
             "dist.init_process_group('nccl', device_id=torch.device('cuda', int(os.environ['LOCAL_RANK'])))",
             "local_rank",
@@ -69,11 +73,16 @@ from rankmap.check.script_scan import scan_script
             "local_rank",
             {"tolerant_args": True, "declared_args": ("--local-rank", "--local_rank")},
         ),
-        ("device = 'cuda:{}'.format(local_rank)\nmodel.to(device)", "local_rank", {}),
+        (
+            "local_rank = int(os.environ['LOCAL_RANK'])\ndevice = 'cuda:{}'.format(local_rank)\nmodel.to(device)",
+            "local_rank",
+            {"sets_current": False},
+        ),
+        ("device = 'cuda:{}'.format(local_rank)\nmodel.to(device)", "unknown", {}),
         ("import deepspeed\nengine, *_ = deepspeed.initialize(model=model)", "local_rank", {}),
         (
             "    torch.cuda.set_device(local_rank)\n    model.cuda()",
-            "local_rank",
+            "unknown",
             {},
         ),  # indented snippet
     ],
@@ -106,3 +115,30 @@ def test_never_executes(tmp_path: Path) -> None:
     sel = scan_script(source)
     assert sel.kind == "constant"
     assert not marker.exists()
+
+
+def test_every_framework_model_names_the_source_line_it_rests_on() -> None:
+    from rankmap.check.script_models import FRAMEWORKS
+
+    assert len({m.name for m in FRAMEWORKS}) == len(FRAMEWORKS)
+    for model in FRAMEWORKS:
+        repo, _, rest = model.source.partition(" ")
+        assert repo.count("/") == 1 and ".py" in rest, model.name
+        assert model.calls and model.modules
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        ("import json\nprint(json.dumps({}))\n", "not_torch"),
+        ("import torch, torch.distributed as dist\ndist.init_process_group('gloo')\n", "cpu"),
+        (
+            "import os, torch\nos.environ['CUDA_VISIBLE_DEVICES'] = os.environ['LOCAL_RANK']\n"
+            "x = torch.ones(1).cuda()\n",
+            "visible_devices",
+        ),
+        ("import torch\ntorch.cuda.set_device(-1)\n", "none"),  # a no-op in torch
+    ],
+)
+def test_gpu_free_and_special_kinds(source: str, kind: str) -> None:
+    assert scan_script(source).kind == kind

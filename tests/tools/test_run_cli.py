@@ -93,8 +93,13 @@ def test_planted_duplicate_is_diagnosed_after_the_output(
 
 def test_preflight_stops_a_bad_launch(run_cli, sub_env, jobs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     marker = tmp_path / "ran"
+    script = tmp_path / "train.py"  # a GPU job: 8 ranks select cuda:LOCAL_RANK on 4 GPUs
+    script.write_text(
+        f"open({str(marker)!r}, 'w')\nimport os, torch, torch.distributed as dist\n"
+        "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\ndist.init_process_group('nccl')\n"
+    )
     argv = ["--machine", "workstation-4gpu", "--run-dir", str(tmp_path / "r6"), "--",
-            "torchrun", "--nproc-per-node", "8", str(jobs / "job.py"), "0", "--marker", str(marker)]  # fmt: skip
+            "torchrun", "--nproc-per-node", "8", str(script)]  # fmt: skip
     stopped = _run(run_cli, sub_env, *argv)
     assert stopped.status == 1 and not marker.exists()
     assert "--force" in stopped.stderr
@@ -123,3 +128,31 @@ def test_real_torchrun_job(sub_env: dict[str, str], tmp_path: Path) -> None:
     assert done.returncode == 1  # torchrun reports a failed worker with exit code 1
     assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 1
     assert "ChildFailedError" in (run_dir / "output.log").read_text()
+
+
+def test_preflight_starts_jobs_without_gpu_use(run_cli, sub_env, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A script that uses no GPU (here: no torch at all) has no placement to refuse."""
+    script = tmp_path / "prep.py"
+    script.write_text("import json\nprint(json.dumps({'rows': 3}))\n")
+    result = _run(
+        run_cli, sub_env, "--machine", "dgx-h100", "--run-dir", str(tmp_path / "r9"), "--",
+        sys.executable, str(script),
+    )  # fmt: skip
+    assert result.status == 0, result.stderr
+    assert result.stdout == '{"rows": 3}\n'
+    assert "not running the job" not in result.stderr
+
+
+def test_preflight_of_a_cpu_gloo_job_has_no_error() -> None:
+    from rankmap.check.engine import check_launch
+    from rankmap.inventory import load_machine
+
+    shapes = Path(__file__).parents[1] / "data" / "check" / "shapes"
+    report = check_launch(
+        ["torchrun", "--nproc-per-node", "8", str(shapes / "gloo_cpu" / "train.py")],
+        machines=load_machine("dgx-h100"),
+        env={},
+        cwd=shapes,
+    )
+    assert not report.has_errors
+    assert [f.code for f in report.findings] == ["RM031"]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_script
+from rankmap.check.index_select import branch_kind, own_visible, select_index, with_mod
+from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_path
 from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
@@ -86,7 +87,7 @@ def check_launch(
     else:
         plan = simulate_launch(argv, ctx)
     path = script or script_path(plan, cwd)
-    selection = _selection(path)
+    selection = _selection(path, tuple(plan.script_args))
     outcomes = evaluate(plan, selection, ctx.env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
@@ -97,7 +98,7 @@ def check_launch(
     return redact_report(report, secret_values(ctx.env, list(argv) + list(plan.argv)))
 
 
-def _selection(path: Path | None) -> DeviceSelection:
+def _selection(path: Path | None, script_args: tuple[str, ...] = ()) -> DeviceSelection:
     if path is None:
         return ASSUMED
     try:
@@ -111,7 +112,7 @@ def _selection(path: Path | None) -> DeviceSelection:
         from dataclasses import replace
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
-    return scan_script(text, path=str(path))
+    return scan_path(path, text, script_args)
 
 
 def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:
@@ -143,82 +144,22 @@ def evaluate(
             merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
             view = resolve_visible(host, merged)
             cache[key] = view
-        idx, error, reason, from_default = _with_mod(
-            select_index(selection, proc, base, len(view.devices)), selection, len(view.devices)
-        )
+        if (
+            selection.kind == "visible_devices"
+            or branch_kind(selection, proc, base) == "visible_devices"
+        ):
+            view, reason = own_visible(selection, proc, base, host, view)
+            idx, error, from_default = (0 if view.devices else None), None, False
+        else:
+            idx, error, reason, from_default = with_mod(
+                select_index(selection, proc, base, len(view.devices)),
+                selection,
+                len(view.devices),
+            )
         if error is None and idx is not None and not 0 <= idx < len(view.devices):
             error = "invalid device ordinal" if view.devices else "no CUDA GPUs are available"
         out.append(RankOutcome(proc, host, view, idx, error, reason, from_default))
     return out
-
-
-def select_index(
-    sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int
-) -> tuple[int | None, str | None, str, bool]:
-    """(cuda index, error, how it was chosen, whether a default stood in for a missing value)."""
-
-    def get(name: str) -> str | None:
-        return proc.env.get(name, base.get(name))
-
-    if sel.kind == "none":
-        return 0, None, "no device selected: current device cuda:0", False
-    if sel.kind == "constant":
-        idx = sel.constant if sel.constant is not None else 0
-        return _mod(idx, sel, n_visible), None, f"constant cuda:{idx}", False
-    if sel.arg_dest is not None:
-        return _from_arg(sel, proc, n_visible)
-    if sel.kind == "unknown" and not sel.env_vars:
-        # NOTE: the index could not be traced; the torchrun convention is assumed (RM005 says so).
-        idx = proc.local_rank
-        return _mod(idx, sel, n_visible), None, f"untraced index: assuming local rank {idx}", False
-    if sel.dist_rank and sel.kind == "global_rank":
-        idx = proc.rank
-        return _mod(idx, sel, n_visible), None, f"global rank {idx}", False
-    for name in sel.env_vars:
-        raw = get(name)
-        if raw is not None:
-            try:
-                idx = int(raw)
-            except ValueError:
-                return None, f"ValueError: {name}={raw!r}", f"{name}={raw}", False
-            return _mod(idx, sel, n_visible), None, f"{name}={raw}", False
-    missing = sel.env_vars[0] if sel.env_vars else "LOCAL_RANK"
-    if sel.env_default is not None:
-        idx = sel.env_default
-        why = f"{missing} unset: default {idx}"
-        return _mod(idx, sel, n_visible), None, why, True
-    return None, f"KeyError: '{missing}'", f"{missing} is not set", True
-
-
-def _from_arg(
-    sel: DeviceSelection, proc: Proc, n_visible: int
-) -> tuple[int | None, str | None, str, bool]:
-    for arg in proc.args:
-        name, _, value = arg.partition("=")
-        if name.lstrip("-").replace("-", "_") == sel.arg_dest and value.lstrip("-").isdigit():
-            idx = int(value)
-            return _mod(idx, sel, n_visible), None, f"{name}={value}", False
-    default = sel.arg_default
-    if default is None or default < 0:
-        # NOTE: torch.cuda.set_device ignores negative indices (``if device >= 0``), so the
-        # process stays on cuda:0; a None default is treated the same way (unverified).
-        return 0, None, f"--{sel.arg_dest} not passed (default {default}): stays on cuda:0", True
-    return _mod(default, sel, n_visible), None, f"--{sel.arg_dest} default {default}", True
-
-
-def _with_mod(
-    result: tuple[int | None, str | None, str, bool], sel: DeviceSelection, n: int
-) -> tuple[int | None, str | None, str, bool]:
-    idx, err, why, dflt = result
-    if sel.modulo and err is None:
-        why += f" % device_count {n}"
-    return idx, err, why, dflt
-
-
-def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
-    if sel.modulo and n_visible > 0:
-        return idx % n_visible
-    return idx
 
 
 def _placement(o: RankOutcome) -> Placement:
@@ -264,6 +205,11 @@ def _sections(
         "worlds": plan.worlds,
         "argv": list(plan.argv),
         "notes": list(plan.notes) + list(sel.notes),
+        "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},
+        "device_selection_where": sel.where,
+        "device_selection_framework": sel.framework,
+        "device_selection_unresolved": list(sel.unresolved),
+        "backend": sel.backend,
     }
     used = sorted({o.proc.node for o in outcomes})
     hosts = [plan.hosts[i] for i in used] if len(used) <= 64 else [plan.hosts[i] for i in used[:64]]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rankmap.check.fixes import device_line, fix_count, fix_for_cvd, ranks_text
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
+from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, warnings
 from rankmap.findings import Finding, finding
 from rankmap.launchers import LaunchPlan
@@ -46,6 +47,7 @@ def findings_for(
     out += _duplicates(plan, sel, outcomes, env)
     out += cross_world(plan, outcomes, env)
     out += warnings(plan, outcomes, env)
+    out += selection_findings(sel, outcomes, out)
     if not outcomes:
         return out
     if sel.parse_error:
@@ -54,15 +56,6 @@ def findings_for(
                 "RM004",
                 f"{sel.parse_error}: could not parse the script; assuming cuda:LOCAL_RANK",
                 fix="Pass the real entry script with --script.",
-            )
-        )
-    elif sel.kind == "unknown" and not sel.env_vars:
-        out.append(
-            finding(
-                "RM005",
-                f"Could not tell where the device index of `{sel.call}` (line {sel.line}) comes "
-                "from: assuming it is LOCAL_RANK",
-                detail="; ".join(sel.notes),
             )
         )
     elif sel.kind == "assumed_local_rank":
@@ -103,6 +96,8 @@ def _failure_code(
         return "RM203"
     if o.error and o.error.startswith(("KeyError", "ValueError")):
         return "RM903" if not plan.sets_local_rank else "RM905"
+    if sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives):
+        return "RM240"
     if c["per_process"] and sel.kind not in ("constant", "global_rank"):
         return "RM501"
     if sel.kind == "global_rank":
@@ -168,6 +163,8 @@ def _duplicates(
     shapes: dict[tuple[str, tuple[int, ...], str], list[list[RankOutcome]]] = defaultdict(list)
     for group in duplicate_groups(outcomes, plan, env):
         code = _dup_code(group, plan, sel, env)
+        if dup_severity(code, sel) is None:
+            continue
         got = device_of(group[0])
         assert got is not None
         key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
@@ -210,6 +207,7 @@ def _duplicates(
                 devices=[bus],
                 hosts=[x.host.hostname for grp in groups for x in grp],
                 fix=_fix(code, plan, sel, o, env),
+                severity=dup_severity(code, sel),
             )
         )
     return out
@@ -251,7 +249,7 @@ def _dup_code(
     if any(x.from_default for x in group):
         if not plan.sets_local_rank:
             return "RM903"
-        if sel.arg_dest is not None:
+        if sel.arg_dest == "local_rank":
             return "RM901"
     if sel.kind == "none":
         return "RM301"
@@ -271,11 +269,16 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     line = arg_error_line(plan, sel)
     if line is None or arg is None:
         return []
+    assumed = " (PyTorch >= 2.0 assumed)" if plan.launcher == "torch.distributed.launch" else ""
     return [
         finding(
             "RM901",
-            f"{plan.launcher} passes {arg}=N but the script declares only "
-            f"{', '.join(sel.declared_args)}",
+            f"{plan.launcher}{assumed} passes {arg}=N but the script declares "
+            + (
+                f"only {', '.join(sel.declared_args)}"
+                if sel.declared_args
+                else "no local-rank argument and parses sys.argv strictly (argparse parse_args())"
+            ),
             detail=f"argparse stops every rank with `{line}`.",
             ranks=[p.rank for p in plan.procs],
             evidence=[line],
@@ -293,6 +296,11 @@ def _fix(
         return fix_count(plan, n_vis) + " (one process per visible GPU)"
     if code == "RM201":
         return fix_for_cvd(plan, o, env)
+    if code == "RM240":
+        return (
+            "torch.cuda.set_device(local_rank)  # CUDA renumbers the visible GPUs from 0: use "
+            "the position in CUDA_VISIBLE_DEVICES, not its entry"
+        )
     if code == "RM203":
         return (
             "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"

@@ -1,57 +1,78 @@
 """How a training script selects its CUDA device - read with ``ast`` only, never imported or run.
 
-The result (:class:`DeviceSelection`) says where the device index comes from: ``LOCAL_RANK`` (env
-or a ``--local_rank`` argument), the global rank (``RANK``, ``dist.get_rank()``, ``SLURM_PROCID``),
-a constant, ``local_rank % torch.cuda.device_count()``, accelerate's ``PartialState`` (which picks
-``cuda:{local_process_index % device_count}``), or nothing (each process stays on its cuda:0).
-Facts: reference/pytorch_nccl.md §1, launchers.md §3-4.
+:func:`scan_script` (a text) and :func:`scan_path` (a file, with the local modules it imports)
+find the sinks that decide a process's GPU (:mod:`~rankmap.check.script_models`), follow each
+sink's value back to its sources (:mod:`~rankmap.check.script_flow`) and return a
+:class:`DeviceSelection`: where the index comes from, whether it becomes the current device, and
+the evidence later rules need before they call anything an error (CUDA use, the NCCL backend).
+What could not be followed is listed in ``unresolved`` (``path:line: what``), never guessed.
+Facts: reference/pytorch_nccl.md §1, launchers.md §2-9.
 """
 
 from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-LOCAL_VARS = (
-    "LOCAL_RANK",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "MV2_COMM_WORLD_LOCAL_RANK",
-    "PMI_LOCAL_RANK",
-)
-GLOBAL_VARS = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
-_SET_DEVICE = ("set_device",)
-_MAX_DEPTH = 8
+from rankmap.check import script_models as models
+from rankmap.check.script_sinks import Evidence, Sink, find_evidence, find_sinks
+from rankmap.check.script_values import Choice, Dev, Num, Rank, Seq, Text, Unknown, Value
+
+LOCAL_VARS = models.LOCAL_RANK_VARS
+GLOBAL_VARS = models.GLOBAL_RANK_VARS
 
 
 @dataclass(frozen=True)
 class DeviceSelection:
     """Where a script's CUDA device index comes from (see module docstring)."""
 
-    kind: str  # local_rank | global_rank | constant | local_rank_modulo | none | accelerate
-    #            | assumed_local_rank | unknown
+    kind: str  # local_rank | global_rank | constant | local_rank_modulo | none | accelerate |
+    #            framework | visible_devices | cpu | not_torch | assumed_local_rank | unknown
     env_vars: tuple[str, ...] = ()  # env variables read for the index, first found wins
-    env_default: int | None = None  # value when none is set; None: KeyError
+    env_default: int | None = None  # value when none is set; None: KeyError when required
     env_required: bool = False  # os.environ["X"] (KeyError when missing)
     arg_dest: str | None = None  # argparse dest read for the index (local_rank)
     constant: int | None = None
     modulo: bool = False  # ... % torch.cuda.device_count()
-    dist_rank: bool = False  # torch.distributed.get_rank()
+    dist_rank: bool = False  # the runtime's own rank (dist.get_rank(), hvd, mp.spawn index)
     line: int | None = None
     call: str | None = None  # the source text of the selecting call
     declared_args: tuple[str, ...] = ()  # argparse spellings declared for a local rank
     arg_default: int | None = None
     tolerant_args: bool = False  # parse_known_args: unknown arguments are ignored
+    strict_args: bool = False  # argparse parse_args() on sys.argv: an unknown argument stops it
     parse_error: str | None = None
     path: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sets_current: bool = True  # the index becomes the current device (set_device, framework)
+    scaled: bool = False  # the index is a rank combined with a factor the analysis assumed 1
+    via_cvd: bool = False  # the index is the CUDA_VISIBLE_DEVICES entry at the rank (physical id)
+    conditional: bool = False  # read on a path that may not run: a missing variable is no error
+    framework: str | None = None  # the framework model that selects the device
+    framework_source: str | None = None
+    alternatives: tuple[tuple[tuple[str, ...], DeviceSelection], ...] = ()  # guarded branches
+    uses_cuda: bool = True  # the files read use CUDA
+    backend: str | None = None  # nccl | gloo | mpi | default | None (no init found)
+    evidence: tuple[str, ...] = ()  # path:line of the CUDA use and backend found
+    unresolved: tuple[str, ...] = ()  # path:line: what could not be followed
+    where: str | None = None  # path:line of the sink
 
     @property
     def uses_index(self) -> bool:
         """True when the script selects a per-process index (not ``none``)."""
         return self.kind not in ("none",)
+
+    @property
+    def gpu_free(self) -> bool:
+        """No GPU placement to judge: a CPU-only job or not a PyTorch script."""
+        return self.kind in ("cpu", "not_torch")
+
+    @property
+    def nccl_evidence(self) -> bool:
+        """The files read use CUDA and initialise NCCL (or the default backend, NCCL for CUDA)."""
+        return self.uses_cuda and self.backend in ("nccl", "default")
 
 
 ASSUMED = DeviceSelection(
@@ -63,352 +84,176 @@ ASSUMED = DeviceSelection(
 
 
 def scan_script(source: str, *, path: str | None = None) -> DeviceSelection:
-    """Classify the device selection of ``source`` (a whole script or a snippet)."""
+    """Classify the device selection of ``source`` (a whole script or a snippet) alone."""
+    return _scan(source, path, None)
+
+
+def scan_path(
+    path: Path, source: str, script_args: tuple[str, ...] | None = None
+) -> DeviceSelection:
+    """Classify ``source`` read from ``path``, following its imports of local modules;
+    ``script_args``: the arguments the launch gives the script (argparse values, flags)."""
+    return _scan(source, str(path), path, script_args)
+
+
+def _scan(
+    source: str, path: str | None, file: Path | None, script_args: tuple[str, ...] | None = None
+) -> DeviceSelection:
+    from rankmap.check.script_program import load_program, parse_module
+
+    shown = path or "<script>"
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
         try:
-            tree = ast.parse(textwrap.dedent(source))
-        except (SyntaxError, ValueError):
-            where = f"{path or '<script>'}:{getattr(exc, 'lineno', '?')}"
-            msg = getattr(exc, "msg", str(exc))
-            return _replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
+            entry = parse_module(source, shown)
+        except (SyntaxError, ValueError) as exc:
+            try:
+                entry = parse_module(textwrap.dedent(source), shown)
+            except (SyntaxError, ValueError):
+                where = f"{shown}:{getattr(exc, 'lineno', '?')}"
+                msg = getattr(exc, "msg", str(exc))
+                return replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
+        prog = load_program(entry, file)
+        return _classify(prog, path, script_args)
     except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
-        return _replace(ASSUMED, parse_error=f"{path or '<script>'}: nested too deeply", path=path)
-    try:
-        return _Scanner(tree, source, path).result()
-    except RecursionError:
-        return _replace(ASSUMED, parse_error=f"{path or '<script>'}: nested too deeply", path=path)
+        return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)
 
 
-def _replace(sel: DeviceSelection, **kw: object) -> DeviceSelection:
-    from dataclasses import replace
+def _classify(
+    prog: object, path: str | None, script_args: tuple[str, ...] | None
+) -> DeviceSelection:
+    from rankmap.check.script_flow import Flow
+    from rankmap.check.script_program import Program
 
-    return replace(sel, **kw)  # type: ignore[arg-type]
+    assert isinstance(prog, Program)
+    flow = Flow(prog, script_args)
+    ev = find_evidence(prog, flow)
+    sinks = find_sinks(prog, flow)
+    common: dict[str, object] = {
+        "declared_args": flow.declared_local_rank_args(),
+        "tolerant_args": any(
+            isinstance(n, ast.Attribute) and n.attr == "parse_known_args"
+            for m in prog.modules
+            for n in ast.walk(m.tree)
+        ),
+        "strict_args": _strict_argparse(prog),
+        "path": path,
+        "uses_cuda": ev.uses_cuda,
+        "backend": ev.backend,
+        "evidence": ev.lines,
+    }
+    arg = next((s for s in sinks if isinstance(s.value, Rank) and s.value.arg_dest), None)
+    if arg is not None and isinstance(arg.value, Rank):
+        common["arg_default"] = arg.value.arg_default
+    if not ev.torch_used and not sinks:
+        return DeviceSelection(kind="not_torch", uses_cuda=False, path=path)
+    if not sinks:
+        if not ev.uses_cuda:
+            return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
+        notes = (ev.device_map_note,) if ev.device_map_note else ()
+        return DeviceSelection(kind="none", notes=notes, **common)  # type: ignore[arg-type]
+    sink = sinks[0]
+    sel = _from_value(sink.value, sink, common)
+    unresolved = tuple(dict.fromkeys([*_unknowns(sink.value), *prog.unresolved]))[:12]
+    if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
+        return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
+    return replace(sel, unresolved=unresolved)
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Call):
-        return f"{_dotted(node.func)}()"
-    return ""
+def _strict_argparse(prog: object) -> bool:
+    """An ``argparse.ArgumentParser`` whose ``parse_args()`` reads sys.argv (no list given)."""
+    from rankmap.check.script_program import Program
 
-
-@dataclass
-class _Index:
-    """Partial classification of an index expression."""
-
-    kind: str = "unknown"
-    env_vars: tuple[str, ...] = ()
-    env_default: int | None = None
-    env_required: bool = False
-    arg_dest: str | None = None
-    constant: int | None = None
-    modulo: bool = False
-    dist_rank: bool = False
-    note: str | None = None
-
-
-class _Scanner:
-    def __init__(self, tree: ast.Module, source: str, path: str | None) -> None:
-        self.tree = tree
-        self.source = source
-        self.path = path
-        self.assign: dict[str, ast.expr] = {}
-        self.declared: list[str] = []
-        self.arg_default: int | None = None
-        self.tolerant = False
-        self.calls: list[ast.Call] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                self._record(node.targets[0], node.value)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                self._record(node.target, node.value)
-            elif isinstance(node, ast.Call):
-                self.calls.append(node)
-                self._argparse(node)
-        self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
-
-    def _record(self, target: ast.expr, value: ast.expr) -> None:
-        name = _dotted(target)
-        if name and name not in self.assign:
-            self.assign[name] = value
-            if "." in name:  # self.local_rank = ... is also read as local_rank
-                self.assign.setdefault(name.rsplit(".", 1)[1], value)
-
-    def _argparse(self, call: ast.Call) -> None:
-        fname = _dotted(call.func)
-        if fname.endswith("parse_known_args"):
-            self.tolerant = True
-        if not fname.endswith("add_argument"):
-            return
-        names = [
-            a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-        if not any("local" in n and "rank" in n for n in names):
-            return
-        self.declared += [n for n in names if n.startswith("--")]
-        for kw in call.keywords:
-            if (
-                kw.arg == "default"
-                and isinstance(kw.value, ast.Constant)
-                and isinstance(kw.value.value, int)
-            ):
-                self.arg_default = kw.value.value
-            if kw.arg == "default" and isinstance(kw.value, ast.UnaryOp):
-                const = kw.value.operand
-                if isinstance(const, ast.Constant) and isinstance(const.value, int):
-                    self.arg_default = -const.value
-
-    def result(self) -> DeviceSelection:
-        common = {
-            "declared_args": tuple(self.declared),
-            "arg_default": self.arg_default,
-            "tolerant_args": self.tolerant,
-            "path": self.path,
-        }
-        for call in self.calls:
-            fname = _dotted(call.func)
-            if fname.split(".")[-1] in _SET_DEVICE and call.args:
-                return self._selection(call.args[0], call, **common)
-        for call in self.calls:
-            for kw in call.keywords:
-                if kw.arg == "device_id" and _dotted(call.func).endswith("init_process_group"):
-                    return self._selection(kw.value, call, **common)
-        for call in self.calls:
-            fname = _dotted(call.func).split(".")[-1]
-            if fname in ("Accelerator", "PartialState", "AcceleratorState"):
-                return DeviceSelection(
-                    kind="accelerate",
-                    env_vars=("LOCAL_RANK",),
-                    env_default=0,
-                    modulo=True,
-                    line=call.lineno,
-                    call=self._text(call),
-                    notes=(
-                        "accelerate's PartialState selects cuda:{local_process_index % "
-                        "device_count} (accelerate >= 0.33; older versions cuda:local_process_index).",
-                    ),
-                    **common,  # type: ignore[arg-type]
+    assert isinstance(prog, Program)
+    made = parsed = False
+    for mod in prog.modules:
+        for n in ast.walk(mod.tree):
+            if isinstance(n, ast.Call):
+                name = (
+                    n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
                 )
-            if fname in ("initialize", "init_distributed") and "deepspeed" in _dotted(call.func):
-                return DeviceSelection(
-                    kind="local_rank",
-                    env_vars=("LOCAL_RANK",),
-                    env_required=True,
-                    line=call.lineno,
-                    call=self._text(call),
-                    notes=("DeepSpeed's engine calls torch.cuda.set_device(local_rank).",),
-                    **common,  # type: ignore[arg-type]
-                )
-        for call in self.calls:
-            found = self._device_string(call)
-            if found is not None:
-                return self._selection(found, call, **common)
-        notes = []
-        for call in self.calls:
-            if any(
-                kw.arg == "device_map"
-                and isinstance(kw.value, ast.Constant)
-                and kw.value.value == "auto"
-                for kw in call.keywords
-            ):
-                notes.append(
-                    f"line {call.lineno}: device_map='auto' spreads one model over every visible "
-                    "GPU of each process; it selects no device per rank."
-                )
-                break
-        return DeviceSelection(kind="none", notes=tuple(notes), **common)  # type: ignore[arg-type]
+                made = made or (name == "ArgumentParser" and "argparse" in mod.top_modules)
+                parsed = parsed or (name == "parse_args" and not n.args and not n.keywords)
+    return made and parsed
 
-    def _device_string(self, call: ast.Call) -> ast.expr | None:
-        fname = _dotted(call.func)
-        tail = fname.split(".")[-1]
-        if tail == "device" and len(call.args) == 2:
-            first = call.args[0]
-            if isinstance(first, ast.Constant) and first.value == "cuda":
-                return call.args[1]
-        if tail == "cuda" and call.args and "torch." not in fname[:6]:
-            return call.args[0]
-        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-            inner = self._cuda_index_in_string(arg)
-            if inner is not None:
-                return inner
-        return None
 
-    def _cuda_index_in_string(self, node: ast.expr, depth: int = 0) -> ast.expr | None:
-        if isinstance(node, ast.JoinedStr) and node.values:
-            head = node.values[0]
-            if isinstance(head, ast.Constant) and str(head.value).startswith("cuda:"):
-                rest = str(head.value)[5:]
-                if rest.isdigit():
-                    return ast.Constant(int(rest))
-                if len(node.values) > 1 and isinstance(node.values[1], ast.FormattedValue):
-                    return node.values[1].value
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.startswith("cuda:")
-            and node.value[5:].isdigit()
-        ):
-            return ast.Constant(int(node.value[5:]))
-        if isinstance(node, ast.Call) and _dotted(node.func).endswith("format") and node.args:
-            base = node.func.value if isinstance(node.func, ast.Attribute) else None
-            if isinstance(base, ast.Constant) and str(base.value).startswith("cuda:"):
-                return node.args[0]
-        if (
-            isinstance(node, ast.BinOp)
-            and isinstance(node.op, ast.Add)
-            and isinstance(node.left, ast.Constant)
-            and node.left.value == "cuda:"
-        ):
-            return node.right
-        if isinstance(node, ast.Name) and depth < 2 and node.id in self.assign:
-            return self._cuda_index_in_string(self.assign[node.id], depth + 1)
-        if isinstance(node, ast.Call) and _dotted(node.func).endswith("device") and node.args:
-            return self._cuda_index_in_string(node.args[0], depth + 1)
-        return None
+def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelection:
+    base: dict[str, object] = {
+        **common,
+        "line": sink.line,
+        "call": sink.text,
+        "where": sink.where,
+        "sets_current": sink.sets_current,
+        "framework": sink.framework,
+        "framework_source": sink.framework_source,
+        "notes": sink.notes,
+    }
+    if isinstance(v, Choice):
+        alts = tuple((g, _from_value(o, sink, common)) for g, o in v.options)
+        first = alts[0][1]
+        return replace(first, alternatives=alts if len(alts) > 1 else ())
+    if isinstance(v, Dev):
+        if v.index is None:
+            return DeviceSelection(kind="none", **base)  # type: ignore[arg-type]
+        return _from_value(v.index, sink, common)
+    if isinstance(v, Seq) and v.items:
+        return _from_value(v.items[0], sink, common)
+    if isinstance(v, Num) and v.value < 0:  # set_device(-1) is a no-op: the default device stays
+        return DeviceSelection(kind="none", **base)  # type: ignore[arg-type]
+    if isinstance(v, Num):
+        return DeviceSelection(kind="constant", constant=v.value, **base)  # type: ignore[arg-type]
+    if isinstance(v, Rank):
+        return _from_rank(v, sink, base)
+    if isinstance(v, Text) and v.value in ("cpu", "meta"):
+        return DeviceSelection(kind="cpu", **base)  # type: ignore[arg-type]
+    from rankmap.check.script_values import ArgValue
 
-    def _selection(self, expr: ast.expr, call: ast.Call, **common: object) -> DeviceSelection:
-        idx = self._classify(expr, 0)
-        kind = idx.kind
-        if kind == "local_rank" and idx.modulo:
-            kind = "local_rank_modulo"
-        notes = (idx.note,) if idx.note else ()
+    if isinstance(v, ArgValue) and isinstance(v.default, Num):
         return DeviceSelection(
-            kind=kind,
-            env_vars=idx.env_vars,
-            env_default=idx.env_default,
-            env_required=idx.env_required,
-            arg_dest=idx.arg_dest,
-            constant=idx.constant,
-            modulo=idx.modulo,
-            dist_rank=idx.dist_rank,
-            line=call.lineno,
-            call=self._text(call),
-            notes=notes,
-            **common,  # type: ignore[arg-type]
+            kind="constant",
+            constant=v.default.value,
+            arg_dest=v.dest,
+            **base,  # type: ignore[arg-type]
         )
-
-    def _text(self, node: ast.AST) -> str:
-        text = ast.get_source_segment(self.source, node) or _dotted(node)
-        return " ".join(text.split())[:160]
-
-    def _classify(self, node: ast.expr, depth: int) -> _Index:
-        if depth > _MAX_DEPTH:
-            return _Index()
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, int)
-            and not isinstance(node.value, bool)
-        ):
-            return _Index("constant", constant=node.value)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            s = node.value
-            if s.isdigit():
-                return _Index("constant", constant=int(s))
-            inner = self._cuda_index_in_string(node)
-            return self._classify(inner, depth + 1) if inner is not None else _Index("none")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            left = self._classify(node.left, depth + 1)
-            if "device_count" in ast.dump(node.right) or isinstance(node.right, ast.Name):
-                left.modulo = True
-            return left
-        if isinstance(node, ast.Call):
-            return self._classify_call(node, depth)
-        if isinstance(node, ast.Subscript):
-            env = _env_read(node)
-            if env is not None:
-                return _env_index(env[0], None, required=True)
-            return self._classify(node.slice, depth + 1)  # devices[local_rank]
-        if isinstance(node, (ast.BoolOp,)):
-            return self._classify(node.values[0], depth + 1)
-        if isinstance(node, ast.IfExp):
-            return self._classify(node.body, depth + 1)
-        if isinstance(node, ast.JoinedStr):
-            inner = self._cuda_index_in_string(node)
-            return self._classify(inner, depth + 1) if inner is not None else _Index()
-        name = _dotted(node)
-        if name in self.assign and self.assign[name] is not node:
-            return self._classify(self.assign[name], depth + 1)
-        short = name.rsplit(".", 1)[-1]
-        if isinstance(node, ast.Attribute) and short in self.assign:
-            return self._classify(self.assign[short], depth + 1)
-        return _by_name(name, short)
-
-    def _classify_call(self, node: ast.Call, depth: int) -> _Index:
-        fname = _dotted(node.func)
-        tail = fname.split(".")[-1]
-        env = _env_read(node)
-        if env is not None:
-            return _env_index(env[0], env[1], required=False)
-        if tail in ("int", "str") and node.args:
-            return self._classify(node.args[0], depth + 1)
-        if tail == "get_rank":
-            return _Index("global_rank", env_vars=("RANK",), dist_rank=True)
-        if tail in ("get_local_rank", "get_node_local_rank"):
-            return _Index("local_rank", env_vars=("LOCAL_RANK",), env_default=0)
-        if tail == "device" and node.args:
-            return self._classify(node.args[-1], depth + 1)
-        if tail == "current_device":
-            return _Index(
-                "none", note="torch.cuda.current_device() is cuda:0 unless set_device ran"
-            )
-        return _Index(note=f"could not follow {fname}()")
+    return DeviceSelection(kind="unknown", **base)  # type: ignore[arg-type]
 
 
-def _env_read(node: ast.expr) -> tuple[str, int | None] | None:
-    """``os.environ["X"]`` / ``os.environ.get("X", d)`` / ``os.getenv("X", d)`` -> (X, d)."""
-    if isinstance(node, ast.Subscript) and _dotted(node.value).endswith("environ"):
-        key = node.slice
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            return key.value, None
-    if isinstance(node, ast.Call):
-        fname = _dotted(node.func)
-        if fname.endswith(("environ.get", "getenv")) and node.args:
-            key = node.args[0]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                default = None
-                if len(node.args) > 1:
-                    d = node.args[1]
-                    if isinstance(d, ast.Constant) and str(d.value).lstrip("-").isdigit():
-                        default = int(str(d.value))
-                return key.value, default
-    return None
-
-
-def _env_index(var: str, default: int | None, *, required: bool) -> _Index:
-    if var in GLOBAL_VARS:
+def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
+    if sink.kind == "cvd":
+        kind = "visible_devices"
+    elif sink.framework == "accelerate" or sink.framework == "transformers Trainer":
+        kind = "accelerate"
+    elif v.scope == "global":
         kind = "global_rank"
-    elif var in LOCAL_VARS or "LOCAL" in var:
-        kind = "local_rank"
     else:
-        kind = "unknown"
-    return _Index(kind, env_vars=(var,), env_default=default, env_required=required)
+        kind = "local_rank_modulo" if v.modulo else "local_rank"
+    base = {**base}
+    if v.arg_default is not None:
+        base["arg_default"] = v.arg_default
+    return DeviceSelection(
+        kind=kind,
+        env_vars=v.env_vars,
+        env_default=v.env_default,
+        env_required=v.env_required,
+        arg_dest=v.arg_dest,
+        modulo=v.modulo,
+        dist_rank=v.by_process,
+        scaled=v.scaled,
+        via_cvd=v.via_cvd,
+        conditional=v.conditional,
+        **base,  # type: ignore[arg-type]
+    )
 
 
-def _by_name(name: str, short: str) -> _Index:
-    low = short.lower()
-    if low in ("local_process_index",):
-        return _Index("local_rank", env_vars=("LOCAL_RANK",), env_default=0)
-    if low in ("process_index",):
-        return _Index("global_rank", env_vars=("RANK",), dist_rank=True)
-    if "local" in low and "rank" in low:
-        if name.startswith(("args.", "opt.", "opts.", "cfg.", "config.", "hparams.")):
-            return _Index("local_rank", arg_dest="local_rank", note=f"{name} from the command line")
-        return _Index(
-            "local_rank",
-            env_vars=("LOCAL_RANK",),
-            env_default=0,
-            note=f"{name!r} is taken to hold LOCAL_RANK (its origin was not found)",
-        )
-    if low in ("rank", "global_rank", "world_rank") or low.endswith("_rank"):
-        return _Index(
-            "global_rank",
-            env_vars=("RANK",),
-            dist_rank=True,
-            note=f"{name!r} is taken to hold the global rank (its origin was not found)",
-        )
-    return _Index(note=f"could not tell where {name or 'the index'} comes from")
+def _unknowns(v: Value) -> list[str]:
+    if isinstance(v, Unknown):
+        return [v.why]
+    if isinstance(v, Choice):
+        return [w for _, o in v.options for w in _unknowns(o)]
+    if isinstance(v, Dev) and v.index is not None:
+        return _unknowns(v.index)
+    if isinstance(v, Seq):
+        return [w for i in v.items[:1] for w in _unknowns(i)]
+    return []
+
+
+__all__ = ["ASSUMED", "DeviceSelection", "Evidence", "scan_path", "scan_script"]

@@ -11,6 +11,7 @@ from rankmap.cli.common import add_env, add_html, add_json, add_machine, emit
 from rankmap.cli.context import AppContext
 from rankmap.errors import UsageError
 from rankmap.findings import Report
+from rankmap.ranks import rank_ranges
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -190,6 +191,20 @@ def node_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[s
     return sorted(groups.values(), key=lambda g: -len(g[0]))
 
 
+def _sharing(rows: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """rank -> the other ranks of its world on the same GPU of this node (collisions)."""
+    by_gpu: dict[tuple[object, object], list[int]] = defaultdict(list)
+    for r in rows:
+        if r.get("pci_bus_id") and not r["error"]:
+            by_gpu[(r["world"], r["pci_bus_id"])].append(r["rank"])
+    return {
+        rank: [o for o in ranks if o != rank]
+        for ranks in by_gpu.values()
+        if len(ranks) > 1
+        for rank in ranks
+    }
+
+
 def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
     """The rank map, identical nodes grouped, outlier groups listed."""
     from rich.table import Table
@@ -211,8 +226,10 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
         cols = ("world", "rank", "local", "CVD", "selects", "cuda", "nvml", "pci_bus_id", "note")
         for col in cols if worlds else cols[1:]:
             table.add_column(col, overflow="fold", no_wrap=col in ("pci_bus_id", "cuda"))
+        sharing = _sharing(rs)
         for r in rs[:64]:
             vis = r["visible"]
+            others = sharing.get(r["rank"])
             cvd = r["env"].get("CUDA_VISIBLE_DEVICES")
             ok = not r["error"] and r["cuda_index"] is not None
             nvml = str(vis[r["cuda_index"]]) if ok else "-"
@@ -225,7 +242,13 @@ def render_rank_map(console: Console, rows: list[dict[str, Any]]) -> None:
                 "-" if r["cuda_index"] is None else f"cuda:{r['cuda_index']}",
                 nvml,
                 esc(r.get("pci_bus_id") or "-"),
-                esc(r["error"] or ""),
+                esc(r["error"] or "")
+                or (
+                    f"COLLIDES with rank{'s' if len(others) > 1 else ''} {rank_ranges(others)}"
+                    if others
+                    else ""
+                ),
+                style="bold red" if others else None,
             )
         if len(rs) > 64:
             table.add_row(

@@ -49,3 +49,39 @@ define(
     fix="Follow accelerate's message: list at least two `gpu_ids` or use `gpu_ids: all`.",
     example="`Less than two GPU ids were configured and tried to run on multiple GPUs.`",
 )
+define(
+    "RM030",
+    "other",
+    "info",
+    "Part of the device selection could not be followed",
+    cause="The value that reaches `set_device`/`torch.device`/DDP comes from code the static "
+    "analysis does not follow (a call into an installed package, a config file, a loop, a "
+    "module outside the script's directory), or no branch of the selection applies under this "
+    "launcher. The placement of those ranks is then not simulated, or the torchrun convention "
+    "(cuda:LOCAL_RANK) is assumed; no error is raised on it.",
+    fix="Check the named lines by hand, or run the job under `rankmap run` to see the real map.",
+    example="`train.py:40: `get_gpu(cfg)` not followed`.",
+)
+define(
+    "RM031",
+    "other",
+    "info",
+    "No GPU use found: no GPU placement is checked",
+    cause="The files read neither use CUDA nor initialise NCCL (a CPU-only `gloo` job), or the "
+    "script is not a PyTorch program; no two ranks can collide on a GPU.",
+    fix="Nothing to do; pass `--script` if the real entry script is another file.",
+    example="`train.py: init_process_group('gloo') and no CUDA use`.",
+)
+define(
+    "RM330",
+    "no_set_device",
+    "warning",
+    "Each rank reaches its own GPU only through tensors: the current device stays cuda:0",
+    cause="The script moves its model to `cuda:{local_rank}` (`.to(...)`, DDP `device_ids=[...]`, "
+    "`init_process_group(device_id=...)`) but never calls `torch.cuda.set_device`, so every "
+    "process's current device is still its GPU 0: `barrier()`, object collectives, `.cuda()` "
+    "without an index and CUDA-aware libraries create an extra context (~500 MiB) on GPU 0 of each "
+    "rank, and NCCL may guess the wrong GPU for a barrier (reference/pytorch_nccl.md §1-2).",
+    fix="Add `torch.cuda.set_device(local_rank)` before `init_process_group`.",
+    example="`model.to(f'cuda:{local_rank}')` and `DDP(model, device_ids=[local_rank])`, no set_device.",
+)

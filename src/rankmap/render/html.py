@@ -45,6 +45,9 @@ details.node>summary{cursor:pointer;font-weight:600}
 .fix{background:#e8f5e9;padding:.15em .4em;border-radius:3px;font-family:ui-monospace,monospace}
 table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.1em .4em}
 .hidden{display:none}
+summary,.sub,.ranks{overflow-wrap:anywhere}
+.sim{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.4em .7em}
+.sim code{white-space:pre-wrap;overflow-wrap:anywhere}
 """
 
 _JS = """
@@ -122,7 +125,9 @@ def _node(node: NodeView, open_all: bool) -> str:
     if not node.problem and node.finding_severity != "warning":
         badges.append('<span class="badge b-ok">ok</span>')
     ranks = compress_ranks(node.ranks) or "none"
-    summary = f"{e(node.name)} — {len(node.gpus)} GPU(s), ranks {e(ranks)}" + "".join(badges)
+    summary = f"{e(node.name)} — {len(node.gpus)} GPU(s), ranks {_short_ranks(ranks)}" + "".join(
+        badges
+    )
     search = f"{node.name} {ranks}".lower()
     cells = "".join(_gpu_cell(s) for s in node.gpus)
     if node.unplaced:
@@ -191,6 +196,46 @@ def _table(placements: Iterable[Placement]) -> str:
     )
 
 
+MAX_SUMMARY_RANKS = 160  # characters of a rank list in a node's one-line summary
+
+
+def _short_ranks(text: str) -> str:
+    """A long rank list cut for a summary line; the full list stays in the title attribute."""
+    if len(text) <= MAX_SUMMARY_RANKS:
+        return e(text)
+    cut = text[:MAX_SUMMARY_RANKS].rsplit(",", 1)[0]
+    return f'<span class="ranks" title="{e(text)}">{e(cut)}, …</span>'
+
+
+def _simulated(report: Report) -> str:
+    """What a simulation ran: the launch command, the environment and the machines."""
+    launch = report.sections.get("launch")
+    if not isinstance(launch, dict):
+        return ""
+    import shlex
+
+    argv = [str(a) for a in launch.get("argv") or []]
+    env = launch.get("env") or {}
+    env_text = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items()) or "(none given)"
+    hosts = []
+    inv = report.sections.get("inventory")
+    for h in (inv.get("hosts") if isinstance(inv, dict) else None) or []:
+        gpus = h.get("gpus") or []
+        names = sorted({str(g.get("name")) for g in gpus if g.get("name")})
+        hosts.append(f"{h.get('hostname')}: {len(gpus)} × {', '.join(names) or 'GPU'}")
+    nodes = launch.get("nnodes")
+    machine = "; ".join(hosts[:8]) + (f" (+{len(hosts) - 8} more)" if len(hosts) > 8 else "")
+    sel = launch.get("device_selection")
+    where = launch.get("device_selection_where") or launch.get("script") or ""
+    return (
+        '<h2>Simulated</h2><div class="sim" id="simulated">'
+        f"<div>command: <code>{e(shlex.join(argv))}</code></div>"
+        f"<div>environment: <code>{e(env_text)}</code></div>"
+        f"<div>machine(s): {e(machine)}{f' — {e(nodes)} node(s)' if nodes else ''}</div>"
+        f'<div>device selection: {e(sel)} <span class="sub">{e(where)}</span></div></div>'
+    )
+
+
 def render_html(report: Report) -> str:
     """The whole HTML document as a string."""
     nodes, groups = build_grid(report)
@@ -221,7 +266,8 @@ def render_html(report: Report) -> str:
         f'<span>collisions <b id="n-collisions">{collisions}</b></span>'
         f'<span>out of range <b id="n-unplaced">{unplaced}</b></span>'
         f'<span>findings <b id="n-findings">{len(report.findings)}</b></span></div>'
-        f'<h2>Findings</h2><div id="findings">{findings}</div>'
+        + _simulated(report)
+        + f'<h2>Findings</h2><div id="findings">{findings}</div>'
         + (f'<h2>Host identity groups</h2><ul id="groups">{group_lines}</ul>' if groups else "")
         + '<h2>Nodes × GPUs</h2><div class="controls">'
         '<input id="q" type="search" placeholder="filter: node or rank">'

@@ -1,0 +1,177 @@
+"""Small pure helpers of the script data flow: where an expression is evaluated (:class:`Frame`),
+dotted names, environment reads, and the value operations the evaluator shares."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+
+from rankmap.check import script_models as models
+from rankmap.check.script_program import Binding, Module, Scope
+from rankmap.check.script_values import Choice, Rank, Unknown, Value, VisibleList, best, scaled
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where an expression is evaluated: module, scope, the node used at, parameter bindings."""
+
+    mod: Module
+    scope: Scope
+    node: ast.AST
+    bound: tuple[tuple[str, Value], ...] = ()
+
+    @property
+    def line(self) -> int:
+        return getattr(self.node, "lineno", 0) or 0
+
+    def where(self, node: ast.AST | None = None) -> str:
+        return self.mod.where(node or self.node)
+
+
+def dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else node.attr
+    if isinstance(node, ast.Call):
+        return f"{dotted(node.func)}()"
+    return ""
+
+
+def tail(node: ast.AST) -> str:
+    return dotted(node).rsplit(".", 1)[-1]
+
+
+def env_read(node: ast.AST) -> tuple[str, ast.expr | None, bool] | None:
+    """``os.environ["X"]`` / ``os.environ.get("X", d)`` / ``os.getenv("X", d)`` -> (X, d, required)."""
+    if isinstance(node, ast.Subscript) and dotted(node.value).endswith("environ"):
+        key = node.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value, None, True
+    if isinstance(node, ast.Call) and node.args:
+        name = dotted(node.func)
+        key = node.args[0]
+        if (
+            name.endswith(("environ.get", "getenv", "environ.setdefault"))
+            and isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+        ):
+            return key.value, node.args[1] if len(node.args) > 1 else None, False
+    return None
+
+
+def index_into(base: Value, idx: Value, where: str, text: str) -> Value:
+    """``base[idx]``: a CUDA_VISIBLE_DEVICES entry, a rank-indexed list, or unknown."""
+    if isinstance(base, Choice):
+        return Choice(tuple((g, index_into(o, idx, where, text)) for g, o in base.options))
+    if isinstance(base, VisibleList) and isinstance(idx, Choice):
+        return Choice(tuple((g, index_into(base, o, where, text)) for g, o in idx.options))
+    if isinstance(base, VisibleList) and isinstance(idx, Rank):
+        return replace(idx, via_cvd=True)
+    if isinstance(idx, (Rank, Choice)) and is_rank(idx):
+        return scaled(idx)
+    return Unknown(f"{where}: `{text}` not followed")
+
+
+def is_name(node: ast.AST, name: str | None) -> bool:
+    return name is not None and isinstance(node, ast.Name) and node.id == name
+
+
+def negate(var: str) -> str:
+    return var[1:] if var.startswith("!") else f"!{var}"
+
+
+def is_environ(node: ast.AST) -> bool:
+    name = dotted(node)
+    return name.endswith("environ") or name.endswith("environ.keys()")
+
+
+def is_env_membership(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In)
+        and is_environ(node.comparators[0])
+    )
+
+
+def arith(op: ast.operator, a: int, b: int) -> int:
+    if isinstance(op, ast.Add):
+        return a + b
+    if isinstance(op, ast.Sub):
+        return a - b
+    if isinstance(op, ast.Mult):
+        return a * b
+    if isinstance(op, ast.Mod):
+        return a % b
+    if isinstance(op, ast.FloorDiv):
+        return a // b
+    raise TypeError(type(op).__name__)
+
+
+def is_rank(v: Value) -> bool:
+    if isinstance(v, Rank):
+        return True
+    if isinstance(v, Choice):
+        return any(is_rank(o) for _, o in v.options)
+    return False
+
+
+def combine(options: list[tuple[tuple[str, ...], Value]]) -> Value:
+    guarded = [(g, v) for g, v in options if g]
+    loose = [v for g, v in options if not g]
+    fallback = best(loose) if loose else None
+    if not guarded:
+        return fallback if fallback is not None else Unknown("no value")
+    if fallback is None:
+        return Choice(tuple(guarded))
+    return Choice((*guarded, ((), fallback)))
+
+
+def param_names(func: ast.AST) -> list[str]:
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return []
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+def default_of(func: ast.AST, name: str) -> ast.expr | None:
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return None
+    pos = [*args.posonlyargs, *args.args]
+    for a, d in zip(pos[len(pos) - len(args.defaults) :], args.defaults, strict=True):
+        if a.arg == name:
+            return d
+    for kw, kd in zip(args.kwonlyargs, args.kw_defaults, strict=False):
+        if kw.arg == name:
+            return kd
+    return None
+
+
+def stmt_of(mod: Module, node: ast.AST) -> ast.AST:
+    cur: ast.AST | None = node
+    while cur is not None and not isinstance(cur, ast.stmt):
+        cur = mod.parent.get(id(cur))
+    return cur if cur is not None else node
+
+
+def target_base(b: Binding) -> str:
+    stmt = b.stmt
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    for t in targets:
+        if isinstance(t, ast.Attribute):
+            return dotted(t.value)
+    return ""
+
+
+def model_rank(model: models.FrameworkModel, where: str) -> Rank:
+    return Rank(
+        model.scope,
+        model.env_vars,
+        0 if model.env_vars else None,
+        modulo=model.modulo,
+        by_process=model.by_process,
+        origin=f"{where}: {model.name}",
+    )

@@ -1,0 +1,261 @@
+"""Calls and parameters in the script data flow: environment reads, ``torch.device``, local
+functions (their returns, with arguments bound), call sites of a parameter (``mp.spawn`` index
+included), and framework constructors."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from rankmap.check import script_models as models
+from rankmap.check.script_ast import Frame, default_of, dotted, env_read, param_names, stmt_of, tail
+from rankmap.check.script_guards import Guards
+from rankmap.check.script_program import Module
+from rankmap.check.script_values import (
+    Dev,
+    DeviceCount,
+    Framework,
+    ModuleRef,
+    Namespace,
+    Num,
+    Rank,
+    Seq,
+    Text,
+    Unknown,
+    Value,
+    VisibleList,
+    as_device,
+    best,
+)
+
+
+class Calls(Guards):
+    """Calls, parameters and function returns."""
+
+    # --- parameters ----------------------------------------------------------------------
+    def parameter(self, func: ast.AST, name: str, frame: Frame) -> Value:
+        assert isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        params = param_names(func)
+        pos = params.index(name)
+        is_method = bool(params) and params[0] in ("self", "cls")
+        if is_method and pos == 0:
+            return Unknown(f"{frame.where()}: `{name}`")
+        values: list[Value] = []
+        fname = getattr(func, "name", "")
+        call_names = [fname]
+        if fname == "__init__":
+            cls = frame.mod.scope_of.get(id(func))
+            call_names = [
+                n.name
+                for n in ast.walk(frame.mod.tree)
+                if isinstance(n, ast.ClassDef) and func in n.body
+            ]
+            del cls
+        for cname in call_names:
+            for mod, call in self._calls.get(cname, [])[:16]:
+                if self.dead(mod, call):
+                    continue
+                v = self._arg_at(call, pos - (1 if is_method else 0), name, mod)
+                if v is not None:
+                    values.append(v)
+        for mod, call in self._spawns(fname):
+            if self.dead(mod, call):
+                continue
+            values.append(self._spawn_arg(call, pos, mod))
+        if values:
+            return best(values)
+        default = default_of(func, name)
+        if default is not None:
+            return self.value(
+                default, Frame(frame.mod, frame.mod.scope_of.get(id(func), frame.mod.tree), default)
+            )
+        return Unknown(
+            f"{frame.mod.where(func)}: parameter `{name}` of {fname or 'lambda'}() — no call found"
+        )
+
+    def _arg_at(self, call: ast.Call, pos: int, name: str, mod: Module) -> Value | None:
+        frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+        for kw in call.keywords:
+            if kw.arg == name:
+                return self.value(kw.value, frame)
+        if 0 <= pos < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: pos + 1]
+        ):
+            return self.value(call.args[pos], frame)
+        return None
+
+    def _spawns(self, fname: str) -> list[tuple[Module, ast.Call]]:
+        out = []
+        for spawner in ("spawn", "start_processes", "Process"):
+            for mod, call in self._calls.get(spawner, []):
+                target = (
+                    call.args[0]
+                    if call.args
+                    else next((k.value for k in call.keywords if k.arg in ("fn", "target")), None)
+                )
+                if target is not None and tail(target) == fname and fname:
+                    out.append((mod, call))
+        return out
+
+    def _spawn_arg(self, call: ast.Call, pos: int, mod: Module) -> Value:
+        where = mod.where(call)
+        if tail(call.func) != "Process" and pos == 0:
+            return Rank("local", by_process=True, origin=f"{where}: mp.spawn index")
+        args = next((k.value for k in call.keywords if k.arg == "args"), None)
+        if args is None and len(call.args) > 1 and tail(call.func) != "Process":
+            args = call.args[1]
+        shift = 0 if tail(call.func) == "Process" else 1
+        if isinstance(args, (ast.Tuple, ast.List)) and 0 <= pos - shift < len(args.elts):
+            frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+            return self.value(args.elts[pos - shift], frame)
+        return Unknown(f"{where}: argument {pos} of the spawned function")
+
+    # --- calls ---------------------------------------------------------------------------
+    def env_value(self, var: str, default: ast.expr | None, required: bool, frame: Frame) -> Value:
+        where = frame.where()
+        dflt = self.value(default, frame) if default is not None else None
+        scope = (
+            "local"
+            if var in models.LOCAL_RANK_VARS
+            else "global"
+            if var in models.GLOBAL_RANK_VARS
+            else ""
+        )
+        if not scope:
+            return Unknown(f"{where}: reads ${var}, which no launcher model sets")
+        if isinstance(dflt, Rank) and dflt.scope == scope:
+            return replace(dflt, env_vars=(var, *dflt.env_vars), origin=f"{where}: {var}")
+        num = dflt.value if isinstance(dflt, Num) else None
+        return Rank(scope, (var,), num, required and default is None, origin=f"{where}: {var}")
+
+    def call(self, node: ast.Call, frame: Frame) -> Value:
+        env = env_read(node)
+        if env is not None:
+            return self.env_value(env[0], env[1], env[2], frame)
+        name = dotted(node.func)
+        t = tail(node.func)
+        arg0 = node.args[0] if node.args else None
+        if (
+            t in ("int", "str", "float", "round", "abs", "list", "tuple", "sorted")
+            and arg0 is not None
+        ):
+            return self.value(arg0, frame)
+        if t == "range" and arg0 is not None:
+            return Seq((self.value(arg0, frame),))
+        if t == "device" and name.endswith(("torch.device", "device")) and name != "device":
+            return self._torch_device(node, frame)
+        if t == "device" and name == "device" and "device" in frame.mod.imports:
+            return self._torch_device(node, frame)
+        if t == "format" and isinstance(node.func, ast.Attribute):
+            fmt = node.func.value
+            if (
+                isinstance(fmt, ast.Constant)
+                and str(fmt.value).startswith("cuda:")
+                and arg0 is not None
+            ):
+                return Dev(self.value(arg0, frame))
+        if t == "split" and isinstance(node.func, ast.Attribute):
+            env = env_read(node.func.value)
+            if env is not None and env[0] == models.CVD:
+                return VisibleList()
+        if t == "get_default_backend_for_device":
+            return Text("default")
+        if t == "device_count":
+            return DeviceCount()
+        if t == "current_device":
+            return Dev(None)
+        if t in ("parse_args", "parse_known_args"):
+            return Namespace() if t == "parse_args" else Seq((Namespace(), Unknown("extra args")))
+        local = self._local_function(node, frame)
+        if local is not None:
+            return local
+        model = models.framework_for(t, self.prog.top_modules)
+        if model is not None:
+            return Framework(model.name)
+        if t in models.RANK_CALLS and not node.args:
+            scope, by_process = models.RANK_CALLS[t]
+            if by_process:
+                return Rank(scope, by_process=True, origin=f"{frame.where()}: {name}()")
+            return Rank(scope, ("LOCAL_RANK",), 0, origin=f"{frame.where()}: {name}()")
+        return Unknown(f"{frame.where()}: `{name}()` not followed")
+
+    def _torch_device(self, node: ast.Call, frame: Frame) -> Value:
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords if k.arg}
+        if len(args) >= 2 or "index" in kw:
+            kind = self.value(args[0] if args else kw.get("type"), frame)
+            index = self.value(args[1] if len(args) >= 2 else kw["index"], frame)
+            if isinstance(kind, Text) and kind.value != "cuda":
+                return kind
+            return Dev(index)
+        if args:
+            return as_device(self.value(args[0], frame))
+        return Unknown(f"{frame.where()}: torch.device() without arguments")
+
+    def _local_function(self, node: ast.Call, frame: Frame) -> Value | None:
+        funcs = self.resolve_function(node.func, frame)
+        if not funcs:
+            return None
+        values = []
+        for mod, func in funcs[:4]:
+            bound = tuple(self._bind_args(func, node, frame))
+            returns = [
+                r.value
+                for r in ast.walk(func)
+                if isinstance(r, ast.Return)
+                and r.value is not None
+                and mod.scope_of.get(id(r)) is func
+            ]
+            for r in returns[:6]:
+                values.append(self.value(r, Frame(mod, func, r, bound)))
+        return (
+            best(values)
+            if values
+            else Unknown(f"{frame.where()}: `{dotted(node.func)}()` returns nothing")
+        )
+
+    def _bind_args(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, frame: Frame
+    ) -> list[tuple[str, Value]]:
+        params = param_names(func)
+        if params and params[0] in ("self", "cls"):
+            params = params[1:]
+        out = []
+        for p, a in zip(params, call.args, strict=False):
+            if isinstance(a, ast.Starred):
+                break
+            out.append((p, self.value(a, frame)))
+        for kw in call.keywords:
+            if kw.arg in params:
+                out.append((kw.arg, self.value(kw.value, frame)))
+        return out
+
+    def resolve_function(
+        self, func: ast.AST, frame: Frame
+    ) -> list[tuple[Module, ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """Local definitions a call target refers to (same module, imports, ``self.method``)."""
+        mod = frame.mod
+        if isinstance(func, ast.Name):
+            if func.id in mod.functions:
+                return [(mod, f) for f in mod.functions[func.id]]
+            if func.id in mod.imports:
+                target, attr = mod.imports[func.id]
+                linked = mod.links.get(target)
+                if linked is not None and attr and attr in linked.functions:
+                    return [(linked, f) for f in linked.functions[attr]]
+                if linked is not None and attr and attr in linked.imports:
+                    return self.resolve_function(ast.Name(attr), Frame(linked, linked.tree, func))
+                return []
+            starred = self.star_module(mod, func.id)
+            if starred is not None:
+                return self.resolve_function(func, Frame(starred, starred.tree, func))
+            return []
+        if isinstance(func, ast.Attribute):
+            if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+                return [(mod, f) for f in mod.functions.get(func.attr, [])]
+            if isinstance(func.value, ast.Name) and func.value.id in mod.imports:
+                base = self.name(func.value.id, frame)
+                if isinstance(base, ModuleRef) and base.path:
+                    linked = next(m for m in self.prog.modules if m.path == base.path)
+                    return [(linked, f) for f in linked.functions.get(func.attr, [])]
+        return []

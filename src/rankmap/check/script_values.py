@@ -1,0 +1,206 @@
+"""The abstract values of the device-selection data flow (:mod:`rankmap.check.script_flow`).
+
+A value says what an expression of the script holds as far as device selection cares: a rank
+(tainted by a source), a number, a string, a CUDA device, an argparse argument, a choice between
+values guarded by environment variables, or something the analysis could not follow (with where).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Rank:
+    """A value derived from a rank source (environment, argument, runtime call)."""
+
+    scope: str  # local | global
+    env_vars: tuple[str, ...] = ()  # variables read, first set wins
+    env_default: int | None = None  # value when none is set; None: KeyError when required
+    env_required: bool = False  # os.environ["X"]
+    arg_dest: str | None = None  # argparse dest (the launcher may pass it)
+    arg_default: int | None = None
+    by_process: bool = False  # the runtime/framework knows the rank itself
+    modulo: bool = False  # ... % torch.cuda.device_count()
+    scaled: bool = False  # combined with a factor/offset the analysis assumes keeps ranks apart
+    via_cvd: bool = False  # the entry of CUDA_VISIBLE_DEVICES at this rank (a physical id)
+    conditional: bool = False  # read in a branch whose condition the analysis cannot decide
+    origin: str = ""  # "path:line: text" of the source
+
+
+@dataclass(frozen=True)
+class Num:
+    value: int
+
+
+@dataclass(frozen=True)
+class Text:
+    value: str
+
+
+@dataclass(frozen=True)
+class Dev:
+    """A CUDA device; ``index`` None is the current device (``"cuda"``, ``.cuda()``)."""
+
+    index: Value | None
+
+
+@dataclass(frozen=True)
+class DeviceCount:
+    """``torch.cuda.device_count()``."""
+
+
+@dataclass(frozen=True)
+class ArgValue:
+    """An argparse argument that is not a local rank (the launcher does not pass it)."""
+
+    dest: str
+    default: Value | None
+
+
+@dataclass(frozen=True)
+class VisibleList:
+    """The entries of ``os.environ["CUDA_VISIBLE_DEVICES"].split(",")`` (physical ids)."""
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """The result of ``parser.parse_args()``."""
+
+
+@dataclass(frozen=True)
+class Framework:
+    """An object a framework call returned (``Accelerator()``, ``Fabric(...)``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """An imported module: a local one (``path``) or an external dotted name."""
+
+    name: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """``None``."""
+
+
+@dataclass(frozen=True)
+class Unknown:
+    why: str  # "path:line: what could not be followed"
+    cyclic: bool = False  # a value that refers to itself (dropped when others are known)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Alternatives: the first whose variables are all set applies (``()``: always)."""
+
+    options: tuple[tuple[tuple[str, ...], Value], ...]
+
+
+Value = (
+    Rank
+    | Num
+    | Text
+    | Dev
+    | DeviceCount
+    | ArgValue
+    | Seq
+    | VisibleList
+    | Namespace
+    | Framework
+    | ModuleRef
+    | Nothing
+    | Unknown
+    | Choice
+)
+
+
+def score(v: Value | None) -> int:
+    """How much a value says about a per-rank device; the analysis keeps the most telling one.
+
+    A rank beats a constant: between a per-rank and a constant device on paths the analysis cannot
+    tell apart, it keeps the per-rank one (a false alarm costs more than a miss).
+    """
+    if isinstance(v, Rank):
+        return 5 if not v.scaled else 4
+    if isinstance(v, Dev):
+        return score(v.index) if v.index is not None else 1
+    if isinstance(v, Choice):
+        return max((score(o) for _, o in v.options), default=0)
+    if isinstance(v, ArgValue):
+        return 3
+    if isinstance(v, Num):
+        return 2
+    if isinstance(v, Seq):
+        return score(v.items[0]) if v.items else 0
+    if isinstance(v, Text):
+        return 1
+    return 0
+
+
+def best(values: list[Value]) -> Value:
+    """The most telling of ``values`` (the first on a tie)."""
+    if not values:
+        return Unknown("no value")
+    kept = [v for v in values if not (isinstance(v, Unknown) and v.cyclic)] or values
+    return max(kept, key=score)
+
+
+def with_modulo(v: Value) -> Value:
+    """``v % torch.cuda.device_count()``."""
+    if isinstance(v, Rank):
+        return replace(v, modulo=True)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, with_modulo(o)) for g, o in v.options))
+    if isinstance(v, Dev) and v.index is not None:
+        return Dev(with_modulo(v.index))
+    return v
+
+
+def scaled(v: Value) -> Value:
+    """``v`` combined with a factor or offset the analysis cannot evaluate."""
+    if isinstance(v, Rank):
+        return replace(v, scaled=True)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, scaled(o)) for g, o in v.options))
+    return v
+
+
+def conditional(v: Value) -> Value:
+    """``v`` as read on a path that may not run (a missing variable is then no error)."""
+    if isinstance(v, Rank):
+        return replace(v, conditional=True)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, conditional(o)) for g, o in v.options))
+    if isinstance(v, Dev) and v.index is not None:
+        return Dev(conditional(v.index))
+    return v
+
+
+def as_device(v: Value) -> Value:
+    """What ``torch.device(v)`` / ``.to(v)`` / ``set_device(v)`` selects from ``v``."""
+    if isinstance(v, Text):
+        s = v.value.strip()
+        if s == "cuda":
+            return Dev(None)
+        if s.startswith("cuda:") and s[5:].isdigit():
+            return Dev(Num(int(s[5:])))
+        if s.isdigit():
+            return Dev(Num(int(s)))
+        return v
+    if isinstance(v, (Rank, Num, ArgValue)):
+        return Dev(v)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, as_device(o)) for g, o in v.options))
+    if isinstance(v, Seq) and v.items:
+        return as_device(v.items[0])
+    return v

@@ -1,0 +1,128 @@
+"""Findings about the script's device selection itself: how sure the analysis is, and what the
+placement costs when it is right (errors only on positive evidence, see docs/check.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rankmap.check.fixes import ranks_text
+from rankmap.check.script_scan import DeviceSelection
+from rankmap.findings import Finding, finding
+
+if TYPE_CHECKING:
+    from rankmap.check.engine import RankOutcome
+
+# Codes whose cause is the script's own choice (no/constant device): an error needs the evidence
+# that the collision reaches NCCL (CUDA use and an NCCL backend in the files read).
+_SCRIPT_CHOICE = ("RM301", "RM302")
+
+
+def dup_severity(code: str, sel: DeviceSelection) -> str | None:
+    """Severity of a duplicate-GPU finding given the evidence (None: no finding at all).
+
+    NCCL's duplicate check (reference/nccl.md (a)) fires only in an NCCL communicator: with CUDA
+    use and an NCCL (or the default) backend it is an error; with ``gloo``/``mpi``, or with no
+    process group found while the script chose no/one device, the ranks only share a GPU
+    (memory, speed): a warning. Without CUDA use nothing is said.
+    """
+    if sel.gpu_free or not sel.uses_cuda:
+        return None
+    if sel.kind == "assumed_local_rank" or sel.nccl_evidence:
+        return "error"
+    if sel.backend in ("gloo", "mpi"):
+        return "warning"
+    if code in _SCRIPT_CHOICE or sel.kind in ("none", "constant"):
+        return "warning"
+    return "error"
+
+
+def selection_findings(
+    sel: DeviceSelection, outcomes: list[RankOutcome], found: list[Finding]
+) -> list[Finding]:
+    """RM031 (no GPU use), RM030 (not followed / no branch applies), RM330 (tensor-only device)."""
+    out: list[Finding] = []
+    if sel.gpu_free:
+        what = "not a PyTorch script" if sel.kind == "not_torch" else "CPU-only job"
+        backend = f"backend {sel.backend}" if sel.backend else "no process group found"
+        out.append(
+            finding(
+                "RM031",
+                f"{sel.path or 'the script'}: {what} ({backend}, no CUDA use): no GPU placement "
+                "to check",
+                evidence=sel.evidence,
+            )
+        )
+        return out
+    out += _global_rank_across_nodes(sel, outcomes, found)
+    unsimulated = [o.proc.rank for o in outcomes if o.cuda_index is None and o.error is None]
+    if sel.kind == "unknown" or sel.unresolved or unsimulated:
+        out.append(_not_followed(sel, unsimulated))
+    per_rank = sel.kind in ("local_rank", "local_rank_modulo", "global_rank", "accelerate")
+    errors = any(f.severity.value == "error" for f in found)
+    if per_rank and not sel.sets_current and not errors and outcomes:
+        out.append(
+            finding(
+                "RM330",
+                f"each rank uses its own GPU through `{sel.call}` ({sel.where}), but never "
+                "calls set_device: its current device stays cuda:0",
+                detail="barrier(), object collectives and `.cuda()` without an index open a CUDA "
+                "context on GPU 0 of every rank (reference/pytorch_nccl.md §1-2).",
+                ranks=[o.proc.rank for o in outcomes if o.proc.local_rank != 0],
+                fix="torch.cuda.set_device(local_rank)  # before init_process_group",
+            )
+        )
+    return out
+
+
+def _global_rank_across_nodes(
+    sel: DeviceSelection, outcomes: list[RankOutcome], found: list[Finding]
+) -> list[Finding]:
+    """The global rank reaches the sink on a second node: its ranks take GPU ``rank``, not their
+    local one, even where that ordinal exists (evidence enough for an error, docs/check.md)."""
+    if sel.kind != "global_rank" or sel.modulo or any(f.code == "RM401" for f in found):
+        return []
+    off = [
+        o
+        for o in outcomes
+        if o.error is None and o.cuda_index is not None and o.proc.rank != o.proc.local_rank
+    ]
+    if not off:
+        return []
+    first = off[0]
+    return [
+        finding(
+            "RM401",
+            f"the global rank is the device index on {len({o.proc.node for o in outcomes})} nodes: "
+            f"ranks {ranks_text(o.proc.rank for o in off)} use cuda:RANK (rank {first.proc.rank} on "
+            f"{first.host.hostname} takes cuda:{first.cuda_index}, its local rank is "
+            f"{first.proc.local_rank})",
+            detail=f"{sel.where}: `{sel.call}`; with more ranks per node the ordinal runs past the "
+            "node's GPUs (invalid device ordinal).",
+            ranks=[o.proc.rank for o in off],
+            hosts=sorted({o.host.hostname for o in off}),
+            fix="torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+        )
+    ]
+
+
+def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
+    where = sel.where or sel.path or "the script"
+    if sel.kind == "unknown":
+        title = (
+            f"{where}: could not follow the device index of `{sel.call}`; assuming each rank "
+            "uses cuda:LOCAL_RANK"
+        )
+    elif unsimulated:
+        need = (
+            " or ".join(" and ".join(g) for g, _ in sel.alternatives if g)
+            or "a variable this launch does not set"
+        )
+        title = (
+            f"{where}: no branch of the device selection applies to ranks "
+            f"{ranks_text(unsimulated)} (it needs {need}): their GPUs are not simulated"
+        )
+    else:
+        title = f"{where}: part of the device selection could not be followed"
+    return finding(
+        "RM030", title, detail="; ".join(sel.unresolved[:6]), evidence=sel.unresolved[:6]
+    )
