@@ -9,8 +9,9 @@ from doctor_fakes import SMI
 
 from rankmap.errors import InputError
 from rankmap.inventory import detect_format, load_machine, parse_machine_text
+from rankmap.inventory.normalise import paste_lines
 from rankmap.inventory.smi import detect_text_format, parse
-from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX, clean_text
+from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX
 from rankmap.model import Host
 
 WS4_FILES = {
@@ -151,9 +152,9 @@ def test_xml_with_prose_prompt_and_crlf_around_it() -> None:
     assert [g.pci_bus_id for g in hosts[0].gpus][0] == "0000:4F:00.0"
 
 
-def test_clean_text_strips_ansi_prompts_and_crlf() -> None:
-    lines = clean_text("\x1b[1muser@node:~$ nvidia-smi -L\x1b[0m\r\nGPU 0: X (UUID: GPU-1)\r\n")
-    assert lines == ["GPU 0: X (UUID: GPU-1)", ""]
+def test_paste_lines_strip_ansi_and_crlf() -> None:
+    lines = paste_lines("\x1b[1muser@node:~$ nvidia-smi -L\x1b[0m\r\nGPU 0: X (UUID: GPU-1)\r\n")
+    assert [x.text for x in lines] == ["user@node:~$ nvidia-smi -L", "GPU 0: X (UUID: GPU-1)", ""]
 
 
 # --- bad input -------------------------------------------------------------------------------
@@ -172,16 +173,11 @@ def test_entity_declarations_are_refused() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('<?xml version="1.0" ?>\n<nvidia_smi_log>\n<gpu id="00000000:01:00.0">\n', "truncated"),
+        ('<?xml version="1.0" ?>\n<nvidia_smi_log>\n<gpu>\n<uuid>N/A', "neither a uuid"),
         ("<nvidia_smi_log><gpu></nvidia_smi_log>", "malformed"),
         ("<nvidia_smi_log></nvidia_smi_log>", "no GPU"),
         ("hello world\nthis is not nvidia-smi\n", "not a machine description"),
-        ("index, name\n0, Tesla\n", "not a machine description"),
-        (
-            "GPU 0: A (UUID: GPU-11111111-2222-3333-4444-555555555555)\n"
-            "GPU 0: B (UUID: GPU-11111111-2222-3333-4444-666666666666)\n",
-            "twice",
-        ),
+        ("index, uuid\n0, GPU-11111111-2222-3333-4444-555555555555\n0, GPU-x\n", "twice"),
         ("index, pci.bus_id\n0, 00000000:ZZ:00.0\n", "not a PCI bus id"),
     ],
 )

@@ -1,8 +1,9 @@
 """Machines from every source into one model: built-in profiles, profile JSON, pasted nvidia-smi.
 
 ``load_machine(spec)`` takes what ``--machine`` takes: a built-in profile name, or a path to
-profile JSON (``rankmap doctor --save``), ``nvidia-smi -q -x`` XML, ``nvidia-smi -L`` text,
-``nvidia-smi --query-gpu=... --format=csv`` output or the default ``nvidia-smi`` table.
+profile JSON (``rankmap doctor --save``) or to a paste of nvidia-smi output in any form
+(:mod:`rankmap.inventory.smi`), which may hold several machines. ``read_pastes(text)`` finds
+the machines in free text and returns ``[]`` where there are none.
 The live NVML source is :mod:`rankmap.adapters.nvml`.
 """
 
@@ -99,29 +100,35 @@ def load_machines(specs: Iterable[str]) -> list[Host]:
 
 
 def detect_format(text: str) -> str:
-    """``profile-json`` | ``smi-xml`` | ``smi-list`` | ``smi-csv`` | ``smi-table`` | ``unknown``."""
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if stripped.startswith("{"):
+    """``profile-json`` | ``smi-xml`` | ``smi-q`` | ``smi-table`` | ``smi-list`` | ``smi-csv``
+    | ``unknown`` (nvidia-smi forms are recognised anywhere in the text)."""
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return "profile-json"
-    if stripped.startswith("<?xml") or "<nvidia_smi_log" in stripped[:2000]:
-        return "smi-xml"
     from rankmap.inventory.smi import detect_text_format
 
-    return detect_text_format(stripped)
+    return detect_text_format(text)
 
 
 def parse_machine_text(text: str, *, source: str) -> list[Host]:
-    """Parse any supported machine description; ``InputError`` names what was wrong."""
-    fmt = detect_format(text)
-    if fmt == "profile-json":
+    """Parse any supported machine description; ``InputError`` (one line) names what was wrong.
+
+    A paste of nvidia-smi output may describe several machines: one host each, in paste order.
+    """
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
         from rankmap.inventory.profile import parse_profile_json
 
         return parse_profile_json(text, source=source)
-    if fmt == "unknown":
-        raise InputError(
-            f"{source}: not a machine description (expected profile JSON, nvidia-smi -q -x XML, "
-            "nvidia-smi -L, nvidia-smi --query-gpu CSV or the nvidia-smi table)"
-        )
-    from rankmap.inventory.smi import parse
+    from rankmap.inventory.smi import parse_paste
 
-    return parse(fmt, text, source=source)
+    return parse_paste(text, source=source)
+
+
+def read_pastes(text: str, *, source: str = "paste") -> list[Host]:
+    """The machines that nvidia-smi output inside ``text`` shows; ``[]`` when there is none.
+
+    For readers of free text such as ``explain``: a log or an issue body that contains the
+    table, ``-L``, ``-q``, XML or CSV output anywhere. Never raises for other text.
+    """
+    from rankmap.inventory.smi import read_pastes as read
+
+    return read(text, source=source)

@@ -1,4 +1,4 @@
-"""Helpers every pasted-output reader shares: cleaning a paste, placeholder UUIDs, hosts."""
+"""Helpers every pasted-output reader shares: id shapes, placeholder UUIDs, hosts."""
 
 from __future__ import annotations
 
@@ -9,14 +9,23 @@ from rankmap.model import Gpu, Host
 from rankmap.pci import try_normalize_bus_id
 
 UNKNOWN_UUID_PREFIX = "unknown-uuid:"
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b\][^\x07\x1b]{0,256}\x07")
-_PROMPT = re.compile(r"^\s*(?:\S*[$#%>]\s+)?(?:sudo\s+)?nvidia-smi(?:\s.*)?$")
+BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]"
+UUID = r"GPU-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
+FULL_UUID = re.compile(r"^(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}$")
 
 
-def clean_text(text: str) -> list[str]:
-    """Lines of a paste without CRLF, ANSI codes, a BOM or ``$ nvidia-smi ...`` prompt lines."""
-    text = _ANSI.sub("", text.replace("\ufeff", "")).replace("\r\n", "\n").replace("\r", "\n")
-    return [line.rstrip() for line in text.split("\n") if not _PROMPT.match(line)]
+_UUID_GAP_MARKS = ("gives no UUID", "show this GPU's UUID", "UUID cut or masked", "no uuid column")
+_BUS_GAP_MARKS = ("gives no PCI bus id", "no pci.bus_id column", "show this GPU's PCI bus id")
+
+
+def says_uuid_unknown(note: str) -> bool:
+    """The note says that the GPU's UUID is not shown (another form may fill it in)."""
+    return any(mark in note for mark in _UUID_GAP_MARKS)
+
+
+def says_bus_id_unknown(note: str) -> bool:
+    """The note says that the GPU's PCI bus id is not shown."""
+    return any(mark in note for mark in _BUS_GAP_MARKS)
 
 
 def make_host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Host:
@@ -30,6 +39,16 @@ def make_host(gpus: list[Gpu], source: str, label: str, **kw: str | None) -> Hos
         cuda_driver_version=kw.get("cuda_driver_version"),
         source=f"{label}:{source}",
     )
+
+
+def shown_uuid(raw: str | None, index: int, what: str) -> tuple[str, list[str]]:
+    """``(uuid, notes)``: the UUID as shown when it is whole, else the placeholder and why."""
+    value = (raw or "").strip()
+    if FULL_UUID.match(value) or value.startswith("MIG-GPU-"):
+        return value, []
+    if not value or value in ("N/A", "[N/A]"):
+        return unknown_uuid(index), [f"the paste does not show this GPU's UUID ({what})"]
+    return unknown_uuid(index), [f"the paste shows the UUID cut or masked ({value!r}); not used"]
 
 
 def unknown_uuid(index: int) -> str:

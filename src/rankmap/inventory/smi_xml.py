@@ -1,39 +1,82 @@
-"""``nvidia-smi -q -x`` XML -> :class:`~rankmap.model.Host` (see :mod:`rankmap.inventory.smi`).
+"""``nvidia-smi -q -x`` XML -> listings (reference/nvidia_smi_formats.md §5).
 
-Any DTD version (v10-v13 seen). Parsed with ``xml.etree`` only after rejecting every
-``<!ENTITY`` declaration, so entity-expansion bombs and external entities never reach the
-parser; the external DTD named by ``<!DOCTYPE ... SYSTEM ...>`` is never fetched by expat.
+Any DTD version (v10-v13 seen), one listing per ``<nvidia_smi_log>`` in the paste. Parsed with
+``xml.etree`` only after rejecting every ``<!ENTITY`` declaration, so entity-expansion bombs and
+external entities never reach the parser; the external DTD named by ``<!DOCTYPE ... SYSTEM ...>``
+is never fetched by expat.
+
+A log cut off before ``</nvidia_smi_log>`` (the usual pasted excerpt) is closed where it stops:
+every element still open is closed, the text after the last complete tag is dropped, and the GPU
+that was cut says so (what it shows is kept; nothing after the cut is guessed).
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 from rankmap.errors import InputError
+from rankmap.inventory.normalise import PasteLine
 from rankmap.inventory.smi_common import (
     UNKNOWN_UUID_PREFIX,
     bus_id,
-    clean_text,
     leading_int,
-    make_host,
-    unknown_uuid,
+    shown_uuid,
 )
-from rankmap.model import Gpu, GpuProcess, Host, MigDevice
+from rankmap.inventory.smi_hosts import Listing
+from rankmap.model import Gpu, GpuProcess, MigDevice
+
+FORM = "nvidia-smi -q -x"
+_ROOT_OPEN = "<nvidia_smi_log"
+_ROOT_CLOSE = "</nvidia_smi_log>"
+_TAG = re.compile(r"<(/?)([A-Za-z_][\w.:-]{0,80})(?![\w.:-])[^<>]{0,2000}>")
 
 
-def parse_xml(text: str, source: str) -> Host:
-    """The ``<nvidia_smi_log>`` in ``text`` (prose around it is ignored) as one host."""
-    body = "\n".join(clean_text(text))
-    start = body.find("<?xml")
-    if start < 0:
-        start = body.find("<nvidia_smi_log")
-    end = body.rfind("</nvidia_smi_log>")
-    if start < 0 or end < 0:
-        raise InputError(f"{source}: nvidia-smi XML is truncated (no </nvidia_smi_log>)")
-    body = body[start : end + len("</nvidia_smi_log>")]
-    if re.search(r"<!ENTITY", body, re.IGNORECASE):
+def looks_like_xml(lines: list[PasteLine]) -> bool:
+    return any(_ROOT_OPEN in x.text for x in lines)
+
+
+def read_xml(lines: list[PasteLine], source: str) -> list[Listing]:
+    """Every ``<nvidia_smi_log>`` of the paste; ``InputError`` for XML that is not its output."""
+    text = "\n".join(x.text for x in lines)
+    if re.search(r"<!ENTITY", text, re.IGNORECASE):
         raise InputError(f"{source}: XML declares entities; refused (not nvidia-smi output)")
+    listings = []
+    start = text.find(_ROOT_OPEN)
+    while start >= 0:
+        nxt = text.find(_ROOT_OPEN, start + 1)
+        end = text.find(_ROOT_CLOSE, start, nxt if nxt >= 0 else len(text))
+        if end >= 0:
+            body, cut_at = text[start : end + len(_ROOT_CLOSE)], None
+        else:
+            body, cut_at = _close_cut(text[start : nxt if nxt >= 0 else len(text)])
+        listings.append(_listing(body, cut_at, source))
+        listings[-1].first_line = text.count("\n", 0, start)
+        start = nxt
+    return listings
+
+
+def _close_cut(body: str) -> tuple[str, str]:
+    """``(closed xml, last complete tag)``: a cut log with every open element closed."""
+    last = body.rfind(">")
+    body = body[: last + 1]
+    stack: list[str] = []
+    last_tag = ""
+    for match in _TAG.finditer(body):
+        if match.group(0).endswith("/>"):
+            continue
+        name = match.group(2)
+        last_tag = name
+        if not match.group(1):
+            stack.append(name)
+        elif name in stack:
+            while stack and stack.pop() != name:
+                pass
+    return body + "".join(f"</{name}>" for name in reversed(stack)), last_tag
+
+
+def _listing(body: str, cut_at: str | None, source: str) -> Listing:
     try:
         root = ET.fromstring(body)
     except ET.ParseError as exc:
@@ -41,10 +84,15 @@ def parse_xml(text: str, source: str) -> Host:
     if root.tag != "nvidia_smi_log":
         raise InputError(f"{source}: XML root is <{root.tag}>, not <nvidia_smi_log>")
     gpus = [_xml_gpu(el, pos, source) for pos, el in enumerate(root.findall("gpu"))]
-    return make_host(
-        gpus,
-        source,
-        "nvidia-smi -q -x",
+    attached = leading_int(_xt(root, "attached_gpus"))
+    if cut_at is not None and gpus:
+        note = f"the paste cuts the XML after <{cut_at}>; nothing after it is shown"
+        if attached is not None and attached > len(gpus):
+            note += f" (nvidia-smi reports {attached} GPUs, the paste shows {len(gpus)})"
+        gpus[-1] = replace(gpus[-1], errors=(*gpus[-1].errors, note))
+    return Listing(
+        FORM,
+        gpus=gpus,
         driver_version=_xt(root, "driver_version"),
         cuda_driver_version=_xt(root, "cuda_version"),
     )
@@ -64,13 +112,13 @@ def _xint(el: ET.Element, path: str) -> int | None:
 
 
 def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
-    uuid = _xt(el, "uuid")
+    raw_uuid = _xt(el, "uuid")
     bus = bus_id(el.get("id")) or bus_id(_xt(el, "pci/pci_bus_id"))
-    if uuid is None and bus is None:
+    if raw_uuid is None and bus is None:
         raise InputError(f"{source}: <gpu> number {pos} has neither a uuid nor a bus id")
     # NOTE: the XML order is taken as the NVML index order (unverified that it is guaranteed;
     # reference/nvidia_smi_formats.md §5). nvidia-smi prints GPUs in PCI order.
-    errors = [] if uuid else ["nvidia-smi XML gave no UUID"]
+    uuid, errors = shown_uuid(raw_uuid, pos, "nvidia-smi XML gave no UUID")
     mig_devices = tuple(
         MigDevice(
             uuid=_xt(m, "uuid")
@@ -96,13 +144,13 @@ def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
     )
     return Gpu(
         nvml_index=pos,
-        uuid=uuid or unknown_uuid(pos),
+        uuid=uuid,
         pci_bus_id=bus,
         name=_xt(el, "product_name"),
         memory_mib=leading_int(_xt(el, "fb_memory_usage/total")),
         mig_mode=(_xt(el, "mig_mode/current_mig") or "").lower() == "enabled",
         mig_devices=mig_devices,
         minor_number=_xint(el, "minor_number"),
-        processes=procs,
+        processes=procs if el.find("processes") is not None else None,
         errors=tuple(errors),
     )
