@@ -223,7 +223,7 @@ def _code(seg: Segment, facts: DocFacts) -> None:
 def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     from rankmap.errors import RankMapError
     from rankmap.inventory import parse_machine_text
-    from rankmap.inventory.smi import process_rows
+    from rankmap.inventory.smi_table import process_rows
 
     gpus_of: dict[int, set[int]] = {}
     rows: dict[int, str] = {}

@@ -60,11 +60,6 @@ _READERS: tuple[tuple[str, Callable[[list[PasteLine]], bool], _Reader], ...] = (
 )
 
 
-def process_rows(text: str) -> list[tuple[int, GpuProcess]]:
-    """(nvidia-smi GPU index, process) of every row of a pasted process table."""
-    return [row for line in _lines(text) if (row := _table_process_row(line)) is not None]
-
-
 def detect_text_format(text: str) -> str:
     """The first form found in ``text``: ``smi-xml`` ... ``smi-csv``, or ``unknown``."""
     lines = paste_lines(text)
