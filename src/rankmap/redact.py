@@ -19,7 +19,7 @@ construction: no rule matches on hex or UUID shapes, and names are never removed
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +129,7 @@ def secrets_in_text(text: str) -> set[str]:
     found |= {m.group("value") for m in _AUTH_HEADER.finditer(text)}
     found |= {m.group("value") for m in _BEARER.finditer(text)}
     for rx in (_KEYED, _FLAG):
-        for m in _overlapping(rx, text):
+        for m in rx.finditer(text):
             if is_secret_name(m.group("name")) and not is_trivial(m.group("value")):
                 found.add(m.group("value").strip("\"'"))
     for m in _URL_USERINFO.finditer(text):
@@ -163,31 +163,8 @@ def redact_free_text(text: str) -> str:
     text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('head')}{REDACTED}", text)
     text = _BEARER.sub(lambda m: f"{m.group('head')}{REDACTED}", text)
-    text = _sub_overlapping(_KEYED, _keyed, text)
+    text = _KEYED.sub(_keyed, text)
     return _FLAG.sub(_flag, text)
-
-
-def _overlapping(rx: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """Matches of ``rx``, the next one searched right after the previous one's name: in
-    ``A: X-Api-Key: s3cr3t`` the harmless ``A: X-Api-Key:`` must not hide ``X-Api-Key: s3cr3t``."""
-    i = 0
-    while (m := rx.search(text, i)) is not None:
-        yield m
-        i = m.end("name")
-
-
-def _sub_overlapping(rx: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
-    """``rx.sub(repl, text)`` where a match left unchanged lets a match inside its value count."""
-    out: list[str] = []
-    pos = 0
-    for m in _overlapping(rx, text):
-        if m.start() < pos:
-            continue  # inside a value already replaced
-        new = repl(m)
-        if new != m.group(0):
-            out += [text[pos : m.start()], new]
-            pos = m.end()
-    return "".join(out) + text[pos:]
 
 
 def _quoted(value: str) -> str:
