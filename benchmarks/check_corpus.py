@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch
 from rankmap.errors import RankMapError
 from rankmap.inventory import load_machine
 

@@ -11,10 +11,10 @@ import io
 import time
 from pathlib import Path
 
-from rankmap.check.engine import check_launch
-from rankmap.cli.check import render_check
+from rankmap.adapters.local import check_launch
 from rankmap.cli.context import AppContext
 from rankmap.inventory import load_machine
+from rankmap.render.check import render_check
 from rankmap.render.json import report_json
 
 BUDGET_S = 1.0

@@ -74,8 +74,8 @@ def parse_env(text: str) -> dict[str, str]:
 
 
 def run_one(row: dict[str, str], folder: Path, mode: str) -> dict[str, Any]:
+    from rankmap.adapters.local import explain_files
     from rankmap.errors import RankMapError
-    from rankmap.explain.engine import explain_files
 
     tid = row["id"]
     try:

@@ -20,10 +20,10 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
+from rankmap.adapters.output import write_html
 from rankmap.findings import Report, finding
 from rankmap.inventory import load_machine
 from rankmap.model import HostIdentity, Placement
-from rankmap.render.html import write_html
 
 CHROMIUM_FLAGS = [
     "--headless",

@@ -24,9 +24,10 @@ import time
 from dataclasses import replace
 from datetime import timedelta
 
+from rankmap.adapters.rank_record import collect_record
 from rankmap.probe import verdict_payload
 from rankmap.probe.collate import collate_raw
-from rankmap.probe.record import RankRecord, collect_record
+from rankmap.probe.record import RankRecord
 from rankmap.probe.wire import encode
 
 PER_RANK_TARGET_MS = 50.0

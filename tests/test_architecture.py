@@ -46,6 +46,11 @@ def test_contracts_kept() -> None:
         ("check/engine.py", "import rankmap.adapters.nvml"),
         ("explain/engine.py", "import subprocess"),
         ("findings.py", "import rankmap.cli"),
+        ("probe/collate.py", "import torch"),
+        ("bench/sizes.py", "import socket"),
+        ("doctor/engine.py", "import rankmap.adapters.versions"),
+        ("explain/reader.py", "import multiprocessing"),
+        ("cli/check.py", "import rich.table"),
     ],
 )
 def test_planted_breach_is_caught(tmp_path: Path, module: str, planted: str) -> None:
@@ -100,3 +105,33 @@ def _circles(package: str) -> list[set[str]]:
 
 def test_no_import_circles() -> None:
     assert _circles("rankmap") == []
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed")
+@pytest.mark.parametrize(
+    ("module", "planted", "allowed"),
+    [
+        ("check/engine.py", "import os\n    return os.environ", False),
+        ("probe/collate.py", "import os\n    return os.getenv('X')", False),
+        ("explain/engine.py", "import sys\n    return sys.stdin", False),
+        ("adapters/job.py", "import os\n    return os.environ", True),
+        ("cli/check.py", "import sys\n    return sys.stdin", True),
+    ],
+)
+def test_core_cannot_read_the_environment_or_stdin(
+    tmp_path: Path, module: str, planted: str, allowed: bool
+) -> None:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "src" / "rankmap" / module
+    target.parent.mkdir(parents=True)
+    target.write_text(f"def _planted() -> object:\n    {planted}\n", encoding="utf-8")
+    done = subprocess.run(
+        ["ruff", "check", "--no-cache", "--select", "TID251", str(target)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode == 0) is allowed, done.stdout
+    assert ("TID251" in done.stdout) is not allowed

@@ -9,13 +9,15 @@ import sys
 from rankmap import __version__
 
 
-def test_version(run_cli, capsys) -> None:  # type: ignore[no-untyped-def]
-    # argparse's version action prints to sys.stdout and exits 0
-    try:
-        run_cli(["--version"])
-    except SystemExit as exc:
-        assert exc.code == 0
-    assert __version__ in capsys.readouterr().out
+def test_version_and_help_return_a_status_with_the_text_in_ctx_stdout(run_cli, capsys) -> None:  # type: ignore[no-untyped-def]
+    # main() never raises: argparse's --version/--help write into ctx.stdout and return 0
+    result = run_cli(["--version"])
+    assert result.status == 0 and result.stdout == f"rankmap {__version__}\n"
+    for argv in (["--help"], ["-h"], ["check", "--help"], ["explain", "-h"], ["probe", "--help"]):
+        result = run_cli(argv)
+        assert result.status == 0, argv
+        assert result.stdout.startswith("usage: rankmap"), argv
+    assert capsys.readouterr().out == ""  # nothing reached the real stdout
 
 
 def test_no_command_prints_help_and_exits_2(run_cli) -> None:  # type: ignore[no-untyped-def]

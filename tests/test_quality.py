@@ -42,3 +42,26 @@ def test_readme_setup_commands_match_ci() -> None:
     assert "pytest" in test_cmd
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_cmd in ci
+
+
+def test_ci_fails_when_torch_cannot_be_installed(tmp_path: Path) -> None:
+    # A stand-in `python` on PATH: `pip install ... torch==...` fails, anything else is logged.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    fake = bin_dir / "python"
+    fake.write_text(
+        f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in *torch==*) exit 1 ;; esac\nexit 0\n'
+    )
+    fake.chmod(0o755)
+    done = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "run")],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    calls = log.read_text().splitlines()
+    assert len(calls) == 1 and "torch==2.13.0" in calls[0]  # pytest never ran

@@ -18,8 +18,8 @@ def verify(
 ) -> Any:
     """Check the whole job's rank -> GPU map from inside a training script (every rank calls it).
 
-    See :func:`rankmap.probe.verify`.
+    See :func:`rankmap.probe.verify_job` (the engine) and :mod:`rankmap.adapters.job` (wiring).
     """
-    from rankmap.probe import verify as _verify
+    from rankmap.adapters.job import verify as _verify
 
     return _verify(device, timeout=timeout, machine=machine, strict=strict)

@@ -19,7 +19,7 @@ construction: no rule matches on hex or UUID shapes, and names are never removed
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -163,8 +163,24 @@ def redact_free_text(text: str) -> str:
     text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('head')}{REDACTED}", text)
     text = _BEARER.sub(lambda m: f"{m.group('head')}{REDACTED}", text)
-    text = _KEYED.sub(_keyed, text)
-    return _FLAG.sub(_flag, text)
+    text = _sub_overlapping(_KEYED, _keyed, text)
+    return _sub_overlapping(_FLAG, _flag, text)
+
+
+def _sub_overlapping(rx: re.Pattern[str], fn: Callable[[re.Match[str]], str], text: str) -> str:
+    """``rx.sub(fn, text)``, except that a match ``fn`` keeps (a harmless ``A: X-Api-Key:``)
+    does not swallow the secret key/value that starts inside its value: the search resumes at
+    the match's separator."""
+    out: list[str] = []
+    done = start = 0
+    while (m := rx.search(text, start)) is not None:
+        shown = fn(m)
+        if shown == m.group(0):
+            start = m.start("sep") + 1
+            continue
+        out += [text[done : m.start()], shown]
+        done = start = m.end()
+    return "".join(out) + text[done:]
 
 
 def _quoted(value: str) -> str:

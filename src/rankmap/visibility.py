@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rankmap.model import Gpu, Host, MigDevice, MigRef, VisibleDevice
+from rankmap.numbers import is_digits, saturating_int
 
 PCI_BUS_ID = "PCI_BUS_ID"
 FASTEST_FIRST = "FASTEST_FIRST"
@@ -224,19 +225,17 @@ def _leading_ints(value: str) -> list[int] | None:
     out: list[int] = []
     for token in value.split(","):
         token = token.strip()
-        if not token.isdigit():
+        if not is_digits(token):
             return None
-        out.append(int(token))
+        out.append(saturating_int(token))
     return out
 
 
 def _strtoul_prefix(token: str) -> int | None:
-    digits = ""
-    for ch in token:
-        if not ch.isdigit():
-            break
-        digits += ch
-    return int(digits) if digits else None
+    end = 0
+    while end < len(token) and token[end] in "0123456789":
+        end += 1
+    return saturating_int(token[:end]) if end else None
 
 
 def _parse_cvd(cvd: str, ordered: list[Gpu], b: _Builder) -> list[_Entry]:

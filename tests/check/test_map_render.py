@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch
 from rankmap.inventory import load_machine
 from rankmap.render.html import render_html
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch
 from rankmap.inventory import load_machine
 from rankmap.pci import nccl_form
 

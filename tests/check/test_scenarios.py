@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch
 from rankmap.findings import Report
 from rankmap.inventory import load_machine
 

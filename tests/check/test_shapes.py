@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.files import LocalFiles
+from rankmap.adapters.local import check_launch
 from rankmap.findings import Report
 from rankmap.inventory import load_machine
 
@@ -163,7 +164,7 @@ def test_spawn_flag_gives_the_spawn_index() -> None:
     from rankmap.check.script_scan import scan_path
 
     path = SHAPES / "flag_branch" / "train.py"
-    sel = scan_path(path, path.read_text(), ("--spawn",))
+    sel = scan_path(path, path.read_text(), ("--spawn",), LocalFiles())
     assert (sel.kind, sel.dist_rank) == ("local_rank", True)
 
 
@@ -172,7 +173,7 @@ def test_guarded_branch_follows_the_launcher() -> None:
     from rankmap.check.script_scan import scan_path
 
     path = SHAPES / "helper_misc" / "main.py"
-    sel = scan_path(path, path.read_text())
+    sel = scan_path(path, path.read_text(), None, LocalFiles())
     guards = [g for g, _ in sel.alternatives]
     assert guards[:2] == [("RANK", "WORLD_SIZE"), ("SLURM_PROCID",)]
     assert sel.alternatives[1][1].kind == "global_rank" and sel.alternatives[1][1].modulo
@@ -211,6 +212,6 @@ def test_local_module_is_read_not_run(tmp_path: Path) -> None:
     script.write_text("import torch\nfrom helpers import gpu\ntorch.cuda.set_device(gpu())\n")
     from rankmap.check.script_scan import scan_path
 
-    sel = scan_path(script, script.read_text())
+    sel = scan_path(script, script.read_text(), None, LocalFiles())
     assert (sel.kind, sel.env_vars) == ("local_rank", ("LOCAL_RANK",))
     assert not (tmp_path / "ran").exists()

@@ -7,9 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from rankmap.check.engine import check_launch
+from rankmap.adapters.local import check_launch, load_machine
 from rankmap.findings import Report
-from rankmap.inventory import load_machine
 
 TOPO = Path(__file__).parents[1] / "data" / "topo"
 WS_GPU0, WS_GPU2 = "0000:4F:00.0", "0000:56:00.0"

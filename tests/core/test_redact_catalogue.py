@@ -82,6 +82,12 @@ def test_what_the_diagnosis_needs_survives(text: str) -> None:
     assert redact_free_text(text) == text
 
 
+@pytest.mark.parametrize("lead", ["A: ", "note = ", "--note ", "x=", "'k': "])
+def test_a_harmless_key_does_not_hide_the_secret_after_it(lead: str) -> None:
+    out = redact_free_text(f"{lead}X-Api-Key: {OPAQUE}")
+    assert OPAQUE not in out and "X-Api-Key:" in out
+
+
 def test_names_are_kept_values_go() -> None:
     out = redact_free_text(f"SORT_KEY={OPAQUE} X-Api-Key: {OPAQUE}")
     assert "SORT_KEY=" in out and "X-Api-Key:" in out and OPAQUE not in out

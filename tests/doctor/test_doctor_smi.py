@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from doctor_fakes import SMI
 
+from rankmap.adapters.local import load_machine
 from rankmap.errors import InputError
-from rankmap.inventory import detect_format, load_machine, parse_machine_text
+from rankmap.inventory import detect_format, parse_machine_text
 from rankmap.inventory.normalise import paste_lines
 from rankmap.inventory.smi import detect_text_format, parse
 from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX

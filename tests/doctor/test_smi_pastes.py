@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from doctor_fakes import SMI
 
+from rankmap.adapters.files import LocalFiles
 from rankmap.errors import InputError
 from rankmap.inventory import load_machines, parse_machine_text, read_pastes
 from rankmap.inventory.smi_common import UNKNOWN_UUID_PREFIX
@@ -308,7 +309,7 @@ def test_the_same_named_printout_twice_is_one_host() -> None:
 def test_two_tables_are_two_hosts_and_each_counts_as_one_machine(tmp_path: Path) -> None:
     path = tmp_path / "nodes.txt"
     path.write_text("user@n1:~$ nvidia-smi\n" + TABLE + "\nuser@n2:~$ nvidia-smi\n" + TABLE)
-    hosts = load_machines([str(path)])
+    hosts = load_machines([str(path)], LocalFiles())
     assert [h.hostname for h in hosts] == ["n1", "n2"]
     assert all([g.pci_bus_id for g in h.gpus] == BUS_IDS for h in hosts)
 

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from rankmap.explain.engine import explain_files
+from rankmap.adapters.local import explain_files, load_machine
 from rankmap.findings import Report
-from rankmap.inventory import load_machine
 
 CASES = Path(__file__).parents[1] / "data" / "explain" / "cases"
 NAMES = sorted(p.stem for p in CASES.glob("*.log"))

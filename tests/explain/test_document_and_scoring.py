@@ -16,11 +16,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankmap.adapters.local import explain_files
 from rankmap.categories import CATEGORIES
 from rankmap.explain.catalogue import SIGNALS
 from rankmap.explain.docread import read_document
 from rankmap.explain.document import split_document
-from rankmap.explain.engine import explain_files
 from rankmap.findings import Severity
 
 FENCE = "`" * 3

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rankmap.adapters.local import explain_files
 from rankmap.errors import InputError, UsageError
-from rankmap.explain.engine import explain_files
 
 DUP = "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n"
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.explain import matcher as matcher_mod
+from rankmap.adapters import matcher as matcher_mod
+from rankmap.adapters.local import explain_files
 from rankmap.explain import reader
 from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
-from rankmap.explain.engine import explain_files
 
 LINES = [
     b"n0:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
@@ -103,10 +103,10 @@ def test_big_file_through_the_matcher_keeps_the_diagnosis(
     monkeypatch.setattr(reader, "FULL_SCAN_LIMIT", 1024)
     monkeypatch.setattr(reader, "MATCHER_CHUNK_BYTES", 4096)
     monkeypatch.setattr(matcher_mod, "fast_matcher", lambda: FindMatcher())
-    import rankmap.explain.engine as engine
+    import rankmap.adapters.logs as logs
 
-    monkeypatch.setattr(engine, "FULL_SCAN_LIMIT", 1024)
-    monkeypatch.setattr(engine, "fast_matcher", lambda: FindMatcher())
+    monkeypatch.setattr(logs, "FULL_SCAN_LIMIT", 1024)
+    monkeypatch.setattr(logs, "fast_matcher", lambda: FindMatcher())
     log = tmp_path / "big.log"
     log.write_bytes(
         LINES[0] + b"\n" * 1 + (LINES[0] + b"\n") * 400 + b"\n".join(LINES[1:4]) + b"\n"

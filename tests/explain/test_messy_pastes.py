@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rankmap.explain.engine import explain_files
+from rankmap.adapters.local import explain_files
 
 TORCH = (
     "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+from rankmap.adapters.local import explain_files
 from rankmap.explain.context import parse_launch, script_selection
-from rankmap.explain.engine import explain_files
 from rankmap.inventory import load_machine
 
 INIT = (
@@ -83,9 +83,9 @@ def test_launch_parser_and_script_selection(tmp_path: Path) -> None:
     assert nested.nested_in == "srun" and nested.outer_tasks_per_node == 8
     s = tmp_path / "t.py"
     s.write_text("import os, torch\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")
-    assert script_selection(s) == "local_rank"
+    assert script_selection(s.read_text()) == "local_rank"
     s.write_text("def broken(:\n")
-    assert script_selection(s) == "unknown"
+    assert script_selection(s.read_text()) == "unknown"
 
 
 def test_no_newline_file_memory_bounded(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rankmap.explain.engine import explain_files
+from rankmap.adapters.local import explain_files
 from rankmap.explain.prefix import split_messages, strip_prefixes
 from rankmap.findings import Finding
 

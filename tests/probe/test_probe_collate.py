@@ -243,7 +243,7 @@ def test_large_job_text_shows_grouped_layouts_and_outliers() -> None:
     import io
 
     from rankmap.cli.context import AppContext
-    from rankmap.cli.probe import render_text
+    from rankmap.render.probe import render_probe as render_text
 
     records = job(n_nodes=50, per_node=4)
     records[13] = replace(records[13], cuda_index=0, uuid=GPUS[0], pci_bus_id=BUS[0], nvml_index=0)

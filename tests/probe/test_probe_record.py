@@ -9,8 +9,9 @@ import sys
 import pytest
 from probe_helpers import SRC
 
+from rankmap.adapters.rank_record import collect_record
 from rankmap.probe.launch_env import parse_rank_env
-from rankmap.probe.record import collect_record, record_from_json
+from rankmap.probe.record import record_from_json
 
 
 @pytest.mark.parametrize(
@@ -133,7 +134,7 @@ def test_import_rankmap_and_probe_help_do_not_import_torch() -> None:
 
 def test_cuda_facts_cross_checked_with_nvml(machine) -> None:  # type: ignore[no-untyped-def]
     """CUDA's answer wins; NVML adds the nvidia-smi index; a disagreement becomes a note."""
-    from rankmap.probe.device import _from_view, _merge_cuda_nvml
+    from rankmap.adapters.device import _from_view, _merge_cuda_nvml
     from rankmap.visibility import resolve_visible
 
     host = machine("workstation-4gpu")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from rankmap.adapters.rank_record import collect_record, machine_topology
 from rankmap.inventory import load_machine
 from rankmap.probe.collate import collate, collate_raw
-from rankmap.probe.record import RankRecord, collect_record, machine_topology
+from rankmap.probe.record import RankRecord
 from rankmap.probe.wire import encode
 from rankmap.topology import host_topology
 from rankmap.topology.wire import from_wire, to_wire

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from rankmap.adapters.output import write_html
 from rankmap.errors import InputError
 from rankmap.findings import Report, finding
 from rankmap.model import Host, MigRef, Placement
-from rankmap.render.html import render_html, write_html
+from rankmap.render.html import render_html
 from rankmap.render.html_model import build_grid, compress_ranks
 
 Load = Callable[[str], Host]

@@ -144,7 +144,7 @@ def test_preflight_starts_jobs_without_gpu_use(run_cli, sub_env, tmp_path: Path)
 
 
 def test_preflight_of_a_cpu_gloo_job_has_no_error() -> None:
-    from rankmap.check.engine import check_launch
+    from rankmap.adapters.local import check_launch
     from rankmap.inventory import load_machine
 
     shapes = Path(__file__).parents[1] / "data" / "check" / "shapes"

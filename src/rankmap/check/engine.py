@@ -21,6 +21,7 @@ from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_report, redact_value, secret_values
+from rankmap.sources import Files, NoFiles
 from rankmap.visibility import VisibleView, resolve_visible
 
 _VIS_KEYS = (
@@ -58,6 +59,7 @@ def check_launch(
     nodes: int | None = None,
     shell_file: Path | None = None,
     cwd: Path | None = None,
+    files: Files | None = None,
 ) -> Report:
     """Simulate ``argv`` (a launch command) on ``machines``; the ``check`` report.
 
@@ -72,8 +74,14 @@ def check_launch(
     cwd = cwd or Path.cwd()
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
+    files = files or NoFiles()
     ctx = LaunchContext(
-        machines=machines, env=dict(env), cwd=cwd, nodes=nodes, simulate=simulate_launch
+        machines=machines,
+        env=dict(env),
+        cwd=cwd,
+        nodes=nodes,
+        simulate=simulate_launch,
+        files=files,
     )
     if shell_file is not None:
         from rankmap.launchers import shell
@@ -86,8 +94,8 @@ def check_launch(
         )
     else:
         plan = simulate_launch(argv, ctx)
-    path = script or script_path(plan, cwd)
-    selection = _selection(path, tuple(plan.script_args))
+    path = script or script_path(plan, ctx)
+    selection = _selection(path, files, tuple(plan.script_args))
     outcomes = evaluate(plan, selection, ctx.env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
@@ -98,21 +106,18 @@ def check_launch(
     return redact_report(report, secret_values(ctx.env, list(argv) + list(plan.argv)))
 
 
-def _selection(path: Path | None, script_args: tuple[str, ...] = ()) -> DeviceSelection:
+def _selection(
+    path: Path | None, files: Files, script_args: tuple[str, ...] = ()
+) -> DeviceSelection:
     if path is None:
         return ASSUMED
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        from rankmap.errors import InputError
-
-        raise InputError(f"--script {str(path)!r}: cannot read: {exc.strerror}") from None
+    data = files.read_bytes(path, kind="script", what=f"--script {str(path)!r}")
     text = data.decode("utf-8", errors="replace")
     if b"\x00" in data:
         from dataclasses import replace
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
-    return scan_path(path, text, script_args)
+    return scan_path(path, text, script_args, files)
 
 
 def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:

@@ -14,9 +14,12 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rankmap.errors import InputError
+from rankmap.sources import LIMITS, Files, NoFiles
+
 MAX_DEPTH = 3
 MAX_MODULES = 32
-MAX_BYTES = 1_000_000
+MAX_BYTES = LIMITS["module"].max_bytes
 
 Scope = ast.AST  # ast.Module, ast.FunctionDef or ast.AsyncFunctionDef
 
@@ -82,8 +85,10 @@ def parse_module(source: str, path: str, name: str = "__main__") -> Module:
     return mod
 
 
-def load_program(entry: Module, script_path: Path | None) -> Program:
-    """``entry`` plus the local modules its imports reach (bounded, see the module docstring)."""
+def load_program(entry: Module, script_path: Path | None, files: Files | None = None) -> Program:
+    """``entry`` plus the local modules its imports reach (bounded, see the module docstring),
+    read through ``files`` (none given: no import is followed)."""
+    files = files or NoFiles()
     prog = Program([entry], {entry.name: entry}, {}, {}, [])
     roots = _search_roots(script_path)
     queue: list[tuple[Module, int]] = [(entry, 0)]
@@ -93,7 +98,7 @@ def load_program(entry: Module, script_path: Path | None) -> Program:
         if depth >= MAX_DEPTH:
             continue
         for target in sorted({m for m, _ in mod.imports.values()}):
-            found = _find_file(target, roots, Path(mod.path).parent)
+            found = _find_file(target, roots, Path(mod.path).parent, files)
             if found is None:
                 continue
             key = str(found.resolve())
@@ -103,7 +108,7 @@ def load_program(entry: Module, script_path: Path | None) -> Program:
             if len(prog.modules) >= MAX_MODULES:
                 prog.unresolved.append(f"{mod.path}: more than {MAX_MODULES} local modules")
                 break
-            loaded = _read_module(found, target, prog)
+            loaded = _read_module(found, target, prog, files)
             if loaded is not None:
                 by_path[key] = loaded
                 mod.links[target] = loaded
@@ -122,7 +127,7 @@ def _search_roots(script_path: Path | None) -> list[Path]:
     return [here, *list(here.parents)[:2]]
 
 
-def _find_file(dotted: str, roots: list[Path], here: Path | None) -> Path | None:
+def _find_file(dotted: str, roots: list[Path], here: Path | None, files: Files) -> Path | None:
     if dotted.startswith("."):
         if here is None:
             return None
@@ -132,33 +137,23 @@ def _find_file(dotted: str, roots: list[Path], here: Path | None) -> Path | None
             base = base.parent
         rest = dotted.lstrip(".")
         candidates = [base] if not rest else [base / Path(*rest.split("."))]
-        return next((p for c in candidates for p in _as_file(c)), None)
+        return next((p for c in candidates for p in _as_file(c, files)), None)
     parts = dotted.split(".")
     for root in roots:
-        for p in _as_file(root / Path(*parts)):
+        for p in _as_file(root / Path(*parts), files):
             return p
     return None
 
 
-def _as_file(stem: Path) -> list[Path]:
-    out = []
-    for cand in (stem.with_suffix(".py"), stem / "__init__.py"):
-        try:
-            if cand.is_file():
-                out.append(cand)
-        except OSError:
-            continue
-    return out
+def _as_file(stem: Path, files: Files) -> list[Path]:
+    return [c for c in (stem.with_suffix(".py"), stem / "__init__.py") if files.is_file(c)]
 
 
-def _read_module(path: Path, name: str, prog: Program) -> Module | None:
+def _read_module(path: Path, name: str, prog: Program, files: Files) -> Module | None:
     try:
-        if path.stat().st_size > MAX_BYTES:
-            prog.unresolved.append(f"{path}: larger than {MAX_BYTES} bytes, not read")
-            return None
-        data = path.read_bytes()
-    except OSError as exc:
-        prog.unresolved.append(f"{path}: cannot read ({exc.strerror})")
+        data = files.read_bytes(path, kind="module", what=str(path))
+    except InputError as exc:  # too big, unreadable, not a regular file: noted, not an error
+        prog.unresolved.append(f"{exc.message} (not read)")
         return None
     try:
         return parse_module(data.decode("utf-8", errors="replace"), str(path), name)

@@ -19,6 +19,7 @@ from pathlib import Path
 from rankmap.check import script_models as models
 from rankmap.check.script_sinks import Evidence, Sink, find_evidence, find_sinks
 from rankmap.check.script_values import Choice, Dev, Num, Rank, Seq, Text, Unknown, Value
+from rankmap.sources import Files
 
 LOCAL_VARS = models.LOCAL_RANK_VARS
 GLOBAL_VARS = models.GLOBAL_RANK_VARS
@@ -89,15 +90,22 @@ def scan_script(source: str, *, path: str | None = None) -> DeviceSelection:
 
 
 def scan_path(
-    path: Path, source: str, script_args: tuple[str, ...] | None = None
+    path: Path,
+    source: str,
+    script_args: tuple[str, ...] | None = None,
+    files: Files | None = None,
 ) -> DeviceSelection:
-    """Classify ``source`` read from ``path``, following its imports of local modules;
-    ``script_args``: the arguments the launch gives the script (argparse values, flags)."""
-    return _scan(source, str(path), path, script_args)
+    """Classify ``source`` read from ``path``, following its imports of local modules (read
+    through ``files``); ``script_args``: the arguments the launch gives the script."""
+    return _scan(source, str(path), path, script_args, files)
 
 
 def _scan(
-    source: str, path: str | None, file: Path | None, script_args: tuple[str, ...] | None = None
+    source: str,
+    path: str | None,
+    file: Path | None,
+    script_args: tuple[str, ...] | None = None,
+    files: Files | None = None,
 ) -> DeviceSelection:
     from rankmap.check.script_program import load_program, parse_module
 
@@ -112,7 +120,7 @@ def _scan(
                 where = f"{shown}:{getattr(exc, 'lineno', '?')}"
                 msg = getattr(exc, "msg", str(exc))
                 return replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
-        prog = load_program(entry, file)
+        prog = load_program(entry, file, files)
         return _classify(prog, path, script_args)
     except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
         return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)

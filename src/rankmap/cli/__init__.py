@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 from rankmap import __version__
 from rankmap.cli.context import AppContext
@@ -33,23 +33,44 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class _Exit(Exception):
+    """``--help`` / ``--version`` finished: the text is written, ``status`` is the exit status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
+    """argparse that raises instead of exiting: UsageError (one line, exit 2) for bad usage,
+    :class:`_Exit` once ``--help``/``--version`` wrote their text into the context's stdout."""
+
+    out: TextIO | None = None  # where --help/--version write (build_parser binds it)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, hint=f"see `{self.prog} --help`")
 
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            raise UsageError(message.strip())
+        raise _Exit(status)
 
-def build_parser() -> argparse.ArgumentParser:
-    """The root parser with every available subcommand registered."""
-    parser = _Parser(
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if message:
+            (self.out or sys.stdout).write(message)
+
+
+def build_parser(out: TextIO | None = None) -> argparse.ArgumentParser:
+    """The root parser with every available subcommand registered; help/version go to ``out``."""
+    parser_class: type[_Parser] = type("_BoundParser", (_Parser,), {"out": out})
+    parser = parser_class(
         prog="rankmap",
         description="Which rank runs on which physical GPU - checked before NCCL does, "
         "and explained when it is wrong.",
     )
     parser.add_argument("--version", action="version", version=f"rankmap {__version__}")
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_class)
     for name in COMMANDS:
         module = importlib.import_module(f"rankmap.cli.{name}")
         module.register(sub)
@@ -68,8 +89,12 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
     args_list = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args_list
     try:
-        parser = build_parser()
-        args = parser.parse_args(args_list)
+        parser = build_parser(ctx.stdout)
+        try:
+            args = parser.parse_args(args_list)
+        except _Exit as done:
+            ctx.stdout.flush()
+            return done.status
         if not getattr(args, "command", None):
             parser.print_help(ctx.stdout)
             return int(ExitStatus.USAGE)

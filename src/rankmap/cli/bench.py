@@ -84,23 +84,16 @@ def _local_link(args: argparse.Namespace, ctx: AppContext, world: Any) -> LinkBa
         from rankmap.topology import host_topology
         from rankmap.visibility import resolve_visible
 
-        host = load_machine(args.machine)[0]
+        host = load_machine(args.machine, ctx.files)[0]
         topo = host_topology(host)
         visible = resolve_visible(host, ctx.environ).devices
         if topo is None or world.local_rank >= len(visible):
             return None
         loc = topo.gpu(visible[world.local_rank].nvml_index)
         return theoretical_bandwidth(loc) if loc else None
-    import torch
+    from rankmap.adapters.torch_bench import device_locality
 
-    props = torch.cuda.get_device_properties(world.device)
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:  # older torch: no PCI info (cuda_devices.md §5.2)
-        return None
-    from rankmap.adapters.nvml_topology import gpu_locality_by_bus_id
-
-    domain, dev = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
-    loc = gpu_locality_by_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}.0")
+    loc = device_locality(world)
     return theoretical_bandwidth(loc) if loc else None
 
 
@@ -146,7 +139,7 @@ def _measure(
     args: argparse.Namespace, ctx: AppContext
 ) -> tuple[Any, Any, list[BenchResult], LinkBandwidth | None]:
     """(config, world, results, link): the sweep, run inside this rank."""
-    from rankmap.bench.sweep import BenchConfig, close_world, init_world, run_sweep
+    from rankmap.adapters.torch_bench import BenchConfig, close_world, init_world, run_sweep
 
     sizes = _validate(args)
     config = BenchConfig(
@@ -172,6 +165,10 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.cli.common import quiet_torch_import_warnings
 
     quiet_torch_import_warnings()
+    if args.machine:  # a bad --machine is exit 2 before torch starts, on CPU too
+        from rankmap.inventory import load_machine
+
+        load_machine(args.machine, ctx.files)
     config, world, results, link = _measure(args, ctx)
     avg = avg_busbw(results)
     report = Report(command="bench", findings=_findings(results, avg, args.min_busbw))
@@ -198,25 +195,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 
         ctx.stdout.write(report_json(report))
     else:
-        _render_tail(report, ctx, avg, link, link_share)
+        from rankmap.render.bench import render_bench_tail
+
+        render_bench_tail(report, ctx, avg, link, link_share)
     ctx.stdout.flush()
     return status
-
-
-def _render_tail(
-    report: Report, ctx: AppContext, avg: float, link: LinkBandwidth | None, frac: float | None
-) -> None:
-    wrong = sum(int(r["wrong"]) for r in report.sections["results"])
-    ctx.stdout.write(f"# Out of bounds values : {wrong} {'OK' if not wrong else 'FAILED'}\n")
-    ctx.stdout.write(f"# Avg bus bandwidth    : {avg:.4f} GB/s\n")
-    if link is not None and frac is not None:
-        ctx.stdout.write(
-            f"# Link                 : {link.description} = {link.gbps:.1f} GB/s per direction; "
-            f"avg busbw reaches {frac * 100:.1f}%\n"
-        )
-    if report.findings:
-        from rankmap.render.text import render_findings
-
-        ctx.stdout.write("\n")
-        ctx.stdout.flush()
-        render_findings(ctx.console(), report.ordered_findings())

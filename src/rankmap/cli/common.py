@@ -86,7 +86,7 @@ def emit(
 
     report = redact_report(report)
     if html:
-        from rankmap.render.html import write_html
+        from rankmap.adapters.output import write_html
 
         write_html(report, html)
     try:

@@ -10,8 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from rankmap.adapters.files import LocalFiles
+from rankmap.sources import Files
+
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from rankmap.adapters.logs import LocalLogs
 
 
 @dataclass
@@ -28,6 +33,18 @@ class AppContext:
     # Injected ports (tests / dry runs). None = the real adapter.
     inventory_source: Callable[[], Any] | None = None
     system_facts: Callable[[], Any] | None = None
+    files: Files = field(default_factory=LocalFiles)  # the input port (rankmap.sources)
+
+    def logs(self) -> LocalLogs:
+        """Log input for ``explain``: files, and ``-`` = this context's stdin."""
+        from rankmap.adapters.logs import LocalLogs
+
+        return LocalLogs(self.stdin)
+
+    def path(self, value: str) -> Path:
+        """A path the user typed, relative to :attr:`cwd`."""
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else self.cwd / p
 
     @classmethod
     def from_system(cls) -> AppContext:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rankmap.cli.common import add_env, add_html, add_json, add_machine, emit
 from rankmap.cli.context import AppContext
-from rankmap.findings import Report
+from rankmap.render.explain import render_explain
 
 
 def register(sub: Any) -> None:
@@ -36,20 +36,13 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     """Run ``explain``; returns the exit status."""
     from rankmap.envspec import parse_env_assignments
-    from rankmap.errors import InputError
     from rankmap.explain.engine import explain_files
     from rankmap.inventory import load_machines
 
     env = parse_env_assignments(args.env)
-    machines = load_machines(args.machine)
-    script = None
-    if args.script:
-        script = Path(args.script)
-        if not script.is_absolute():
-            script = ctx.cwd / script
-        if not script.is_file():
-            raise InputError(f"--script {args.script!r}: no such file")
-    files = [f if f == "-" or Path(f).is_absolute() else str(ctx.cwd / f) for f in args.files]
+    machines = load_machines(args.machine, ctx.files)
+    script = ctx.path(args.script) if args.script else None
+    files = [f if f == "-" else str(ctx.path(f)) for f in args.files]
     if (not files or "-" in files) and _is_tty(ctx.stdin):
         ctx.stderr.write("rankmap: reading the log from stdin (paste it, then Ctrl-D)\n")
         ctx.stderr.flush()
@@ -59,27 +52,10 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         env=env,
         machines=machines,
         script=script,
-        stdin=ctx.stdin,
+        logs=ctx.logs(),
+        files=ctx.files,
     )
-    return emit(report, ctx, as_json=args.json, render_text=render, html=args.html)
-
-
-def render(report: Report, ctx: AppContext) -> None:
-    """Human text: verdict, findings with evidence, rank map, what was read."""
-    from rankmap.render.text import esc, render_findings, render_placements, render_verdict
-
-    console = ctx.console()
-    sec = report.sections.get("explain", {})
-    inputs = ", ".join(sec.get("inputs") or []) or "input"
-    render_verdict(console, report, f"rankmap explain {inputs}")
-    render_findings(console, report.ordered_findings())
-    if report.placements:
-        render_placements(console, report.placements, title="Rank map (from NCCL Init lines)")
-    version = sec.get("nccl_version")
-    if version:
-        console.print(f"[dim]NCCL {esc(version)} ({esc(sec.get('nccl_version_source'))})[/]")
-    for note in sec.get("context_from_log") or ():
-        console.print(f"[dim]note: {esc(note)}[/]")
+    return emit(report, ctx, as_json=args.json, render_text=render_explain, html=args.html)
 
 
 def _is_tty(stream: object) -> bool:

@@ -42,12 +42,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
             )
         )
         return 0
-    from rich.table import Table
+    from rankmap.render.machines import render_machines
 
-    table = Table(show_edge=False, pad_edge=False)
-    for col in ("name", "gpus", "description"):
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(str(row["name"]), str(row["gpus"]), str(row["description"]))
-    ctx.console().print(table)
+    render_machines(rows, ctx)
     return 0

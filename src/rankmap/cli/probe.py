@@ -14,9 +14,8 @@ from rankmap.cli.common import add_html, add_json, add_machine, emit, positive_s
 from rankmap.cli.context import AppContext
 from rankmap.errors import UsageError
 from rankmap.findings import Report
+from rankmap.render.probe import render_probe
 from rankmap.status import ExitStatus
-
-DETAIL_MAX_RANKS = 64
 
 
 def register(sub: Any) -> None:
@@ -55,33 +54,8 @@ def _device(value: str | None) -> Any:
     raise UsageError(f"--device {value!r}: expected a CUDA index such as 0 or cuda:0")
 
 
-def render_text(report: Report, ctx: AppContext) -> None:
-    """Verdict, the map (grouped by node layout for large jobs), findings."""
-    from rankmap.render.text import esc, render_findings, render_placements, render_verdict
-
-    console = ctx.console()
-    nodes = report.sections.get("nodes", [])
-    world = report.sections.get("world_size", len(report.placements))
-    render_verdict(console, report, f"rankmap probe: {world} rank(s) on {len(nodes)} node(s)")
-    if len(report.placements) <= DETAIL_MAX_RANKS:
-        render_placements(console, report.placements, title="Rank map (from the ranks themselves)")
-    else:
-        groups = report.sections.get("node_groups", [])
-        console.print("[bold]Node layouts[/] (identical nodes grouped; outliers listed after)")
-        for i, g in enumerate(groups):
-            names = g["nodes"]
-            shown = ", ".join(names[:4]) + (f", +{len(names) - 4} more" if len(names) > 4 else "")
-            tag = "" if i == 0 else "[yellow]outlier[/] "
-            console.print(
-                f"  {tag}{g['count']} node(s) x {g['ranks_per_node']} ranks: {esc(shown)}"
-            )
-            console.print(f"      local_rank->cuda->GPU: {esc(g['layout'])}")
-    render_findings(console, report.ordered_findings())
-    if report.sections.get("store"):
-        console.print(f"[dim]exchanged through {esc(report.sections['store'])}[/]")
-
-
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
+    from rankmap.adapters.job import local_ports
     from rankmap.probe import run_probe
 
     _quiet_torch_cpp_logs()
@@ -91,11 +65,12 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 
     def show(report: Report) -> None:
         printed.append(
-            emit(report, ctx, as_json=args.json, render_text=render_text, html=args.html)
+            emit(report, ctx, as_json=args.json, render_text=render_probe, html=args.html)
         )
 
     outcome = run_probe(
         ctx.environ,
+        ports=local_ports(),
         device=_device(args.device),
         machine=args.machine,
         timeout=args.timeout,

@@ -73,7 +73,7 @@ def _machines(args: argparse.Namespace, ctx: AppContext) -> tuple[list[Host], st
     if args.machine:
         from rankmap.inventory import load_machines
 
-        return load_machines(args.machine), None
+        return load_machines(args.machine, ctx.files), None
     host, _findings = ctx.local_host()
     return ([host], None) if host is not None else ([], "NVML unavailable; pass --machine")
 
@@ -86,9 +86,16 @@ def preflight(
         return None, "no machine known"
     from rankmap.check.engine import check_launch
 
-    script = Path(args.script) if args.script else None
+    script = ctx.path(args.script) if args.script else None
     try:
-        report = check_launch(args.launch, machines=machines, env=env, script=script, cwd=ctx.cwd)
+        report = check_launch(
+            args.launch,
+            machines=machines,
+            env=env,
+            script=script,
+            cwd=ctx.cwd,
+            files=ctx.files,
+        )
     except UsageError as exc:
         return None, exc.message
     return report, None
@@ -100,11 +107,9 @@ def _print_findings(report: Any, stream: TextIO, ctx: AppContext, subject: str) 
     report = redact_report(report)
     subject = redact_free_text(subject)
     from rankmap.render.console import make_console
-    from rankmap.render.text import render_findings, render_verdict
+    from rankmap.render.text import render_summary
 
-    console = make_console(stream, color=ctx.color, width=ctx.width)
-    render_verdict(console, report, subject)
-    render_findings(console, report.ordered_findings())
+    render_summary(make_console(stream, color=ctx.color, width=ctx.width), report, subject)
 
 
 def _say(ctx: AppContext, line: str) -> None:
@@ -201,7 +206,7 @@ def _diagnose(
     from rankmap.explain.engine import explain_files
     from rankmap.render.json import report_json
 
-    script = Path(args.script) if args.script else None
+    script = ctx.path(args.script) if args.script else None
     try:
         report = explain_files(
             captured_logs(run_dir),
@@ -209,6 +214,8 @@ def _diagnose(
             env=env,
             machines=machines,
             script=script,
+            logs=ctx.logs(),
+            files=ctx.files,
         )
     except RankMapError as exc:
         _say(ctx, f"the job exited with code {code}; diagnosis failed: {exc.message}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from rankmap.adapters.versions import Versions, compatibility
+from rankmap.doctor.versions import Versions, compatibility
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Host, HostIdentity, Inventory
 from rankmap.redact import redact_env

@@ -18,6 +18,7 @@ from rankmap.explain.signals import (
     ray_duplicate,
     subgroup_duplicate,
 )
+from rankmap.numbers import saturating_int
 
 DECIDED = 3
 
@@ -91,7 +92,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
     if ctx.launch and ctx.launch.nested_in:
         tasks = ctx.launch.outer_tasks_per_node
         if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdigit():
-            tasks = int(ctx.env["SLURM_NTASKS_PER_NODE"])
+            tasks = saturating_int(ctx.env["SLURM_NTASKS_PER_NODE"])
         if tasks and tasks > 1:
             cands["nested"].add(
                 7,

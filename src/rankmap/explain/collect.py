@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from rankmap.explain.patterns import Event, recognise
 from rankmap.explain.rankmap_builder import RankMap
 from rankmap.explain.reader import Line
+from rankmap.numbers import int_or_none
 
 MAX_EVENTS_PER_KIND = 256
 
@@ -103,7 +104,7 @@ class Evidence:
 
             def num(key: str) -> int | None:
                 v = p.get(key, "")
-                return int(v) if v.lstrip("-").isdigit() else None
+                return int_or_none(v)
 
             self.failures.append(
                 Failure(

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from rankmap.findings import Finding
 from rankmap.model import Gpu, Host
+from rankmap.numbers import saturating_int
+from rankmap.sources import Files
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _INT_FLAGS = {
@@ -117,11 +119,11 @@ def parse_launch(command: str) -> LaunchFacts:
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             raw = raw.rsplit(":", 1)[-1] if name == "--gpus-per-node" else raw  # a100:4
             if raw.isdigit() and _INT_FLAGS[name] not in nums:
-                nums[_INT_FLAGS[name]] = int(raw)
+                nums[_INT_FLAGS[name]] = saturating_int(raw)
         if name == "--gres":
             gm = _GRES_GPU.match(val if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
             if gm and "gpn" not in nums:
-                nums["gpn"] = int(gm.group("n"))
+                nums["gpn"] = saturating_int(gm.group("n"))
         if name in ("--include", "-i") and launcher == "deepspeed":
             raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
             if "@" not in raw and ":" in raw:
@@ -137,7 +139,7 @@ def parse_launch(command: str) -> LaunchFacts:
         name, eq, val = tok.partition("=")
         if name in ("--ntasks-per-node", "--npernode", "-npernode"):
             raw = val if eq else (outer[i + 1] if i + 1 < len(outer) else "")
-            outer_tasks = int(raw) if raw.isdigit() else None
+            outer_tasks = saturating_int(raw) if raw.isdigit() else None
     return LaunchFacts(
         command=command,
         launcher=launcher,
@@ -191,7 +193,11 @@ def _launcher(tokens: Sequence[str]) -> str | None:
 
 
 def simulate_launch(
-    command: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
+    command: str,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None,
+    files: Files | None = None,
 ) -> LaunchFacts:
     """:func:`parse_launch`, enriched by ``rankmap.check.engine.check_launch`` when that is installed."""
     facts = parse_launch(command)
@@ -200,7 +206,9 @@ def simulate_launch(
 
     try:
         argv = shlex.split(command)
-        report = check_launch(argv, machines=list(machines), env=dict(env), script=script)
+        report = check_launch(
+            argv, machines=list(machines), env=dict(env), script=script, files=files
+        )
     except (RankMapError, ValueError, OSError):
         return facts
     launch = report.sections.get("launch") or {}
@@ -220,15 +228,15 @@ def simulate_launch(
     )
 
 
-def script_selection(path: Path) -> str:
+def script_selection(source: str) -> str:
     """How a training script picks its GPU, read with :mod:`ast` (never executed).
 
     ``local_rank`` | ``global_rank`` | ``constant`` | ``none`` | ``unknown`` (unparseable).
     NOTE: a heuristic over names; ``rankmap check --script`` does the full analysis.
     """
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError, OSError, MemoryError, RecursionError):
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return "unknown"
     verdicts: list[str] = []
     for node in ast.walk(tree):

@@ -9,53 +9,37 @@ whose first finding is the best-supported cause.
 
 from __future__ import annotations
 
-import io
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
-from rankmap.errors import InputError
-from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
 from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
-from rankmap.explain.matcher import fast_matcher
-from rankmap.explain.reader import (
-    FULL_SCAN_LIMIT,
-    Line,
-    open_input,
-    scan_file_parallel,
-    scan_stream,
-)
+from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
 from rankmap.explain.scoring import rescore, scores_section
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env, redact_free_text, redact_report
+from rankmap.sources import Files, NoFiles
 
-STDIN_NAMES = ("-",)
 
+class LogSource(Protocol):
+    """Where ``explain`` gets the candidate lines of one input (the real one:
+    :class:`rankmap.adapters.logs.LocalLogs`; ``-`` names stdin)."""
 
-class _TextAsBytes(io.RawIOBase):
-    """A text stream (``sys.stdin``, ``StringIO``) read as UTF-8 bytes in chunks."""
+    def lines(self, name: str, texts: list[str] | None = None) -> Iterable[Line]: ...
 
-    def __init__(self, text: Any) -> None:
-        self._text = text
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        chunk: str = self._text.read(size if size and size > 0 else -1)
-        return chunk.encode("utf-8", "replace")
+    def source_name(self, name: str) -> str: ...
 
 
 def read_evidence(
-    paths: Sequence[Path | str], *, stdin: IO[Any] | None = None, texts: list[str] | None = None
+    paths: Sequence[Path | str], *, logs: LogSource, texts: list[str] | None = None
 ) -> Evidence:
     """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input.
 
@@ -65,100 +49,9 @@ def read_evidence(
     ev = Evidence()
     for p in paths or ("-",):
         name = str(p)
-        if name in STDIN_NAMES:
-            stream: Any = stdin
-            if stream is None:
-                import sys
-
-                stream = sys.stdin
-            raw = getattr(stream, "buffer", None)
-            binary = raw if raw is not None else stream
-            if isinstance(stream, io.TextIOBase) and raw is None:
-                binary = _TextAsBytes(stream)
-            head = binary.read(DOC_LIMIT + 1) or b""
-            source: Any = io.BytesIO(head) if len(head) <= DOC_LIMIT else _Chain(head, binary)
-            ev.sources.append("<stdin>")
-            big = len(head) > DOC_LIMIT
-            ev.add_lines(
-                scan_stream(
-                    source,
-                    "<stdin>",
-                    anchors=ANCHORS,
-                    join=JOIN_ANCHORS,
-                    matcher=fast_matcher() if big else None,
-                )
-            )
-            if texts is not None and len(head) <= DOC_LIMIT:
-                texts.append(head.decode("utf-8", "replace"))
-            continue
-        handle, size = open_input(name)
-        # the multi-pattern matcher ([fast] extra) pays off on big inputs only
-        matcher = fast_matcher() if size is None or size > FULL_SCAN_LIMIT else None
-        if size is not None:
-            fast = scan_file_parallel(
-                name,
-                size,
-                anchors=ANCHORS,
-                core_anchors=CORE_ANCHORS,
-                join=JOIN_ANCHORS,
-                matcher=matcher,
-            )
-            if fast is not None:
-                handle.close()
-                ev.sources.append(name)
-                ev.add_lines(_captured(fast, texts) if texts is not None else fast)
-                continue
-        with handle:
-            ev.sources.append(name)
-            try:
-                lines: Any = scan_stream(
-                    handle,
-                    name,
-                    anchors=ANCHORS,
-                    core_anchors=CORE_ANCHORS,
-                    size=size,
-                    join=JOIN_ANCHORS,
-                    matcher=matcher,
-                )
-                if texts is not None and (size or 0) > DOC_LIMIT:
-                    lines = _captured(lines, texts)  # every signal of the catalogue, bounded
-                ev.add_lines(lines)
-                if texts is not None and size is not None and size <= DOC_LIMIT:
-                    handle.seek(0)
-                    texts.append(handle.read(DOC_LIMIT).decode("utf-8", "replace"))
-            except OSError as exc:
-                raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
+        ev.sources.append(logs.source_name(name))
+        ev.add_lines(logs.lines(name, texts))
     return ev
-
-
-def _captured(lines: Iterator[Line], texts: list[str]) -> Iterator[Line]:
-    """Pass ``lines`` through, keeping their text (at most DOC_LIMIT) for the catalogue."""
-    kept: list[str] = []
-    room = DOC_LIMIT
-    for line in lines:
-        if room > 0:
-            kept.append(line.text)
-            room -= len(line.text) + 1
-        yield line
-    texts.append("\n".join(kept))
-
-
-class _Chain(io.RawIOBase):
-    """``head`` bytes already read, then the rest of ``tail``."""
-
-    def __init__(self, head: bytes, tail: Any) -> None:
-        self._head = head
-        self._tail = tail
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            out, self._head = self._head, b""
-            return out
-        data: bytes = self._tail.read(size)
-        return data
 
 
 def build_context(
@@ -169,15 +62,20 @@ def build_context(
     *,
     log_gpus: int | None = None,
     notes: tuple[str, ...] = (),
+    files: Files | None = None,
 ) -> Context:
     """The non-log facts, with the launch command simulated."""
+    files = files or NoFiles()
     env_map = dict(env or {})
     facts = None
     if launch:
-        facts = simulate_launch(launch, machines, env_map, script)
+        facts = simulate_launch(launch, machines, env_map, script, files)
         for k, v in facts.env:
             env_map.setdefault(k, v)
-    selection = script_selection(script) if script else None
+    selection = None
+    if script:
+        source = files.read_bytes(script, kind="script", what=f"--script {str(script)!r}")
+        selection = script_selection(source.decode("utf-8", "replace"))
     return Context(
         launch=facts,
         env=env_map,
@@ -190,7 +88,11 @@ def build_context(
 
 
 def validate_launch(
-    launch: str, machines: Sequence[Host], env: Mapping[str, str], script: Path | None
+    launch: str,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None,
+    files: Files | None = None,
 ) -> str | None:
     """Check a ``--launch`` the user typed: unsplittable -> UsageError; a launch the simulation
     refuses (an impossible number, an option it does not know) -> a note saying so, because the
@@ -215,25 +117,31 @@ def validate_launch(
     # options) on a stand-in 8-GPU profile; machine-dependent results are findings, not errors.
     hosts = list(machines) or load_machine("dgx-h100")
     try:
-        check_launch(argv, machines=hosts, env=dict(env), script=script)
+        check_launch(argv, machines=hosts, env=dict(env), script=script, files=files)
     except RankMapError as exc:
         return f"--launch could not be simulated ({exc.message}); only its numbers were read"
     return None
 
 
 def explain_files(
-    paths: Sequence[Path],
+    paths: Sequence[Path | str],
     *,
     launch: str | None = None,
     env: Mapping[str, str] | None = None,
     machines: Sequence[Host] = (),
     script: Path | None = None,
-    stdin: IO[Any] | None = None,
+    logs: LogSource,
+    files: Files | None = None,
 ) -> Report:
-    """Diagnose logs (``-`` = stdin); streaming and memory-bounded. Raises ``InputError``."""
-    launch_note = validate_launch(launch, machines, dict(env or {}), script) if launch else None
+    """Diagnose logs (``-`` = stdin), read through ``logs``; streaming and memory-bounded.
+
+    ``files`` reads ``--script`` and the config files a ``launch`` names. Raises ``InputError``.
+    """
+    launch_note = (
+        validate_launch(launch, machines, dict(env or {}), script, files) if launch else None
+    )
     texts: list[str] = []
-    ev = read_evidence(paths, stdin=stdin, texts=texts)
+    ev = read_evidence(paths, logs=logs, texts=texts)
     # what the options say is read as part of the document too (catalogue signals of a launch)
     flags = ([f"$ {launch}"] if launch else []) + [
         f"export {k}={v}" for k, v in (env or {}).items()
@@ -252,7 +160,9 @@ def explain_files(
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")
-    ctx = build_context(launch, merged_env, machines, script, log_gpus=gpus, notes=tuple(notes))
+    ctx = build_context(
+        launch, merged_env, machines, script, log_gpus=gpus, notes=tuple(notes), files=files
+    )
     if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     report = diagnose(ev, ctx)

@@ -21,6 +21,7 @@ from rankmap.explain.anchors import DUPLICATE_LINE_VERSION
 from rankmap.explain.anchors import JOIN_ANCHORS as JOIN_ANCHORS
 from rankmap.explain.prefix import Prefix, split_messages, strip_prefixes
 from rankmap.explain.reader import Line
+from rankmap.numbers import int_or_none, saturating_int
 
 # Event kinds a wrapped half cannot produce on its own; a join must produce one of these.
 _JOIN_KINDS = frozenset(
@@ -52,7 +53,7 @@ class Event:
     def geti(self, key: str) -> int | None:
         """A kind-specific integer value (None when absent)."""
         v = self.get(key)
-        return int(v) if v is not None and v.lstrip("-").isdigit() else None
+        return int_or_none(v)
 
     @property
     def host(self) -> str | None:
@@ -173,13 +174,13 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
         loc = _WARN_LOC.match(msg)
         version = None
         if loc and loc.group("file") and loc.group("file").endswith("init.cc"):
-            version = DUPLICATE_LINE_VERSION.get(int(loc.group("line")))
+            version = DUPLICATE_LINE_VERSION.get(saturating_int(loc.group("line")))
         out.append(
             _ev(
                 "duplicate_gpu",
                 line,
                 pre,
-                ranks=(int(m.group("a")), int(m.group("b"))),
+                ranks=(saturating_int(m.group("a")), saturating_int(m.group("b"))),
                 bus_id=(m.group("bus") or "").lower() or None,
                 version=version,
                 values={"rank": m.group("a"), "init_line": loc.group("line") if loc else None},
@@ -214,7 +215,7 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
                 "nccl_mismatch",
                 line,
                 pre,
-                ranks=(int(m.group("a")), int(m.group("b"))),
+                ranks=(saturating_int(m.group("a")), saturating_int(m.group("b"))),
                 values=vals,
             )
         ]

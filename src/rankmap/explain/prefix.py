@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rankmap.numbers import saturating_int
+
 _TIMESTAMP = re.compile(
     r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?:?\s+"
 )
@@ -66,7 +68,7 @@ def strip_prefixes(text: str) -> tuple[Prefix, str]:
             continue
         m = _RANK.match(msg) or _MPI.match(msg)
         if m:
-            rank = int(m.group("rank"))
+            rank = saturating_int(m.group("rank"))
             msg = msg[m.end() :]
             continue
         m = _TAG.match(msg)
@@ -75,21 +77,25 @@ def strip_prefixes(text: str) -> tuple[Prefix, str]:
             continue
         m = _RAY.match(msg)
         if m:
-            pid = int(m.group("pid"))
+            pid = saturating_int(m.group("pid"))
             ip = m.group("ip") or ip
             ray = True
             msg = msg[m.end() :]
             continue
         m = NCCL_PREFIX.match(msg)
         if m:
-            host, pid, tid = m.group("host"), int(m.group("pid")), int(m.group("tid"))
-            dev = int(m.group("dev"))
+            host, pid, tid = (
+                m.group("host"),
+                saturating_int(m.group("pid")),
+                saturating_int(m.group("tid")),
+            )
+            dev = saturating_int(m.group("dev"))
             nccl = True
             msg = msg[m.end() :]
             break
         m = _SRUN.match(msg)
         if m:
-            task = int(m.group("task"))
+            task = saturating_int(m.group("task"))
             msg = msg[m.end() :]
             continue
         m = _PDSH.match(msg)

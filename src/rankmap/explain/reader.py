@@ -14,7 +14,6 @@ anchors of the messages a mapping failure leaves there (NCCL WARN, Init START/CO
 
 from __future__ import annotations
 
-import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
@@ -187,7 +186,7 @@ def scan_stream(
 
     ``core_anchors`` are used for the middle of inputs larger than :data:`FULL_SCAN_LIMIT`
     (``size`` must then be known), unless a multi-pattern ``matcher`` (the ``[fast]`` extra,
-    :mod:`rankmap.explain.matcher`) searches every pattern everywhere. Raises
+    :mod:`rankmap.adapters.matcher`) searches every pattern everywhere. Raises
     :class:`InputError` for binary input.
     """
     small = size is None or size <= FULL_SCAN_LIMIT or core_anchors is None
@@ -297,131 +296,6 @@ def _scan_with_matcher(stream: BinaryIO, source: str, matcher: Matcher) -> Itera
 
 
 MATCHER_CHUNK_BYTES = 16 * 1024 * 1024
-PARALLEL_MIN_BYTES = 256 * 1024 * 1024
-
-
-_WORKER_MATCHER: Matcher | None = None  # set before the pool forks: inherited by the workers
-
-
-def _scan_segment(
-    args: tuple[str, int, int, tuple[bytes, ...], frozenset[bytes]],
-) -> list[bytes]:
-    """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
-    path, start, end, anchors, join = args
-    matcher = _WORKER_MATCHER
-    out: list[bytes] = []
-    if matcher is not None:
-        return _segment_with_matcher(path, start, end, matcher)
-    with open(path, "rb", buffering=0) as f:
-        f.seek(start)
-        pos = start
-        carry = b""
-        while pos < end:
-            chunk = f.read(min(CHUNK_BYTES, end - pos))
-            if not chunk:
-                break
-            pos += len(chunk)
-            buf = carry + chunk if carry else chunk
-            limit = len(buf) if pos >= end else buf.rfind(b"\n") + 1
-            if limit == 0:
-                limit = max(0, len(buf) - WINDOW_BEFORE)
-            region = buf[:limit]
-            hits, joins = matcher.hits(region) if matcher else _hits(region, anchors, join)
-            out.extend(region[a:b] for a, b in _spans(region, hits, limit, joins))
-            carry = buf[limit:][-MAX_LINE * 4 :]
-    return out
-
-
-def _segment_with_matcher(path: str, start: int, end: int, matcher: Matcher) -> list[bytes]:
-    out: list[bytes] = []
-    with open(path, "rb", buffering=0) as f:
-        f.seek(start)
-        pos, carry = start, b""
-        while True:
-            chunk = f.read(min(MATCHER_CHUNK_BYTES, end - pos)) if pos < end else b""
-            pos += len(chunk)
-            eof = not chunk
-            if eof and not carry:
-                break
-            spans, carry = matched_spans(matcher, carry, chunk, eof)
-            out.extend(spans)
-            if eof:
-                break
-    return out
-
-
-def _line_start(f: BinaryIO, pos: int) -> int:
-    f.seek(pos)
-    tail = f.read(MAX_LINE)
-    i = tail.find(b"\n")
-    return pos + i + 1 if i != -1 else pos
-
-
-def scan_file_parallel(
-    path: str,
-    size: int,
-    *,
-    anchors: Sequence[bytes],
-    core_anchors: Sequence[bytes],
-    join: frozenset[bytes] = frozenset(),
-    matcher: Matcher | None = None,
-) -> Iterator[Line] | None:
-    """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
-
-    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``,
-    unless a multi-pattern ``matcher`` searches every pattern in every part.
-    """
-    global _WORKER_MATCHER
-    cpus = os.cpu_count() or 1
-    if size < PARALLEL_MIN_BYTES or cpus < 2:
-        return None
-    try:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork")
-    except (ImportError, ValueError):
-        return None
-    with open(path, "rb", buffering=0) as f:
-        check_text(f.read(_SNIFF), path)
-        head_end = _line_start(f, EDGE_BYTES)
-        tail_start = _line_start(f, size - EDGE_BYTES)
-        n = min(cpus, 8)
-        step = (tail_start - head_end) // n
-        cuts = (
-            [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
-        )
-    jobs = [(path, 0, head_end, tuple(anchors), join)]
-    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors), join) for i in range(n)]
-    jobs.append((path, tail_start, size, tuple(anchors), join))
-    _WORKER_MATCHER = matcher  # the forked workers inherit it (compiled once, in the parent)
-    try:
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_scan_segment, jobs)
-    except OSError:
-        return None
-    finally:
-        _WORKER_MATCHER = None
-    return (
-        Line(text, path, None) for part in parts for raw in part if (text := clean(raw)).strip()
-    )
-
-
-def open_input(path: str) -> tuple[BinaryIO, int | None]:
-    """Open a file for :func:`scan_stream`; ``InputError`` (one line) when it cannot be read."""
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory, not a log file")
-    try:
-        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - the caller closes it
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(handle.fileno())
-        size = st.st_size if os.path.isfile(path) else None
-    except OSError:
-        size = None
-    return handle, size
 
 
 def iter_text_lines(text: str, source: str = "<text>") -> Iterable[Line]:

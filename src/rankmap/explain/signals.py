@@ -10,6 +10,7 @@ from collections import Counter
 
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
+from rankmap.numbers import saturating_int
 
 # Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
 NCCL_TESTS_SUFFIX = "_perf"
@@ -59,7 +60,7 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
         entries = [x for x in (cvds[-1].get("v") or "").split(",") if x] if cvds else None
     if not entries or not all(x.isdigit() for x in entries):
         return None
-    nums = [int(x) for x in entries]
+    nums = [saturating_int(x) for x in entries]
     if max(nums) < len(nums):
         return None
     return (
@@ -76,7 +77,7 @@ def framework_local_rank_clash(ctx: Context, ev: Evidence) -> str | None:
     local, count = claims.most_common(1)[0]
     nodes = ctx.launch.nnodes if ctx.launch and ctx.launch.nnodes else None
     if nodes is None and (ctx.env.get("SLURM_NNODES") or "").isdigit():
-        nodes = int(ctx.env["SLURM_NNODES"])
+        nodes = saturating_int(ctx.env["SLURM_NNODES"])
     nodes = nodes or 1
     if count <= nodes:
         return None

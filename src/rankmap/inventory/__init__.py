@@ -17,8 +17,7 @@ from pathlib import Path
 
 from rankmap.errors import InputError
 from rankmap.model import Host
-
-MAX_MACHINE_FILE_BYTES = 64 * 1024 * 1024
+from rankmap.sources import Files, NoFiles
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,11 @@ def _builtin_text(name: str) -> str | None:
     return entry.read_text(encoding="utf-8") if entry.is_file() else None
 
 
-def load_machine(spec: str) -> list[Host]:
-    """Resolve one ``--machine`` value into hosts. Bad input raises :class:`InputError`."""
+def load_machine(spec: str, files: Files | None = None) -> list[Host]:
+    """Resolve one ``--machine`` value into hosts. Bad input raises :class:`InputError`.
+
+    A built-in profile name needs no ``files``; a path is read through that port.
+    """
     text = (
         _builtin_text(spec)
         if "/" not in spec and not spec.endswith((".json", ".xml", ".txt", ".csv"))
@@ -53,50 +55,22 @@ def load_machine(spec: str) -> list[Host]:
     )
     if text is not None:
         return parse_machine_text(text, source=f"profile:{spec}")
+    files = files or NoFiles()
     path = Path(spec)
-    if not path.exists():
+    if not files.exists(path):
         names = ", ".join(p.name for p in builtin_profiles())
         raise InputError(
             f"--machine {spec!r}: no such built-in profile or file (built-in: {names})"
         )
-    if path.is_dir():
-        raise InputError(f"--machine {spec!r} is a directory, not a machine file")
-    try:
-        data = from_utf16(read_capped(path, MAX_MACHINE_FILE_BYTES))
-    except OSError as exc:
-        raise InputError(f"--machine {spec!r}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_MACHINE_FILE_BYTES:
-        raise InputError(f"--machine {spec!r}: larger than 64 MiB, not a machine description")
-    if not data.strip():
+    text = files.read_text(path, kind="machine", what=f"--machine {spec!r}")
+    if not text.strip():
         raise InputError(f"--machine {spec!r} is empty")
-    if b"\x00" in data:
-        raise InputError(f"--machine {spec!r} is a binary file, not a machine description")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"--machine {spec!r} is not UTF-8 text") from None
     return parse_machine_text(text, source=str(path))
 
 
-def read_capped(path: Path, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of ``path``: /dev/zero or a 50 GB log is never read whole."""
-    with path.open("rb") as handle:
-        return handle.read(limit + 1)
-
-
-def from_utf16(data: bytes) -> bytes:
-    """UTF-8 bytes of ``data`` when it is UTF-16 with a BOM (``nvidia-smi > f`` in PowerShell)."""
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        try:
-            return data.decode("utf-16").encode("utf-8")
-        except UnicodeDecodeError:
-            return data
-    return data
-
-
-def load_machines(specs: Iterable[str]) -> list[Host]:
+def load_machines(specs: Iterable[str], files: Files | None = None) -> list[Host]:
     """Every host of every ``--machine`` value, in order (one value may hold several hosts)."""
-    return [host for spec in specs for host in load_machine(spec)]
+    return [host for spec in specs for host in load_machine(spec, files)]
 
 
 def detect_format(text: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from rankmap.errors import InputError
 from rankmap.model import Gpu, GpuProcess, Host, HostIdentity, Inventory, MigDevice
+from rankmap.numbers import loads_json
 from rankmap.pci import try_normalize_bus_id
 
 PROFILE_SCHEMA = "rankmap-profile/1"
@@ -34,9 +35,11 @@ def dump_profile(
 def parse_profile_json(text: str, *, source: str) -> list[Host]:
     """Profile JSON, a doctor report, or a bare ``{"hosts": [...]}`` -> hosts."""
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # a number too large for a machine description
+        raise InputError(f"{source}: {exc}") from None
     except RecursionError:
         raise InputError(f"{source}: JSON nested too deeply (not a machine profile)") from None
     if not isinstance(doc, dict):

@@ -6,6 +6,7 @@ import re
 from pathlib import PurePath
 
 from rankmap.model import Gpu, Host
+from rankmap.numbers import saturating_int
 from rankmap.pci import try_normalize_bus_id
 
 UNKNOWN_UUID_PREFIX = "unknown-uuid:"
@@ -64,4 +65,4 @@ def bus_id(raw: str | None) -> str | None:
 def leading_int(raw: str | None) -> int | None:
     """``"81559 MiB"`` -> 81559; ``None`` when there is no leading number."""
     match = re.match(r"\s*(\d+)", raw or "")
-    return int(match.group(1)) if match else None
+    return saturating_int(match.group(1)) if match else None

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 
 from rankmap.errors import InputError
+from rankmap.numbers import saturating_int
 from rankmap.topology import GpuLocality, NicLocality, Topology, normalize_link
 
 _AFFINITY_HEADERS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-MAX_TOPO_BYTES = 4 * 1024 * 1024
 
 
 def _header(line: str) -> list[str] | None:
@@ -33,7 +33,7 @@ def _header(line: str) -> list[str] | None:
 def _int_or_none(text: str | None) -> int | None:
     if text is None or not text.strip().lstrip("-").isdigit():
         return None
-    return int(text)
+    return saturating_int(text)
 
 
 def parse_topo_matrix(text: str, *, source: str = "nvidia-smi topo -m") -> Topology:
@@ -88,7 +88,10 @@ def _build(
         if label.startswith("GPU") and label[3:].isdigit():
             gpus.append(
                 GpuLocality(
-                    label=label, nvml_index=int(label[3:]), cpu_affinity=cpu, numa_node=numa
+                    label=label,
+                    nvml_index=saturating_int(label[3:]),
+                    cpu_affinity=cpu,
+                    numa_node=numa,
                 )
             )
         else:

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rankmap.errors import InputError, UsageError
+from rankmap.errors import UsageError
 from rankmap.model import Host
+from rankmap.sources import Files, NoFiles
 
 SUPPORTED = (
     "torchrun",
@@ -27,11 +28,6 @@ SUPPORTED = (
     "python SCRIPT.py",
     "bash/sh SCRIPT.sh (or --shell FILE)",
 )
-
-
-# Shell scripts, accelerate configs and hostfiles are small; a bigger file is a wrong path (a log,
-# a dataset), and reading it would take long (shlex, YAML) for nothing.
-MAX_CONFIG_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ class LaunchContext:
     cwd: Path
     nodes: int | None = None
     sbatch: Mapping[str, str] = field(default_factory=dict)  # #SBATCH options (long names)
-    read_text: Callable[[Path], str] | None = None
+    files: Files = field(default_factory=NoFiles)  # the input port (config files, scripts)
     # The dispatcher (launchers.dispatch.simulate_launch) for launchers that run another
     # launcher (srun torchrun, mpirun torchrun, a shell script): set by the dispatcher itself.
     simulate: Callable[[Sequence[str], LaunchContext], LaunchPlan] | None = None
@@ -120,36 +116,40 @@ class LaunchContext:
         """``n`` hosts: one per ``--machine``, or the single machine cloned per node."""
         return expand_machines(self.machines, n)
 
+    def path(self, path: str | Path) -> Path:
+        """``path`` with ``~`` expanded, relative to ``cwd``."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.cwd / p
+
     def read(self, path: str | Path, what: str) -> str:
         """Text of a config file named by the launch (relative to ``cwd``); InputError if not."""
-        p = Path(path).expanduser()
-        if not p.is_absolute():
-            p = self.cwd / p
-        try:
-            if self.read_text is not None:
-                return self.read_text(p)
-            with p.open("rb") as handle:
-                data = handle.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"{what} {str(path)!r}: cannot read: {exc.strerror}") from None
-        if len(data) > MAX_CONFIG_BYTES:
-            raise InputError(
-                f"{what} {str(path)!r} is larger than {MAX_CONFIG_BYTES // 2**20} MiB: "
-                "not a launch script, config or hostfile"
-            )
-        if b"\x00" in data:
-            raise InputError(f"{what} {str(path)!r} is a binary file")
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(f"{what} {str(path)!r} is not UTF-8 text") from None
+        return self.files.read_text(self.path(path), kind="config", what=f"{what} {str(path)!r}")
 
     def exists(self, path: str | Path) -> bool:
-        p = Path(path).expanduser()
-        return (p if p.is_absolute() else self.cwd / p).is_file()
+        return self.files.is_file(self.path(path))
 
 
 MAX_RANKS = 262_144  # beyond this a "plan" is a typo, not a job (and would take minutes)
+MAX_LAUNCHES = 4_096  # launches one shell script may start (loops unrolled), and loop values
+MAX_GPUS_PER_TASK = 1_024  # srun --gpus-per-task / --gres beyond any node that exists
+
+
+def check_launches(count: int, where: str) -> None:
+    """UsageError when a script (its loops unrolled) would start more than MAX_LAUNCHES."""
+    if count > MAX_LAUNCHES:
+        raise UsageError(
+            f"{where}: {count} launches: too many launches for rankmap to simulate "
+            f"(at most {MAX_LAUNCHES})"
+        )
+
+
+def check_gpus(count: int, what: str) -> int:
+    """``count`` when it is a plausible number of GPUs for one task; UsageError otherwise."""
+    if count > MAX_GPUS_PER_TASK:
+        raise UsageError(
+            f"{what}: {count} GPUs is more than rankmap simulates per task ({MAX_GPUS_PER_TASK})"
+        )
+    return count
 
 
 def check_size(ranks: int, what: str) -> None:

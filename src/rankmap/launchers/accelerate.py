@@ -16,6 +16,7 @@ from rankmap.errors import InputError
 from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan
 from rankmap.launchers.options import OptSpec, Parsed, int_value, parse_options
 from rankmap.launchers.torchrun import TorchrunArgs, plan_from_args
+from rankmap.numbers import parse_int
 from rankmap.visibility import resolve_visible
 
 _VALUE = {
@@ -166,7 +167,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     targs = TorchrunArgs(
         nnodes=str(num_machines if multi else 1),
         nproc_per_node=str(nproc),
-        node_rank=None if machine_rank is None or not multi else int(machine_rank),
+        node_rank=None
+        if machine_rank is None or not multi
+        else parse_int(str(machine_rank), "accelerate launch: --machine_rank"),
         rdzv_backend=str(cfg.get("rdzv_backend", "static")),
         standalone=False,
         virtual_local_rank=False,

@@ -15,6 +15,7 @@ from dataclasses import replace
 from rankmap.errors import InputError
 from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, check_size
 from rankmap.launchers.options import OptSpec, int_value, parse_options
+from rankmap.numbers import int_or_none, is_digits
 from rankmap.visibility import resolve_visible
 
 _VALUE = {
@@ -74,9 +75,10 @@ def parse_hostfile(text: str, where: str) -> dict[str, int]:
             raise InputError(
                 f"{where}:{no}: Hostfile contains multiple entries for {m.group(1)}, unable to proceed with launching"
             )
-        if int(m.group(2)) > 4096:
-            raise InputError(f"{where}:{no}: slots={m.group(2)} is not a GPU count")
-        pool[m.group(1)] = int(m.group(2))
+        slots = int_or_none(m.group(2))
+        if slots is None or slots > 4096:
+            raise InputError(f"{where}:{no}: slots={m.group(2)[:20]} is not a GPU count")
+        pool[m.group(1)] = slots
     if not pool:
         raise InputError(
             f"{where}:1: Hostfile is empty or not formatted correctly, unable to proceed with launching."
@@ -100,9 +102,10 @@ def parse_node_spec(spec: str, pool: dict[str, list[int]]) -> dict[str, list[int
         chosen = []
         for s in slots.split(","):
             s = s.strip()
-            if not s.isdigit() or int(s) not in pool[host]:
-                raise ValueError(f"No slot '{s}' specified on host '{host}'")
-            chosen.append(int(s))
+            slot = int_or_none(s) if is_digits(s) else None
+            if slot is None or slot not in pool[host]:
+                raise ValueError(f"No slot '{s[:20]}' specified on host '{host}'")
+            chosen.append(slot)
         out[host] = chosen
     return out
 
@@ -114,7 +117,12 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     notes: list[str] = []
     env = dict(ctx.env)
     hostfile = p.get("hostfile", DEFAULT_HOSTFILE) or DEFAULT_HOSTFILE
-    have_hostfile = ctx.exists(hostfile)
+    # NOTE: DeepSpeed treats a --hostfile that is not a regular file (a FIFO, a device) as
+    # missing and runs locally; rankmap refuses it instead (exit 2, docs/cli.md "Limits"): the
+    # user named it, and reading a FIFO could block.
+    have_hostfile = ctx.exists(hostfile) or (
+        bool(p.get("hostfile")) and ctx.files.exists(ctx.path(hostfile))
+    )
     if have_hostfile:
         counts = parse_hostfile(ctx.read(hostfile, "hostfile"), hostfile)
     else:

@@ -115,11 +115,10 @@ def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     )
 
 
-def script_path(plan: LaunchPlan, cwd: Path) -> Path | None:
+def script_path(plan: LaunchPlan, ctx: LaunchContext) -> Path | None:
     """The training script of ``plan`` when it names a ``.py`` file that exists."""
     if plan.script and plan.script.endswith(".py"):
-        p = Path(plan.script).expanduser()
-        p = p if p.is_absolute() else cwd / p
-        if p.is_file():
+        p = ctx.path(plan.script)
+        if ctx.exists(p):
             return p
     return None

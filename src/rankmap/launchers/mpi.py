@@ -21,6 +21,7 @@ from rankmap.launchers import (
     identify,
     split_env_prefix,
 )
+from rankmap.numbers import is_digits, parse_int
 
 _ONE = {
     "np",
@@ -120,13 +121,13 @@ def _apply(a: MpiArgs, key: str, value: str, prog: str) -> None:
     elif key in ("N", "npernode", "ppn"):
         a.ppn = _int(value, f"-{key}", prog)
     elif key == "map_by":
-        m = re.match(r"ppr:(\d+):node", value)
+        m = re.match(r"ppr:([0-9]+):node", value)
         if m:
-            a.ppn = int(m.group(1))
+            a.ppn = _int(m.group(1), "--map-by ppr", prog)
     elif key in ("H", "host", "hosts"):
         for tok in value.split(","):
             host, _, slots = tok.partition(":")
-            a.hosts.append((host, int(slots) if slots.isdigit() else None))
+            a.hosts.append((host, _int(slots, f"-H {tok}", prog) if is_digits(slots) else None))
     elif key in ("hostfile", "machinefile", "f"):
         a.hostfile = value
     elif key == "x":
@@ -137,12 +138,10 @@ def _apply(a: MpiArgs, key: str, value: str, prog: str) -> None:
 
 def _int(value: str, name: str, prog: str) -> int:
     """A process count (``-np``, ``-N``...): a positive integer, else a usage error."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+    number = parse_int(value, f"{prog}: {name}")
     if number < 1:
         raise UsageError(f"{prog}: {name} must be >= 1, got {number}")
+    check_size(number, f"{prog}: {name}")
     return number
 
 
@@ -161,7 +160,7 @@ def parse_mpi_hostfile(text: str, where: str) -> list[tuple[str, int | None]]:
                 f"{where}:{no}: not a hostfile line (expected `host slots=N` or `host:N`): {raw.strip()}"
             )
         n = m.group(2) or m.group(3)
-        out.append((m.group(1), int(n) if n else None))
+        out.append((m.group(1), _int(n, f"{where}:{no}: slots", "hostfile") if n else None))
     if not out:
         raise InputError(f"{where}:1: hostfile has no hosts")
     return out

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rankmap.errors import UsageError
+from rankmap.numbers import parse_int
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,7 @@ def int_value(
     """An integer option value (at least ``minimum`` when given); a usage error names it."""
     if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise UsageError(f"{prog}: {name} expects an integer, got {value!r}") from None
+    number = parse_int(value, f"{prog}: {name}")
     if minimum is not None and number < minimum:
         raise UsageError(f"{prog}: {name} must be >= {minimum}, got {number}")
     return number

@@ -18,9 +18,11 @@ from rankmap.launchers import (
     LaunchIssue,
     LaunchPlan,
     Proc,
+    check_launches,
     identify,
     split_env_prefix,
 )
+from rankmap.numbers import int_or_none, parse_int
 
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
 _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
@@ -68,7 +70,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     body: list[tuple[list[str], int]] = []
     for no, cmd in _commands(text, where):
         if cmd[0] == "for":
-            loop, body = _loop_header(cmd, vars_, no), []
+            loop, body = _loop_header(cmd, vars_, no, where), []
             continue
         if cmd[0] == "do":
             cmd = cmd[1:]
@@ -80,6 +82,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
                 for item in items:
                     for bcmd, bno in body:
                         launches += _launch(bcmd, {**vars_, var: item}, env, bno)
+                    check_launches(len(launches), where)
             loop = None
             continue
         if loop is not None:
@@ -137,27 +140,41 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
     return out
 
 
-def _loop_header(cmd: list[str], vars_: Mapping[str, str], no: int) -> tuple[str, list[str], int]:
+def _loop_header(
+    cmd: list[str], vars_: Mapping[str, str], no: int, where: str = "script"
+) -> tuple[str, list[str], int]:
     var = cmd[1] if len(cmd) > 1 else "_"
     items: list[str] = []
+    at = f"{where}:{no}"
+
+    def num(text: str) -> int:
+        return parse_int(text, f"{at}: loop bound")
+
     for tok in cmd[3:] if len(cmd) > 2 and cmd[2] == "in" else []:
         m = _BRACE.match(tok)
         if m:
-            items += [str(i) for i in range(int(m.group(1)), int(m.group(2)) + 1)]
+            items += _loop_values(num(m.group(1)), num(m.group(2)) + 1, 1, at, len(items))
         elif tok.startswith("__SEQ_"):
             a, b, c = (tok[6:-2].split("_") + ["", ""])[:3]
-            first, last = (int(a), int(b)) if b else (1, int(a))
-            if c:
-                first, step, last = int(a), int(b), int(c)
-                items += [str(i) for i in range(first, last + 1, step)]
-            else:
-                items += [str(i) for i in range(first, last + 1)]
+            first, step, last = (
+                (num(a), num(b), num(c)) if c else (num(a) if b else 1, 1, num(b or a))
+            )
+            items += _loop_values(first, last + 1, step, at, len(items))
         elif tok.startswith("__CFOR_"):
             a, b, le = tok[7:-2].split("_")
-            items += [str(i) for i in range(int(a), int(b) + (1 if le == "True" else 0))]
+            items += _loop_values(num(a), num(b) + (1 if le == "True" else 0), 1, at, len(items))
         else:
             items.append(_expand(tok, vars_))
+        check_launches(len(items), at)
     return var, items, no
+
+
+def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[str]:
+    """``range(first, stop, step)`` as words, refused before it is built when too long."""
+    if step <= 0:
+        return []
+    check_launches(have + max(0, (stop - first + step - 1) // step), at)
+    return [str(i) for i in range(first, stop, step)]
 
 
 def _launch(
@@ -191,17 +208,17 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
         if isinstance(n, ast.Expression):
             return ev(n.body)
         if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
+            return _wrap64(n.value)
         if isinstance(n, ast.Name):
             v = vars_.get(n.id, "0")
-            return int(v) if v.lstrip("-").isdigit() else 0
+            return _wrap64(int_or_none(v) or 0)
         if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
             return -ev(n.operand)
         if isinstance(n, ast.BinOp):
             a, b = ev(n.left), ev(n.right)
             ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
             if type(n.op) in ops:
-                return ops[type(n.op)]
+                return _wrap64(ops[type(n.op)])
             if isinstance(n.op, (ast.Div, ast.FloorDiv)):
                 return a // b if b else 0
             if isinstance(n.op, ast.Mod):
@@ -212,6 +229,11 @@ def _eval(expr: str, vars_: Mapping[str, str]) -> int:
         return ev(tree)
     except RecursionError:
         return 0
+
+
+def _wrap64(value: int) -> int:
+    """Bash arithmetic is signed 64-bit and wraps; so does this (and no number grows unbounded)."""
+    return ((value + 2**63) % 2**64) - 2**63
 
 
 def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:

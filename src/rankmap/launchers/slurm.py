@@ -17,11 +17,13 @@ from rankmap.launchers import (
     LaunchIssue,
     LaunchPlan,
     Proc,
+    check_gpus,
     check_size,
     identify,
     split_env_prefix,
 )
 from rankmap.launchers.options import OptSpec, parse_options, replace_option
+from rankmap.numbers import is_digits, parse_int
 
 _VALUE = {
     "nodes": True,
@@ -93,12 +95,13 @@ def parse_sbatch_lines(text: str) -> dict[str, str]:
 def _count(value: str | None, name: str) -> int | None:
     if value is None:
         return None
-    m = re.match(r"^\s*(\d+)", value)
+    m = re.match(r"^\s*([0-9]+)", value)
     if not m:
         raise UsageError(f"srun: {name} expects a number, got {value!r}")
-    if int(m.group(1)) < 1:
+    count = parse_int(m.group(1), f"srun: {name}")
+    if count < 1:
         raise UsageError(f"srun: {name} must be >= 1, got {value!r}")
-    return int(m.group(1))
+    return count
 
 
 def _gpu_count(value: str | None) -> int | None:
@@ -109,8 +112,8 @@ def _gpu_count(value: str | None) -> int | None:
         bits = part.split(":")
         if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
             last = bits[-1].split("(")[0]
-            if last.isdigit():
-                return int(last)
+            if is_digits(last):
+                return check_gpus(parse_int(last, "srun: GPUs per task"), "srun: GPUs per task")
             if bits[0] in ("gpu", "gres/gpu"):
                 return 1
     return None

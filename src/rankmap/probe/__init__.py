@@ -3,12 +3,15 @@
 Every rank builds its record (:mod:`rankmap.probe.record`), puts it in the job's own c10d store
 (:mod:`rankmap.probe.store`), rank 0 collates (:mod:`rankmap.probe.collate`) and publishes the
 verdict through the store, so every rank knows the outcome - ``verify()`` raises on every rank.
+
+The engine is pure: the record, the store and the environment come in through
+:class:`ProbePorts` and a mapping (``rankmap.adapters.job`` wires the real ones).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -19,12 +22,27 @@ from rankmap.errors import InputError, ProbeTimeout, RankMapError, UnavailableEr
 from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Placement
 from rankmap.probe.collate import collate, collate_raw
-from rankmap.probe.record import RankRecord, collect_record
+from rankmap.probe.record import RankRecord
+from rankmap.probe.store import StoreHandle
 
-__all__ = ["ProbeOutcome", "RankRecord", "collate", "run_probe", "verify"]
+__all__ = ["ProbeOutcome", "ProbePorts", "RankRecord", "collate", "run_probe", "verify_job"]
 
 # Above this world size non-zero ranks get findings only (not every rank's placement).
 FULL_VERDICT_MAX_RANKS = 1024
+
+
+@dataclass(frozen=True)
+class ProbePorts:
+    """What the probe needs from the outside world (the real ones: ``rankmap.adapters.job``).
+
+    ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
+    ``open_store(environ, rank, deadline)`` connects the job's store; ``pg_initialized()`` says
+    whether the job already has a default process group.
+    """
+
+    collect_record: Callable[..., RankRecord]
+    open_store: Callable[[Mapping[str, str], int, float], StoreHandle]
+    pg_initialized: Callable[[], bool]
 
 
 @dataclass
@@ -98,6 +116,7 @@ def report_from_payload(data: bytes) -> Report:
 def run_probe(
     environ: Mapping[str, str],
     *,
+    ports: ProbePorts,
     device: Any = None,
     machine: str | None = None,
     timeout: float = 60.0,
@@ -113,10 +132,10 @@ def run_probe(
     ``ProbeTimeout`` (rank 0 never published a verdict).
     """
     deadline = time.monotonic() + timeout
-    record = collect_record(
+    record = ports.collect_record(
         environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init
     )
-    if record.world_size <= 1 and not _pg_initialized():
+    if record.world_size <= 1 and not ports.pg_initialized():
         single = collate([record], world_size=1)
         if on_report is not None:
             on_report(single)
@@ -124,7 +143,7 @@ def run_probe(
     from rankmap.probe import store as st
     from rankmap.probe.launch_env import parse_rank_env
 
-    handle = st.open_store(environ, record.rank, deadline)
+    handle = ports.open_store(environ, record.rank, deadline)
     if handle.rank is not None and handle.world_size is not None:
         record = replace(record, rank=handle.rank, world_size=handle.world_size)
     renv = parse_rank_env(environ)
@@ -158,16 +177,6 @@ def run_probe(
     return ProbeOutcome(report, record.rank, record.world_size, record, missing)
 
 
-def _pg_initialized() -> bool:
-    import importlib.util
-
-    if importlib.util.find_spec("torch") is None:
-        return False
-    import torch.distributed as dist
-
-    return bool(dist.is_available() and dist.is_initialized())
-
-
 def format_findings(report: Report, *, limit: int = 8) -> str:
     """The error findings as the message ``verify()`` raises."""
     errors = [f for f in report.ordered_findings() if f.severity is Severity.ERROR]
@@ -197,7 +206,9 @@ def _fail_open(exc: Exception, strict: bool) -> Report:
     return Report(command="probe", findings=[finding("RM061", f"not checked: {reason}")])
 
 
-def verify(
+def verify_job(
+    environ: Mapping[str, str],
+    ports: ProbePorts,
     device: Any = None,
     *,
     timeout: float = 60.0,
@@ -213,10 +224,10 @@ def verify(
     :class:`rankmap.errors.ProbeTimeout` when ranks are missing; a problem of the probe itself
     (store unreachable, internal error) warns and returns unless ``strict=True``.
     """
-    if timeout <= 0:
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise InputError(f"timeout must be positive, not {timeout!r}")
     try:
-        outcome = run_probe(os.environ, device=device, machine=machine, timeout=timeout)
+        outcome = run_probe(environ, ports=ports, device=device, machine=machine, timeout=timeout)
     except (InputError, ProbeTimeout):
         raise
     except Exception as exc:  # noqa: BLE001 - never stop a healthy job for rankmap's own failure

@@ -2,24 +2,18 @@
 
 :class:`RankRecord` is plain data (JSON through :meth:`RankRecord.to_json` /
 :func:`record_from_dict`) so rank 0 can collate records from every rank without torch.
-:func:`collect_record` is the I/O side: environment, host identity, network interfaces and the
-device (see :mod:`rankmap.probe.device`).
+:func:`rankmap.adapters.rank_record.collect_record` is the I/O side: environment, host identity,
+network interfaces and the device (see :mod:`rankmap.adapters.device`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
-import socket
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from rankmap.errors import InputError
 from rankmap.model import HostIdentity
-from rankmap.probe.launch_env import parse_rank_env
 from rankmap.redact import redact_env
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "TORCH_NCCL_")
@@ -192,149 +186,6 @@ def record_from_json(data: bytes | str) -> RankRecord:
     return _decode(json.loads(data))
 
 
-def interface_names() -> tuple[str, ...] | None:
-    """Network interfaces of this network namespace (``socket.if_nameindex``)."""
-    try:
-        return tuple(name for _, name in socket.if_nameindex())
-    except OSError:
-        return None
-
-
-def interface_addresses(names: tuple[str, ...] | None) -> tuple[str, ...]:
-    """IPv4 address of each interface (Linux SIOCGIFADDR); empty where unsupported."""
-    if not names:
-        return ()
-    try:
-        import fcntl
-        import struct
-    except ImportError:
-        return ()
-    out: list[str] = []
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        for name in names:
-            try:
-                packed = fcntl.ioctl(sock.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue
-            out.append(f"{name}={socket.inet_ntoa(packed[20:24])}")
-    return tuple(out)
-
-
 def probe_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The NCCL_*/CUDA_*/TORCH_NCCL_* variables, redacted."""
     return redact_env({k: v for k, v in environ.items() if k.startswith(ENV_PREFIXES)})
-
-
-def collect_record(
-    environ: Mapping[str, str],
-    *,
-    device: Any = None,
-    machine: str | None = None,
-    allow_cuda_init: bool = False,
-) -> RankRecord:
-    """This rank's record. ``machine`` (or ``RANKMAP_MACHINE``) stands in for NVML and CUDA.
-
-    ``allow_cuda_init``: the CLI probe is its own process and may initialise CUDA to ask it
-    directly; ``verify()`` never initialises CUDA itself (see :mod:`rankmap.probe.device`).
-    """
-    from rankmap.adapters.system import collect_host_identity
-    from rankmap.probe.device import resolve_device
-    from rankmap.version import __version__
-
-    start = time.perf_counter()
-    renv = parse_rank_env(environ)
-    identity = collect_host_identity(environ)
-    spec = machine or environ.get("RANKMAP_MACHINE") or None
-    try:
-        dev = resolve_device(
-            environ,
-            renv,
-            identity,
-            device=device,
-            machine=spec,
-            allow_cuda_init=allow_cuda_init,
-        )
-    except InputError as exc:
-        if machine or not spec:
-            raise
-        # The profile came from the environment: say so, not "--machine" the user never typed.
-        raise InputError(
-            exc.message.replace("--machine", "RANKMAP_MACHINE", 1), hint=exc.hint
-        ) from None
-    names = interface_names()
-    ident = dev.identity or identity
-    topology = machine_topology(spec, dev.source, identity.hostname, renv.node_rank)
-    return RankRecord(
-        rank=renv.rank,
-        world_size=renv.world_size,
-        local_rank=renv.local_rank,
-        local_world_size=renv.local_world_size,
-        node_rank=renv.node_rank,
-        launcher=renv.launcher,
-        pid=os.getpid(),
-        hostname=ident.hostname,
-        boot_id=ident.boot_id,
-        machine_id=ident.machine_id,
-        nccl_hostid=environ.get("NCCL_HOSTID") or None,
-        container=ident.container,
-        container_id=ident.container_id,
-        identity_source=dev.identity_source,
-        addresses=interface_addresses(names),
-        cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"),
-        cuda_device_order=environ.get("CUDA_DEVICE_ORDER"),
-        nvidia_visible_devices=environ.get("NVIDIA_VISIBLE_DEVICES"),
-        visible_uuids=dev.visible_uuids,
-        cuda_index=dev.cuda_index,
-        device_selected_by=dev.selected_by,
-        uuid=dev.uuid,
-        pci_bus_id=dev.pci_bus_id,
-        nvml_index=dev.nvml_index,
-        mig_parent_uuid=dev.mig_parent_uuid,
-        gpu_name=dev.gpu_name,
-        device_error=dev.error,
-        device_source=dev.source,
-        device_notes=dev.notes,
-        torch_version=dev.versions.get("torch"),
-        cuda_version=dev.versions.get("cuda"),
-        nccl_version=dev.versions.get("nccl"),
-        driver_version=dev.versions.get("driver"),
-        cuda_driver_version=dev.versions.get("cuda_driver"),
-        rankmap_version=__version__,
-        python_version=platform.python_version(),
-        socket_ifname=environ.get("NCCL_SOCKET_IFNAME"),
-        interfaces=names,
-        env=probe_env(environ),
-        problems=renv.problems + dev.problems,
-        gpus=dev.gpus if renv.local_rank in (0, None) else None,
-        probe_ms=round((time.perf_counter() - start) * 1000.0, 3),
-        topology=topology,
-    )
-
-
-def machine_topology(
-    spec: str | None, device_source: str, hostname: str | None, node_rank: int | None
-) -> str | None:
-    """This machine's topology as compact text: from the profile standing in (the host that
-    :func:`rankmap.probe.device.pick_host` chose), else from NVML when the device came from it.
-
-    Never raises: a topology is an extra, so any failure (NVML without topology support, a
-    driver error, a malformed profile topology) leaves it unknown (``None``).
-    """
-    try:
-        from rankmap.topology import host_topology
-        from rankmap.topology.wire import to_wire
-
-        if spec:
-            from rankmap.inventory import load_machine
-            from rankmap.probe.device import pick_host
-
-            topo = host_topology(pick_host(load_machine(spec), hostname, node_rank))
-        elif "nvml" in device_source:
-            from rankmap.adapters.nvml_topology import collect_topology
-
-            topo = collect_topology()
-        else:
-            return None
-        return to_wire(topo) if topo is not None else None
-    except Exception:  # noqa: BLE001 - collecting topology must never fail the probe
-        return None

@@ -1,35 +1,21 @@
 """Exchange records over the job's own c10d store: no NCCL, no process group, bounded waits.
 
-Which store (reference/pytorch_nccl.md §7.4), first match wins:
-
-1. ``RANKMAP_STORE_FILE=PATH`` - a ``FileStore`` on a shared filesystem (every rank).
-2. ``RANKMAP_STORE_PORT=PORT`` (+ ``RANKMAP_STORE_ADDR``, default ``MASTER_ADDR``): a separate
-   TCPStore that rank 0 hosts - for jobs whose own code binds ``MASTER_PORT`` without
-   ``multi_tenant``.
-3. After ``init_process_group``: the default group's store.
-4. torchrun (``TORCHELASTIC_USE_AGENT_STORE=True``): clients of the agent's store at
-   ``MASTER_ADDR:MASTER_PORT`` with ``world_size=None`` (no ``init/`` counter is touched).
-5. Otherwise (srun, mpirun with MASTER_ADDR/PORT): rank 0 hosts a ``multi_tenant`` TCPStore
-   on ``MASTER_ADDR:MASTER_PORT`` and keeps it alive (module global) so the job's own
-   ``init_process_group`` reuses the same server instead of failing with EADDRINUSE.
-
-Keys live under ``rankmap/<run id>/<restart>/<call>`` - never ``default_pg``, ``torchelastic``
-or ``init``. Waiting polls ``add(key, 0)`` / ``check`` so nothing blocks past the deadline.
+The store itself is opened by :mod:`rankmap.adapters.c10d_store` (torch); this module only
+speaks the key protocol over whatever store object it is given (``set``/``get``/``add``/
+``check``). Keys live under ``rankmap/<run id>/<restart>/<call>`` - never ``default_pg``,
+``torchelastic`` or ``init``. Waiting polls ``add(key, 0)`` / ``check`` so nothing blocks past
+the deadline.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from rankmap.errors import UnavailableError
 from rankmap.probe.record import RankRecord
 
-# Hosted servers stay alive for the life of the process (the job's init reuses them).
-_KEEPALIVE: list[Any] = []
 _CALLS: dict[str, int] = {}
 CHUNK = 1024
 
@@ -43,90 +29,6 @@ class StoreHandle:
     hosted: bool = False
     rank: int | None = None  # from the process group, when the store came from it
     world_size: int | None = None
-
-
-def _remaining(deadline: float) -> float:
-    return max(0.05, deadline - time.monotonic())
-
-
-def _tcp(host: str, port: int, *, master: bool, deadline: float, multi_tenant: bool) -> Any:
-    import torch.distributed as dist
-
-    timeout = timedelta(seconds=_remaining(deadline))
-    return dist.TCPStore(  # type: ignore[attr-defined]
-        host,
-        port,
-        None,
-        master,
-        timeout=timeout,
-        wait_for_workers=False,
-        multi_tenant=multi_tenant,
-    )
-
-
-def _port(environ: Mapping[str, str], name: str) -> int:
-    raw = environ.get(name, "")
-    try:
-        port = int(raw)
-    except ValueError:
-        raise UnavailableError(f"{name}={raw!r} is not a port number") from None
-    if not 0 < port < 65536:
-        raise UnavailableError(f"{name}={raw!r} is not a port number")
-    return port
-
-
-def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreHandle:
-    """Connect (or host) the store for this job; ``UnavailableError`` names address and reason."""
-    import torch.distributed as dist
-
-    where = "?"
-    try:
-        if environ.get("RANKMAP_STORE_FILE"):
-            where = f"file store {environ['RANKMAP_STORE_FILE']}"
-            return StoreHandle(
-                dist.FileStore(environ["RANKMAP_STORE_FILE"], -1),  # type: ignore[attr-defined]
-                where,
-            )
-        if environ.get("RANKMAP_STORE_PORT"):
-            addr = environ.get("RANKMAP_STORE_ADDR") or environ.get("MASTER_ADDR") or "127.0.0.1"
-            port = _port(environ, "RANKMAP_STORE_PORT")
-            where = f"rankmap store {addr}:{port}"
-            store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
-            if rank == 0:
-                _KEEPALIVE.append(store)
-            return StoreHandle(store, where, hosted=rank == 0)
-        if dist.is_available() and dist.is_initialized():
-            from torch.distributed.distributed_c10d import _get_default_store
-
-            return StoreHandle(
-                _get_default_store(),
-                "the default process group's store",
-                rank=dist.get_rank(),
-                world_size=dist.get_world_size(),
-            )
-        addr = environ.get("MASTER_ADDR") or ""
-        if not addr or not environ.get("MASTER_PORT"):
-            raise UnavailableError(
-                "no store to exchange records: MASTER_ADDR/MASTER_PORT are not set",
-                hint="launch with torchrun, or set MASTER_ADDR/MASTER_PORT, RANKMAP_STORE_PORT "
-                "or RANKMAP_STORE_FILE",
-            )
-        port = _port(environ, "MASTER_PORT")
-        if environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-            where = f"torchrun agent store {addr}:{port}"
-            return StoreHandle(
-                _tcp(addr, port, master=False, deadline=deadline, multi_tenant=False), where
-            )
-        where = f"store {addr}:{port} (hosted by rank 0)"
-        store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
-        if rank == 0:
-            _KEEPALIVE.append(store)
-        return StoreHandle(store, where, hosted=rank == 0)
-    except UnavailableError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - DistNetworkError, DistStoreError, RuntimeError
-        reason = " ".join(str(exc).split())[:300]
-        raise UnavailableError(f"{where} unreachable: {reason}") from None
 
 
 def call_prefix(run_id: str, restart: int) -> str:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+class Screen(Protocol):
+    """Where a renderer writes: the raw stream and a console on it (``cli``'s AppContext)."""
+
+    stdout: TextIO
+
+    def console(self) -> Console: ...
+
 
 # C0 controls except tab and newline, DEL and C1 controls (0x9b is a one-byte CSI).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -1,4 +1,4 @@
-"""``write_html(report, path)``: one self-contained HTML rank map (inline CSS/JS, no network).
+"""``render_html(report)``: one self-contained HTML rank map (inline CSS/JS, no network).
 
 A grid of nodes x GPUs with the ranks on each GPU; collisions (several ranks on one physical
 GPU) and unplaced / out-of-range ranks highlighted; host-identity groups marked; the findings
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
-from pathlib import Path
 
 from rankmap.findings import Finding, Report
 from rankmap.model import Placement
@@ -278,13 +277,3 @@ def render_html(report: Report) -> str:
         f'<div id="nodes">{"".join(_node(n, open_all) for n in nodes)}</div>'
         f"{_table(report.placements)}<script>{_JS}</script></body></html>\n"
     )
-
-
-def write_html(report: Report, path: str) -> None:
-    """Write the self-contained HTML rank map of ``report`` to ``path``."""
-    from rankmap.errors import InputError
-
-    try:
-        Path(path).write_text(render_html(report), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--html {path!r}: cannot write: {exc.strerror}") from None

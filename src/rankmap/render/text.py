@@ -142,3 +142,9 @@ def render_visible(
         console.print("[bold]Visible to this process:[/] no CUDA device")
     for note in notes:
         console.print(f"  [dim]note:[/] {esc(note)}")
+
+
+def render_summary(console: Console, report: Report, subject: str) -> None:
+    """The verdict line and the findings (``run``'s preflight and diagnosis)."""
+    render_verdict(console, report, subject)
+    render_findings(console, report.ordered_findings())

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankmap.errors import InputError
+from rankmap.numbers import saturating_int
 
 TOPOLOGY_SCHEMA = "rankmap-topology/1"
 # Closeness rank of each link kind: lower is closer. NV# sorts by its link count inside rank 1.
@@ -60,7 +61,7 @@ def link_rank(link: str) -> tuple[int, int]:
     """Sort key of a link word: ``(kind rank, -nvlinks)``; smaller is closer."""
     m = _NV_RE.match(link)
     if m:
-        return (_LINK_RANK["NV"], -int(m.group(1)))
+        return (_LINK_RANK["NV"], -saturating_int(m.group(1)))
     return (_LINK_RANK[link], 0)
 
 
@@ -209,7 +210,7 @@ def parse_topology(doc: Any, *, where: str = "topology") -> Topology:
     nics = tuple(_parse_nic(n, f"{where}.nics[{i}]") for i, n in enumerate(doc.get("nics") or ()))
     if not gpus:  # derive GPU entries from labels "GPU<n>"
         gpus = tuple(
-            GpuLocality(label=s, nvml_index=int(s[3:]))
+            GpuLocality(label=s, nvml_index=saturating_int(s[3:]))
             for s in labels
             if s.startswith("GPU") and s[3:].isdigit()
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 
+from rankmap.numbers import int_or_none
 from rankmap.topology import GpuLocality, NvLinkInfo, Topology, normalize_link
 
 WIRE_TAG = "t1"
@@ -29,7 +30,7 @@ def _num(value: int | None) -> str:
 
 
 def _opt(text: str) -> int | None:
-    return int(text) if text else None
+    return int_or_none(text) if text else None
 
 
 def to_wire(topo: Topology) -> str | None:

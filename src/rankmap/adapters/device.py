@@ -238,9 +238,10 @@ def resolve_device(
     torch = _torch()
     index, selected_by = choose_index(device, renv, torch, profile=machine is not None)
     if machine is not None:
+        from rankmap.adapters.files import LocalFiles
         from rankmap.inventory import load_machine
 
-        chosen = pick_host(load_machine(machine), identity.hostname, renv.node_rank)
+        chosen = pick_host(load_machine(machine, LocalFiles()), identity.hostname, renv.node_rank)
         facts = _from_view(resolve_visible(chosen, environ), chosen, index)
         ident = _profile_identity(chosen, identity)
         return DeviceFacts(

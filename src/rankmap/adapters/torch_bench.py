@@ -223,3 +223,17 @@ def run_sweep(
             hint="raise -b / -e",
         )
     return results
+
+
+def device_locality(world: World) -> Any:
+    """The topology entry (``GpuLocality``) of this rank's CUDA device, found by its PCI bus id
+    through NVML; None on an older torch without PCI info (cuda_devices.md §5.2)."""
+    torch = _torch()
+    props = torch.cuda.get_device_properties(world.device)
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return None
+    from rankmap.adapters.nvml_topology import gpu_locality_by_bus_id
+
+    domain, dev = getattr(props, "pci_domain_id", 0), getattr(props, "pci_device_id", 0)
+    return gpu_locality_by_bus_id(f"{domain:04x}:{bus:02x}:{dev:02x}.0")
