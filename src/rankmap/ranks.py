@@ -25,3 +25,19 @@ def rank_ranges(ranks: Iterable[int], *, sep: str = ", ", max_runs: int | None =
     if max_runs is not None and len(runs) > max_runs:
         runs = [*runs[:max_runs], "..."]
     return sep.join(runs)
+
+
+def ranks_text(ranks: Iterable[int], *, max_runs: int | None = 8) -> str:
+    """``[0, 1, 2, 3, 6]`` -> ``0-3, 6``; ``[0, 4]`` -> ``0 and 4`` (cut after ``max_runs`` runs)."""
+    vals = sorted(set(ranks))
+    if len(vals) == 2:
+        return f"{vals[0]} and {vals[1]}"
+    return rank_ranges(vals, max_runs=max_runs)
+
+
+def rank_phrase(ranks: Iterable[int], *, max_runs: int | None = 8) -> str:
+    """``rank 3`` / ``ranks 0 and 4`` / ``ranks 0-3, 6``: a rank list as the subject of a sentence."""
+    vals = sorted(set(ranks))
+    if len(vals) == 1:
+        return f"rank {vals[0]}"
+    return f"ranks {ranks_text(vals, max_runs=max_runs)}"

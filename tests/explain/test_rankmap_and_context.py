@@ -5,8 +5,9 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+from rankmap.adapters.files import LocalFiles
 from rankmap.adapters.local import explain_files
-from rankmap.explain.context import parse_launch, script_selection
+from rankmap.explain.engine import build_context
 from rankmap.inventory import load_machine
 
 INIT = (
@@ -76,16 +77,25 @@ def test_torchrun_root_cause_and_guess_warning(tmp_path: Path) -> None:
 
 
 def test_launch_parser_and_script_selection(tmp_path: Path) -> None:
-    f = parse_launch("CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --nproc-per-node=4 t.py")
+    # the launch is read by the shared parser and check's engine (no --machine: a stand-in)
+    ctx, note = build_context(
+        "CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --nproc-per-node=4 t.py", {}, (), None
+    )
+    f = ctx.launch
+    assert f is not None and note is None
     assert (f.launcher, f.nproc_per_node, f.nnodes) == ("torchrun", 4, 2)
     assert ("CUDA_VISIBLE_DEVICES", "0,1") in f.env
-    nested = parse_launch("srun --ntasks-per-node=8 torchrun --nproc_per_node=8 t.py")
+    nested = build_context(
+        "srun --ntasks-per-node=8 torchrun --nproc_per_node=8 t.py", {}, (), None
+    )[0].launch
+    assert nested is not None
     assert nested.nested_in == "srun" and nested.outer_tasks_per_node == 8
     s = tmp_path / "t.py"
     s.write_text("import os, torch\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n")
-    assert script_selection(s.read_text()) == "local_rank"
+    files = LocalFiles()
+    assert build_context(None, {}, (), s, files=files)[0].script_selection == "local_rank"
     s.write_text("def broken(:\n")
-    assert script_selection(s.read_text()) == "unknown"
+    assert build_context(None, {}, (), s, files=files)[0].selection() is None
 
 
 def test_no_newline_file_memory_bounded(tmp_path: Path) -> None:

@@ -97,3 +97,120 @@ def rank_results(out_dir: Path) -> dict[int, dict[str, object]]:
 def need_torch() -> Iterator[None]:
     pytest.importorskip("torch")
     yield
+
+
+RANK_SCRIPT = SCRIPTS / "rank.py"
+JOB_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+            "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID", "GROUP_RANK", "NCCL_HOSTID")  # fmt: skip
+
+
+@contextlib.contextmanager
+def black_hole() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts every connection and never answers; closed at the end."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.1)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for conn in accepted:
+            conn.close()  # the stalled client thread gets EOF and ends
+        server.close()
+
+
+class RankProcess:
+    """tests/probe/scripts/rank.py in its own session: ``ready`` -> :meth:`go` -> one JSON line."""
+
+    def __init__(self, mode: str, timeout: float, env: Mapping[str, str], cwd: Path) -> None:
+        import queue
+        import threading
+
+        self.proc = subprocess.Popen(
+            [sys.executable, str(RANK_SCRIPT), mode, str(timeout)],
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        assert self.proc.stdout is not None
+        out = self.proc.stdout
+        threading.Thread(target=lambda: [self.lines.put(x) for x in out], daemon=True).start()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        import queue
+
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("rank process never became ready") from None
+        assert line.strip() == "ready", line
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def result(self, timeout: float = 30.0) -> dict[str, object]:
+        import queue
+
+        last = ""
+        try:
+            while True:
+                last = self.lines.get(timeout=timeout)
+                if last.startswith('{"') and '"seconds"' in last:
+                    return dict(json.loads(last))
+        except queue.Empty:
+            err = (
+                self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
+            )
+            raise AssertionError(
+                f"no result from the rank process: {last!r} {err[-2000:]}"
+            ) from None
+
+    def signal(self, sig: int) -> None:
+        os.killpg(self.proc.pid, sig)
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def wait_for_port(port: int, timeout: float = 60.0) -> None:
+    """Until something accepts connections on 127.0.0.1:port."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port}")

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from rankmap.probe.checks import ranges
 from rankmap.probe.collate import collate, collate_raw
 from rankmap.probe.network import ifname_matches
 from rankmap.probe.record import RankRecord, record_from_json
 from rankmap.probe.wire import encode
+from rankmap.ranks import rank_ranges as ranges
 
 GPUS = [f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(8)]
 BUS = [f"0000:{0x18 + 0x10 * i:02X}:00.0" for i in range(8)]

@@ -27,6 +27,7 @@ from typing import Any
 
 from rankmap.errors import UnavailableError
 from rankmap.probe.store import StoreHandle
+from rankmap.probe.watchdog import Progress
 
 # Hosted servers stay alive for the life of the process (the job's init reuses them).
 _KEEPALIVE: list[Any] = []
@@ -36,19 +37,41 @@ def _remaining(deadline: float) -> float:
     return max(0.05, deadline - time.monotonic())
 
 
+# A client connects in attempts of at most this long: torch's connect retries overshoot the
+# timeout they are given by up to 2x, so each attempt gets at most half of what is left and the
+# last one still ends by the deadline (no thread left retrying when the process exits).
+CONNECT_ATTEMPT_S = 1.0
+
+
 def _tcp(host: str, port: int, *, master: bool, deadline: float, multi_tenant: bool) -> Any:
     dist: Any = importlib.import_module("torch.distributed")
 
-    timeout = timedelta(seconds=_remaining(deadline))
-    return dist.TCPStore(
-        host,
-        port,
-        None,
-        master,
-        timeout=timeout,
-        wait_for_workers=False,
-        multi_tenant=multi_tenant,
-    )
+    start = time.monotonic()
+    while True:
+        left = deadline - time.monotonic()
+        attempt = _remaining(deadline) if master else max(0.05, min(CONNECT_ATTEMPT_S, left / 2))
+        try:
+            return dist.TCPStore(
+                host,
+                port,
+                None,
+                master,
+                timeout=timedelta(seconds=attempt),
+                wait_for_workers=False,
+                multi_tenant=multi_tenant,
+            )
+        except Exception as exc:  # noqa: BLE001 - DistNetworkError: refused, timed out
+            if master:
+                raise
+            if deadline - time.monotonic() < 0.1:
+                reason = " ".join(str(exc).split())[:200]
+                waited = time.monotonic() - start
+                raise ConnectionError(f"no connection within {waited:.1f} s ({reason})") from None
+
+
+def load_store_library() -> object:
+    """torch's c10d, loaded in the caller's thread (see ``ProbePorts.load_store_library``)."""
+    return importlib.import_module("torch.distributed")
 
 
 def _port(environ: Mapping[str, str], name: str) -> int:
@@ -62,14 +85,20 @@ def _port(environ: Mapping[str, str], name: str) -> int:
     return port
 
 
-def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreHandle:
-    """Connect (or host) the store for this job; ``UnavailableError`` names address and reason."""
+def open_store(
+    environ: Mapping[str, str], rank: int, deadline: float, progress: Progress | None = None
+) -> StoreHandle:
+    """Connect (or host) the store for this job; ``UnavailableError`` names address and reason.
+
+    ``progress.where`` names the store as soon as it is known (for a stall while connecting).
+    """
     dist: Any = importlib.import_module("torch.distributed")
 
+    said = progress or Progress()
     where = "?"
     try:
         if environ.get("RANKMAP_STORE_FILE"):
-            where = f"file store {environ['RANKMAP_STORE_FILE']}"
+            where = said.where = f"file store {environ['RANKMAP_STORE_FILE']}"
             return StoreHandle(
                 dist.FileStore(environ["RANKMAP_STORE_FILE"], -1),
                 where,
@@ -77,13 +106,14 @@ def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreH
         if environ.get("RANKMAP_STORE_PORT"):
             addr = environ.get("RANKMAP_STORE_ADDR") or environ.get("MASTER_ADDR") or "127.0.0.1"
             port = _port(environ, "RANKMAP_STORE_PORT")
-            where = f"rankmap store {addr}:{port}"
+            where = said.where = f"rankmap store {addr}:{port}"
             store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
             if rank == 0:
                 _KEEPALIVE.append(store)
             return StoreHandle(store, where, hosted=rank == 0)
         if dist.is_available() and dist.is_initialized():
             c10d: Any = importlib.import_module("torch.distributed.distributed_c10d")
+            said.where = "the default process group's store"
             return StoreHandle(
                 c10d._get_default_store(),
                 "the default process group's store",
@@ -99,11 +129,11 @@ def open_store(environ: Mapping[str, str], rank: int, deadline: float) -> StoreH
             )
         port = _port(environ, "MASTER_PORT")
         if environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
-            where = f"torchrun agent store {addr}:{port}"
+            where = said.where = f"torchrun agent store {addr}:{port}"
             return StoreHandle(
                 _tcp(addr, port, master=False, deadline=deadline, multi_tenant=False), where
             )
-        where = f"store {addr}:{port} (hosted by rank 0)"
+        where = said.where = f"store {addr}:{port} (hosted by rank 0)"
         store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
         if rank == 0:
             _KEEPALIVE.append(store)

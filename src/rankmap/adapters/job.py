@@ -15,11 +15,14 @@ from rankmap.probe import ProbePorts
 
 def local_ports() -> ProbePorts:
     """The real ports: record from this process, torch's c10d store."""
-    from rankmap.adapters.c10d_store import open_store, pg_initialized
+    from rankmap.adapters.c10d_store import load_store_library, open_store, pg_initialized
     from rankmap.adapters.rank_record import collect_record
 
     return ProbePorts(
-        collect_record=collect_record, open_store=open_store, pg_initialized=pg_initialized
+        collect_record=collect_record,
+        open_store=open_store,
+        pg_initialized=pg_initialized,
+        load_store_library=load_store_library,
     )
 
 

@@ -8,19 +8,18 @@ findings and the exact errors the job would print (:mod:`rankmap.check.rules`).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rankmap.check.index_select import branch_kind, own_visible, select_index, with_mod
 from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_path
+from rankmap.check.sections import node_env
 from rankmap.errors import UsageError
 from rankmap.findings import Report
 from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
-from rankmap.model import Host, Placement
-from rankmap.redact import redact_report, redact_value, secret_values
+from rankmap.model import Host
+from rankmap.redact import redact_report, secret_values
 from rankmap.sources import Files, NoFiles
 from rankmap.visibility import VisibleView, resolve_visible
 
@@ -31,7 +30,6 @@ _VIS_KEYS = (
     "SLURM_STEP_GPUS",
     "SLURM_JOB_GPUS",
 )
-MAX_RANK_ROWS = 65536  # per-rank "ranks" section entries kept in JSON
 
 
 @dataclass(frozen=True)
@@ -50,6 +48,16 @@ class RankOutcome:
         return self.proc.env.get(name, node_env.get(name))
 
 
+@dataclass(frozen=True)
+class CheckRun:
+    """One simulated launch: the typed plan, the script's selection, every rank, the report."""
+
+    plan: LaunchPlan
+    selection: DeviceSelection
+    outcomes: tuple[RankOutcome, ...]
+    report: Report
+
+
 def check_launch(
     argv: Sequence[str],
     *,
@@ -66,51 +74,114 @@ def check_launch(
     Raises :class:`~rankmap.errors.UsageError` for an unknown launcher or a missing command and
     :class:`~rankmap.errors.InputError` for unreadable/malformed config files.
     """
-    from rankmap.check import nccl as plan_nccl
-    from rankmap.check import rules as plan_rules
-    from rankmap.check import topo as plan_topo
-    from rankmap.launchers.dispatch import script_path, simulate_launch
+    return run_check(
+        argv,
+        machines=machines,
+        env=env,
+        script=script,
+        nodes=nodes,
+        shell_file=shell_file,
+        cwd=cwd,
+        files=files,
+    ).report
 
-    cwd = cwd or Path.cwd()
+
+def plan_launch(
+    argv: Sequence[str],
+    *,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    nodes: int | None = None,
+    shell_file: Path | None = None,
+    cwd: Path | None = None,
+    files: Files | None = None,
+) -> LaunchPlan:
+    """The typed :class:`LaunchPlan` of a launch command (or ``--shell`` script): the one parser
+    ``check``, ``explain --launch`` and ``run``'s preflight share."""
+    return _plan(argv, _context(machines, env, nodes, cwd, files), shell_file)
+
+
+def _context(
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    nodes: int | None,
+    cwd: Path | None,
+    files: Files | None,
+) -> LaunchContext:
+    from rankmap.launchers.dispatch import simulate_launch
+
     if nodes is not None and nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
-    files = files or NoFiles()
-    ctx = LaunchContext(
+    return LaunchContext(
         machines=machines,
         env=dict(env),
-        cwd=cwd,
+        cwd=cwd or Path.cwd(),
         nodes=nodes,
         simulate=simulate_launch,
-        files=files,
+        files=files or NoFiles(),
     )
+
+
+def _plan(argv: Sequence[str], ctx: LaunchContext, shell_file: Path | None) -> LaunchPlan:
+    from rankmap.launchers.dispatch import simulate_launch
+
     if shell_file is not None:
         from rankmap.launchers import shell
 
-        plan = shell.simulate_shell(shell_file, ctx, argv=argv)
-    elif not argv:
+        return shell.simulate_shell(shell_file, ctx, argv=argv)
+    if not argv:
         raise UsageError(
             "missing launch command after `--`; supported launchers: " + ", ".join(SUPPORTED),
             hint="rankmap check --machine dgx-h100 -- torchrun --nproc-per-node 8 train.py",
         )
-    else:
-        plan = simulate_launch(argv, ctx)
+    return simulate_launch(argv, ctx)
+
+
+def run_check(
+    argv: Sequence[str],
+    *,
+    machines: Sequence[Host],
+    env: Mapping[str, str],
+    script: Path | None = None,
+    nodes: int | None = None,
+    shell_file: Path | None = None,
+    cwd: Path | None = None,
+    files: Files | None = None,
+) -> CheckRun:
+    """:func:`check_launch` with the typed intermediate results kept (``explain`` reuses them)."""
+    from rankmap.check import nccl as plan_nccl
+    from rankmap.check import rules as plan_rules
+    from rankmap.check import topo as plan_topo
+    from rankmap.check.sections import placement, sections
+    from rankmap.launchers.dispatch import script_path
+
+    ctx = _context(machines, env, nodes, cwd, files)
+    plan = _plan(argv, ctx, shell_file)
+    launch_env = plan.env if plan.env is not None else dict(env)
     path = script or script_path(plan, ctx)
-    selection = _selection(path, files, tuple(plan.script_args))
-    outcomes = evaluate(plan, selection, ctx.env)
+    selection = read_selection(path, ctx.files, tuple(plan.script_args))
+    outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
-    report.findings = plan_rules.findings_for(plan, selection, outcomes, ctx.env, path)
-    report.placements = [_placement(o) for o in outcomes]
-    report.findings += plan_topo.topology_findings_for(plan, outcomes, report.placements, ctx.env)
-    report.sections.update(_sections(plan, selection, outcomes, ctx.env, path, cwd))
-    report.sections.update(plan_nccl.predicted_errors(plan, outcomes, ctx.env, selection))
-    return redact_report(report, secret_values(ctx.env, list(argv) + list(plan.argv)))
+    report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
+    report.placements = [placement(o) for o in outcomes]
+    report.findings += plan_topo.topology_findings_for(
+        plan, outcomes, report.placements, launch_env
+    )
+    report.sections.update(sections(plan, selection, outcomes, launch_env, path, ctx.cwd))
+    report.sections.update(plan_nccl.predicted_errors(plan, outcomes, launch_env, selection))
+    report = redact_report(
+        report, secret_values({**env, **launch_env}, list(argv) + list(plan.argv))
+    )
+    return CheckRun(plan, selection, tuple(outcomes), report)
 
 
-def _selection(
-    path: Path | None, files: Files, script_args: tuple[str, ...] = ()
+def read_selection(
+    path: Path | None, files: Files | None = None, script_args: tuple[str, ...] = ()
 ) -> DeviceSelection:
+    """The script's device selection (:func:`scan_path`), :data:`ASSUMED` without a script."""
     if path is None:
         return ASSUMED
+    files = files or NoFiles()
     data = files.read_bytes(path, kind="script", what=f"--script {str(path)!r}")
     text = data.decode("utf-8", errors="replace")
     if b"\x00" in data:
@@ -118,12 +189,6 @@ def _selection(
 
         return replace(ASSUMED, parse_error=f"{path}: binary file, not Python", path=str(path))
     return scan_path(path, text, script_args, files)
-
-
-def node_env(plan: LaunchPlan, env: Mapping[str, str], node: int) -> Mapping[str, str]:
-    """The environment every process of ``node`` inherits (assumed env + per-node launcher env)."""
-    extra = plan.node_env.get(node)
-    return {**env, **extra} if extra else env
 
 
 def evaluate(
@@ -165,102 +230,3 @@ def evaluate(
             error = "invalid device ordinal" if view.devices else "no CUDA GPUs are available"
         out.append(RankOutcome(proc, host, view, idx, error, reason, from_default))
     return out
-
-
-def _placement(o: RankOutcome) -> Placement:
-    dev = (
-        o.view.by_cuda_index(o.cuda_index) if o.error is None and o.cuda_index is not None else None
-    )
-    return Placement(
-        rank=o.proc.rank,
-        local_rank=o.proc.local_rank,
-        node=o.host.hostname,
-        cuda_index=o.cuda_index,
-        nvml_index=dev.nvml_index if dev else None,
-        uuid=dev.uuid if dev else None,
-        pci_bus_id=dev.pci_bus_id if dev else None,
-        mig=dev.mig if dev else None,
-        node_rank=o.proc.node_rank if o.proc.node_rank is not None else o.proc.node,
-        error=o.error,
-        source="simulated",
-    )
-
-
-def _sections(
-    plan: LaunchPlan,
-    sel: DeviceSelection,
-    outcomes: list[RankOutcome],
-    env: Mapping[str, str],
-    path: Path | None,
-    cwd: Path,
-) -> dict[str, Any]:
-    from rankmap.model import Inventory
-
-    first = outcomes[0] if outcomes else None
-    launch = {
-        "launcher": plan.launcher,
-        "nnodes": plan.nnodes,
-        "nproc_per_node": plan.nproc_per_node,
-        "world_size": plan.world_size,
-        "script": _shown_path(path, cwd) if path else plan.script,
-        "device_selection": "unknown" if sel.kind == "unknown" else sel.kind,
-        "device_selection_call": sel.call,
-        "device_selection_line": sel.line,
-        "module": plan.module,
-        "worlds": plan.worlds,
-        "argv": list(plan.argv),
-        "notes": list(plan.notes) + list(sel.notes),
-        "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},
-        "device_selection_where": sel.where,
-        "device_selection_framework": sel.framework,
-        "device_selection_unresolved": list(sel.unresolved),
-        "backend": sel.backend,
-    }
-    used = sorted({o.proc.node for o in outcomes})
-    hosts = [plan.hosts[i] for i in used] if len(used) <= 64 else [plan.hosts[i] for i in used[:64]]
-    return {
-        "launch": launch,
-        "inventory": Inventory(tuple(hosts)).to_dict(),
-        "visible_devices": first.view.to_dict_list() if first else [],
-        "visible_devices_notes": list(first.view.notes) if first else [],
-        "ranks": [_rank_row(o, plan, env) for o in outcomes[:MAX_RANK_ROWS]],
-    }
-
-
-@functools.lru_cache(maxsize=4096)
-def _redacted(name: str, value: str) -> str:
-    return redact_value(name, value)
-
-
-def _bus(o: RankOutcome) -> str | None:
-    if o.error is not None or o.cuda_index is None:
-        return None
-    return o.view.devices[o.cuda_index].pci_bus_id
-
-
-def _shown_path(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
-
-
-def _rank_row(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, Any]:
-    base = node_env(plan, env, o.proc.node)
-    shown = dict(o.proc.env)
-    cvd = o.proc.env.get("CUDA_VISIBLE_DEVICES", base.get("CUDA_VISIBLE_DEVICES"))
-    if cvd is not None:
-        shown["CUDA_VISIBLE_DEVICES"] = cvd
-    return {
-        "rank": o.proc.rank,
-        "local_rank": o.proc.local_rank,
-        "node": o.host.hostname,
-        "world": o.proc.world,
-        "env": {k: _redacted(k, v) for k, v in shown.items()},
-        "args": list(o.proc.args),
-        "visible": [d.nvml_index for d in o.view.devices],
-        "pci_bus_id": _bus(o),
-        "cuda_index": o.cuda_index,
-        "selected_by": o.reason,
-        "error": o.error,
-    }

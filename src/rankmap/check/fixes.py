@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rankmap.launchers import LaunchPlan
 from rankmap.launchers.options import replace_option
-from rankmap.ranks import rank_ranges
 
 if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome
@@ -26,14 +25,6 @@ _LOCAL_VAR = {
     "srun": "SLURM_LOCALID",
     "mpirun": "OMPI_COMM_WORLD_LOCAL_RANK",
 }
-
-
-def ranks_text(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 3, 6]`` -> ``0-3, 6``; ``[0, 4]`` -> ``0 and 4``."""
-    vals = sorted(set(ranks))
-    if len(vals) == 2:
-        return f"{vals[0]} and {vals[1]}"
-    return rank_ranges(vals, max_runs=8)
 
 
 def fix_count(plan: LaunchPlan, per_node: int) -> str:
@@ -82,5 +73,8 @@ def device_line(plan: LaunchPlan) -> str:
     """The script line that selects the right GPU per process under this launcher."""
     var = plan.fix_hints.get("local_var") or _LOCAL_VAR.get(plan.launcher)
     if var:
-        return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", os.environ["{var}"])))'
+        # ``or`` reads the launcher's variable only when LOCAL_RANK is missing: a default argument
+        # (``environ.get("LOCAL_RANK", environ[var])``) is evaluated first and raises KeyError
+        # under torchrun, which does not set the MPI/Slurm variable.
+        return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK") or os.environ["{var}"]))'
     return 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'

@@ -14,18 +14,20 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rankmap.check.script_scan import DeviceSelection
+from rankmap.gpu_sharing import (
+    DUP_230,
+    NCCL_FROM_230,
+    NCCL_UNTIL_229,
+    cuda_error_line,
+    duplicate_lines,
+    multi_rank_refused,
+    nccl_device,
+)
 from rankmap.launchers import LaunchPlan
-from rankmap.pci import nccl_form
 
 if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome
 
-DUP_230 = (
-    "Multiple Ranks are using the same GPU/Partition. Set NCCL_MULTI_RANK_GPU_ENABLE=1 to "
-    "enable this configuration."
-)
-ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
-NO_GPU = "RuntimeError: No CUDA GPUs are available"
 MAX_PREDICTED = 256
 
 
@@ -100,39 +102,28 @@ def predicted_errors(
         if o.error is None:
             continue
         failed_worlds.add(o.proc.world)
-        text = _error_line(o.error)
+        text = cuda_error_line(o.error)
         detail.append(
             {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "cuda"}
         )
         if text not in lines:
             lines.append(text)
-    multi = env.get("NCCL_MULTI_RANK_GPU_ENABLE") == "1"
     same_uuid = False
     for group in duplicate_groups(outcomes, plan, env):
         if group[0].proc.world in failed_worlds:
             continue  # a rank died before init_process_group: NCCL never gets to its check
-        peer_of = group[0].proc.rank
-        for o in group:
-            peer = peer_of if o.proc.rank != peer_of else group[1].proc.rank
-            dev = o.view.devices[o.cuda_index or 0]
-            busid = nccl_form(dev.pci_bus_id) if dev.pci_bus_id else dev.physical_uuid
-            text = f"Duplicate GPU detected : rank {o.proc.rank} and rank {peer} both on CUDA device {busid}"
+        host_of = {o.proc.rank: o.host.hostname for o in group}
+        dev = group[0].view.devices[group[0].cuda_index or 0]
+        device = nccl_device(dev.pci_bus_id, dev.physical_uuid)
+        for rank, text in duplicate_lines([o.proc.rank for o in group], device):
             detail.append(
-                {"rank": o.proc.rank, "node": o.host.hostname, "line": text, "source": "nccl<=2.29"}
+                {"rank": rank, "node": host_of[rank], "line": text, "source": NCCL_UNTIL_229}
             )
             if len(lines) < MAX_PREDICTED:
                 lines.append(text)
         if len({o.view.devices[o.cuda_index or 0].uuid for o in group}) < len(group):
             same_uuid = True
-    if same_uuid and not multi:
+    if same_uuid and multi_rank_refused(env.get("NCCL_MULTI_RANK_GPU_ENABLE")):
         lines.append(DUP_230)
-        detail.append({"rank": None, "node": None, "line": DUP_230, "source": "nccl>=2.30"})
+        detail.append({"rank": None, "node": None, "line": DUP_230, "source": NCCL_FROM_230})
     return {"predicted_errors": lines, "predicted_errors_by_rank": detail[: MAX_PREDICTED * 4]}
-
-
-def _error_line(error: str) -> str:
-    if error == "invalid device ordinal":
-        return ORDINAL
-    if error == "no CUDA GPUs are available":
-        return NO_GPU
-    return error

@@ -5,18 +5,28 @@ every failing or colliding group of ranks, with its concrete fix. The NCCL rule 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rankmap.check.fixes import device_line, fix_count, fix_for_cvd, ranks_text
+from rankmap.check.consequences import TOO_MANY, unwrapped_ordinal, wrapped_collision
+from rankmap.check.fixes import device_line, fix_count, fix_for_cvd
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, warnings
 from rankmap.findings import Finding, finding
+from rankmap.gpu_sharing import (
+    OrdinalFacts,
+    SharedGpuFacts,
+    duplicate_line,
+    nccl_device,
+    ordinal_code,
+    shared_gpu_code,
+)
 from rankmap.launchers import LaunchPlan
-from rankmap.pci import nccl_form
+from rankmap.model import VisibleDevice
+from rankmap.ranks import rank_phrase, ranks_text
 
 if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome
@@ -92,21 +102,17 @@ def _failure_code(
     o: RankOutcome, plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
 ) -> str:
     c = _cause_context(o, plan, env)
-    if not o.view.devices:
-        return "RM203"
-    if o.error and o.error.startswith(("KeyError", "ValueError")):
-        return "RM903" if not plan.sets_local_rank else "RM905"
-    if sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives):
-        return "RM240"
-    if c["per_process"] and sel.kind not in ("constant", "global_rank"):
-        return "RM501"
-    if sel.kind == "global_rank":
-        return "RM401"
-    if sel.kind == "constant":
-        return "RM302"
-    if c["narrowed"]:
-        return "RM201"
-    return "RM102"
+    return ordinal_code(
+        OrdinalFacts(
+            no_devices=not o.view.devices,
+            read_error=bool(o.error and o.error.startswith(("KeyError", "ValueError"))),
+            launcher_sets_local_rank=plan.sets_local_rank,
+            selection=sel.kind,
+            via_cvd=sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives),
+            per_process=c["per_process"],
+            narrowed=c["narrowed"],
+        )
+    )
 
 
 def _failures(
@@ -130,9 +136,9 @@ def _failures(
             o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
         )
         if error.startswith(("KeyError", "ValueError")):
-            title = f"{_rk(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
+            title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
-            title = f"{_rk(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+            title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
         else:
             title = (
                 f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
@@ -144,6 +150,8 @@ def _failures(
             f"Each rank selects its device by {sel.call or sel.kind} ({o.reason}); it sees "
             f"{_visible_text(o)}."
         )
+        if code in TOO_MANY:
+            detail += wrapped_collision(o, outcomes)
         out.append(
             finding(
                 code,
@@ -169,48 +177,91 @@ def _duplicates(
         assert got is not None
         key = (code, tuple(o.proc.local_rank for o in group), got[0] if code != "RM801" else "")
         shapes[key].append(group)
-    out = []
-    for (code, _, _), groups in shapes.items():
-        g = groups[0]
-        o = g[0]
-        dev = o.view.devices[o.cuda_index or 0]
-        bus = dev.pci_bus_id or dev.physical_uuid
-        gpu = f"GPU {dev.nvml_index} ({bus})"
-        if dev.mig:
-            gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
-        hosts = sorted({x.host.hostname for x in g})
-        more = f" (and the same on {len(groups) - 1} more node(s))" if len(groups) > 1 else ""
+    # Too many processes for the GPUs is one cause however many GPUs end up shared: one finding,
+    # led by the first GPU (the pair NCCL names first), the other GPUs in its detail.
+    causes: dict[object, list[list[list[RankOutcome]]]] = defaultdict(list)
+    code_of: dict[object, str] = {}
+    for key, groups in shapes.items():
+        cause = key[0] if key[0] in TOO_MANY else key
+        causes[cause].append(groups)
+        code_of[cause] = key[0]
+    return [_duplicate_finding(code_of[c], plan, sel, env, found) for c, found in causes.items()]
+
+
+def _duplicate_finding(
+    code: str,
+    plan: LaunchPlan,
+    sel: DeviceSelection,
+    env: Mapping[str, str],
+    shapes: list[list[list[RankOutcome]]],
+) -> Finding:
+    groups, others = shapes[0], shapes[1:]
+    g = groups[0]
+    o = g[0]
+    dev = o.view.devices[o.cuda_index or 0]
+    bus = dev.pci_bus_id or dev.physical_uuid
+    gpu = f"GPU {dev.nvml_index} ({bus})"
+    if dev.mig:
+        gpu = f"MIG instances of GPU {dev.nvml_index} ({bus})"
+    hosts = sorted({x.host.hostname for x in g})
+    more = _more_groups(groups)
+    if others:
+        more += f" (and {len(others)} more GPU(s) shared the same way)"
+    title = (
+        f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
+        f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+    )
+    title = _cause_prefix(code, plan, sel, o) + title
+    if code == "RM801":
         title = (
-            f"ranks {ranks_text(x.proc.rank for x in g)} {'both' if len(g) == 2 else 'all'} use {gpu} on "
-            f"{' and '.join(hosts) if code == 'RM801' else hosts[0]}{more}"
+            f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
+            f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
         )
-        title = _cause_prefix(code, plan, sel, o) + title
-        if code == "RM801":
-            title = (
-                f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
-                f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
-            )
-        selected = "; ".join(
-            f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4]
-        )
-        detail = (
-            f"{selected}. NCCL sees the same host and the same GPU: "
-            f"`Duplicate GPU detected : rank {g[0].proc.rank} and rank {g[1].proc.rank} both on "
-            f"CUDA device {nccl_form(bus) if dev.pci_bus_id else bus}`."
-        )
-        out.append(
-            finding(
-                code,
-                title,
-                detail=detail,
-                ranks=[x.proc.rank for grp in groups for x in grp],
-                devices=[bus],
-                hosts=[x.host.hostname for grp in groups for x in grp],
-                fix=_fix(code, plan, sel, o, env),
-                severity=dup_severity(code, sel),
-            )
-        )
-    return out
+    selected = "; ".join(f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4])
+    detail = (
+        f"{selected}. NCCL sees the same host and the same GPU: "
+        f"`{duplicate_line(g[0].proc.rank, g[1].proc.rank, nccl_device(dev.pci_bus_id, bus))}`."
+    )
+    if others:
+        pairs = [
+            f"{rank_phrase(x.proc.rank for x in shape[0])} on GPU "
+            f"{_gpu_of(shape[0][0]).nvml_index} ({_bus_of(shape[0][0])})"
+            for shape in others
+        ]
+        listed = "; ".join(pairs[:6]) + (f"; and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+        detail += f" The same cause puts {listed} together."
+    if code in TOO_MANY and sel.modulo:
+        detail += unwrapped_ordinal(g, plan.nproc_per_node)
+    return finding(
+        code,
+        title,
+        detail=detail,
+        ranks=[x.proc.rank for grp in groups for x in grp],
+        devices=[bus],
+        hosts=[x.host.hostname for grp in groups for x in grp],
+        fix=_fix(code, plan, sel, o, env),
+        severity=dup_severity(code, sel),
+    )
+
+
+def _gpu_of(o: RankOutcome) -> VisibleDevice:
+    return o.view.devices[o.cuda_index or 0]
+
+
+def _bus_of(o: RankOutcome) -> str:
+    dev = _gpu_of(o)
+    return dev.pci_bus_id or dev.physical_uuid
+
+
+def _more_groups(groups: list[list[RankOutcome]]) -> str:
+    """`` (and the same on 1 more node(s))`` / `` (and 3 more GPU(s) shared the same way)``."""
+    if len(groups) < 2:
+        return ""
+    nodes = {(g[0].proc.world, g[0].proc.node) for g in groups}
+    if len(nodes) == len(groups):
+        return f" (and the same on {len(groups) - 1} more node(s))"
+    where = f" on {len(nodes)} nodes" if len(nodes) > 1 else ""
+    return f" (and {len(groups) - 1} more GPU(s) shared the same way{where})"
 
 
 def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutcome) -> str:
@@ -233,35 +284,25 @@ def _cause_prefix(code: str, plan: LaunchPlan, sel: DeviceSelection, o: RankOutc
 def _dup_code(
     group: list[RankOutcome], plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
 ) -> str:
-    o = group[0]
-    if len({x.proc.node for x in group}) > 1:
-        return "RM801"
+    c = _cause_context(group[0], plan, env)
     mig = {
         x.view.devices[x.cuda_index or 0].uuid
         for x in group
         if x.view.devices[x.cuda_index or 0].mig
     }
-    if len(mig) > 1:
-        return "RM601"
-    c = _cause_context(o, plan, env)
-    if c["per_process"] and all(len(x.view.devices) == 1 for x in group):
-        return "RM503"
-    if any(x.from_default for x in group):
-        if not plan.sets_local_rank:
-            return "RM903"
-        if sel.arg_dest == "local_rank":
-            return "RM901"
-    if sel.kind == "none":
-        return "RM301"
-    if sel.kind == "constant":
-        return "RM302"
-    if sel.kind == "global_rank":
-        return "RM401"
-    if c["per_process"]:
-        return "RM503"
-    if c["narrowed"]:
-        return "RM201"
-    return "RM101"
+    from_default = any(x.from_default for x in group)
+    return shared_gpu_code(
+        SharedGpuFacts(
+            hosts_merged=len({x.proc.node for x in group}) > 1,
+            mig_siblings=len(mig) > 1,
+            each_sees_one=c["per_process"] and all(len(x.view.devices) == 1 for x in group),
+            per_process=c["per_process"],
+            launcher_var_missing=from_default and not plan.sets_local_rank,
+            arg_default=from_default and plan.sets_local_rank and sel.arg_dest == "local_rank",
+            selection=sel.kind,
+            narrowed=c["narrowed"],
+        )
+    )
 
 
 def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
@@ -324,11 +365,6 @@ def _fix(
     if code in ("RM903", "RM905"):
         return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
     return ""
-
-
-def _rk(ranks: Iterable[int]) -> str:
-    vals = sorted(set(ranks))
-    return f"rank {vals[0]}" if len(vals) == 1 else f"ranks {ranks_text(vals)}"
 
 
 def _cuda_list(idx: list[int]) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rankmap.check.fixes import ranks_text
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.findings import Finding, finding
+from rankmap.ranks import ranks_text
 
 if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome

@@ -165,4 +165,12 @@ def console_main() -> None:
         # /dev/null so that flush succeeds quietly; the exit status is already decided.
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    watchdog = sys.modules.get("rankmap.probe.watchdog")
+    if watchdog is not None and watchdog.stalled_threads():
+        # NOTE: a store call the probe abandoned is still blocked in torch's C++ code; a normal
+        # interpreter exit then aborts ("terminate called without an active exception", -6)
+        # instead of returning the probe's exit status. Everything is said and flushed.
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.flush()
+        os._exit(status)
     sys.exit(status)

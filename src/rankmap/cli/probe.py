@@ -12,7 +12,7 @@ from typing import Any
 
 from rankmap.cli.common import add_html, add_json, add_machine, emit, positive_seconds
 from rankmap.cli.context import AppContext
-from rankmap.errors import UsageError
+from rankmap.errors import RankMapError, UsageError
 from rankmap.findings import Report
 from rankmap.render.probe import render_probe
 from rankmap.status import ExitStatus
@@ -56,11 +56,13 @@ def _device(value: str | None) -> Any:
 
 def run(args: argparse.Namespace, ctx: AppContext) -> int:
     from rankmap.adapters.job import local_ports
-    from rankmap.probe import run_probe
+    from rankmap.probe import check_timeout, run_probe
 
     _quiet_torch_cpp_logs()
-    if not args.timeout or args.timeout <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    try:
+        timeout = check_timeout(args.timeout)
+    except RankMapError as exc:
+        raise UsageError(f"--timeout: {exc.message}") from None
     printed: list[int] = []
 
     def show(report: Report) -> None:
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         ports=local_ports(),
         device=_device(args.device),
         machine=args.machine,
-        timeout=args.timeout,
+        timeout=timeout,
         allow_cuda_init=True,  # this process is ours: ask CUDA itself
         on_report=show,
     )
@@ -81,12 +83,17 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
     status = (
         printed[0] if printed else int(ExitStatus.FINDINGS if report.has_errors else ExitStatus.OK)
     )
+    failed = next((f for f in report.findings if f.code == "RM061"), None)
+    if failed is not None:  # rank 0 could not collate: exit 3 on every rank, the reason said
+        if not outcome.is_reporter:
+            ctx.stderr.write(f"rankmap: error: rank {outcome.rank}: {failed.title}\n")
+        return int(ExitStatus.UNAVAILABLE)
     if outcome.missing:
         if not outcome.is_reporter:
-            from rankmap.probe.checks import rank_list
+            from rankmap.ranks import rank_phrase
 
             ctx.stderr.write(
-                f"rankmap: error: rank {outcome.rank}: {rank_list(outcome.missing)} never "
+                f"rankmap: error: rank {outcome.rank}: {rank_phrase(outcome.missing, max_runs=None)} never "
                 "reported\n"
             )
         return int(ExitStatus.UNAVAILABLE)

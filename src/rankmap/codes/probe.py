@@ -42,6 +42,18 @@ define(
     example="`cuda:0: CUDA reports pci_bus_id 0000:02:00.0 but NVML ... predicts 0000:01:00.0`.",
 )
 define(
+    "RM063",
+    "other",
+    "warning",
+    "A rank sent a probe record that cannot be read",
+    cause="The record in the store is not what this rankmap writes: another rankmap version on "
+    "that node, a store shared with other software or corrupted, or a misbehaving process. The "
+    "rank counts as reported (it is not missing), but its GPU is not checked.",
+    fix="Run the same rankmap version on every node (`rankmap --version`), and give the probe a "
+    "store of its own (RANKMAP_STORE_PORT / RANKMAP_STORE_FILE) if others write to it.",
+    example="`rank 3 sent a probe record rankmap cannot read` (`rank 3: not UTF-8`).",
+)
+define(
     "RM260",
     "visible_devices_mismatch",
     "warning",

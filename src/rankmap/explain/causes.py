@@ -18,6 +18,7 @@ from rankmap.explain.signals import (
     ray_duplicate,
     subgroup_duplicate,
 )
+from rankmap.gpu_sharing import ORDINAL_CAUSES, SHARED_GPU_CAUSES
 from rankmap.numbers import saturating_int
 
 DECIDED = 3
@@ -123,20 +124,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
 
 def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     """Candidates for two ranks on one GPU, best first."""
-    cands = {
-        k: Candidate(c)
-        for k, c in (
-            ("RM201", "RM201"),
-            ("oversub", "RM101"),
-            ("RM301", "RM301"),
-            ("RM302", "RM302"),
-            ("RM401", "RM401"),
-            ("mig", "RM601"),
-            ("RM801", "RM801"),
-            ("per_process", "RM503"),
-            ("nested", "RM904"),
-        )
-    }
+    cands = {k: Candidate(c) for k, c in SHARED_GPU_CAUSES}
     nproc = _common(ctx, ev, cands)
     visible = _cvd_count(ctx, ev) or ctx.gpus_per_node()
     if nproc is not None and visible and nproc <= visible and not cands["nested"].score:
@@ -176,22 +164,7 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
 
 def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     """Candidates for ``invalid device ordinal``, best first."""
-    cands = {
-        k: Candidate(c)
-        for k, c in (
-            ("RM201", "RM201"),
-            ("oversub", "RM102"),
-            ("RM301", "RM301"),
-            ("RM302", "RM302"),
-            ("RM401", "RM401"),
-            ("mig", "RM640"),
-            ("RM801", "RM801"),
-            ("per_process", "RM501"),
-            ("nested", "RM904"),
-            ("physical", "RM240"),
-            ("framework", "RM941"),
-        )
-    }
+    cands = {k: Candidate(c) for k, c in ORDINAL_CAUSES}
     _common(ctx, ev, cands)
     physical = physical_index_after_narrowing(ctx, ev)
     if physical:

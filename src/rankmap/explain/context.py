@@ -1,47 +1,26 @@
 """What the user told ``explain`` besides the log: launch command, env, machines, script.
 
-The launch command goes through ``rankmap.check.engine.check_launch`` (the ``check`` simulation) when
-that module is present; a small built-in parser of the same flags is the fallback, so explain
-works on its own. The script is only ever parsed with :mod:`ast`, never imported or run.
+The launch command is read by the one launch parser (:func:`rankmap.check.engine.plan_launch`,
+the same typed :class:`~rankmap.launchers.LaunchPlan` ``check`` and ``run`` use) and simulated
+once by ``check``'s engine; the script is analysed once, by ``check``'s
+:mod:`~rankmap.check.script_scan` (only ever parsed with :mod:`ast`, never imported or run).
 """
 
 from __future__ import annotations
 
-import ast
-import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rankmap.check.engine import CheckRun
 from rankmap.findings import Finding
-from rankmap.model import Gpu, Host
-from rankmap.numbers import saturating_int
+from rankmap.launchers import LaunchPlan
+from rankmap.model import Gpu, Host, Placement
 from rankmap.sources import Files
 
-_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_INT_FLAGS = {
-    "--nproc_per_node": "nproc",
-    "--nproc-per-node": "nproc",
-    "--num_gpus": "nproc",
-    "--num-gpus": "nproc",
-    "--num_accelerators": "nproc",
-    "--ntasks-per-node": "nproc",
-    "--num_processes": "total",
-    "--num-processes": "total",
-    "-np": "total",
-    "-n": "total",
-    "--ntasks": "total",
-    "--nnodes": "nnodes",
-    "--num_machines": "nnodes",
-    "--num-machines": "nnodes",
-    "--num_nodes": "nnodes",
-    "-N": "nnodes",
-    "--nodes": "nnodes",
-    "--gpus-per-task": "gpt",
-    "--gpus-per-node": "gpn",
-}
-_GRES_GPU = re.compile(r"^gpu(?::[\w.-]+)?:(?P<n>\d+)$")
+# check's selection kinds as explain weighs them (a wrapped local rank is still the local rank).
+_SELECTION = {"local_rank_modulo": "local_rank", "assumed_local_rank": None}
 
 
 @dataclass(frozen=True)
@@ -60,6 +39,9 @@ class LaunchFacts:
     outer_tasks_per_node: int | None = None  # tasks per node of the outer launcher
     check_findings: tuple[Finding, ...] = ()
     predicted_errors: tuple[str, ...] = ()
+    plan: LaunchPlan | None = None  # the typed plan (None: a launcher rankmap does not simulate)
+    unset: tuple[str, ...] = ()  # env -u NAME before the command
+    placements: tuple[Placement, ...] = ()  # check's predicted rank map (on a given machine)
 
 
 @dataclass(frozen=True)
@@ -92,187 +74,92 @@ class Context:
         """How the job selects devices: the script's answer, else the simulation's."""
         if self.script_selection and self.script_selection != "unknown":
             return self.script_selection
-        return self.launch.device_selection if self.launch else None
+        return selection_kind(self.launch.device_selection) if self.launch else None
 
 
-def parse_launch(command: str) -> LaunchFacts:
-    """Read launcher, processes per node and node count from a launch command (best effort)."""
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        tokens = command.split()
-    env: list[tuple[str, str]] = []
-    while tokens and _ASSIGN.match(tokens[0]):
-        k, _, v = tokens.pop(0).partition("=")
-        env.append((k, v))
-    if tokens and tokens[0] == "env":
-        tokens.pop(0)
-        while tokens and _ASSIGN.match(tokens[0]):
-            k, _, v = tokens.pop(0).partition("=")
-            env.append((k, v))
-    launcher = _launcher(tokens)
-    outer, tokens = _split_nested(tokens)
-    nums: dict[str, int] = {}
-    for i, tok in enumerate(tokens):
-        name, eq, val = tok.partition("=")
-        if name in _INT_FLAGS:
-            raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
-            raw = raw.rsplit(":", 1)[-1] if name == "--gpus-per-node" else raw  # a100:4
-            if raw.isdigit() and _INT_FLAGS[name] not in nums:
-                nums[_INT_FLAGS[name]] = saturating_int(raw)
-        if name == "--gres":
-            gm = _GRES_GPU.match(val if eq else (tokens[i + 1] if i + 1 < len(tokens) else ""))
-            if gm and "gpn" not in nums:
-                nums["gpn"] = saturating_int(gm.group("n"))
-        if name in ("--include", "-i") and launcher == "deepspeed":
-            raw = val if eq else (tokens[i + 1] if i + 1 < len(tokens) else "")
-            if "@" not in raw and ":" in raw:
-                slots = raw.split(":", 1)[1]
-                env.append(("CUDA_VISIBLE_DEVICES", slots))
-                nums.setdefault("nproc", len(slots.split(",")))
-    nnodes = nums.get("nnodes")
-    nproc = nums.get("nproc")
-    if nproc is None and "total" in nums:
-        nproc = nums["total"] // max(1, nnodes or 1)
-    outer_tasks = None
-    for i, tok in enumerate(outer):
-        name, eq, val = tok.partition("=")
-        if name in ("--ntasks-per-node", "--npernode", "-npernode"):
-            raw = val if eq else (outer[i + 1] if i + 1 < len(outer) else "")
-            outer_tasks = saturating_int(raw) if raw.isdigit() else None
-    return LaunchFacts(
-        command=command,
-        launcher=launcher,
-        nproc_per_node=nproc,
-        nnodes=nnodes,
-        gpus_per_task=nums.get("gpt"),
-        gpus_per_node=nums.get("gpn"),
-        env=tuple(env),
-        nested_in=outer[0] if outer else None,
-        outer_tasks_per_node=outer_tasks,
-    )
+def selection_kind(kind: str | None) -> str | None:
+    """check's :class:`~rankmap.check.script_scan.DeviceSelection` kind as explain weighs it."""
+    if kind is None:
+        return None
+    return _SELECTION.get(kind, kind)
 
 
-_INNER = (
-    "torchrun",
-    "torch.distributed.run",
-    "torch.distributed.launch",
-    "accelerate",
-    "deepspeed",
-)
-
-
-def _split_nested(tokens: list[str]) -> tuple[list[str], list[str]]:
-    """``srun ... torchrun ...`` -> (outer srun/mpirun tokens, inner launcher tokens)."""
-    if not tokens or Path(tokens[0]).name not in ("srun", "mpirun", "mpiexec"):
-        return [], tokens
-    for i, tok in enumerate(tokens[1:], 1):
-        if any(Path(tok).name == name or tok == name for name in _INNER):
-            return tokens[:i], tokens[i:]
-        if tok == "-m" and i + 1 < len(tokens) and tokens[i + 1] in _INNER[1:3]:
-            return tokens[:i], tokens[i:]
-    return [], tokens
-
-
-def _launcher(tokens: Sequence[str]) -> str | None:
-    text = " ".join(tokens[:6])
-    for needle, name in (
-        ("torch.distributed.launch", "torch.distributed.launch"),
-        ("torch.distributed.run", "torchrun"),
-        ("torchrun", "torchrun"),
-        ("accelerate", "accelerate"),
-        ("deepspeed", "deepspeed"),
-        ("srun", "srun"),
-        ("mpirun", "mpirun"),
-        ("mpiexec", "mpirun"),
-        ("python", "python"),
-    ):
-        if needle in text:
-            return name
-    return None
-
-
-def simulate_launch(
+def launch_facts(
     command: str,
     machines: Sequence[Host],
     env: Mapping[str, str],
     script: Path | None,
+    *,
+    validate: bool,
     files: Files | None = None,
-) -> LaunchFacts:
-    """:func:`parse_launch`, enriched by ``rankmap.check.engine.check_launch`` when that is installed."""
-    facts = parse_launch(command)
-    from rankmap.check.engine import check_launch
-    from rankmap.errors import RankMapError
+) -> tuple[LaunchFacts, str | None]:
+    """The facts of ``command`` from one simulation by ``check``'s engine, and a note when it
+    could not be simulated.
+
+    Without a machine the command is simulated on a stand-in 8-GPU profile: what the command
+    states (launcher, counts, env, the script's selection) is kept; what depends on the machine
+    (check's findings, a process count read from the GPUs) is not. ``validate``: the user typed
+    the command, so one that cannot be split is a usage error (a command quoted in a log is
+    evidence, never an error).
+    """
+    from rankmap.check.engine import run_check
+    from rankmap.errors import RankMapError, UsageError
+    from rankmap.launchers import identify
+    from rankmap.launchers.command import parse_command
 
     try:
         argv = shlex.split(command)
-        report = check_launch(
-            argv, machines=list(machines), env=dict(env), script=script, files=files
-        )
-    except (RankMapError, ValueError, OSError):
-        return facts
-    launch = report.sections.get("launch") or {}
+    except ValueError as exc:
+        if validate:
+            raise UsageError(f"--launch: cannot split the command: {exc}") from None
+        argv = command.split()
+    cmd = parse_command(argv, env)
+    bare = LaunchFacts(
+        command=command,
+        launcher=identify(list(cmd.argv)),
+        env=tuple(cmd.assigned.items()),
+        unset=tuple(sorted(cmd.unset)),
+    )
+    if not argv or bare.launcher is None:
+        return bare, None  # not a launcher rankmap simulates: best-effort context
+    from rankmap.inventory import load_machine
+
+    hosts = list(machines) or load_machine("dgx-h100")
+    try:
+        run = run_check(argv, machines=hosts, env=dict(env), script=script, files=files)
+    except RankMapError as exc:
+        note = f"--launch could not be simulated ({exc.message}); only its launcher was read"
+        return bare, note if validate else None
+    return replace(_facts(command, run, cmd.assigned, bool(machines)), unset=bare.unset), None
+
+
+def _facts(
+    command: str, run: CheckRun, assigned: Mapping[str, str], on_machine: bool
+) -> LaunchFacts:
+    plan = run.plan
+    env = dict(assigned)
+    cvd = plan.node_env.get(0, {}).get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None and plan.outer is None and plan.launcher != "srun":
+        env["CUDA_VISIBLE_DEVICES"] = cvd  # deepspeed --include, accelerate gpu_ids
+    known_nproc = on_machine or not plan.nproc_from_machine
     return LaunchFacts(
         command=command,
-        launcher=launch.get("launcher", facts.launcher),
-        nproc_per_node=launch.get("nproc_per_node", facts.nproc_per_node),
-        nnodes=launch.get("nnodes", facts.nnodes),
-        gpus_per_task=facts.gpus_per_task,
-        gpus_per_node=facts.gpus_per_node,
-        device_selection=launch.get("device_selection"),
-        env=facts.env,
-        nested_in=facts.nested_in,
-        outer_tasks_per_node=facts.outer_tasks_per_node,
-        check_findings=tuple(report.ordered_findings()),
-        predicted_errors=tuple(report.sections.get("predicted_errors") or ()),
+        launcher=plan.launcher,
+        nproc_per_node=plan.nproc_per_node if known_nproc else None,
+        nnodes=plan.nnodes,
+        gpus_per_task=plan.gpus_per_task,
+        gpus_per_node=plan.gpus_per_node,
+        device_selection=run.selection.kind,
+        env=tuple(env.items()),
+        nested_in=plan.outer,
+        outer_tasks_per_node=plan.outer_tasks_per_node,
+        check_findings=tuple(run.report.ordered_findings()) if on_machine else (),
+        predicted_errors=tuple(run.report.sections.get("predicted_errors") or ())
+        if on_machine
+        else (),
+        plan=plan,
+        placements=tuple(run.report.placements) if on_machine else (),
     )
-
-
-def script_selection(source: str) -> str:
-    """How a training script picks its GPU, read with :mod:`ast` (never executed).
-
-    ``local_rank`` | ``global_rank`` | ``constant`` | ``none`` | ``unknown`` (unparseable).
-    NOTE: a heuristic over names; ``rankmap check --script`` does the full analysis.
-    """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return "unknown"
-    verdicts: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = _call_name(node.func)
-            if name == "set_device" and node.args:
-                verdicts.append(_arg_kind(node.args[0]))
-            for kw in node.keywords:
-                if kw.arg == "device_id":
-                    verdicts.append(_arg_kind(kw.value))
-    if not verdicts:
-        return "none"
-    for kind in ("global_rank", "constant", "local_rank"):
-        if kind in verdicts:
-            return kind
-    return "local_rank"
-
-
-def _call_name(func: ast.expr) -> str:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
-
-
-def _arg_kind(arg: ast.expr) -> str:
-    if isinstance(arg, ast.Constant):
-        return "constant"
-    text = ast.unparse(arg)
-    low = text.lower()
-    if "local" in low or "slurm_localid" in low or "local_rank" in low:
-        return "local_rank"
-    if "get_rank" in low or "'rank'" in low or '"rank"' in low or re.search(r"\brank\b", low):
-        return "global_rank"
-    return "local_rank"
 
 
 def gpu_for_bus(machines: Sequence[Host], bus_id: str, host: str | None) -> tuple[Host, Gpu] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rankmap.explain.collect import Evidence
-from rankmap.explain.context import Context, gpu_for_bus, script_selection, simulate_launch
+from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
 from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import Line
@@ -62,65 +62,52 @@ def build_context(
     *,
     log_gpus: int | None = None,
     notes: tuple[str, ...] = (),
+    validate: bool = False,
     files: Files | None = None,
-) -> Context:
-    """The non-log facts, with the launch command simulated."""
+) -> tuple[Context, str | None]:
+    """The non-log facts, the launch command simulated once by ``check``'s engine; and a note
+    when a typed ``--launch`` (``validate``) could not be simulated."""
     files = files or NoFiles()
     env_map = dict(env or {})
-    facts = None
+    facts, note = None, None
     if launch:
-        facts = simulate_launch(launch, machines, env_map, script, files)
+        facts, note = launch_facts(
+            launch, machines, env_map, script, validate=validate, files=files
+        )
+        for k in facts.unset:
+            env_map.pop(k, None)  # env -u NAME on the launch line
         for k, v in facts.env:
             env_map.setdefault(k, v)
     selection = None
-    if script:
-        source = files.read_bytes(script, kind="script", what=f"--script {str(script)!r}")
-        selection = script_selection(source.decode("utf-8", "replace"))
-    return Context(
-        launch=facts,
-        env=env_map,
-        machines=tuple(machines),
-        script_selection=selection,
-        script_path=str(script) if script else None,
-        notes=notes,
-        log_gpu_count=log_gpus,
+    if script and facts is not None and facts.plan is not None:
+        selection = selection_kind(facts.device_selection)  # check's run read the script
+    elif script:
+        from rankmap.check.engine import read_selection
+
+        selection = selection_kind(read_selection(script, files).kind)
+    return (
+        Context(
+            launch=facts,
+            env=env_map,
+            machines=tuple(machines),
+            script_selection=selection,
+            script_path=str(script) if script else None,
+            notes=tuple(n for n in (note, *notes) if n),
+            log_gpu_count=log_gpus,
+        ),
+        note,
     )
 
 
-def validate_launch(
-    launch: str,
-    machines: Sequence[Host],
-    env: Mapping[str, str],
-    script: Path | None,
-    files: Files | None = None,
-) -> str | None:
-    """Check a ``--launch`` the user typed: unsplittable -> UsageError; a launch the simulation
-    refuses (an impossible number, an option it does not know) -> a note saying so, because the
-    log stays worth explaining. A launcher rankmap does not simulate (``./run.sh``) is
-    best-effort context; a command pasted inside a log is never validated (it is evidence).
-    """
+def _splittable(launch: str) -> None:
     import shlex
 
-    from rankmap.check.engine import check_launch
-    from rankmap.errors import RankMapError, UsageError
-    from rankmap.explain.context import parse_launch
+    from rankmap.errors import UsageError
 
     try:
-        argv = shlex.split(launch)
+        shlex.split(launch)
     except ValueError as exc:
         raise UsageError(f"--launch: cannot split the command: {exc}") from None
-    if not argv or parse_launch(launch).launcher is None:
-        return None
-    from rankmap.inventory import load_machine
-
-    # NOTE: without --machine the command is still checked for its own validity (numbers,
-    # options) on a stand-in 8-GPU profile; machine-dependent results are findings, not errors.
-    hosts = list(machines) or load_machine("dgx-h100")
-    try:
-        check_launch(argv, machines=hosts, env=dict(env), script=script, files=files)
-    except RankMapError as exc:
-        return f"--launch could not be simulated ({exc.message}); only its numbers were read"
-    return None
 
 
 def explain_files(
@@ -137,9 +124,8 @@ def explain_files(
 
     ``files`` reads ``--script`` and the config files a ``launch`` names. Raises ``InputError``.
     """
-    launch_note = (
-        validate_launch(launch, machines, dict(env or {}), script, files) if launch else None
-    )
+    if launch:  # a typed command that cannot be split is a usage error before any reading
+        _splittable(launch)
     texts: list[str] = []
     ev = read_evidence(paths, logs=logs, texts=texts)
     # what the options say is read as part of the document too (catalogue signals of a launch)
@@ -149,7 +135,8 @@ def explain_files(
     if flags:
         texts.append("\n".join(flags))
     doc = read_document("\n".join(texts)) if texts else None
-    notes: list[str] = [launch_note] if launch_note else []
+    notes: list[str] = []
+    typed = bool(launch)
     if not launch and doc is not None and doc.launch:
         launch = doc.launch
         notes.append(f"launch command taken from the input: {redact_free_text(launch)[:200]}")
@@ -160,8 +147,15 @@ def explain_files(
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")
-    ctx = build_context(
-        launch, merged_env, machines, script, log_gpus=gpus, notes=tuple(notes), files=files
+    ctx, _ = build_context(
+        launch,
+        merged_env,
+        machines,
+        script,
+        log_gpus=gpus,
+        notes=tuple(notes),
+        validate=typed,
+        files=files,
     )
     if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")

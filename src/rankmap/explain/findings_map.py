@@ -12,7 +12,9 @@ from rankmap.explain.context import Context, gpu_for_bus
 from rankmap.explain.patterns import Event
 from rankmap.explain.signals import is_nccl_tests
 from rankmap.findings import Finding, Severity, finding
+from rankmap.gpu_sharing import ORDINAL_CATEGORIES, SHARED_GPU_CATEGORIES, as_shared_gpu
 from rankmap.pci import try_normalize_bus_id
+from rankmap.ranks import rank_phrase, ranks_text
 
 MAX_EVIDENCE = 6
 
@@ -115,29 +117,13 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     cands = duplicate_candidates(ctx, ev)
     best = cands[0]
     gpu = ", ".join(_gpu_words(ctx, b, hosts[0] if hosts else None) for b in buses[:3])
-    who = " and ".join(map(str, ranks)) if len(ranks) <= 2 else ", ".join(map(str, ranks[:8]))
-    if len(ranks) > 8:
-        who += f" (+{len(ranks) - 8} more)"
+    who = ranks_text(ranks)
     where = f" on {gpu}" if gpu else ""
     shared = f"ranks {who} share one GPU{where}" if ranks else f"several ranks share one GPU{where}"
     if ev.has("multi_rank_gpu") and not ranks:
         shared += " (NCCL 2.30+ names no ranks; add NCCL_DEBUG=INFO for the Init START lines)"
     vnote = _version_note(ev)
-    check = _check_first(
-        ctx,
-        ev,
-        {
-            "oversubscribed",
-            "visible_devices_mismatch",
-            "no_set_device",
-            "global_rank_as_device",
-            "per_process_visible_devices",
-            "mig",
-            "host_identity",
-            "launcher_config",
-            "container_mapping",
-        },
-    )
+    check = _check_first(ctx, ev, SHARED_GPU_CATEGORIES)
     common: dict[str, Any] = {
         "ranks": ranks,
         "devices": buses,
@@ -149,7 +135,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         # shows ranks sharing a GPU: the cause (the launch) stands, the symptom says the script
         # wraps the index (local_rank % device_count, accelerate >= 0.33) or never selects one.
         # Too many processes then show as ranks wrapping onto one GPU (RM101), not as RM102.
-        code = "RM101" if check.code == "RM102" else check.code
+        code = as_shared_gpu(check.code)
         first = finding(
             code,
             f"{lookup(code).summary}: {shared}",
@@ -207,21 +193,9 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     best = cands[0]
     forms = sorted({e.get("form") or "?" for e in evs})
     what = "a rank asked for a CUDA device index that does not exist in its process"
-    rank_txt = f" (ranks {', '.join(map(str, sorted(set(ranks))[:8]))})" if ranks else ""
+    rank_txt = f" ({rank_phrase(ranks)})" if ranks else ""
     common: dict[str, Any] = {"ranks": ranks, "hosts": hosts, "evidence": quotes[:MAX_EVIDENCE]}
-    check = _check_first(
-        ctx,
-        ev,
-        {
-            "oversubscribed",
-            "visible_devices_mismatch",
-            "global_rank_as_device",
-            "per_process_visible_devices",
-            "mig",
-            "launcher_config",
-            "host_identity",
-        },
-    )
+    check = _check_first(ctx, ev, ORDINAL_CATEGORIES)
     if check is not None:
         first = finding(
             check.code,
@@ -259,7 +233,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
 SCRIPT_RULES = frozenset({"RM301", "RM302", "RM401", "RM402", "RM901", "RM903", "RM905"})
 
 
-def _check_first(ctx: Context, ev: Evidence, categories: set[str]) -> Finding | None:
+def _check_first(ctx: Context, ev: Evidence, categories: frozenset[str]) -> Finding | None:
     if not ctx.launch:
         return None
     tests = is_nccl_tests(ctx, ev)

@@ -346,6 +346,13 @@ def recognise(line: Line) -> list[Event]:
     line by line; two adjacent lines are rejoined when neither is recognised alone and the
     joined text is (a message wrapped by a terminal).
     """
+    try:
+        return _recognise_lines(line)
+    except ValueError:  # NOTE(issue 11): a number of over 4,300 digits: not a line we know
+        return []
+
+
+def _recognise_lines(line: Line) -> list[Event]:
     if "\n" not in line.text:
         return _recognise_one(line)
     parts = [

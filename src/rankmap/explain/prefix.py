@@ -57,6 +57,13 @@ class Prefix:
 
 def strip_prefixes(text: str) -> tuple[Prefix, str]:
     """Peel launcher/logger prefixes off ``text``; return the facts and the message."""
+    try:
+        return _strip_prefixes(text)
+    except ValueError:  # NOTE(issue 11): a number of over 4,300 digits is no prefix of a log
+        return Prefix(), text.strip()
+
+
+def _strip_prefixes(text: str) -> tuple[Prefix, str]:
     host = ip = None
     pid = tid = dev = rank = task = None
     nccl = ray = False

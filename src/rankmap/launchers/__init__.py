@@ -77,6 +77,18 @@ class LaunchPlan:
     argv: tuple[str, ...] = ()
     hosts: tuple[Host, ...] = ()  # the machine of each node index
     fix_hints: Mapping[str, str] = field(default_factory=dict)  # launcher-specific fix strings
+    # The environment the launcher itself starts in: the assumed env with the command line's own
+    # ``VAR=v`` / ``env -u`` / wrapper changes and a script's export/unset lines applied (set by
+    # launchers.dispatch; per-node launcher variables stay in ``node_env``).
+    env: Mapping[str, str] | None = None
+    wrappers: tuple[str, ...] = ()  # programs stepped over before the launcher ("uv run")
+    nproc_from_machine: bool = False  # the process count is the machine's GPU count, not stated
+    outer: str | None = None  # the launcher that runs this one on every task (srun, mpirun)
+    outer_tasks_per_node: int | None = None  # tasks per node of ``outer``
+    gpus_per_task: int | None = None  # the scheduler's GPUs per task (srun --gpus-per-task)
+    gpus_per_node: int | None = (
+        None  # the scheduler's GPUs per node (--gres=gpu:N, --gpus-per-node)
+    )
 
     @property
     def world_size(self) -> int:
@@ -193,13 +205,17 @@ def _bump(hostname: str, i: int) -> str:
 
 
 def split_env_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
-    """``[env] A=1 B=2 cmd ...`` -> ({A: 1, B: 2}, [cmd, ...])."""
+    """``[env] A=1 B=2 cmd ...`` -> ({A: 1, B: 2}, [cmd, ...]), for running the command.
+
+    ``env`` with options (``-u NAME``, ``-i``) is left in place: the real ``env`` then applies
+    them. Simulations read commands through :func:`rankmap.launchers.command.parse_command`.
+    """
     env: dict[str, str] = {}
     rest = list(argv)
     if rest and os.path.basename(rest[0]) == "env":
+        if rest[1:2] and rest[1].startswith("-"):
+            return env, rest
         rest = rest[1:]
-        while rest and rest[0].startswith("-"):
-            rest = rest[1:]
     while rest and "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier():
         name, value = rest[0].split("=", 1)
         env[name] = value
@@ -224,7 +240,7 @@ def identify(argv: Sequence[str]) -> str | None:
         return "mpirun"
     if prog in ("bash", "sh", "zsh") or prog.endswith(".sh"):
         return "shell"
-    if prog.startswith("python") or prog == "uv":
+    if prog.startswith("python"):
         mod = python_module(argv)
         if mod == "torch.distributed.run":
             return "torchrun"
@@ -241,26 +257,52 @@ def identify(argv: Sequence[str]) -> str | None:
     return None
 
 
+# Interpreter options followed by a separate value (``python -X dev -W ignore -m MOD``).
+_PY_VALUE_OPTS = ("-W", "-X", "--check-hash-based-pycs")
+
+
+def _python_target(argv: Sequence[str]) -> tuple[str, int] | None:
+    """("module", i) / ("script", i) / ("code", i) of ``python [opts] ...``: what it runs."""
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-c", "-m"):
+            return ("code" if a == "-c" else "module", i + 1)
+        if a.startswith(("-c", "-m")) and len(a) > 2:
+            return ("code" if a[1] == "c" else "module", i)
+        if a in _PY_VALUE_OPTS:
+            i += 2
+            continue
+        if a == "-" or not a.startswith("-"):
+            return ("script", i)
+        i += 1
+    return None
+
+
 def python_module(argv: Sequence[str]) -> str | None:
     """The module of ``python [opts] -m MOD ...``."""
-    for i, a in enumerate(argv[1:], 1):
-        if a == "-m" and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("-m") and len(a) > 2:
-            return a[2:]
-        if not a.startswith("-"):
-            return None
-    return None
+    target = _python_target(argv)
+    if target is None or target[0] != "module":
+        return None
+    kind, i = target
+    if argv[i - 1] == "-m":
+        return argv[i] if i < len(argv) else None
+    return argv[i][2:]
+
+
+def after_module(argv: Sequence[str]) -> list[str]:
+    """The module's own arguments in ``python [opts] -m MOD ARGS...`` (``argv[1:]`` otherwise)."""
+    target = _python_target(argv)
+    if target is None or target[0] != "module":
+        return list(argv[1:])
+    i = target[1]
+    return list(argv[i + 1 :])
 
 
 def python_script(argv: Sequence[str]) -> int | None:
     """Index of the script in ``python [opts] script.py ...``."""
-    for i, a in enumerate(argv[1:], 1):
-        if a in ("-c", "-m"):
-            return None
-        if not a.startswith("-"):
-            return i
-    return None
+    target = _python_target(argv)
+    return target[1] if target is not None and target[0] == "script" else None
 
 
 def unsupported(argv: Sequence[str]) -> UsageError:

@@ -191,6 +191,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         issues=tuple(issues),
         notes=tuple(notes) + plan.notes,
         fix_hints={"config_file": str(cfg_path)} if cfg_path else {},
+        nproc_from_machine=not cfg and p.get("num_processes") is None,
     )
 
 

@@ -162,7 +162,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         if cvd is not None and include == f"localhost:{cvd}":
             fix = f"unset CUDA_VISIBLE_DEVICES; deepspeed --include localhost:{cvd} {' '.join(p.rest)}"
         return _stopped(argv, ctx, issues, notes, str(exc), include, p.rest, fix)
-    return _plan(argv, ctx, p.flag("no_local_rank"), active, issues, notes, have_hostfile, p.rest)
+    plan = _plan(argv, ctx, p.flag("no_local_rank"), active, issues, notes, have_hostfile, p.rest)
+    from_machine = not (have_hostfile or include or num_gpus)
+    return replace(plan, nproc_from_machine=from_machine) if from_machine else plan
 
 
 def _select(

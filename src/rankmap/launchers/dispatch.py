@@ -12,31 +12,39 @@ from rankmap.launchers import (
     LaunchContext,
     LaunchPlan,
     Proc,
+    after_module,
     identify,
     python_script,
-    split_env_prefix,
     unsupported,
 )
+from rankmap.launchers.command import parse_command
 
 
 def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher or a launch
-    that starts no process (``deepspeed --num_gpus 0``): there is no rank map to predict."""
+    that starts no process (``deepspeed --num_gpus 0``): there is no rank map to predict.
+
+    ``argv`` is read by :func:`~rankmap.launchers.command.parse_command` first (variables, env
+    prefixes, wrappers); ``plan.env`` is the environment the launcher starts in.
+    """
     if ctx.simulate is None:
         ctx = replace(ctx, simulate=simulate_launch)
-    plan = _simulate(argv, ctx)
+    cmd = parse_command(argv, ctx.env)
+    ctx = replace(ctx, env=cmd.env)
+    plan = _simulate(list(cmd.argv), ctx)
     if not plan.procs and not plan.issues:
         raise UsageError(
             f"{plan.launcher}: this launch starts no processes (world size 0)",
             hint="check the process / GPU / node counts in the command",
         )
+    if plan.env is None:
+        plan = replace(plan, env=ctx.env)
+    if cmd.wrappers:
+        plan = replace(plan, wrappers=cmd.wrappers + plan.wrappers)
     return plan
 
 
-def _simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
-    prefix, rest = split_env_prefix(argv)
-    if prefix:
-        ctx = replace(ctx, env={**ctx.env, **prefix})
+def _simulate(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
     kind = identify(rest)
     if kind is None:
         raise unsupported(rest)
@@ -51,10 +59,14 @@ def _simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if kind == "accelerate":
         from rankmap.launchers import accelerate
 
+        if os.path.basename(rest[0]).startswith("python"):  # python -m accelerate.commands.launch
+            rest = ["accelerate", "launch", *after_module(rest)]
         return accelerate.simulate(rest, ctx)
     if kind == "deepspeed":
         from rankmap.launchers import deepspeed
 
+        if os.path.basename(rest[0]).startswith("python"):  # python -m deepspeed.launcher.runner
+            rest = ["deepspeed", *after_module(rest)]
         return deepspeed.simulate(rest, ctx)
     if kind == "srun" and os.path.basename(rest[0]) == "sbatch":
         return _sbatch(rest, ctx)
@@ -67,19 +79,23 @@ def _simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
 
         return mpi.simulate(rest, ctx)
     if kind == "shell":
-        from rankmap.launchers import shell
-
-        path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
-        if path == rest[0] and not path.endswith(".sh"):
-            raise UsageError(f"{rest[0]}: no script given", hint="rankmap check -- bash job.sh")
-        if path.startswith("-"):
-            raise UsageError(
-                f"{rest[0]} {path}: only a script file is read (shell options and -c strings "
-                "are not simulated)",
-                hint="save the commands to job.sh and run `rankmap check -- bash job.sh`",
-            )
-        return shell.simulate_file(path, ctx)
+        return _shell(rest, ctx)
     return simulate_python(rest, ctx)
+
+
+def _shell(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
+    from rankmap.launchers import shell
+
+    path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
+    if path == rest[0] and not path.endswith(".sh"):
+        raise UsageError(f"{rest[0]}: no script given", hint="rankmap check -- bash job.sh")
+    if path.startswith("-"):
+        raise UsageError(
+            f"{rest[0]} {path}: only a script file is read (shell options and -c strings "
+            "are not simulated)",
+            hint="save the commands to job.sh and run `rankmap check -- bash job.sh`",
+        )
+    return shell.simulate_file(path, ctx)
 
 
 def _sbatch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:

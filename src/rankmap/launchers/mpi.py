@@ -19,8 +19,8 @@ from rankmap.launchers import (
     Proc,
     check_size,
     identify,
-    split_env_prefix,
 )
+from rankmap.launchers.command import parse_command
 from rankmap.numbers import is_digits, parse_int
 
 _ONE = {
@@ -181,6 +181,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if a.hosts and all(s == 0 for _, s in a.hosts):
         raise UsageError(f"{prog}: every host has 0 slots, so no process can start")
     layout = _layout(a, ctx)
+    check_size(sum(layout), prog)  # -ppn N without -np
     hosts = ctx.hosts(len(layout))
     named = [n for n, _ in a.hosts]
     if named and len(named) >= len(layout) and len(ctx.machines) == 1:
@@ -212,7 +213,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
             procs.append(Proc(rank, lr, node, env, node_rank=node))
             rank += 1
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
-    inner_env, inner = split_env_prefix(a.rest)
+    inner_cmd = parse_command(a.rest, {})
+    inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),
@@ -281,4 +283,11 @@ def _nested(
                 fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
             ),
         )
-    return replace(plan, issues=tuple(issues), notes=outer.notes + plan.notes, argv=outer.argv)
+    return replace(
+        plan,
+        issues=tuple(issues),
+        notes=outer.notes + plan.notes,
+        argv=outer.argv,
+        outer="mpirun",
+        outer_tasks_per_node=per_node,
+    )

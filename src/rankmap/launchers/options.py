@@ -19,6 +19,9 @@ class OptSpec:
     strict: bool = True  # unknown options are usage errors (torchrun, accelerate, deepspeed)
     single_dash_long: bool = False  # Open MPI/Hydra accept -np, -hostfile...
     guess_values: bool = False  # unknown ``--opt X``: X is its value unless it looks like a script
+    # argparse's allow_abbrev (torchrun): ``--nnode`` is ``--nnodes`` when no other option starts
+    # so; a prefix of several options is argparse's "ambiguous option" error.
+    abbrev: bool = False
 
 
 @dataclass
@@ -99,7 +102,25 @@ def _key(name: str, spec: OptSpec) -> str | None:
         key = norm(name)
         if key in spec.takes_value:
             return key
+        if spec.abbrev and name.startswith("--") and key:
+            return _prefix_key(name, spec)
     return None
+
+
+def _prefix_key(name: str, spec: OptSpec) -> str | None:
+    """The option ``name`` abbreviates, as argparse matches prefixes (exact names first).
+
+    torchrun registers every multi-word option twice (``--nproc-per-node``, ``--nproc_per_node``),
+    so ``--nproc`` matches two option strings: argparse's "ambiguous option" (Python 3.11), while
+    ``--nproc_per`` and ``--nnode`` are unambiguous.
+    """
+    spellings = {f"--{k}": k for k in spec.takes_value} | {
+        f"--{k.replace('_', '-')}": k for k in spec.takes_value
+    }
+    found = sorted(s for s in spellings if s.startswith(name))
+    if len(found) > 1:
+        raise UsageError(f"{spec.prog}: ambiguous option: {name} could match {', '.join(found)}")
+    return spellings[found[0]] if found else None
 
 
 def int_value(

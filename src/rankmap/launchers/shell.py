@@ -20,15 +20,15 @@ from rankmap.launchers import (
     Proc,
     check_launches,
     identify,
-    split_env_prefix,
 )
+from rankmap.launchers.command import expand_word, parse_command
 from rankmap.numbers import int_or_none, parse_int
 
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
 _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
 _CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
 _BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
-_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")  # in $(( )) arithmetic only
 # NOTE: a longer line (after joining ``\\`` continuations) is data - a heredoc body, base64 - not
 # a launch line; shlex reads one character at a time and is quadratic in a token's length, so
 # such lines are skipped instead of tokenised (a 20 MB line would otherwise take hours).
@@ -47,6 +47,13 @@ class ShellLaunch:
     env: Mapping[str, str]
     argv: tuple[str, ...]
     line: int
+    unset: frozenset[str] = frozenset()  # env -u NAME on the launch line
+
+    @property
+    def command(self) -> list[str]:
+        """The line as one command for the dispatcher (``env -u X A=1 torchrun ...``)."""
+        words = [f"-u{n}" for n in sorted(self.unset)] + [f"{k}={v}" for k, v in self.env.items()]
+        return (["env", *words] if words else []) + list(self.argv)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,11 @@ class ShellScript:
     sbatch: Mapping[str, str]
     env: Mapping[str, str]
     launches: tuple[ShellLaunch, ...]
+    unset: frozenset[str] = frozenset()  # `unset NAME` lines (not exported again later)
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` as the script leaves it for its launches: unset lines, then exports."""
+        return {**{k: v for k, v in base.items() if k not in self.unset}, **self.env}
 
 
 def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
@@ -66,6 +78,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     env: dict[str, str] = {}
     vars_: dict[str, str] = dict(base_env)
     launches: list[ShellLaunch] = []
+    unset: set[str] = set()
     loop: tuple[str, list[str], int] | None = None
     body: list[tuple[list[str], int]] = []
     for no, cmd in _commands(text, where):
@@ -95,9 +108,16 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
                 name, eq, value = tok.partition("=")
                 if eq and name.isidentifier():
                     env[name] = vars_[name] = _expand(value, vars_)
+                    unset.discard(name)
+            continue
+        if cmd[0] == "unset":
+            for name in (t for t in cmd[1:] if t.isidentifier()):
+                env.pop(name, None)
+                vars_.pop(name, None)
+                unset.add(name)
             continue
         launches += _launch(cmd, vars_, env, no)
-    return ShellScript(sbatch, env, tuple(launches))
+    return ShellScript(sbatch, env, tuple(launches), frozenset(unset))
 
 
 def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
@@ -180,12 +200,11 @@ def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[s
 def _launch(
     cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int
 ) -> list[ShellLaunch]:
-    argv = [_expand(t, vars_) for t in cmd]
-    prefix, rest = split_env_prefix(argv)
-    kind = identify(rest)
+    line = parse_command([_expand(t, vars_) for t in cmd], {})
+    kind = identify(list(line.argv))
     if kind is None or kind == "shell":
         return []
-    return [ShellLaunch({**env, **prefix}, tuple(rest), no)]
+    return [ShellLaunch({**env, **line.assigned}, line.argv, no, line.unset)]
 
 
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
@@ -194,7 +213,7 @@ def _expand(token: str, vars_: Mapping[str, str]) -> str:
         return str(_eval(_VAR.sub(lambda v: vars_.get(v.group(1) or v.group(2), "0"), expr), vars_))
 
     token = re.sub(r"__AR_([0-9a-f]*)__", arith, token)
-    return _VAR.sub(lambda m: vars_.get(m.group(1) or m.group(2), m.group(0)), token)
+    return expand_word(token, vars_)
 
 
 def _eval(expr: str, vars_: Mapping[str, str]) -> int:
@@ -245,19 +264,18 @@ def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> La
     """Plan of a shell/sbatch script (``--shell FILE``); ``argv``, when given, is the launch."""
     text = ctx.read(path, "--shell")
     script = parse_shell(text, str(path), ctx.env)
-    sub = replace(ctx, env={**ctx.env, **script.env}, sbatch={**script.sbatch, **ctx.sbatch})
+    sub = replace(ctx, env=script.environment(ctx.env), sbatch={**script.sbatch, **ctx.sbatch})
     if argv:
         return ctx.launch(argv, sub)
     if not script.launches:
         raise UsageError(f"{path}: no launch command found (torchrun, srun, mpirun, python ...)")
     if len(script.launches) == 1:
-        one = script.launches[0]
-        return ctx.launch([f"{k}={v}" for k, v in one.env.items()] + list(one.argv), sub)
+        return ctx.launch(script.launches[0].command, sub)
     return _combine(script.launches, sub, path)
 
 
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
-    plans = [ctx.launch(list(sl.argv), replace(ctx, env={**ctx.env, **sl.env})) for sl in launches]
+    plans = [ctx.launch(sl.command, ctx) for sl in launches]
     procs: list[Proc] = []
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         for pr in plan.procs:
@@ -294,6 +312,7 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
         sets_local_rank=first.sets_local_rank,
         argv=first.argv,
         hosts=first.hosts,
+        env=ctx.env,
     )
 
 

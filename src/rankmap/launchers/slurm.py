@@ -20,8 +20,8 @@ from rankmap.launchers import (
     check_gpus,
     check_size,
     identify,
-    split_env_prefix,
 )
+from rankmap.launchers.command import parse_command
 from rankmap.launchers.options import OptSpec, parse_options, replace_option
 from rankmap.numbers import is_digits, parse_int
 
@@ -180,7 +180,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
                 env["CUDA_VISIBLE_DEVICES"] = _task_cvd(lr, gpt, bind, gpn)
             procs.append(Proc(rank, lr, node, env, node_rank=node))
             rank += 1
-    inner_env, inner = split_env_prefix(p.rest)
+    inner_cmd = parse_command(p.rest, {})
+    inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
     kind = identify(inner)
     base_plan = LaunchPlan(
         launcher="srun",
@@ -197,6 +198,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         node_env={n: {**e, **inner_env} for n, e in node_env.items()},
         argv=tuple(argv),
         hosts=tuple(hosts),
+        gpus_per_task=gpt,
+        gpus_per_node=gpn,
     )
     if kind in (None, "python", "shell"):
         return base_plan
@@ -287,6 +290,10 @@ def _nested(
         notes=outer.notes + plan.notes,
         node_env=merged_env,
         argv=outer.argv,
+        outer="srun",
+        outer_tasks_per_node=per_node,
+        gpus_per_task=outer.gpus_per_task,
+        gpus_per_node=outer.gpus_per_node,
     )
 
 

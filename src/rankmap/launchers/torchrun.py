@@ -17,8 +17,8 @@ from rankmap.launchers import (
     LaunchIssue,
     LaunchPlan,
     Proc,
+    after_module,
     check_size,
-    python_module,
 )
 from rankmap.launchers.options import OptSpec, int_value, parse_options
 from rankmap.visibility import resolve_visible
@@ -55,11 +55,14 @@ _VALUE = {
     "shutdown_timeout": True,
     "virtual_local_rank": False,
 }
-TORCHRUN = OptSpec("torchrun", _VALUE, {"-m": "module", "-r": "redirects", "-t": "tee"})
+TORCHRUN = OptSpec(
+    "torchrun", _VALUE, {"-m": "module", "-r": "redirects", "-t": "tee"}, abbrev=True
+)
 LEGACY = OptSpec(
     "torch.distributed.launch",
     {**_VALUE, "use_env": False},
     {"-m": "module", "-r": "redirects", "-t": "tee"},
+    abbrev=True,
 )
 
 
@@ -144,10 +147,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext, *, legacy: bool = False) -
 
 
 def _strip_program(argv: Sequence[str]) -> list[str]:
-    if python_module(argv) is not None:
-        idx = list(argv).index("-m") if "-m" in argv else 1
-        return list(argv[idx + 2 :]) if argv[idx] == "-m" else list(argv[idx + 1 :])
-    return list(argv[1:])
+    return after_module(argv)
 
 
 def plan_from_args(
@@ -237,6 +237,7 @@ def plan_from_args(
         argv=tuple(argv),
         hosts=tuple(hosts),
         node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
+        nproc_from_machine=args.nproc_per_node in ("gpu", "auto"),
     )
 
 

@@ -24,6 +24,7 @@ from rankmap.model import Placement
 from rankmap.probe.collate import collate, collate_raw
 from rankmap.probe.record import RankRecord
 from rankmap.probe.store import StoreHandle
+from rankmap.probe.watchdog import Progress, Stalled, run_until
 
 __all__ = ["ProbeOutcome", "ProbePorts", "RankRecord", "collate", "run_probe", "verify_job"]
 
@@ -36,13 +37,17 @@ class ProbePorts:
     """What the probe needs from the outside world (the real ones: ``rankmap.adapters.job``).
 
     ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
-    ``open_store(environ, rank, deadline)`` connects the job's store; ``pg_initialized()`` says
-    whether the job already has a default process group.
+    ``open_store(environ, rank, deadline, progress)`` connects the job's store (naming it in
+    ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
+    has a default process group; ``load_store_library()`` loads torch's c10d in the caller's
+    thread before the deadline starts (loading it holds the GIL for seconds, which would keep the
+    watchdog from waking up in time).
     """
 
     collect_record: Callable[..., RankRecord]
-    open_store: Callable[[Mapping[str, str], int, float], StoreHandle]
+    open_store: Callable[..., StoreHandle]
     pg_initialized: Callable[[], bool]
+    load_store_library: Callable[[], object] = lambda: None
 
 
 @dataclass
@@ -128,10 +133,13 @@ def run_probe(
     ``on_report`` runs on rank 0 before the verdict is published: the CLI prints there, so a
     launcher that kills the job when the first rank exits non-zero cannot cut the report off.
 
-    Raises ``InputError`` (bad ``machine``), ``UnavailableError`` (no store / unreachable) and
-    ``ProbeTimeout`` (rank 0 never published a verdict).
+    One deadline - ``timeout`` seconds from when this rank's record is built and torch is
+    loaded - covers connecting (retries included), publishing, waiting and reading; the store
+    work is abandoned at the timeout + 1.8 s
+    (:mod:`rankmap.probe.watchdog`). Raises ``InputError`` (bad ``machine``),
+    ``UnavailableError`` (no store, unreachable, or no answer while connecting) and
+    ``ProbeTimeout`` (rank 0 published no verdict; the store stopped answering or went away).
     """
-    deadline = time.monotonic() + timeout
     record = ports.collect_record(
         environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init
     )
@@ -140,41 +148,137 @@ def run_probe(
         if on_report is not None:
             on_report(single)
         return ProbeOutcome(single, record.rank, 1, record)
+    ports.load_store_library()
+
     from rankmap.probe import store as st
     from rankmap.probe.launch_env import parse_rank_env
 
-    handle = ports.open_store(environ, record.rank, deadline)
-    if handle.rank is not None and handle.world_size is not None:
-        record = replace(record, rank=handle.rank, world_size=handle.world_size)
+    deadline = time.monotonic() + timeout  # from here: connect, publish, wait, read
     renv = parse_rank_env(environ)
-    prefix = st.call_prefix(renv.run_id, renv.restart_count)
-    kept: dict[str, Report] = {}
+    hard_limit = deadline + HARD_GRACE
+    kept: dict[str, Any] = {"record": record}
 
-    def decide(g: st.Gathered) -> bytes:
-        report = collate_raw(
+    def decide(g: st.Gathered, where: str) -> bytes:
+        report = _collate_safely(g, kept["record"].world_size, timeout, where)
+        kept["report"] = report
+        if on_report is not None:
+            try:
+                on_report(report)
+            except Exception as exc:  # noqa: BLE001 - publish first: the others wait for it
+                kept["print_error"] = exc
+        return verdict_payload(report)
+
+    def talk(progress: Progress) -> tuple[str, bytes | None]:
+        handle = ports.open_store(environ, record.rank, deadline, progress)
+        progress.connected = True
+        mine = record
+        if handle.rank is not None and handle.world_size is not None:
+            mine = replace(record, rank=handle.rank, world_size=handle.world_size)
+        kept["record"] = mine
+        prefix = st.call_prefix(renv.run_id, renv.restart_count)
+        verdict = st.exchange(
+            handle,
+            prefix,
+            mine.rank,
+            mine.world_size,
+            mine,
+            deadline,
+            lambda g: decide(g, handle.where),
+            ack_until=hard_limit - 0.2,
+            progress=progress,
+        )
+        return handle.where, verdict
+
+    progress = Progress()
+    try:
+        where, verdict = run_until(talk, hard_limit, progress, connect_by=deadline + CONNECT_GRACE)
+    except Stalled:
+        if not (progress.verdict_published and "report" in kept):
+            raise _stall_error(progress, kept["record"], timeout) from None
+        where, verdict = progress.where, b""  # rank 0: published; the readers' ack stalled
+    except RankMapError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - DistNetworkError, DistStoreError, RuntimeError
+        if not (progress.verdict_published and "report" in kept):
+            raise _lost_error(progress, kept["record"], exc) from None
+        where, verdict = progress.where, b""
+    if "print_error" in kept:
+        raise kept["print_error"]
+    mine = kept["record"]
+    if verdict is None:
+        raise ProbeTimeout(
+            f"rank 0 published no verdict within {timeout:g} s through {where} "
+            f"(rank {mine.rank} of {mine.world_size} waited)",
+            hint="rank 0 died, never started, or cannot reach the store",
+        )
+    report = kept.get("report") or _verdict_report(verdict, where)
+    missing = [int(m) for m in report.sections.get("missing_ranks", [])]
+    return ProbeOutcome(report, mine.rank, mine.world_size, mine, missing)
+
+
+# The store work is abandoned this long after the timeout: non-zero ranks wait for the verdict
+# until the timeout + 1 s, rank 0 for the readers until the timeout + 1.6 s at most.
+HARD_GRACE = 1.8
+# Connecting ends here: torch's connect retries overshoot the timeout they are given (1.5-2x),
+# and a port that accepts but never answers blocks the client forever.
+CONNECT_GRACE = 0.25
+
+
+def _collate_safely(g: Any, world_size: int, timeout: float, where: str) -> Report:
+    """Rank 0's report; an internal failure becomes an RM061 verdict, so every rank gets one."""
+    try:
+        return collate_raw(
             g.records,
             g.shared,
-            world_size=record.world_size,
+            g.ranks,
+            world_size=world_size,
             missing=g.missing,
             arrivals=g.arrivals,
             timeout=timeout,
-            where=handle.where,
+            where=where,
         )
-        kept["report"] = report
-        if on_report is not None:
-            on_report(report)
-        return verdict_payload(report)
+    except Exception as exc:  # noqa: BLE001 - never leave the other ranks without a verdict
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return Report(
+            command="probe",
+            findings=[finding("RM061", f"not checked: rank 0 could not collate ({reason})")],
+            sections={"world_size": world_size, "missing_ranks": [], "store": where},
+        )
 
-    verdict = st.exchange(handle, prefix, record.rank, record.world_size, record, deadline, decide)
-    if verdict is None:
-        raise ProbeTimeout(
-            f"rank 0 published no verdict within {timeout:g} s through {handle.where} "
-            f"(rank {record.rank} of {record.world_size} waited)",
-            hint="rank 0 died, never started, or cannot reach the store",
+
+def _stall_error(progress: Progress, record: RankRecord, timeout: float) -> UnavailableError:
+    who = f"rank {record.rank} of {record.world_size}"
+    if not progress.connected:
+        return UnavailableError(
+            f"{progress.where} unreachable: no answer within {timeout:g} s while connecting "
+            f"({who})",
+            hint="the address accepts connections but no c10d store answers there, or connect "
+            "retries ran out of time: check MASTER_ADDR:MASTER_PORT from this node",
         )
-    report = kept.get("report") or report_from_payload(verdict)
-    missing = [int(m) for m in report.sections.get("missing_ranks", [])]
-    return ProbeOutcome(report, record.rank, record.world_size, record, missing)
+    return ProbeTimeout(
+        f"{progress.where} stopped answering within {timeout:g} s while {progress.phase} ({who})",
+        hint="the store's host (rank 0 under srun/mpirun, the torchrun agent) died or is stopped",
+    )
+
+
+def _lost_error(progress: Progress, record: RankRecord, exc: Exception) -> UnavailableError:
+    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    who = f"rank {record.rank} of {record.world_size}"
+    if not progress.connected:
+        return UnavailableError(f"{progress.where} unreachable: {reason} ({who})")
+    return ProbeTimeout(
+        f"lost {progress.where} while {progress.phase} ({who}): {reason}",
+        hint="the store's host (rank 0 under srun/mpirun, the torchrun agent) died",
+    )
+
+
+def _verdict_report(verdict: bytes, where: str) -> Report:
+    try:
+        return report_from_payload(verdict)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise UnavailableError(
+            f"rank 0's verdict through {where} cannot be read: {type(exc).__name__}"
+        ) from None
 
 
 def format_findings(report: Report, *, limit: int = 8) -> str:
@@ -206,6 +310,20 @@ def _fail_open(exc: Exception, strict: bool) -> Report:
     return Report(command="probe", findings=[finding("RM061", f"not checked: {reason}")])
 
 
+MAX_TIMEOUT = 86400.0  # one day: beyond that a "timeout" is a typo (and overflows timedelta)
+
+
+def check_timeout(timeout: Any) -> float:
+    """A finite, positive number of seconds (at most a day); ``InputError`` otherwise."""
+    number = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+    seconds = float(timeout) if number else math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # False for NaN too
+        raise InputError(
+            f"timeout must be a number of seconds > 0 and <= {MAX_TIMEOUT:g}, not {timeout!r}"
+        )
+    return seconds
+
+
 def verify_job(
     environ: Mapping[str, str],
     ports: ProbePorts,
@@ -224,15 +342,17 @@ def verify_job(
     :class:`rankmap.errors.ProbeTimeout` when ranks are missing; a problem of the probe itself
     (store unreachable, internal error) warns and returns unless ``strict=True``.
     """
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise InputError(f"timeout must be positive, not {timeout!r}")
+    seconds = check_timeout(timeout)
     try:
-        outcome = run_probe(environ, ports=ports, device=device, machine=machine, timeout=timeout)
+        outcome = run_probe(environ, ports=ports, device=device, machine=machine, timeout=seconds)
     except (InputError, ProbeTimeout):
         raise
     except Exception as exc:  # noqa: BLE001 - never stop a healthy job for rankmap's own failure
         return _fail_open(exc, strict)
     report = outcome.report
+    failed = next((f for f in report.findings if f.code == "RM061"), None)
+    if failed is not None:  # rank 0 could not collate: every rank fails open (or raises) alike
+        return _fail_open(UnavailableError(failed.title), strict)
     if outcome.missing:
         first = next((f for f in report.findings if f.code == "RM060"), None)
         raise ProbeTimeout(

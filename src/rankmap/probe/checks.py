@@ -9,30 +9,22 @@ Every rule is linear in the number of records (100,000 ranks: benchmarks/probe_b
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from operator import attrgetter
 
 from rankmap.findings import Finding, finding
-from rankmap.pci import nccl_form
+from rankmap.gpu_sharing import (
+    OrdinalFacts,
+    SharedGpuFacts,
+    duplicate_line,
+    nccl_device,
+    ordinal_code,
+    shared_gpu_code,
+)
 from rankmap.probe.record import RankRecord
-from rankmap.ranks import rank_ranges
+from rankmap.ranks import rank_phrase, rank_ranges
 
 MAX_LISTED = 6
-
-
-def ranges(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
-    return rank_ranges(ranks)
-
-
-def rank_list(ranks: Sequence[int]) -> str:
-    """``ranks 0 and 2`` / ``ranks 0, 2, 4`` / ``rank 3``."""
-    items = sorted(ranks)
-    if len(items) == 1:
-        return f"rank {items[0]}"
-    if len(items) == 2:
-        return f"ranks {items[0]} and {items[1]}"
-    return f"ranks {ranges(items)}"
 
 
 def _more(parts: list[str]) -> str:
@@ -46,23 +38,26 @@ def _gpu_label(rec: RankRecord) -> str:
 
 
 def _dup_code(group: list[RankRecord], peers: int) -> str:
-    uuids = {r.uuid for r in group}
-    if any(r.mig_parent_uuid for r in group) and len(uuids) > 1:
-        return "RM601"
-    if all(r.visible_uuids is not None and len(r.visible_uuids) == 1 for r in group):
-        return "RM503"
     count = len(group[0].visible_uuids or ())
-    if (
-        count
-        and peers > count
-        and all(r.local_rank is not None and r.cuda_index == r.local_rank % count for r in group)
-    ):
-        return "RM101"
-    if len({r.cuda_index for r in group}) == 1 and all(
-        r.device_selected_by in ("current_device", "default") for r in group
-    ):
-        return "RM301"
-    return "RM103"
+    return shared_gpu_code(
+        SharedGpuFacts(
+            mig_siblings=any(r.mig_parent_uuid for r in group) and len({r.uuid for r in group}) > 1,
+            each_sees_one=all(
+                r.visible_uuids is not None and len(r.visible_uuids) == 1 for r in group
+            ),
+            wraps=bool(count)
+            and peers > count
+            and all(
+                r.local_rank is not None and r.cuda_index == r.local_rank % count for r in group
+            ),
+            stayed_on_default=len({r.cuda_index for r in group}) == 1
+            and all(r.device_selected_by in ("current_device", "default") for r in group),
+        )
+    )
+
+
+def _rank_list(ranks: Sequence[int]) -> str:
+    return rank_phrase(ranks, max_runs=None)
 
 
 def check_duplicates(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
@@ -84,11 +79,10 @@ def check_duplicates(records: Sequence[RankRecord], label: dict[str, str]) -> li
         parts, nccl_lines = [], []
         for g in dup_groups:
             node = label[g[0].machine_key]
-            parts.append(f"{rank_list([r.rank for r in g])} on {_gpu_label(g[0])} of {node}")
+            parts.append(f"{_rank_list([r.rank for r in g])} on {_gpu_label(g[0])} of {node}")
             if g[0].pci_bus_id:
                 nccl_lines.append(
-                    f"Duplicate GPU detected : rank {g[1].rank} and rank {g[0].rank} both on "
-                    f"CUDA device {nccl_form(g[0].pci_bus_id)}"
+                    duplicate_line(g[1].rank, g[0].rank, nccl_device(g[0].pci_bus_id, None))
                 )
         usage = "; ".join(
             f"rank {r.rank} cuda:{r.cuda_index} ({r.device_selected_by})" for r in dup_groups[0]
@@ -112,24 +106,24 @@ def check_duplicates(records: Sequence[RankRecord], label: dict[str, str]) -> li
 
 def _ordinal_code(r: RankRecord, node_records: list[RankRecord]) -> str:
     count = len(r.visible_uuids) if r.visible_uuids is not None else None
-    if r.cuda_index == r.rank and r.local_rank is not None and r.rank != r.local_rank:
-        return "RM401"
-    if count == 1 and all(
-        p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records
-    ):
-        return "RM501"
-    if (
-        r.cuda_visible_devices is not None
-        and count is not None
-        and r.gpus is not None
-        and len(r.gpus) > count
-    ):
-        return "RM201"
-    if r.cuda_visible_devices is not None and count is not None:
-        host_gpus = next((len(p.gpus) for p in node_records if p.gpus is not None), None)
-        if host_gpus is not None and host_gpus > count:
-            return "RM201"
-    return "RM102"
+    host_gpus = next((len(p.gpus) for p in node_records if p.gpus is not None), None)
+    narrowed = r.cuda_visible_devices is not None and count is not None
+    return ordinal_code(
+        OrdinalFacts(
+            selection="global_rank"
+            if r.cuda_index == r.rank and r.local_rank is not None and r.rank != r.local_rank
+            else None,
+            per_process=count == 1
+            and all(
+                p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records
+            ),
+            narrowed=narrowed
+            and (
+                (r.gpus is not None and len(r.gpus) > (count or 0))
+                or (host_gpus is not None and host_gpus > (count or 0))
+            ),
+        )
+    )
 
 
 def check_ordinals(
@@ -150,7 +144,7 @@ def check_ordinals(
         out.append(
             finding(
                 code,
-                f"{rank_list([r.rank for r in bad])} on {label[key]} ask for {idx} but {seen} "
+                f"{_rank_list([r.rank for r in bad])} on {label[key]} ask for {idx} but {seen} "
                 "(invalid device ordinal)",
                 detail=f"{bad[0].device_error}"
                 + (f"; CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else "")
@@ -174,7 +168,7 @@ def check_node_consistency(
             if r.local_rank is not None:
                 locals_[r.local_rank].append(r.rank)
         dups = [
-            f"{rank_list(v)} have LOCAL_RANK={k}" for k, v in sorted(locals_.items()) if len(v) > 1
+            f"{_rank_list(v)} have LOCAL_RANK={k}" for k, v in sorted(locals_.items()) if len(v) > 1
         ]
         if dups:
             out.append(
@@ -192,7 +186,7 @@ def check_node_consistency(
                     "RM961",
                     f"{node}: LOCAL_WORLD_SIZE={'/'.join(map(str, sorted(sizes)))} but "
                     f"{len(recs)} rank(s) run on this machine",
-                    detail=f"ranks {ranges(r.rank for r in recs)} report hostname "
+                    detail=f"ranks {rank_ranges(r.rank for r in recs)} report hostname "
                     f"{recs[0].hostname} and boot_id {recs[0].boot_id}.",
                     ranks=[r.rank for r in recs],
                     hosts=[node],
@@ -211,7 +205,7 @@ def _gpu_sets(recs: list[RankRecord], node: str) -> list[Finding]:
         return []
     singles = all(len(s) == 1 for s in sets)
     parts = [
-        f"{rank_list(v)} see {len(s)} GPU(s) {', '.join(x[:12] for x in s[:4])}"
+        f"{_rank_list(v)} see {len(s)} GPU(s) {', '.join(x[:12] for x in s[:4])}"
         for s, v in sets.items()
     ]
     return [
@@ -273,7 +267,9 @@ def check_identity(by_machine: dict[str, list[RankRecord]], label: dict[str, str
                     f"hostname {name} is shared by {len(keys)} machines with different boot_ids",
                     detail="NCCL >= 2.5 tells them apart by boot_id; tools that group by "
                     "hostname merge them. "
-                    + "; ".join(f"{label[k]}: ranks {ranges(ranks_of[k])}" for k in sorted(keys)),
+                    + "; ".join(
+                        f"{label[k]}: ranks {rank_ranges(ranks_of[k])}" for k in sorted(keys)
+                    ),
                     ranks=ranks(keys),
                     hosts=nodes(keys),
                 )
@@ -325,7 +321,7 @@ def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
         return out  # the usual case, one pass
     nccl = version_groups(records, "nccl_version")
     if len(nccl) > 1:
-        parts = [f"{v} (ranks {ranges(rs)})" for v, rs in sorted(nccl.items())]
+        parts = [f"{v} (ranks {rank_ranges(rs)})" for v, rs in sorted(nccl.items())]
         out.append(finding("RM051", f"ranks load different NCCL versions: {_more(parts)}"))
     diffs = []
     for attr, name in (
@@ -338,7 +334,7 @@ def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
         if len(groups) > 1:
             diffs.append(
                 f"{name}: "
-                + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(groups.items()))
+                + ", ".join(f"{v} (ranks {rank_ranges(rs)})" for v, rs in sorted(groups.items()))
             )
     if diffs:
         out.append(finding("RM052", "versions differ across ranks", detail="; ".join(diffs)))

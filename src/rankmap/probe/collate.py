@@ -17,9 +17,9 @@ from typing import Any
 import rankmap.probe.checks as checks
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Gpu, Host, MigRef, Placement
-from rankmap.probe.checks import ranges, rank_list
 from rankmap.probe.network import check_socket_ifname
 from rankmap.probe.record import RankRecord
+from rankmap.ranks import rank_phrase, rank_ranges
 from rankmap.topology import Topology, rules
 from rankmap.topology.wire import from_wire
 
@@ -88,17 +88,34 @@ def _missing_finding(
     for m in missing:
         node = by_node_rank.get(m // lws) if lws else None
         expected[node or "an unknown node"].append(m)
-    where_txt = "; ".join(f"{rank_list(v)} expected on {k}" for k, v in expected.items())
+    where_txt = "; ".join(f"{_rank_list(v)} expected on {k}" for k, v in expected.items())
     within = f" within {timeout:g} s" if timeout is not None else ""
     return finding(
         "RM060",
-        f"{rank_list(list(missing))} never reported{within}",
+        f"{_rank_list(list(missing))} never reported{within}",
         detail=f"{len(records)} of {len(records) + len(missing)} ranks reported"
         + (f" through {where}" if where else "")
         + f"; {where_txt}.",
         ranks=missing,
         hosts=[k for k in expected if k != "an unknown node"],
     )
+
+
+def _unreadable_finding(unreadable: Mapping[int, str]) -> Finding:
+    ranks = sorted(unreadable)
+    first = ranks[0]
+    return finding(
+        "RM063",
+        f"{_rank_list(ranks)} sent a probe record rankmap cannot read",
+        detail=f"rank {first}: {unreadable[first]}"
+        + (f" (and {len(ranks) - 1} more)" if len(ranks) > 1 else "")
+        + ". These ranks reported, but their GPUs were not checked.",
+        ranks=ranks,
+    )
+
+
+def _unreadable_placement(rank: int) -> Placement:
+    return Placement(rank=rank, error="unreadable probe record", source="probe")
 
 
 def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list[Finding]:
@@ -108,7 +125,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM005",
-                f"{rank_list(conv)}: checked at cuda:LOCAL_RANK (the torchrun convention)",
+                f"{_rank_list(conv)}: checked at cuda:LOCAL_RANK (the torchrun convention)",
                 detail="No device was given and CUDA was not initialised yet, so each rank was "
                 "checked at the device the convention gives it.",
                 fix="Pass device= to rankmap.verify() (or call it after torch.cuda.set_device) "
@@ -129,7 +146,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM001",
-                f"{node}: the GPUs of ranks {ranges(rs)} are unknown",
+                f"{node}: the GPUs of ranks {rank_ranges(rs)} are unknown",
                 detail=f"{sample}. Run on the GPU node, or pass machine= / RANKMAP_MACHINE.",
                 ranks=rs,
                 hosts=[node],
@@ -139,7 +156,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
         out.append(
             finding(
                 "RM062",
-                f"CUDA and NVML disagree for ranks {ranges(r for r, _ in notes)}",
+                f"CUDA and NVML disagree for ranks {rank_ranges(r for r, _ in notes)}",
                 detail=notes[0][1],
                 ranks=[r for r, _ in notes],
             )
@@ -150,7 +167,7 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
             finding(
                 "RM905",
                 "ranks disagree on WORLD_SIZE: "
-                + ", ".join(f"{v} (ranks {ranges(rs)})" for v, rs in sorted(sizes.items())),
+                + ", ".join(f"{v} (ranks {rank_ranges(rs)})" for v, rs in sorted(sizes.items())),
                 ranks=[r.rank for r in records],
             )
         )
@@ -158,12 +175,14 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
 
 
 def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
+    # a signature: any fixed order works, and an unknown (None) index must not break the sort
     return tuple(
         sorted(
-            (r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
-            for r in recs
+            ((r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
+             for r in recs),
+            key=lambda t: tuple((v is None, v if v is not None else 0) for v in t),
         )
-    )
+    )  # fmt: skip
 
 
 def _layout_text(recs: list[RankRecord]) -> str:
@@ -194,7 +213,7 @@ def node_sections(
                 "boot_id": first.boot_id,
                 "nccl_hostid": first.nccl_hostid,
                 "node_rank": first.node_rank,
-                "ranks": ranges(r.rank for r in recs),
+                "ranks": rank_ranges(r.rank for r in recs),
                 "count": len(recs),
             }
         )
@@ -224,9 +243,12 @@ def collate(
     arrivals: int | None = None,
     timeout: float | None = None,
     where: str | None = None,
+    unreadable: Mapping[int, str] | None = None,
 ) -> Report:
-    """Every check over the records that arrived; ``missing`` ranks become RM060."""
+    """Every check over the records that arrived; ``missing`` ranks become RM060, ``unreadable``
+    ones (rank -> why) RM063."""
     records = sorted(records, key=lambda r: r.rank)
+    unreadable = dict(unreadable or {})
     label = node_labels(records)
     by_machine: dict[str, list[RankRecord]] = defaultdict(list)
     for r in records:
@@ -245,12 +267,19 @@ def collate(
     found += checks.check_identity(by_machine, label)
     found += checks.check_duplicates(records, label)
     found += checks.check_ordinals(records, label, by_machine)
-    found += checks.check_node_consistency(by_machine, label, complete=not missing)
+    found += checks.check_node_consistency(
+        by_machine, label, complete=not missing and not unreadable
+    )
     found += checks.check_versions(records)
     found += check_socket_ifname(records, label)
     found += _rank_findings(records, label)
     placements = [placement_of(r, label[r.machine_key]) for r in records]
     found = topology_findings(by_machine, label, placements, found)
+    if unreadable:
+        found.append(_unreadable_finding(unreadable))
+        placements = sorted(
+            placements + [_unreadable_placement(r) for r in unreadable], key=lambda p: p.rank
+        )
     nodes, node_groups, inventory = node_sections(by_machine, label)
     return Report(
         command="probe",
@@ -353,8 +382,16 @@ def _with_nvlink_split(
     return out
 
 
-def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any) -> Report:
+def collate_raw(
+    raw: Sequence[bytes],
+    shared: Mapping[str, bytes],
+    ranks: Sequence[int] | None = None,
+    **kwargs: Any,
+) -> Report:
     """Collate records as they come out of the store (own parts + shared parts by digest).
+
+    ``ranks``: the rank each part was stored under. A part that cannot be read is RM063 about
+    that rank (it reported; its placement says the record was unreadable).
 
     The cyclic garbage collector is paused meanwhile: building 100,000 records (no cycles)
     otherwise triggers full collections that cost more than the collation itself.
@@ -364,7 +401,12 @@ def collate_raw(raw: Sequence[bytes], shared: Mapping[str, bytes], **kwargs: Any
     paused = gc.isenabled()
     gc.disable()
     try:
-        return collate(decode_many(raw, shared), **kwargs)
+        decoded = decode_many(raw, shared, ranks)
+        return collate(decoded.records, unreadable=decoded.unreadable, **kwargs)
     finally:
         if paused:
             gc.enable()
+
+
+def _rank_list(ranks: Sequence[int]) -> str:
+    return rank_phrase(ranks, max_runs=None)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rankmap.probe.record import RankRecord
+from rankmap.probe.watchdog import Progress
 
 _CALLS: dict[str, int] = {}
 CHUNK = 1024
@@ -78,34 +79,48 @@ def fetch(store: Any, keys: Sequence[str]) -> list[bytes]:
 
 
 def present_ranks(store: Any, prefix: str, world_size: int) -> list[int]:
-    """Ranks whose record key exists (after a timeout: which ones came)."""
-    return [r for r in range(world_size) if store.check([f"{prefix}/rec/{r}"])]
+    """Ranks whose record key exists: all of them in one round trip in the usual case."""
+    keys = [f"{prefix}/rec/{r}" for r in range(world_size)]
+    if store.check(keys):
+        return list(range(world_size))
+    return [r for r, key in enumerate(keys) if store.check([key])]
+
+
+def _existing(store: Any, keys: list[str]) -> list[str]:
+    """The keys that exist (``get`` of a missing key would block until the store's timeout)."""
+    if not keys or store.check(keys):
+        return keys
+    return [k for k in keys if store.check([k])]
 
 
 @dataclass
 class Gathered:
-    """What rank 0 gathered: own record parts, shared parts by digest, who never came."""
+    """What rank 0 gathered: record parts (of ``ranks``), shared parts by digest, who never came."""
 
     records: list[bytes]
     shared: dict[str, bytes]
     missing: list[int]
     arrivals: int
+    ranks: list[int] = field(default_factory=list)
 
 
 def gather(store: Any, prefix: str, world_size: int, deadline: float) -> Gathered:
-    """Rank 0: wait (bounded) for every rank's record and fetch them (shared parts once)."""
+    """Rank 0: wait (bounded) for every rank's record and fetch them (shared parts once).
+
+    Only keys that exist are fetched: the arrival counter is a hint (a peer may count without a
+    record, or two processes may claim one rank), and a part may name a digest never stored.
+    """
     from rankmap.probe.wire import digest_of
 
     arrivals = wait_count(store, f"{prefix}/arrived", world_size, deadline)
-    if arrivals >= world_size:
-        present = list(range(world_size))
-    else:
-        present = present_ranks(store, prefix, world_size)
+    present = present_ranks(store, prefix, world_size)
     missing = sorted(set(range(world_size)) - set(present))
     records = fetch(store, [f"{prefix}/rec/{r}" for r in present])
-    digests = sorted({digest_of(b) for b in records})
-    blobs = fetch(store, [f"{prefix}/shared/{d}" for d in digests])
-    return Gathered(records, dict(zip(digests, blobs, strict=False)), missing, arrivals)
+    digests = sorted({d for d in map(digest_of, records) if d is not None})
+    keys = _existing(store, [f"{prefix}/shared/{d}" for d in digests])
+    blobs = fetch(store, keys)
+    shared = {k.rsplit("/", 1)[1]: b for k, b in zip(keys, blobs, strict=True)}
+    return Gathered(records, shared, missing, arrivals, present)
 
 
 def publish(store: Any, prefix: str, rank: int, record: RankRecord) -> None:
@@ -127,26 +142,35 @@ def exchange(
     deadline: float,
     decide: Callable[[Gathered], bytes],
     *,
-    ack_grace: float = 1.5,
+    ack_until: float,
+    progress: Progress | None = None,
 ) -> bytes | None:
     """Publish, then rank 0 decides and broadcasts the verdict; every rank gets it back.
 
     Returns the verdict bytes, or ``None`` on a non-zero rank when rank 0 never published one.
-    Rank 0 waits up to ``ack_grace`` seconds for the others to read the verdict, so a rank 0
-    that exits (or hosts the server) does not cut them off.
+    Rank 0 then waits (until ``ack_until`` at the latest) for the others to read the verdict, so
+    a rank 0 that exits (or hosts the server) does not cut them off.
     """
+    said = progress or Progress()
     store = handle.store
+    said.phase = "publishing this rank's record"
     publish(store, prefix, rank, record)
     verdict_key = f"{prefix}/verdict"
     if rank == 0:
+        said.phase = "waiting for the other ranks' records"
         gathered = gather(store, prefix, world_size, deadline)
+        said.phase = "collating"
         verdict = decide(gathered)
+        said.phase = "publishing the verdict"
         store.set(verdict_key, verdict)
+        said.verdict_published = True
+        said.phase = "waiting for the other ranks to read the verdict"
         readers = max(0, min(gathered.arrivals, world_size) - 1)
         if readers:
-            wait_count(store, f"{prefix}/read", readers, time.monotonic() + ack_grace)
+            wait_count(store, f"{prefix}/read", readers, min(ack_until, time.monotonic() + 1.5))
         return verdict
     # Rank 0 publishes at its own deadline at the latest; allow for clock skew between starts.
+    said.phase = "waiting for rank 0's verdict"
     if not wait_key(store, verdict_key, deadline + 1.0):
         return None
     verdict = bytes(store.get(verdict_key))

@@ -206,8 +206,11 @@ def parse_topology(doc: Any, *, where: str = "topology") -> Topology:
             rows.append(tuple(normalize_link(str(c)) for c in row))
         except ValueError as exc:
             raise InputError(f"{where}.matrix[{i}]: {exc}") from None
-    gpus = tuple(_parse_gpu(g, f"{where}.gpus[{i}]") for i, g in enumerate(doc.get("gpus") or ()))
-    nics = tuple(_parse_nic(n, f"{where}.nics[{i}]") for i, n in enumerate(doc.get("nics") or ()))
+    gpu_docs, nic_docs = doc.get("gpus") or [], doc.get("nics") or []
+    if not isinstance(gpu_docs, list) or not isinstance(nic_docs, list):
+        raise InputError(f"{where}.gpus and {where}.nics must be lists")
+    gpus = tuple(_parse_gpu(g, f"{where}.gpus[{i}]") for i, g in enumerate(gpu_docs))
+    nics = tuple(_parse_nic(n, f"{where}.nics[{i}]") for i, n in enumerate(nic_docs))
     if not gpus:  # derive GPU entries from labels "GPU<n>"
         gpus = tuple(
             GpuLocality(label=s, nvml_index=saturating_int(s[3:]))
@@ -222,7 +225,7 @@ def _opt_int(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(1e309)
         return None
 
 

@@ -1,0 +1,220 @@
+"""A launch command line as a shell would run it: variables, env prefixes and wrappers.
+
+``parse_command(argv, env)`` is the one reader of the command ``check``, ``explain --launch``, ``run``'s
+preflight and every launch line of a ``--shell`` script go through:
+
+* ``$VAR`` / ``${VAR}`` / ``${VAR:-default}`` / ``${VAR-default}`` / ``${VAR:=default}`` /
+  ``${VAR:+alt}`` are expanded from the assumed environment (``--env``); a variable that is not
+  known stays as written (open world: the launcher's own reader then says what it cannot use);
+* ``VAR=value cmd`` and ``env [-i] [-u NAME] [VAR=value] cmd`` set and unset variables for the
+  launcher (POSIX: assignments before a command are in its environment; coreutils env);
+* wrappers that run the next command are stepped over (:data:`WRAPPERS`): ``uv run``,
+  ``conda run -n E``, ``poetry run``, ``nohup``, ``time``, ``stdbuf``, ``numactl``, ``taskset`` ...
+
+The hand-written reader is kept instead of bashlex (GPL-3.0-or-later, which an Apache-2.0 tool
+cannot take as a runtime dependency; and it parses but does not expand, which is the part needed
+here): docs/check.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+_PARAM = re.compile(
+    r"\$\{(?P<name>[A-Za-z_]\w*)(?:(?P<op>:-|-|:=|=|:\+|\+)(?P<word>[^}]*))?\}"
+    r"|\$(?P<bare>[A-Za-z_]\w*)"
+)
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def expand_word(token: str, env: Mapping[str, str]) -> str:
+    """``token`` with the shell parameter expansions rankmap follows replaced from ``env``."""
+    if "$" not in token:
+        return token
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group("name") or m.group("bare")
+        value = env.get(name)
+        op = m.group("op")
+        word = m.group("word") or ""
+        if op in (":-", ":="):
+            return value if value else expand_word(word, env)
+        if op in ("-", "="):
+            return value if value is not None else expand_word(word, env)
+        if op == ":+":
+            return expand_word(word, env) if value else ""
+        if op == "+":
+            return expand_word(word, env) if value is not None else ""
+        return value if value is not None else m.group(0)
+
+    return _PARAM.sub(one, token)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A program that runs the command after its own options (``nohup CMD``, ``uv run CMD``)."""
+
+    name: str  # how it is shown: "uv run"
+    words: int = 1  # words of the wrapper itself ("uv run" = 2)
+    takes_value: frozenset[str] = frozenset()  # its options followed by a separate value
+    positionals: int = 0  # operands before the command (taskset MASK)
+    module_flags: frozenset[str] = frozenset()  # options whose value is a Python module to run
+
+
+def _w(
+    name: str,
+    words: int = 1,
+    values: str = "",
+    *,
+    positionals: int = 0,
+    module_flags: frozenset[str] = frozenset(),
+) -> Wrapper:
+    return Wrapper(name, words, frozenset(values.split()), positionals, module_flags)
+
+
+# Options with a separate value, from each tool's --help (uv 0.x, conda 24, coreutils 9,
+# numactl 2.0, util-linux taskset). An option missing here is read as a flag; ``--opt=value``
+# always is one word.
+WRAPPERS: dict[tuple[str, ...], Wrapper] = {
+    ("uv", "run"): _w(
+        "uv run",
+        2,
+        "--with --with-editable --with-requirements --python -p --project --directory --package "
+        "--extra --group --only-group --no-group --env-file --index --default-index --index-url "
+        "--extra-index-url --find-links -f --config-file --cache-dir --prerelease "
+        "--resolution --exclude-newer --link-mode --refresh-package --reinstall-package "
+        "--upgrade-package --no-binary-package --no-build-package --python-platform",
+        module_flags=frozenset({"-m", "--module"}),
+    ),
+    ("conda", "run"): _w("conda run", 2, "-n --name -p --prefix --cwd"),
+    ("mamba", "run"): _w("mamba run", 2, "-n --name -p --prefix --cwd"),
+    ("micromamba", "run"): _w("micromamba run", 2, "-n --name -p --prefix --cwd"),
+    ("poetry", "run"): _w("poetry run", 2, "-C --directory -P --project"),
+    ("pipenv", "run"): _w("pipenv run", 2),
+    ("pdm", "run"): _w("pdm run", 2, "-p --project"),
+    ("nohup",): _w("nohup"),
+    ("exec",): _w("exec", 1, "-a"),
+    ("time",): _w("time", 1, "-f --format -o --output"),
+    ("stdbuf",): _w("stdbuf", 1, "-i -o -e --input --output --error"),
+    ("nice",): _w("nice", 1, "-n --adjustment"),
+    ("ionice",): _w("ionice", 1, "-c --class -n --classdata"),
+    ("numactl",): _w(
+        "numactl",
+        1,
+        "-i --interleave -p --preferred -m --membind -N --cpunodebind -C --physcpubind "
+        "-P --preferred-many -w --weighted-interleave",
+    ),
+    ("taskset",): _w("taskset", 1, positionals=1),
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """The launcher command inside a command line, and the environment it starts in."""
+
+    argv: tuple[str, ...]  # the launcher's command (variables expanded, prefix/wrappers removed)
+    env: Mapping[str, str]  # the environment the launcher runs in
+    assigned: Mapping[str, str] = field(default_factory=dict)  # VAR=value of the command line
+    unset: frozenset[str] = frozenset()  # env -u NAME (and env -i: everything)
+    cleared: bool = False  # env -i: the launcher starts with an empty environment
+    wrappers: tuple[str, ...] = ()  # "uv run", "nohup", ... in order
+
+    @property
+    def prefix_argv(self) -> list[str]:
+        """``env -u X A=1`` words that give a child this command's environment changes."""
+        words = [f"-u{name}" for name in sorted(self.unset)] + [
+            f"{k}={v}" for k, v in self.assigned.items()
+        ]
+        if self.cleared:
+            words.insert(0, "-i")
+        return ["env", *words] if words else []
+
+
+def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
+    """Read ``argv`` the way a shell and the wrappers would before the launcher starts."""
+    words = [expand_word(t, env) for t in argv]
+    assigned: dict[str, str] = {}
+    unset: set[str] = set()
+    cleared = False
+    wrappers: list[str] = []
+    while words:
+        if _ASSIGN.match(words[0]):
+            name, _, value = words.pop(0).partition("=")
+            assigned[name] = value
+            unset.discard(name)
+            continue
+        if os.path.basename(words[0]) == "env":
+            words, gone, clear = _env_options(words[1:])
+            cleared = cleared or clear
+            if clear:
+                assigned.clear()
+            unset |= gone
+            for name in gone:
+                assigned.pop(name, None)
+            wrappers.append("env")
+            continue
+        stripped = _strip_wrapper(words)
+        if stripped is None:
+            break
+        name, words = stripped
+        wrappers.append(name)
+    base = {} if cleared else {k: v for k, v in env.items() if k not in unset}
+    return Command(
+        argv=tuple(words),
+        env={**base, **assigned},
+        assigned=assigned,
+        unset=frozenset(unset),
+        cleared=cleared,
+        wrappers=tuple(wrappers),
+    )
+
+
+def _env_options(words: list[str]) -> tuple[list[str], set[str], bool]:
+    """coreutils ``env`` options: ``-u NAME``/``-uNAME``/``--unset=NAME``, ``-i``/``-``."""
+    gone: set[str] = set()
+    clear = False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("-i", "--ignore-environment", "-"):
+            clear = True
+        elif w in ("-u", "--unset") and i + 1 < len(words):
+            gone.add(words[i + 1])
+            i += 1
+        elif w.startswith("--unset="):
+            gone.add(w.split("=", 1)[1])
+        elif w.startswith("-u") and len(w) > 2:
+            gone.add(w[2:])
+        elif w in ("-C", "--chdir", "-S", "--split-string") and i + 1 < len(words):
+            i += 1
+        elif w == "--":
+            i += 1
+            break
+        elif not w.startswith("-"):
+            break
+        i += 1
+    return words[i:], gone, clear
+
+
+def _strip_wrapper(words: list[str]) -> tuple[str, list[str]] | None:
+    """(wrapper name, the command it runs) when ``words`` starts with a known wrapper."""
+    head = os.path.basename(words[0])
+    for key, wrapper in WRAPPERS.items():
+        if (head, *words[1 : len(key)]) != key:
+            continue
+        rest = words[wrapper.words :]
+        i = 0
+        while i < len(rest) and rest[i].startswith("-") and rest[i] != "-":
+            opt = rest[i]
+            if opt == "--":
+                i += 1
+                break
+            if opt in wrapper.module_flags and i + 1 < len(rest):
+                return wrapper.name, ["python", "-m", *rest[i + 1 :]]
+            i += 2 if opt in wrapper.takes_value else 1
+        i += wrapper.positionals
+        return wrapper.name, rest[i:]
+    return None

@@ -1,0 +1,351 @@
+"""Fuzz targets: every parser of untrusted input, each with a hypothesis strategy of its input.
+
+Shared by the suite (tests/fuzz/test_fuzz_parsers.py: a small profile) and the benchmark
+(benchmarks/fuzz_parsers.py: 2,000 examples per parser, crashes counted). Inputs are mutations
+of seeds - tool output and logs kept as test data, records rankmap writes itself, shapes written
+for these tests - plus fragments known to hurt parsers (huge numbers, deep nesting, control and
+non-ASCII characters). A target passes when it returns or raises :class:`rankmap.RankMapError`
+(one line for the user, exit 2/3); anything else is a crash.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+DATA = Path(__file__).parents[1] / "data"
+PROFILES = Path(__file__).parents[2] / "src" / "rankmap" / "profiles"
+
+HURTFUL = [
+    "9" * 5000,  # beyond Python's 4,300-digit int() limit
+    "99999999999999999999",
+    "-1",
+    "0",
+    "1e309",
+    "nan",
+    "inf",
+    "0x1f",
+    "１２",  # full-width digits: str.isdigit() is True, int() accepts them
+    "٣",
+    "\x00",
+    "\x1b[31m",
+    "\ufeff",
+    "\u202e",
+    "'",
+    '"',
+    "$((1<<62))",
+    "${X:-",
+    "{0..3}",
+    "[" * 50,
+    "{" * 50,
+    ",,,",
+    "GPU-",
+    "MIG-",
+    "0000:zz:00.0",
+    " ",
+    "\t",
+    "\n",
+]
+hurtful = st.sampled_from(HURTFUL)
+short_text = st.text(max_size=12)
+json_scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    short_text,
+    hurtful,
+)
+json_value = st.recursive(
+    json_scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(short_text, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@st.composite
+def mutated_text(draw: st.DrawFn, seeds: list[str], max_edits: int = 4) -> str:
+    """A seed with a few edits: splice in hurtful fragments, cut, duplicate, swap digit runs."""
+    text = draw(st.sampled_from(seeds))
+    for _ in range(draw(st.integers(0, max_edits))):
+        if not text:
+            text = draw(hurtful)
+            continue
+        i = draw(st.integers(0, len(text)))
+        j = draw(st.integers(i, min(len(text), i + 40)))
+        edit = draw(st.sampled_from(["insert", "replace", "cut", "dup", "text"]))
+        if edit == "insert":
+            text = text[:i] + draw(hurtful) + text[i:]
+        elif edit == "replace":
+            text = text[:i] + draw(hurtful) + text[j:]
+        elif edit == "cut":
+            text = text[:i] + text[j:]
+        elif edit == "dup":
+            text = text[:j] + text[i:j] * draw(st.integers(2, 5)) + text[j:]
+        else:
+            text = text[:i] + draw(st.text(max_size=8)) + text[j:]
+    return text
+
+
+@st.composite
+def mutated_json(draw: st.DrawFn, seeds: list[Any], max_edits: int = 3) -> Any:
+    """A JSON document with values at random places replaced (or keys dropped)."""
+    doc = json.loads(json.dumps(draw(st.sampled_from(seeds))))
+    for _ in range(draw(st.integers(1, max_edits))):
+        node, parent, key = doc, None, None
+        for _depth in range(draw(st.integers(0, 6))):
+            if isinstance(node, dict) and node:
+                key = draw(st.sampled_from(sorted(node)))
+            elif isinstance(node, list) and node:
+                key = draw(st.integers(0, len(node) - 1))
+            else:
+                break
+            parent, node = node, node[key]
+        value = draw(json_value)
+        if parent is None:
+            doc = value
+        elif isinstance(parent, dict) and draw(st.booleans()) and draw(st.booleans()):
+            del parent[key]
+        else:
+            parent[key] = value
+    return doc
+
+
+def _lines_of(paths: list[Path], limit: int = 400) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        out += p.read_text(errors="replace").splitlines()[:limit]
+    return [x for x in out if x.strip()]
+
+
+def _chunks(lines: list[str], size: int = 12) -> list[str]:
+    return ["\n".join(lines[i : i + size]) for i in range(0, len(lines), size)]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One parser: its input strategy and how to feed it one example."""
+
+    name: str
+    strategy: st.SearchStrategy[Any]
+    run: Callable[[Any], object]
+
+
+# -- launchers ---------------------------------------------------------------------------------
+
+LAUNCH_FLAGS = {
+    "torchrun": ["--nproc-per-node", "--nproc_per_node", "--nnodes", "--node-rank",
+                 "--master-port", "--master-addr", "--standalone", "--rdzv-endpoint",
+                 "--local-ranks-filter", "--max-restarts", "-m", "--no-python"],
+    "accelerate": ["launch", "--num_processes", "--num_machines", "--machine_rank",
+                   "--multi_gpu", "--gpu_ids", "--main_process_port", "--config_file", "-m"],
+    "deepspeed": ["--num_gpus", "--num_nodes", "--include", "--exclude", "--master_port",
+                  "--hostfile", "--localhost", "--force_multi", "--launcher"],
+    "srun": ["-n", "-N", "--ntasks", "--ntasks-per-node", "--gpus-per-task", "--gres",
+             "--gpus", "--gpus-per-node", "--gpu-bind", "--export", "--cpus-per-task", "-l"],
+    "mpirun": ["-np", "-n", "-H", "--host", "-x", "--map-by", "-ppn", "--npernode", "-N",
+               "--oversubscribe", "--bind-to", "mpirun"],
+}  # fmt: skip
+SMALL_INT = st.integers(-2, 64).map(str)
+VALUES = st.one_of(SMALL_INT, hurtful, short_text, st.sampled_from(["gpu:8", "0,1", "all"]))
+
+
+def _launch_argv(launcher: str) -> st.SearchStrategy[list[str]]:
+    flags = [f for f in LAUNCH_FLAGS[launcher] if f != "launch"]
+    pair = st.tuples(st.sampled_from(flags), VALUES, st.booleans()).map(
+        lambda t: [f"{t[0]}={t[1]}"] if t[2] else [t[0], t[1]]
+    )
+    options = st.lists(st.one_of(pair, pair, st.sampled_from(flags).map(lambda f: [f])), max_size=6)
+    head = ["accelerate", "launch"] if launcher == "accelerate" else [launcher]
+    tail = st.sampled_from([["train.py"], ["python", "train.py"], ["-m", "pkg"], []])
+    return st.tuples(options, tail).map(lambda t: [*head, *sum(t[0], []), *t[1]])
+
+
+def _check(argv: list[str]) -> object:
+    from rankmap.check.engine import check_launch
+    from rankmap.inventory import load_machine
+
+    return check_launch(argv, machines=load_machine("dgx-h100"), env={}, cwd=Path("/nonexistent"))
+
+
+SHELL_SEEDS = [
+    p.read_text() for p in sorted((DATA / "check").glob("*.s*")) if p.suffix in (".sh", ".sbatch")
+] + [
+    "for i in 0 1 2 3; do\n  CUDA_VISIBLE_DEVICES=$i torchrun --nproc-per-node 1 t.py &\ndone\n",
+    "N=4\nfor ((i=0; i<N; i++)); do\n  RANK=$i python t.py &\ndone\nwait\n",
+    "export X=$((2*3))\nsrun -n $X python t.py\n",
+]
+
+
+def _shell(text: str) -> object:
+    from rankmap.launchers.shell import parse_shell
+
+    return parse_shell(text, "fuzz.sh", {})
+
+
+# -- visibility, envspec ---------------------------------------------------------------------------
+
+CVD = st.lists(
+    st.one_of(SMALL_INT, hurtful, st.sampled_from(["GPU-5d09", "MIG-1", "GPU-", " 1", "-1"])),
+    max_size=6,
+).map(",".join)
+
+
+def _visible(args: tuple[str, str | None]) -> object:
+    from rankmap.inventory import load_machine
+    from rankmap.visibility import resolve_visible
+
+    cvd, order = args
+    env = {"CUDA_VISIBLE_DEVICES": cvd}
+    if order is not None:
+        env["CUDA_DEVICE_ORDER"] = order
+    return resolve_visible(load_machine("a100-mig")[0], env)
+
+
+def _envspec(items: list[str]) -> object:
+    from rankmap.envspec import parse_env_assignments
+
+    return parse_env_assignments(items)
+
+
+# -- explain --------------------------------------------------------------------------------------
+
+LOG_SEEDS = _chunks(_lines_of(sorted((DATA / "explain" / "cases").glob("*.log"))[:40], 120))
+
+
+def _explain(text: str) -> object:
+    from rankmap.adapters.local import explain_files
+
+    return explain_files([Path("-")], stdin=io.BytesIO(text.encode("utf-8", "surrogatepass")))
+
+
+# -- inventory, profiles, topology --------------------------------------------------------------------
+
+SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir()) if p.is_file()]
+PROFILE_SEEDS = [json.loads(p.read_text()) for p in sorted(PROFILES.glob("*.json"))]
+TOPO_SEEDS = [
+    h["topology"] for d in PROFILE_SEEDS for h in d.get("hosts", []) if isinstance(h, dict) and h.get("topology")
+]  # fmt: skip
+TOPO_MATRIX = [s for s in SMI_SEEDS if "GPU0" in s and "Legend" in s] or [
+    "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t X \t0-7\t0\n"
+]
+
+
+def _machine_text(text: str) -> object:
+    from rankmap.inventory import parse_machine_text
+
+    return parse_machine_text(text, source="fuzz")
+
+
+def _profile(doc: Any) -> object:
+    from rankmap.inventory.profile import parse_profile_json
+
+    return parse_profile_json(json.dumps(doc), source="fuzz.json")
+
+
+def _topology(doc: Any) -> object:
+    from rankmap.topology import parse_topology
+
+    return parse_topology(doc)
+
+
+def _topo_matrix(text: str) -> object:
+    from rankmap.inventory.topo_smi import parse_topo_matrix
+
+    return parse_topo_matrix(text)
+
+
+# -- probe wire ------------------------------------------------------------------------------------
+
+
+def _probe_parts() -> list[tuple[bytes, bytes, str]]:
+    from rankmap.adapters.rank_record import collect_record
+    from rankmap.probe.wire import encode
+
+    out = []
+    for r in range(4):
+        env = {"RANK": str(r), "WORLD_SIZE": "4", "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": "4"}
+        out.append(encode(collect_record(env, machine="workstation-4gpu")))
+    return out
+
+
+@st.composite
+def probe_exchange(draw: st.DrawFn) -> tuple[list[bytes], dict[str, bytes]]:
+    """The four records of a healthy job, one or two of them mangled (JSON-level or bytes)."""
+    parts = _PARTS or _PARTS.extend(_probe_parts()) or _PARTS
+    owns = [own for own, _, _ in parts]
+    shared = {digest: blob for _, blob, digest in parts}
+    for _ in range(draw(st.integers(1, 2))):
+        i = draw(st.integers(0, len(owns) - 1))
+        kind = draw(st.sampled_from(["json", "json", "bytes", "shared"]))
+        if kind == "json":
+            owns[i] = json.dumps(draw(mutated_json([json.loads(parts[i][0])]))).encode()
+        elif kind == "bytes":
+            raw = parts[i][0].decode()
+            owns[i] = draw(mutated_text([raw])).encode("utf-8", "surrogatepass")
+            if draw(st.booleans()):
+                owns[i] = owns[i][: draw(st.integers(0, len(owns[i])))] + b"\xff\xfe"
+        else:
+            digest = draw(st.sampled_from(sorted(shared)))
+            shared[digest] = json.dumps(draw(mutated_json([json.loads(shared[digest])]))).encode()
+    return owns, shared
+
+
+_PARTS: list[tuple[bytes, bytes, str]] = []
+
+
+def _probe(args: tuple[list[bytes], dict[str, bytes]]) -> object:
+    from rankmap.probe.collate import collate_raw
+
+    owns, shared = args
+    report = collate_raw(owns, shared, list(range(len(owns))), world_size=len(owns))
+    json.dumps(report.to_dict(), allow_nan=False)  # the rankmap/1 document stays valid JSON
+    return report
+
+
+def _verdict(blob: bytes) -> object:
+    from rankmap.probe import _verdict_report
+
+    return _verdict_report(blob, "fuzz")
+
+
+def _verdict_seed() -> list[str]:
+    from rankmap.probe import verdict_payload
+    from rankmap.probe.collate import collate_raw
+
+    parts = _probe_parts()
+    report = collate_raw([o for o, _, _ in parts], {d: b for _, b, d in parts}, world_size=4)
+    return [verdict_payload(report).decode()]
+
+
+def targets() -> list[Target]:
+    """Every fuzzed parser, named as the benchmark prints them."""
+    launch = [Target(f"launch:{name}", _launch_argv(name), _check) for name in LAUNCH_FLAGS]
+    return [
+        *launch,
+        Target("launch:shell", mutated_text(SHELL_SEEDS), _shell),
+        Target("visibility:cvd", st.tuples(CVD, st.sampled_from([None, "PCI_BUS_ID", "x"])), _visible),
+        Target("envspec", st.lists(st.one_of(short_text, hurtful, mutated_text(["A=1", "HF_TOKEN=x"])), max_size=4), _envspec),
+        Target("explain:log", mutated_text(LOG_SEEDS, max_edits=6), _explain),
+        Target("inventory:smi", mutated_text(SMI_SEEDS, max_edits=6), _machine_text),
+        Target("inventory:profile", mutated_json(PROFILE_SEEDS), _profile),
+        Target("topology:json", mutated_json(TOPO_SEEDS), _topology),
+        Target("topology:smi-matrix", mutated_text(TOPO_MATRIX, max_edits=6), _topo_matrix),
+        Target("probe:records", probe_exchange(), _probe),
+        Target("probe:verdict", mutated_text(_verdict_seed()).map(lambda t: t.encode("utf-8", "surrogatepass")), _verdict),
+    ]  # fmt: skip
+
+
+def allowed(exc: BaseException) -> bool:
+    """rankmap's own errors are answers; everything else is a crash."""
+    from rankmap.errors import RankMapError
+
+    return isinstance(exc, RankMapError)
