@@ -9,26 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rankmap.categories import CATEGORIES  # the contract's categories, in a stable order for ties
 from rankmap.explain.catalogue_device import DEVICE_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
 from rankmap.explain.signal_model import Signal
 
 __all__ = ["CATEGORIES", "KEYS", "SIGNALS", "Signal"]
 
-# The categories a mapping question can have (contract), in a stable order for ties.
-CATEGORIES: tuple[str, ...] = (
-    "oversubscribed",
-    "visible_devices_mismatch",
-    "no_set_device",
-    "global_rank_as_device",
-    "per_process_visible_devices",
-    "mig",
-    "container_mapping",
-    "host_identity",
-    "launcher_config",
-    "version_mismatch",
-    "other",
-)
 
 # Prefilter keys: lowercase substrings one of which every match of the signal contains. The
 # document reader runs a signal's regex only on lines holding a key (Python's case-insensitive
