@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rankmap.categories import CATEGORIES
 from rankmap.pci import nccl_form
 
 # --- messages (reference/nccl.md (a): "Message formats by version") ---------------------------
@@ -146,19 +147,7 @@ def as_shared_gpu(code: str) -> str:
 
 
 # Categories whose error findings are a root cause of a shared GPU / an ordinal failure.
-SHARED_GPU_CATEGORIES = frozenset(
-    {
-        "oversubscribed",
-        "visible_devices_mismatch",
-        "no_set_device",
-        "global_rank_as_device",
-        "per_process_visible_devices",
-        "mig",
-        "host_identity",
-        "launcher_config",
-        "container_mapping",
-    }
-)
+SHARED_GPU_CATEGORIES = frozenset(CATEGORIES) - {"version_mismatch", "other"}
 ORDINAL_CATEGORIES = frozenset(
     {
         "oversubscribed",

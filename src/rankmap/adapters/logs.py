@@ -8,24 +8,31 @@ and fans a huge file's middle out to one process per CPU.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, BinaryIO
 
 from rankmap.adapters.files import binary_stream, open_regular, utf8_stream
+from rankmap.adapters.matcher import fast_matcher
 from rankmap.errors import InputError
 from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
+from rankmap.explain.docread import DOC_LIMIT
 from rankmap.explain.reader import (
     _SNIFF,
     CHUNK_BYTES,
     EDGE_BYTES,
+    FULL_SCAN_LIMIT,
+    MATCHER_CHUNK_BYTES,
     MAX_LINE,
     WINDOW_BEFORE,
     Line,
+    Matcher,
     _hits,
     _spans,
     check_text,
     clean,
+    matched_spans,
     scan_stream,
 )
 
@@ -40,38 +47,72 @@ class LocalLogs:
     def __init__(self, stdin: Any = None) -> None:
         self._stdin = stdin
 
-    def lines(self, name: str) -> Iterable[Line]:
+    def lines(self, name: str, texts: list[str] | None = None) -> Iterable[Line]:
+        """Candidate lines of one input; ``texts`` receives its decoded text when it is small
+        enough to be read as a document (:data:`DOC_LIMIT`), or the candidate lines of a big
+        one (every signal of the catalogue, bounded)."""
         if name in STDIN_NAMES:
             stream = self._stdin
             if stream is None:
                 raise InputError("stdin: no stream to read the log from")
-            raw = utf8_stream(binary_stream(stream))
-            return scan_stream(raw, "<stdin>", anchors=ANCHORS, join=JOIN_ANCHORS)
-        return _file_lines(name)
+            return _stdin_lines(utf8_stream(binary_stream(stream)), texts)
+        return _file_lines(name, texts)
 
     def source_name(self, name: str) -> str:
         return "<stdin>" if name in STDIN_NAMES else name
 
 
-def _file_lines(name: str) -> Iterator[Line]:
+def _stdin_lines(binary: Any, texts: list[str] | None) -> Iterator[Line]:
+    head = binary.read(DOC_LIMIT + 1) or b""
+    big = len(head) > DOC_LIMIT
+    source: Any = _Chain(head, binary) if big else io.BytesIO(head)
+    if texts is not None and not big:
+        texts.append(head.decode("utf-8", "replace"))
+    lines = scan_stream(
+        source,
+        "<stdin>",
+        anchors=ANCHORS,
+        join=JOIN_ANCHORS,
+        matcher=fast_matcher() if big else None,
+    )
+    return _captured(lines, texts) if texts is not None and big else lines
+
+
+def _file_lines(name: str, texts: list[str] | None = None) -> Iterator[Line]:
     handle, size = open_input(name)
     with handle:
         try:
             utf16 = handle.read(2) in UTF16_BOMS
             handle.seek(0)
+            # the multi-pattern matcher ([fast] extra) pays off on big inputs only
+            matcher = fast_matcher() if size > FULL_SCAN_LIMIT else None
             fast = None
             if not utf16:
                 fast = scan_file_parallel(
-                    name, size, anchors=ANCHORS, core_anchors=CORE_ANCHORS, join=JOIN_ANCHORS
+                    name,
+                    size,
+                    anchors=ANCHORS,
+                    core_anchors=CORE_ANCHORS,
+                    join=JOIN_ANCHORS,
+                    matcher=matcher,
                 )
-            yield from fast or scan_stream(
+            lines = fast or scan_stream(
                 utf8_stream(handle) if utf16 else handle,
                 name,
                 anchors=ANCHORS,
                 core_anchors=CORE_ANCHORS,
                 size=None if utf16 else size,  # decoded UTF-16: scan all of it with every anchor
                 join=JOIN_ANCHORS,
+                matcher=matcher,
             )
+            if texts is not None and size > DOC_LIMIT:
+                lines = _captured(lines, texts)
+            yield from lines
+            if texts is not None and size <= DOC_LIMIT:
+                handle.seek(0)
+                data = handle.read(DOC_LIMIT)
+                stream = utf8_stream(io.BytesIO(data)) if utf16 else io.BytesIO(data)
+                texts.append(stream.read().decode("utf-8", "replace"))
         except OSError as exc:
             raise InputError(f"{name}: cannot read: {exc.strerror or exc}") from None
 
@@ -81,12 +122,18 @@ def open_input(path: str) -> tuple[BinaryIO, int]:
     return open_regular(path, path)
 
 
+_WORKER_MATCHER: Matcher | None = None  # set before the pool forks: inherited by the workers
+
+
 def _scan_segment(
     args: tuple[str, int, int, tuple[bytes, ...], frozenset[bytes]],
 ) -> list[bytes]:
     """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
     path, start, end, anchors, join = args
+    matcher = _WORKER_MATCHER
     out: list[bytes] = []
+    if matcher is not None:
+        return _segment_with_matcher(path, start, end, matcher)
     with open(path, "rb", buffering=0) as f:
         f.seek(start)
         pos = start
@@ -101,9 +148,27 @@ def _scan_segment(
             if limit == 0:
                 limit = max(0, len(buf) - WINDOW_BEFORE)
             region = buf[:limit]
-            hits, joins = _hits(region, anchors, join)
+            hits, joins = matcher.hits(region) if matcher else _hits(region, anchors, join)
             out.extend(region[a:b] for a, b in _spans(region, hits, limit, joins))
             carry = buf[limit:][-MAX_LINE * 4 :]
+    return out
+
+
+def _segment_with_matcher(path: str, start: int, end: int, matcher: Matcher) -> list[bytes]:
+    out: list[bytes] = []
+    with open(path, "rb", buffering=0) as f:
+        f.seek(start)
+        pos, carry = start, b""
+        while True:
+            chunk = f.read(min(MATCHER_CHUNK_BYTES, end - pos)) if pos < end else b""
+            pos += len(chunk)
+            eof = not chunk
+            if eof and not carry:
+                break
+            spans, carry = matched_spans(matcher, carry, chunk, eof)
+            out.extend(spans)
+            if eof:
+                break
     return out
 
 
@@ -121,11 +186,14 @@ def scan_file_parallel(
     anchors: Sequence[bytes],
     core_anchors: Sequence[bytes],
     join: frozenset[bytes] = frozenset(),
+    matcher: Matcher | None = None,
 ) -> Iterator[Line] | None:
     """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
 
-    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``.
+    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``,
+    unless a multi-pattern ``matcher`` searches every pattern in every part.
     """
+    global _WORKER_MATCHER
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < 2:
         return None
@@ -147,11 +215,44 @@ def scan_file_parallel(
     jobs = [(path, 0, head_end, tuple(anchors), join)]
     jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors), join) for i in range(n)]
     jobs.append((path, tail_start, size, tuple(anchors), join))
+    _WORKER_MATCHER = matcher  # the forked workers inherit it (compiled once, in the parent)
     try:
         with ctx.Pool(n) as pool:
             parts = pool.map(_scan_segment, jobs)
     except OSError:
         return None
+    finally:
+        _WORKER_MATCHER = None
     return (
         Line(text, path, None) for part in parts for raw in part if (text := clean(raw)).strip()
     )
+
+
+def _captured(lines: Iterator[Line], texts: list[str]) -> Iterator[Line]:
+    """Pass ``lines`` through, keeping their text (at most DOC_LIMIT) for the catalogue."""
+    kept: list[str] = []
+    room = DOC_LIMIT
+    for line in lines:
+        if room > 0:
+            kept.append(line.text)
+            room -= len(line.text) + 1
+        yield line
+    texts.append("\n".join(kept))
+
+
+class _Chain(io.RawIOBase):
+    """``head`` bytes already read, then the rest of ``tail``."""
+
+    def __init__(self, head: bytes, tail: Any) -> None:
+        self._head = head
+        self._tail = tail
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        data: bytes = self._tail.read(size)
+        return data

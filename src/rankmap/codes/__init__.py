@@ -14,7 +14,15 @@ command finds it.
 
 from __future__ import annotations
 
-from rankmap.codes import check, core, doctor, explain, probe, tools  # noqa: F401  (their define() calls)
+from rankmap.codes import (  # noqa: F401  (their define() calls)
+    check,
+    core,
+    doctor,
+    explain,
+    explain_scored,
+    probe,
+    tools,
+)
 from rankmap.codes.registry import _REGISTRY, CodeInfo, define
 
 __all__ = ["CodeInfo", "all_codes", "define", "lookup", "markdown"]

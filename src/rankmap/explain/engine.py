@@ -9,6 +9,7 @@ whose first finding is the best-supported cause.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +17,11 @@ from typing import Any, Protocol
 
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
+from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
+from rankmap.explain.scoring import rescore, scores_section
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, finding
 from rankmap.model import Host, Placement
@@ -30,18 +33,24 @@ class LogSource(Protocol):
     """Where ``explain`` gets the candidate lines of one input (the real one:
     :class:`rankmap.adapters.logs.LocalLogs`; ``-`` names stdin)."""
 
-    def lines(self, name: str) -> Iterable[Line]: ...
+    def lines(self, name: str, texts: list[str] | None = None) -> Iterable[Line]: ...
 
     def source_name(self, name: str) -> str: ...
 
 
-def read_evidence(paths: Sequence[Path | str], *, logs: LogSource) -> Evidence:
-    """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input."""
+def read_evidence(
+    paths: Sequence[Path | str], *, logs: LogSource, texts: list[str] | None = None
+) -> Evidence:
+    """Scan every input into one :class:`Evidence`; ``InputError`` for unreadable input.
+
+    ``texts``, when given, receives the decoded text of every input small enough to be read as
+    a document (:data:`rankmap.explain.docread.DOC_LIMIT`).
+    """
     ev = Evidence()
     for p in paths or ("-",):
         name = str(p)
         ev.sources.append(logs.source_name(name))
-        ev.add_lines(logs.lines(name))
+        ev.add_lines(logs.lines(name, texts))
     return ev
 
 
@@ -117,18 +126,30 @@ def explain_files(
     """
     if launch:  # a typed command that cannot be split is a usage error before any reading
         _splittable(launch)
-    ev = read_evidence(paths, logs=logs)
+    texts: list[str] = []
+    ev = read_evidence(paths, logs=logs, texts=texts)
+    # what the options say is read as part of the document too (catalogue signals of a launch)
+    flags = ([f"$ {launch}"] if launch else []) + [
+        f"export {k}={v}" for k, v in (env or {}).items()
+    ]
+    if flags:
+        texts.append("\n".join(flags))
+    doc = read_document("\n".join(texts)) if texts else None
     notes: list[str] = []
     typed = bool(launch)
-    if not launch and (pasted := log_launch(ev)):
+    if not launch and doc is not None and doc.launch:
+        launch = doc.launch
+        notes.append(f"launch command taken from the input: {redact_free_text(launch)[:200]}")
+    elif not launch and (pasted := log_launch(ev)):
         launch = pasted
         notes.append(f"launch command taken from the log: {redact_free_text(pasted)[:200]}")
-    gpus = None if machines else log_gpu_count(ev)
+    merged_env = {**(doc.env if doc else {}), **dict(env or {})}
+    gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
-        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the log")
+        notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")
     ctx, _ = build_context(
         launch,
-        env,
+        merged_env,
         machines,
         script,
         log_gpus=gpus,
@@ -136,8 +157,23 @@ def explain_files(
         validate=typed,
         files=files,
     )
+    if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
+        ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
+    report = diagnose(ev, ctx)
+    named = _named(ev, texts, doc.failing_ranks if doc else set())
+    findings, scores = rescore(report.findings, ctx, doc, named=named)
+    report.findings = _dedupe(findings)
+    report.sections["explain"]["scores"] = scores_section(scores)
+    if doc is not None:
+        report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))
+        report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
-    return redact_report(diagnose(ev, ctx))
+    return redact_report(report)
+
+
+# Device selections read from pasted code that are positive evidence (a snippet that does not
+# show set_device says nothing about the rest of the script).
+PASTED_SELECTIONS = ("global_rank", "constant")
 
 
 def diagnose(ev: Evidence, ctx: Context) -> Report:
@@ -176,6 +212,25 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
         placements=_placements(ev, ctx),
         sections={"explain": _section(ev, ctx)},
     )
+
+
+_UUID = re.compile(r"\b(?:MIG|GPU)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failure", "oom")
+
+
+def _named(
+    ev: Evidence, texts: list[str], failing: set[int]
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Ranks the input names as failing (events, torchrun summaries, failure lines of the
+    document) and the GPU/MIG UUIDs in it."""
+    ranks = {e.rank for e in ev.of(*_FAILING) if e.rank is not None} | failing
+    ranks |= {f.rank for f in ev.failures if f.rank is not None}
+    uuids: list[str] = []
+    for text in texts:
+        for m in _UUID.finditer(text[:DOC_LIMIT]):
+            if m.group(0) not in uuids and len(uuids) < 8:
+                uuids.append(m.group(0))
+    return tuple(sorted(ranks)[:64]), tuple(uuids)
 
 
 def _bare_invalid_usage(ev: Evidence) -> bool:
@@ -218,6 +273,21 @@ def _rankmap_finding(ev: Evidence) -> Finding:
     return finding("RM042", title, detail=detail, hosts=hosts[:16])
 
 
+def _warn_placements(ev: Evidence, placed: set[int]) -> list[Placement]:
+    """Ranks named only by a duplicate-GPU WARN: the host of the line and the shared GPU."""
+    from rankmap.pci import try_normalize_bus_id
+
+    out: list[Placement] = []
+    for e in ev.of("duplicate_gpu"):
+        for r in e.ranks:
+            if r in placed:
+                continue
+            placed.add(r)
+            bus = try_normalize_bus_id(e.bus_id)
+            out.append(Placement(rank=r, node=e.host, pci_bus_id=bus, source="nccl-warn"))
+    return out
+
+
 def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
     out = []
     for p in ev.rankmap.placements():
@@ -231,7 +301,7 @@ def _placements(ev: Evidence, ctx: Context) -> list[Placement]:
                     nvml_index=p.nvml_index if p.nvml_index is not None else g.nvml_index,
                 )
         out.append(p)
-    return out
+    return out + _warn_placements(ev, {p.rank for p in out})
 
 
 def _section(ev: Evidence, ctx: Context) -> dict[str, Any]:

@@ -70,15 +70,15 @@ class Event:
 _R = re.compile  # short alias for the table below
 
 _DUPLICATE = _R(
-    r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device "
-    r"(?P<bus>[0-9a-fA-F]+)"
+    r"Duplicate GPU detected\s*:\s*rank (?P<a>\d+) and rank (?P<b>\d+) both on CUDA device"
+    r"(?: (?P<bus>[0-9a-fA-F]+))?"
 )
 _WARN_LOC = _R(r"^(?:(?P<file>[\w./-]+):(?P<line>\d+) )?NCCL WARN ")
 _MULTI = _R(r"Multiple Ranks are using the same GPU/Partition")
 _INIT = _R(
     r"(?:\[Rank (?P<r0>\d+)\] )?(?:(?P<api>nccl\w+) )?comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) "
     r"rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cuda>\d+)"
-    r"(?: nvmlDev (?P<nvml>\d+))? busId (?P<bus>[0-9a-fA-F]+)"
+    r"(?: nvmlDev (?P<nvml>\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?"
     r"(?P<rest>.*?)\s*- Init (?P<phase>START|COMPLETE)"
 )
 _COMMID = _R(r"commId (?P<id>0x[0-9a-fA-F]+)")
@@ -181,7 +181,7 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
                 line,
                 pre,
                 ranks=(saturating_int(m.group("a")), saturating_int(m.group("b"))),
-                bus_id=m.group("bus").lower(),
+                bus_id=(m.group("bus") or "").lower() or None,
                 version=version,
                 values={"rank": m.group("a"), "init_line": loc.group("line") if loc else None},
             )
@@ -205,7 +205,8 @@ def _nccl_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
             "parent": pm.group("p") if pm else None,
             "api": m.group("api"),
         }
-        return [_ev("init", line, pre, bus_id=m.group("bus").lower(), values=vals)]
+        bus = m.group("bus")  # NCCL <= 2.6 printed no busId (cudaDev/nvmlDev only)
+        return [_ev("init", line, pre, bus_id=bus.lower() if bus else None, values=vals)]
     m = _MISMATCH.search(msg)
     if m:
         vals = {"va": m.group("va"), "vb": m.group("vb")}

@@ -18,7 +18,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from rankmap.errors import InputError
 
@@ -34,6 +34,12 @@ _NBSP = b"\xc2\xa0"  # U+00A0 in UTF-8
 JOIN_MAX = 512  # a neighbouring line this short may be the rest of a terminal-wrapped message
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+
+
+class Matcher(Protocol):
+    """A multi-pattern matcher: hit positions in a buffer, and those of wrap-prone messages."""
+
+    def hits(self, buf: bytes) -> tuple[list[int], set[int]]: ...
 
 
 @dataclass(frozen=True)
@@ -174,15 +180,22 @@ def scan_stream(
     size: int | None = None,
     count_lines: bool | None = None,
     join: frozenset[bytes] = frozenset(),
+    matcher: Matcher | None = None,
 ) -> Iterator[Line]:
     """Yield the lines of ``stream`` that contain an anchor, in input order.
 
     ``core_anchors`` are used for the middle of inputs larger than :data:`FULL_SCAN_LIMIT`
-    (``size`` must then be known). Raises :class:`InputError` for binary input.
+    (``size`` must then be known), unless a multi-pattern ``matcher`` (the ``[fast]`` extra,
+    :mod:`rankmap.adapters.matcher`) searches every pattern everywhere. Raises
+    :class:`InputError` for binary input.
     """
-    full = size is None or size <= FULL_SCAN_LIMIT or core_anchors is None
+    small = size is None or size <= FULL_SCAN_LIMIT or core_anchors is None
+    if matcher is not None and not small:
+        yield from _scan_with_matcher(stream, source, matcher)
+        return
+    full = small
     if count_lines is None:
-        count_lines = full
+        count_lines = small
     offset = 0  # absolute offset of buf[0]
     lineno = 1  # line number at buf[0]
     carry = b""
@@ -203,15 +216,17 @@ def scan_stream(
             if limit == 0:  # no newline at all: a long line; process all but a window tail
                 limit = max(0, len(buf) - WINDOW_BEFORE)
         use = anchors
-        if not full and size is not None:
-            in_edge = offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES
-            use = anchors if in_edge else (core_anchors or anchors)
+        in_edge = small or (
+            size is not None and (offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES)
+        )
+        if not full and not in_edge:
+            use = core_anchors or anchors
         region = buf[:limit] if limit < len(buf) else buf
         consumed = limit
-        if use is anchors and _NBSP in region:  # rich-text pastes: anchors contain plain spaces
+        if use is anchors and in_edge and _NBSP in region:  # rich-text pastes: plain spaces
             region = region.replace(_NBSP, b" ")
             limit = len(region)
-        hits, joins = _hits(region, use, join)
+        hits, joins = matcher.hits(region) if matcher is not None else _hits(region, use, join)
         prev = 0
         for start, end in _spans(region, hits, limit, joins):
             if count_lines:
@@ -228,6 +243,59 @@ def scan_stream(
             break
         if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
             carry = carry[-MAX_LINE:]
+
+
+def matched_spans(
+    matcher: Matcher, carry: bytes, chunk: bytes, eof: bool
+) -> tuple[list[bytes], bytes]:
+    """Candidate line spans of ``carry + chunk`` without copying the chunk; the new carry.
+
+    The matcher scans ``chunk`` in place (one pass over memory, the cost that matters on big
+    files); the partial line carried over from the previous chunk is joined to the first line
+    of this one and scanned on its own.
+    """
+    out: list[bytes] = []
+    first_nl = chunk.find(b"\n")
+    if first_nl == -1:  # no line end in this chunk: all of it continues the carried line
+        buf = carry + chunk
+        if not eof:
+            return out, buf[-MAX_LINE * 4 :]
+        first_nl = len(chunk) - 1
+    head = carry + chunk[: first_nl + 1]
+    if head.strip():
+        hits, joins = matcher.hits(head)
+        out.extend(head[a:b] for a, b in _spans(head, hits, len(head), joins))
+    body_end = len(chunk) if eof else chunk.rfind(b"\n") + 1
+    if body_end > first_nl + 1:
+        hits, joins = matcher.hits(chunk)
+        lo = first_nl + 1
+        inside = [h for h in hits if lo <= h < body_end]
+        out.extend(chunk[max(a, lo) : b] for a, b in _spans(chunk, inside, body_end, joins))
+    return out, b"" if eof else chunk[body_end:][-MAX_LINE * 4 :]
+
+
+def _scan_with_matcher(stream: BinaryIO, source: str, matcher: Matcher) -> Iterator[Line]:
+    """:func:`scan_stream` for big inputs with a multi-pattern matcher (every pattern)."""
+    carry = b""
+    first = True
+    while True:
+        chunk = stream.read(MATCHER_CHUNK_BYTES)
+        if first:
+            check_text(chunk, source)
+            first = False
+        eof = not chunk
+        if eof and not carry:
+            break
+        spans, carry = matched_spans(matcher, carry, chunk or b"", eof)
+        for raw in spans:
+            text = clean(raw)
+            if text.strip():
+                yield Line(text, source, None)
+        if eof:
+            break
+
+
+MATCHER_CHUNK_BYTES = 16 * 1024 * 1024
 
 
 def iter_text_lines(text: str, source: str = "<text>") -> Iterable[Line]:

@@ -81,12 +81,21 @@ def _host(doc: Any, *, source: str, pos: int, description: str | None) -> Host:
         identity=identity,
         driver_version=_str(doc.get("driver_version")),
         cuda_driver_version=_str(doc.get("cuda_driver_version")),
-        cuda_fastest_first=tuple(int(i) for i in order) if isinstance(order, list) else None,
+        cuda_fastest_first=_index_list(order, where=f"{where}.cuda_fastest_first"),
         view=_str(doc.get("view")) or "host",
         source=_str(doc.get("source")) or source,
         description=_str(doc.get("description")) or description,
         topology=doc.get("topology"),
     )
+
+
+def _index_list(value: Any, *, where: str) -> tuple[int, ...] | None:
+    """A list of NVML indices, or ``None`` when absent; ``InputError`` for anything else."""
+    if not isinstance(value, list):
+        return None
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 4096 for i in value):
+        raise InputError(f"{where} must be a list of GPU indices")
+    return tuple(value)
 
 
 def _gpu(doc: Any, *, where: str) -> Gpu:

@@ -145,6 +145,13 @@ def _mig_rows(text: str, migs: dict[int, list[MigDevice]]) -> None:
         )
 
 
+def process_rows(text: str) -> list[tuple[int, GpuProcess]]:
+    """(nvidia-smi GPU index, process) of every row of a pasted process table."""
+    procs: dict[int, list[GpuProcess]] = {}
+    _process_rows(text, procs)
+    return [(index, proc) for index, ps in procs.items() for proc in ps]
+
+
 def _process_rows(text: str, procs: dict[int, list[GpuProcess]]) -> None:
     for match in _PROC_ROW.finditer(text):
         memory = match.group(5).replace(" ", "")

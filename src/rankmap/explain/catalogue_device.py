@@ -1,0 +1,209 @@
+"""Catalogue signals about devices: visibility, MIG, containers, host identity, per-process
+binding, the rank used as the device, GPU 0 symptoms, oversubscription (see signal_model)."""
+
+from __future__ import annotations
+
+from rankmap.explain.signal_model import (
+    CODE,
+    CUDA_DEV,
+    LAUNCHERS,
+    NCCL,
+    NOT_PROSE,
+    PROSE,
+    PT,
+    TEXT,
+    Signal,
+)
+from rankmap.explain.signal_model import sig as _s
+
+# fmt: off
+DEVICE_SIGNALS: tuple[Signal, ...] = (
+    # --- invalid device / visibility, every framework's spelling --------------------------------
+    _s("hip-invalid-device", r"hipErrorInvalidDevice|HIP error: invalid device ordinal",
+       {"oversubscribed": 2, "visible_devices_mismatch": 2, "per_process_visible_devices": 1},
+       "ROCm HIP runtime: hipErrorInvalidDevice is CUDA's invalid device ordinal "
+       "(https://rocm.docs.amd.com/projects/HIP/en/latest/reference/error_codes.html)",
+       failure=True, framework="rocm"),
+    _s("xla-invalid-device", r"CUDA_ERROR_INVALID_DEVICE",
+       {"per_process_visible_devices": 2, "oversubscribed": 2, "visible_devices_mismatch": 1},
+       f"{CUDA_DEV} §1: an index >= the visible count; JAX defaults to all local GPUs per process",
+       failure=True, framework="jax"),
+    _s("uuid-as-int", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-",
+       {"visible_devices_mismatch": 6, "mig": 1},
+       f"{CUDA_DEV} §1: CUDA_VISIBLE_DEVICES may hold GPU-/MIG- UUIDs; code that parses "
+       "entries as integers fails (https://github.com/vllm-project/vllm/issues/13815)",
+       failure=True),
+    _s("mig-uuid-int", r"MIG-[0-9a-f]{8}-[0-9a-f-]+'?\s*(?:is not|cannot be|invalid)",
+       {"mig": 4, "visible_devices_mismatch": 2}, f"{NCCL} (c): MIG instances are named by UUID",
+       failure=True),
+    _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
+       r"|Found no NVIDIA driver|torch\.cuda\.is_available\(\) (?:is|returns?) False"
+       r"|No CUDA GPUs are available",
+       {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
+       f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
+       "(a container started without GPUs)", failure=True),
+    _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
+       f"{CUDA_DEV} §1"),
+    _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?\s*=\s*['\"]?\d", {"visible_devices_mismatch": 1},
+       f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
+    _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignored|not (?:work|respected|"
+       r"honou?red|passed)|always|overwrit|overrid)", {"visible_devices_mismatch": 4},
+       f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
+       failure=True),
+    _s("device-count-wrong", r"device_count\(\)[^\n]{0,40}(?:only|returns?|shows?|is) "
+       r"(?:only )?(?:1|one|0)\b|(?:sees?|detects?|shows?) only (?:one|1) gpu",
+       {"mig": 2, "visible_devices_mismatch": 2, "container_mapping": 1}, f"{CUDA_DEV} §1",
+       failure=True),
+    _s("cvd-set-in-code", r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
+       r"os\.environ\.setdefault\(\s*['\"]CUDA_VISIBLE_DEVICES",
+       {"visible_devices_mismatch": 3},
+       f"{CUDA_DEV} §1: CVD is read once when CUDA initialises; setting it in code after that, "
+       "or per process, renumbers devices", where=CODE),
+    _s("hip-visible", r"HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES",
+       {"visible_devices_mismatch": 3, "per_process_visible_devices": 1},
+       "ROCm: HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES narrow and renumber GPUs like "
+       "CUDA_VISIBLE_DEVICES (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html)",
+       framework="rocm"),
+    _s("tf-visible-list", r"visible_device_list", {"visible_devices_mismatch": 4},
+       "TensorFlow GPUOptions.visible_device_list renumbers like CUDA_VISIBLE_DEVICES "
+       "(https://www.tensorflow.org/api_docs/python/tf/compat/v1/GPUOptions)",
+       framework="tensorflow"),
+    _s("device-order", r"CUDA_DEVICE_ORDER|FASTEST_FIRST", {"visible_devices_mismatch": 3},
+       f"{CUDA_DEV} §2: CUDA's default order is fastest first, nvidia-smi's is PCI bus order"),
+    _s("physical-id", r"physical[_ ]device[_ ]id|device_id_to_physical",
+       {"visible_devices_mismatch": 2}, f"{CUDA_DEV} §1: logical -> physical index"),
+    # --- MIG ------------------------------------------------------------------------------------
+    _s("mig-profile", r"\bmig-\d+g\.\d+gb\b|\b\d+g\.\d+gb\b", {"mig": 5},
+       f"{NCCL} (c): MIG profiles are named <slices>g.<mem>gb"),
+    _s("mig-uuid", r"\bMIG-(?:GPU-)?[0-9a-f]{8}", {"mig": 4}, f"{NCCL} (c)", case=True),
+    _s("mig-mode", r"\bMIG(?: mode)?\s+(?:is\s+)?(?:enabled|on)\b|\bMIG (?:instance|device|slice|"
+       r"partition)s?\b|\bmulti-instance gpu", {"mig": 4}, f"{NCCL} (c)"),
+    _s("mig-word", r"\bMIG\b", {"mig": 3}, f"{NCCL} (c)", case=True),
+    # --- containers / Kubernetes ----------------------------------------------------------------
+    _s("nvidia-visible", r"NVIDIA_VISIBLE_DEVICES", {"container_mapping": 3},
+       f"{CUDA_DEV} §3: the container toolkit exposes the GPUs NVIDIA_VISIBLE_DEVICES names"),
+    _s("k8s-gpu-resource", r"nvidia\.com/gpu|amd\.com/gpu", {"container_mapping": 3},
+       f"{CUDA_DEV} §4: the device plugin allocates GPUs per container"),
+    _s("k8s-mig-resource", r"nvidia\.com/mig-", {"mig": 4, "container_mapping": 2},
+       f"{CUDA_DEV} §4 / {NCCL} (c): MIG strategy of the device plugin"),
+    _s("device-plugin", r"device[- ]plugin|kubelet|gpu-operator", {"container_mapping": 3},
+       f"{CUDA_DEV} §4"),
+    _s("docker-daemon", r"Error response from daemon|could not select device driver|"
+       r"unknown or invalid runtime name: nvidia|device_ids|count: all",
+       {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
+    _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
+       r"nvidia-container|container toolkit|docker-compose|docker compose",
+       {"container_mapping": 2}, f"{CUDA_DEV} §3"),
+    _s("docker-word", r"\bdocker\b|\bcontainers?\b", {"container_mapping": 1}, f"{CUDA_DEV} §3"),
+    _s("inside-container", r"(?:inside|in) (?:a |the |my )?(?:docker|container|pod)s?\b|"
+       r"\bpods?\b", {"container_mapping": 1, "host_identity": 1}, f"{CUDA_DEV} §3-4",
+       where=PROSE),
+    _s("privileged", r"--privileged|privileged: true|\bprivileged\b", {"container_mapping": 2},
+       f"{CUDA_DEV} §3: a privileged container sees every GPU of the host"),
+    _s("nvml-unknown", r"Failed to initialize NVML: Unknown Error", {"container_mapping": 6},
+       "Containers lose their GPU devices after a systemd cgroup reload "
+       "(https://github.com/NVIDIA/nvidia-docker/issues/1671)", failure=True),
+    _s("cgroup", r"\bcgroups?\b|devices\.allow", {"container_mapping": 2}, f"{CUDA_DEV} §3"),
+    # --- host identity --------------------------------------------------------------------------
+    _s("same-hostname", r"same host ?name|identical host ?names?|hostnames? (?:are|is) (?:the )?"
+       r"(?:same|identical)|same /etc/hostname|--hostname|hostNetwork|host network",
+       {"host_identity": 5, "container_mapping": 1},
+       f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
+    _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
+       f"{NCCL} (b)"),
+    _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"
+       r"hostlist|short host ?name|/etc/hosts", {"host_identity": 3}, f"{NCCL} (b)"),
+    _s("two-pods-one-node", r"(?:two|2|multiple|several) (?:pods|containers) (?:on|in) "
+       r"(?:the same|one|a single) (?:node|host|machine)", {"host_identity": 3,
+       "container_mapping": 3}, f"{NCCL} (b): containers of one machine share boot_id"),
+    _s("p2p-ipc", r"via P2P/IPC|via SHM|P2P/IPC/read", {"host_identity": 1, "other": 1},
+       f"{NCCL} (d): NCCL picked an intra-host transport"),
+    # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
+    _s("gpus-per-task", r"--gpus-per-task|gpus_per_task|SLURM_GPUS_PER_TASK|--gpu-bind|"
+       r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
+       f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
+    _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|num_gpus\s*=|"
+       r"RayTaskError|ray\.exceptions|RayActorError|"
+       r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
+       f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
+       framework="ray"),
+    _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 4},
+       "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
+       "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
+    _s("jax-distributed", r"jax\.distributed|local_device_ids|jax\.local_devices",
+       {"per_process_visible_devices": 2},
+       "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
+       "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
+    _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
+       r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
+       r"process[- ]per[- ](?:gpu|device)|"
+       r"each (?:process|"
+       r"task|worker) (?:only )?sees? (?:only )?(?:one|a single|its own) gpu",
+       {"per_process_visible_devices": 3}, f"{LAUNCHERS} §5, §8"),
+    _s("mpi-local", r"OMPI_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID|jsrun|--map-by|-npernode|"
+       r"mpi4py|mpi4jax|PMI_RANK", {"launcher_config": 1, "per_process_visible_devices": 1},
+       f"{LAUNCHERS} §6: MPI launchers set no LOCAL_RANK or CUDA_VISIBLE_DEVICES",
+       framework="mpi"),
+    # --- global rank as device ------------------------------------------------------------------
+    _s("rank-as-device-code", r"set_device\(\s*(?:args\.|self\.|opt\.|config\.)?(?:global_)?rank\s*\)|"
+       r"cuda:\{?\s*(?:args\.|self\.)?(?:global_)?rank\s*\}?['\"]|"
+       r"device_ids\s*=\s*\[\s*(?:args\.|self\.)?rank\s*\]|"
+       r"set_device\(\s*(?:dist\.|torch\.distributed\.)?get_rank\(\)|"
+       r"set_device\(\s*int\(os\.environ\[['\"](?:RANK|SLURM_PROCID)['\"]\]|"
+       r"Device\(\s*(?:self\.|args\.)?(?:hvd_|global_)?rank\s*\)|hvd\.rank\(\)\s*\)",
+       {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",
+       where=NOT_PROSE),
+    _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
+       r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
+       r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
+       r"global rank as (?:the )?device|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
+       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)",
+       {"global_rank_as_device": 4}, f"{PT} §1"),
+    _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
+       r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
+       {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
+    # --- no set_device / everything on GPU 0 ----------------------------------------------------
+    _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
+       r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b|"
+       r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
+       r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
+       r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
+       r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
+       r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
+       r"(?:memory|space|contexts?|threads|processes|instances)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
+       r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|(?:stuck|piled?|all) on (?:the )?"
+       r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
+       {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
+       failure=True),
+    _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
+       r"heavier) than|(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b",
+       {"no_set_device": 3, "other": 1}, f"{PT} §1: work that lands on cuda:0 of every rank",
+       failure=True),
+    _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"
+       r"\.cuda\(\s*\)|torch\.device\(\s*['\"]cuda['\"]\s*\)",
+       {"no_set_device": 2}, f"{PT} §1: 'cuda' without an index is the current device, cuda:0 "
+       "unless set_device was called", where=NOT_PROSE),
+    _s("torch-load-no-map", r"torch\.load\((?![^)\n]*map_location)[^)\n]*\)",
+       {"other": 2, "no_set_device": 1},
+       "torch.load restores tensors to the device they were saved from (GPU 0) unless "
+       "map_location is given (https://pytorch.org/docs/stable/generated/torch.load.html)",
+       where=NOT_PROSE),
+    _s("map-location", r"map_location", {"other": 2, "no_set_device": 1},
+       "https://pytorch.org/docs/stable/generated/torch.load.html"),
+    _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
+    _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
+       r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
+       r"on the same (?:gpu|device|cuda device)",
+       {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
+       f"{NCCL} (a): two ranks on one GPU", failure=True),
+    _s("same-local-rank", r"local[_ ]rank (?:is |as |=\s*)?0 (?:on|for|in) (?:both|all|every)|"
+       r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
+       {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),
+    # --- oversubscription -----------------------------------------------------------------------
+    _s("more-procs-than-gpus", r"more (?:processes|ranks|workers)(?: per node)? than (?:gpus|"
+       r"devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
+       r"only (?:have|has) (?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
+       r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)",
+       {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU"),
+)
+# fmt: on

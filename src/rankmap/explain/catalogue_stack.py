@@ -1,0 +1,111 @@
+"""Catalogue signals about the software stack: launchers and frameworks, CUDA/driver/NCCL/arch
+versions, GPU peer access / IPC / NVSHMEM, framework identification (see signal_model)."""
+
+from __future__ import annotations
+
+from rankmap.explain.signal_model import (
+    LAUNCHERS,
+    NCCL,
+    TEXT,
+    Signal,
+)
+from rankmap.explain.signal_model import sig as _s
+
+# fmt: off
+STACK_SIGNALS: tuple[Signal, ...] = (
+    # --- launcher / framework configuration -----------------------------------------------------
+    _s("unrecognized-args", r"unrecognized arguments?:|error: unrecognized|no such option|"
+       r"unexpected keyword argument|got an unexpected", {"launcher_config": 4},
+       f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
+       failure=True),
+    _s("rank-out-of-range", r"Invalid rank \d+, rank should be in the interval|rank \d+ is out of "
+       r"range|rank should be (?:in|less than)", {"launcher_config": 5, "oversubscribed": 1},
+       f"{LAUNCHERS} §5, §7: more tasks were started than the framework's world size",
+       failure=True),
+    _s("local-rank-arg", r"--local[-_]rank", {"launcher_config": 3},
+       f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
+    _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
+       f"{LAUNCHERS} §2"),
+    _s("accelerate-config", r"accelerate config|distributed_type|num_processes|gpu_ids|"
+       r"default_config\.yaml", {"launcher_config": 3}, f"{LAUNCHERS} §3"),
+    _s("deepspeed-include", r"--include|--exclude|hostfile|\bslots\s*=|--num_gpus",
+       {"launcher_config": 2}, f"{LAUNCHERS} §4"),
+    _s("lightning", r"ddp_spawn|strategy\s*=\s*['\"]ddp|Trainer\([^)]*(?:gpus|devices)\s*=|"
+       r"num_nodes\s*=|--gpus[ =]\d+,|initializing ddp|initializing distributed:",
+       {"launcher_config": 2}, f"{LAUNCHERS} §7: Lightning's gpus/devices/strategy settings",
+       framework="lightning"),
+    _s("horovod", r"horovodrun|hvd\.local_rank|hvd\.init|horovod", {"launcher_config": 1},
+       "Horovod: pin each process with hvd.local_rank() "
+       "(https://horovod.readthedocs.io/en/stable/pytorch.html)", framework="horovod"),
+    _s("master-addr", r"MASTER_ADDR|MASTER_PORT|init_method|env://|rdzv", {"launcher_config": 1},
+       f"{LAUNCHERS} §1"),
+    _s("spawn-independent", r"mp\.spawn|multiprocessing\.spawn|torch\.multiprocessing",
+       {"launcher_config": 1, "no_set_device": 1}, f"{LAUNCHERS} §1"),
+    # --- versions: CUDA / driver / NCCL / arch --------------------------------------------------
+    _s("no-kernel-image", r"no kernel image is available|not compatible with the current PyTorch "
+       r"installation|CUDA capability sm_\d+ is not compatible|sm_\d+ is not compatible|"
+       r"no binary for gpu|hipErrorNoBinaryForGpu|invalid device function|"
+       r"cudaErrorNoKernelImageForDevice",
+       {"version_mismatch": 6}, f"{NCCL} (g): binaries carry code for a list of architectures",
+       failure=True),
+    _s("driver-too-old", r"driver version is insufficient|CUDA driver version is insufficient|"
+       r"NVIDIA driver on your system is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|"
+       r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility|"
+       r"Driver/library version mismatch|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|ptxas[^\n]{0,80}"
+       r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old",
+       {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
+    _s("gfx-arch", r"\bgfx\d{3,4}", {"version_mismatch": 1},
+       "ROCm GPU architecture names (https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)"),
+    _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION", {"version_mismatch": 4},
+       "ROCm: the code objects of a wheel are built per gfx architecture "
+       "(https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)", framework="rocm"),
+    _s("cudnn", r"CuDNN library|cudnn[^\n]{0,40}(?:version|mismatch|not found|compiled)|"
+       r"Loaded runtime CuDNN|libcudart\.so\.\d+[^\n]{0,40}(?:not found|cannot open)|"
+       r"Could not load dynamic library 'lib(?:cudart|cublas|cudnn)",
+       {"version_mismatch": 4}, "TensorFlow/PyTorch builds pin CUDA/cuDNN versions "
+       "(https://www.tensorflow.org/install/source#gpu)", failure=True),
+    _s("upgraded-driver", r"after (?:upgrading|updating|installing) (?:the |my |nvidia )*driver|"
+       r"(?:driver|cuda|nccl) (?:upgrade|update)d?|(?:downgrad|upgrad)(?:e|ed|ing) "
+       r"(?:to )?(?:the )?(?:driver|cuda|nccl|torch|pytorch)",
+       {"version_mismatch": 3}, f"{NCCL} (g)", where=TEXT),
+    _s("cuda-versions", r"torch\.version\.cuda|nvcc --version|cu1\d{2}\b|\+cu\d{3}|CUDA Version: "
+       r"\d+\.\d|cuda[- ]?toolkit", {"version_mismatch": 1}, f"{NCCL} (g)"),
+    _s("ofed", r"MLNX_OFED|HPC-X|hpcx|OFED version", {"version_mismatch": 2}, f"{NCCL} (g)"),
+    _s("nccl-version-mismatch", r"NCCL version mismatch|different NCCL versions?|libnccl[^\n]{0,30}"
+       r"(?:mismatch|conflict)", {"version_mismatch": 5}, f"{NCCL} (e)", failure=True),
+    # --- GPU peer access / IPC / NVSHMEM (category other unless identity is wrong) ---------------
+    _s("peer-access", r"peer access (?:is )?not (?:supported|enabled)|cudaErrorPeerAccess|"
+       r"peer mapping resources exhausted|canAccessPeer|can_device_access_peer|"
+       r"p2p (?:access )?(?:is )?not supported",
+       {"other": 4}, "CUDA peer access between GPUs depends on topology/IOMMU "
+       "(https://docs.nvidia.com/cuda/cuda-c-programming-guide/#peer-to-peer-memory-access)",
+       failure=True),
+    _s("custom-allreduce", r"custom[ _-]?all[ _-]?reduce", {"other": 4},
+       "vLLM/TensorRT-LLM custom all-reduce needs GPU peer access "
+       "(https://docs.vllm.ai/en/latest/serving/distributed_serving.html)"),
+    _s("iommu", r"\biommu\b|ACS (?:enabled|override)|pci=noats", {"other": 4},
+       "NCCL troubleshooting: IOMMU/ACS block GPU peer traffic "
+       "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"),
+    _s("p2p-disable", r"NCCL_P2P_DISABLE|NCCL_P2P_LEVEL|NCCL_SHM_DISABLE", {"other": 2},
+       f"{NCCL} (f)"),
+    _s("cuda-ipc", r"cudaIpc\w*|IPC handle|invalid resource handle|CUDA IPC",
+       {"other": 3, "container_mapping": 1, "host_identity": 1},
+       f"{NCCL} (b): P2P/IPC is chosen for ranks NCCL takes for one host", failure=True),
+    _s("nvshmem", r"nvshmem|DeepEP|IBGDA|gdrcopy", {"other": 3, "container_mapping": 1},
+       "NVSHMEM needs peer/RDMA access inside the container "
+       "(https://docs.nvidia.com/nvshmem/api/faq.html)", framework="nvshmem"),
+    _s("hang-first-collective", r"\b(?:hangs?|hung|hanging|stuck|freez(?:e|es|ing))\b",
+       {"other": 1, "host_identity": 1}, f"{NCCL} (d): a hang at the first collective",
+       failure=True, where=TEXT),
+    _s("nccl-generic-error", r"NCCL (?:error|WARN)|ncclUnhandledCudaError|ncclSystemError|"
+       r"unhandled cuda error|unhandled system error|RCCL|nccl-tests|all_reduce_perf",
+       {"other": 1}, f"{NCCL} (e)", failure=True),
+    # --- frameworks (identify only) --------------------------------------------------------------
+    _s("vllm", r"\bvllm\b|VllmWorker|EngineCore|tensor[-_]parallel[-_]size", {},
+       "vLLM", framework="vllm"),
+    _s("sglang", r"\bsglang\b|sgl_kernel", {}, "SGLang", framework="sglang"),
+    _s("cupy", r"\bcupy\b|cupy_backends", {"version_mismatch": 1}, "CuPy", framework="cupy"),
+    _s("tensorflow", r"\btensorflow\b|tf\.config|tf\.distribute", {}, "TensorFlow",
+       framework="tensorflow"),
+)
+# fmt: on

@@ -1,0 +1,275 @@
+"""Read every segment of a pasted document with the engine made for it.
+
+- every segment -> the signal catalogue (:mod:`rankmap.explain.catalogue`), per segment kind;
+- ``code`` -> ``check``'s script analysis (:func:`rankmap.check.script_scan.scan_script`);
+- ``shell`` -> launch command candidates (simulated later by ``check`` through the context);
+- ``env`` -> environment assignments; ``smi`` -> :func:`rankmap.inventory.parse_machine_text`;
+- ``config`` -> YAML/JSON (accelerate, DeepSpeed, Kubernetes keys).
+
+The log segments are read by the line reader as before (:mod:`rankmap.explain.reader`); this
+module adds what the rest of the paste says. Pure: text in, :class:`DocFacts` out; never raises
+on any text (parsers' errors become "not read").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rankmap.explain.catalogue import SIGNALS, Signal
+from rankmap.explain.document import (
+    LAUNCHER_WORDS,
+    Segment,
+    env_assignments,
+    shell_commands,
+    split_document,
+)
+
+DOC_LIMIT = 4 * 1024 * 1024  # bigger inputs are read by the line reader only
+MAX_CONFIG_CHARS = 64 * 1024
+_SIMULATED = re.compile(
+    r"^(?:(?:env\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:torchrun|python[\d.]*\s+-m\s+torch\."
+    r"distributed\.(?:launch|run)|accelerate\s+launch|deepspeed|srun|mpirun|mpiexec)\s"
+)
+_ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
+_GPU_COUNT = re.compile(
+    r"\b(?P<n>\d{1,2}|one|two|three|four|eight)\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)\b", re.I
+)
+# Substrings (lowercase) of a text that reports a failure; a gate for best guesses only.
+FAIL_KEYS = (
+    "traceback", "error", "exception", "fail", "crash", " hang", "stuck", "does not work",
+    "doesn't work", "not working", "can't", "cannot", "unable to", "wrong", " bug", "[bug",
+    "fix", "issue", "instead of", "even though", "expected behav", "only use", "waste",
+    "bottleneck", "busy", "solved", "unbalanced", "higher than",
+)  # fmt: skip
+
+
+def _failed(text: str) -> bool:
+    low = text[:DOC_LIMIT].lower()
+    return any(k in low for k in FAIL_KEYS)
+
+
+_RANK_ON_FAILURE = re.compile(r"(?:\[rank(\d+)\]|\b[Rr]ank[ =:]?(\d+)\b|--local[_-]rank[= ](\d+))")
+_FAILURE_LINE = re.compile(
+    r"error|fail|invalid|terminat|exception|abort|killed|unrecognized|ordinal", re.IGNORECASE
+)
+
+
+def _failing_ranks(seg: Segment, facts: DocFacts) -> None:
+    """Ranks a failure line names (``[rank3]:``, ``rank 4``, ``--local_rank=2``)."""
+    for _, line in seg.lines()[:5000]:
+        if "ank" not in line or not _FAILURE_LINE.search(line) or "nranks" in line:
+            continue
+        for m in _RANK_ON_FAILURE.finditer(line):
+            num = next(g for g in m.groups() if g is not None)
+            if len(facts.failing_ranks) < 64 and len(num) < 6:
+                facts.failing_ranks.add(int(num))
+
+
+_HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
+_NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
+_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One signal found in one segment."""
+
+    signal: Signal
+    segment: str  # the segment kind
+    where: str  # source:line
+    excerpt: str
+
+
+@dataclass
+class DocFacts:
+    """What the non-log parts of the input say (all optional)."""
+
+    hits: dict[str, Hit] = field(default_factory=dict)  # first hit per signal id
+    counts: Counter[str] = field(default_factory=Counter)
+    segments: Counter[str] = field(default_factory=Counter)
+    launch: str | None = None  # the last simulated-launcher command line
+    commands: list[str] = field(default_factory=list)  # every launch-like command
+    env: dict[str, str] = field(default_factory=dict)
+    code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
+    code_call: str | None = None
+    smi_gpus: int | None = None
+    stated_gpus: int | None = None  # "2 GPUs" in the prose
+    config: dict[str, Any] = field(default_factory=dict)
+    frameworks: list[str] = field(default_factory=list)
+    failed: bool = False  # something failed (an error line, a traceback, "does not work")
+    hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
+    gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
+    gpu0_quote: str | None = None
+    shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
+    smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
+    failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
+
+
+def read_document(text: str, source: str = "<stdin>") -> DocFacts:
+    """Segment ``text`` and read each segment; bounded by :data:`DOC_LIMIT`."""
+    facts = DocFacts()
+    for seg in split_document(text[:DOC_LIMIT]):
+        facts.segments[seg.kind] += 1
+        _signals(seg, source, facts)
+        if not facts.failed and _failed(seg.text):
+            facts.failed = True
+        if seg.kind in ("log", "smi") and len(facts.failing_ranks) < 64:
+            _failing_ranks(seg, facts)
+        if seg.kind == "shell":
+            _shell(seg, facts)
+        elif seg.kind == "env":
+            facts.env.update(env_assignments(seg))
+        elif seg.kind == "code":
+            _code(seg, facts)
+        elif seg.kind == "smi":
+            _smi(seg, source, facts)
+        elif seg.kind == "config":
+            _config(seg, facts)
+        elif seg.kind == "prose" and facts.stated_gpus is None:
+            m = _GPU_COUNT.search(seg.text)
+            if m:
+                n = m.group("n").lower()
+                facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
+    return facts
+
+
+def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
+    lowered = seg.text.lower()
+    exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
+    for sig in SIGNALS:
+        if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
+            continue
+        m = _search(sig, seg.text, lowered) if exact else sig.pattern.search(seg.text)
+        if not m:
+            continue
+        facts.counts[sig.id] += 1
+        if sig.framework and sig.framework not in facts.frameworks:
+            facts.frameworks.append(sig.framework)
+        if sig.id in facts.hits:
+            continue
+        line_no = seg.first_line + seg.text.count("\n", 0, m.start())
+        start = seg.text.rfind("\n", 0, m.start()) + 1
+        end = seg.text.find("\n", m.end())
+        line = seg.text[start : end if end != -1 else len(seg.text)].strip()
+        facts.hits[sig.id] = Hit(sig, seg.kind, f"{source}:{line_no}", line[:240])
+
+
+MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
+
+
+def _search(sig: Signal, text: str, lowered: str) -> re.Match[str] | None:
+    """The signal's first match, trying its regex only on the lines that hold one of its keys."""
+    if not sig.keys:
+        return sig.pattern.search(text)
+    best: re.Match[str] | None = None
+    for key in sig.keys:
+        i = lowered.find(key)
+        tries = 0
+        while i != -1 and tries < MAX_KEY_LINES and (best is None or i < best.start()):
+            tries += 1
+            start = text.rfind("\n", 0, i) + 1
+            end = text.find("\n", i)
+            end = len(text) if end == -1 else end
+            m = sig.pattern.search(text, max(start, i - 2048), min(end, i + 2048))
+            if m:
+                best = m if best is None or m.start() < best.start() else best
+                break
+            i = lowered.find(key, end)
+        if i != -1 and tries >= MAX_KEY_LINES:  # a very common key: one plain pass of the rest
+            m = sig.pattern.search(text, i)
+            if m and (best is None or m.start() < best.start()):
+                best = m
+    return best
+
+
+def _shell(seg: Segment, facts: DocFacts) -> None:
+    for _, cmd in shell_commands(seg):
+        if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
+            facts.commands.append(cmd[:2000])
+        if _SIMULATED.match(cmd):
+            facts.launch = cmd[:2000]
+        hm = _HOSTS.search(cmd)
+        if hm:
+            names = {h.split(":")[0] for h in hm.group("list").split(",") if h}
+            facts.hosts_in_launch = max(facts.hosts_in_launch, len(names))
+        nm = _NODES.search(cmd)
+        if nm:
+            facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
+        for k, v in env_assignments(Segment("env", cmd, 0)).items():
+            facts.env.setdefault(k, v)
+
+
+def _code(seg: Segment, facts: DocFacts) -> None:
+    from rankmap.check.script_scan import scan_script
+
+    try:
+        sel = scan_script(seg.text, path="<pasted code>")
+    except Exception:  # noqa: BLE001 - a pasted snippet never breaks explain
+        return
+    if sel.parse_error:
+        return
+    rank = {"global_rank": 4, "constant": 3, "local_rank_modulo": 2, "local_rank": 1}
+    if (
+        rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0)
+        or facts.code_kind is None
+        and sel.kind in ("none", "accelerate")
+    ):
+        facts.code_kind, facts.code_call = sel.kind, sel.call
+
+
+def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
+    from rankmap.errors import RankMapError
+    from rankmap.inventory import parse_machine_text
+    from rankmap.inventory.smi_table import process_rows
+
+    gpus_of: dict[int, set[int]] = {}
+    rows: dict[int, str] = {}
+    for no, line in seg.lines():
+        for index, proc in process_rows(line):
+            gpus_of.setdefault(proc.pid, set()).add(index)
+            rows.setdefault(proc.pid, f"{source}:{no}: {line.strip()[:200]}")
+    pids_on: dict[int, set[int]] = {}
+    for pid, gpus in gpus_of.items():
+        for g in gpus:
+            pids_on.setdefault(g, set()).add(pid)
+    shared = [g for g, pids in sorted(pids_on.items()) if len(pids) > 1]
+    if shared and facts.shared_gpu is None:
+        g = shared[0]
+        facts.shared_gpu = f"nvidia-smi: {len(pids_on[g])} processes on GPU {g}"
+    for pid, gpus in gpus_of.items():
+        if 0 in gpus and len(gpus) > 1 and facts.gpu0_extra is None:
+            other = ", ".join(str(g) for g in sorted(gpus - {0}))
+            facts.gpu0_extra = f"process {pid} holds memory on GPU 0 and on GPU {other}"
+            facts.gpu0_quote = rows[pid]
+
+    try:
+        hosts = parse_machine_text(seg.text, source=f"{source}:{seg.first_line}")
+    except (RankMapError, ValueError, KeyError, IndexError):
+        return
+    if hosts and hosts[0].gpus:
+        facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
+        if any(g.mig_mode for g in hosts[0].gpus):
+            facts.smi_mig = f"{source}:{seg.first_line}: nvidia-smi shows MIG mode enabled"
+
+
+def _config(seg: Segment, facts: DocFacts) -> None:
+    text = seg.text[:MAX_CONFIG_CHARS]
+    doc: Any = None
+    try:
+        import json
+
+        doc = json.loads(text)
+    except ValueError:
+        try:
+            import yaml
+
+            doc = yaml.safe_load(text)
+        except Exception:  # noqa: BLE001 - YAML's errors are many; a bad paste is "not read"
+            return
+    if isinstance(doc, dict):
+        for key in ("num_processes", "gpu_ids", "num_machines", "distributed_type"):
+            if key in doc and not isinstance(doc[key], (dict, list)):
+                facts.config[key] = str(doc[key])

@@ -1,0 +1,222 @@
+"""A pasted issue read as a document: split into segments, each of one kind.
+
+Kinds: ``log`` (program output, tracebacks, NCCL lines), ``code`` (Python: fenced ``python``
+blocks, ``import``/``def``/assignment lines), ``shell`` (``$ `` prompts, launcher command lines,
+fenced ``bash``/``sh``/``console`` blocks), ``config`` (fenced ``yaml``/``json`` blocks, YAML
+mappings), ``env`` (``KEY=value``, ``export KEY=value``), ``smi`` (``nvidia-smi``/``rocm-smi``
+tables) and ``prose`` (what the reporter wrote). Markdown fences and their info string decide
+first; outside fences every line is classified and runs of one kind become a segment (blank
+lines belong to the segment they are in). Pure and bounded: at most :data:`MAX_LINES` lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_LINES = 20_000
+MAX_LINE_CHARS = 4096
+
+_FENCE = re.compile(r"^\s*(?:>\s*)*(```+|~~~+)\s*([\w+-]*)")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_FENCE_KIND = {
+    "python": "code",
+    "py": "code",
+    "python3": "code",
+    "ipython": "code",
+    "bash": "shell",
+    "sh": "shell",
+    "shell": "shell",
+    "console": "shell",
+    "zsh": "shell",
+    "shell-session": "shell",
+    "yaml": "config",
+    "yml": "config",
+    "json": "config",
+    "toml": "config",
+    "ini": "config",
+}
+LAUNCHER_WORDS = (
+    r"torchrun|python[\d.]*\s+-m\s+torch\.distributed\.(?:launch|run)|accelerate\s+launch|"
+    r"deepspeed|srun|sbatch|salloc|mpirun|mpiexec|horovodrun|jsrun|vllm\s+serve|"
+    r"python[\d.]*\s+-m\s+(?:vllm|sglang)\S*|docker\s+run|kubectl|ray\s+start|nvidia-smi|"
+    r"python[\d.]*\s+\S+\.py|\S*_perf\b"
+)
+_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~/][^$#\n]*)?[$#]\s+(?P<cmd>\S.*)$")
+_LAUNCH_LINE = re.compile(
+    rf"^\s*(?:[!+]\s*)?(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:{LAUNCHER_WORDS})(?:\s|$)"
+)
+_ENV = re.compile(r"^\s*(?:export\s+|set\s+|-x\s+)?(?P<k>[A-Z_][A-Z0-9_]{2,})=(?P<v>\S*)\s*$")
+_SMI = re.compile(
+    r"NVIDIA-SMI \d|^\s*\|\s*\d+\s+\S.*\|\s*[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:|ROCm System Management|"
+    r"^\s*\+-{5,}|^\s*\|\s*GPU\s+Name|^\s*\|=+|^GPU \d+: .*\(UUID: |^\s*MIG \d+g\.\d+gb"
+)
+_CODE = re.compile(
+    r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__|@\w|"
+    r"(?:self\.)?[\w.\[\]'\"]+\s*=\s*\S|for \w+ in |with \w|return\b|torch\.\w|os\.environ|"
+    r"dist\.\w|model\.\w|parser\.add_argument|args\.\w|print\(|try:|except\b|elif |else:|if .*:$)"
+)
+_LOG = re.compile(
+    r"^\s*(?:Traceback \(most recent|File \"|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b|"
+    r"\[?\d{4}-\d\d-\d\d[ T]\d\d:|\[rank\d+\]|\[\d+,\d+\]<|\w[\w.-]*:\d+:\d+ \[\d+\]|"
+    r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\(\w*(?:pid|Worker)\w*[= ]|"
+    r"\^+\s*$|\d+: |E\s+|torch\.\w+\.\w+Error|warnings\.warn|During handling|"
+    r"The above exception|raise \w)|NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
+)
+_YAML = re.compile(r"^\s*(?:- )?[\w.-]+:\s*(?:\S.*)?$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of lines of one kind; ``first_line`` is 1-based in the pasted text."""
+
+    kind: str
+    text: str
+    first_line: int
+
+    def lines(self) -> list[tuple[int, str]]:
+        """(line number, text) of every line."""
+        return [(self.first_line + i, t) for i, t in enumerate(self.text.split("\n"))]
+
+
+def classify_line(line: str, prev_kind: str | None) -> str:
+    """The kind of one line outside a fence (``blank`` for an empty line)."""
+    text = line.strip()
+    if not text:
+        return "blank"
+    if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
+        return "smi"  # a table row of nvidia-smi / rocm-smi
+    if _PROMPT.match(line) or _LAUNCH_LINE.match(line):
+        return "shell"
+    if _ENV.match(line):
+        return "env"
+    if prev_kind == "log" and (line.startswith((" ", "\t")) or text.startswith("^")):
+        return "log"  # source lines of a traceback, carets, continuation
+    if _LOG.search(line):
+        return "log"
+    if _CODE.match(line):
+        return "code"
+    if prev_kind == "config" and _YAML.match(line):
+        return "config"
+    if prev_kind == "code" and line.startswith((" ", "\t")):
+        return "code"
+    return "prose"
+
+
+def _fenced_kind(hint: str, body: list[str]) -> str:
+    kind = _FENCE_KIND.get(hint.lower())
+    if kind:
+        return kind
+    votes: dict[str, int] = {}
+    prev: str | None = None
+    for line in body[:200]:
+        k = classify_line(line, prev)
+        if k != "blank":
+            votes[k] = votes.get(k, 0) + 1
+            prev = k
+    if not votes:
+        return "log"
+    if votes.get("smi", 0) * 3 >= sum(votes.values()):
+        return "smi"
+    best = max(votes, key=lambda k: votes[k])
+    return "log" if best == "prose" else best  # unlabelled fences hold output, not prose
+
+
+def split_document(text: str) -> list[Segment]:
+    """The segments of a pasted document, in order."""
+    lines = [_QUOTE.sub("", ln)[:MAX_LINE_CHARS] for ln in text.split("\n")[:MAX_LINES]]
+    out: list[Segment] = []
+    i = 0
+    run_kind: str | None = None
+    run: list[str] = []
+    run_start = 1
+
+    def flush() -> None:
+        nonlocal run, run_kind
+        if run_kind and any(x.strip() for x in run):
+            out.append(Segment(run_kind, "\n".join(run).strip("\n"), run_start))
+        run, run_kind = [], None
+
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if m:
+            flush()
+            fence = m.group(1)[:3]
+            j = i + 1
+            while j < len(lines) and not lines[j].lstrip().startswith(fence):
+                j += 1
+            body = lines[i + 1 : j]
+            kind = _fenced_kind(m.group(2), body)
+            out.extend(_split_fenced(kind, body, i + 2))
+            i = j + 1
+            continue
+        kind = classify_line(lines[i], run_kind)
+        if kind == "blank":
+            if run_kind:
+                run.append(lines[i])
+            i += 1
+            continue
+        if kind != run_kind:
+            flush()
+            run_kind, run_start = kind, i + 1
+        run.append(lines[i])
+        i += 1
+    flush()
+    return out
+
+
+def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
+    """A fenced block; a shell session is split into its command lines and their output."""
+    if kind != "shell":
+        text = "\n".join(body)
+        return [Segment(kind, text, first)] if text.strip() else []
+    out: list[Segment] = []
+    continued = False  # the previous command line ended with a backslash
+    for n, line in enumerate(body):
+        is_cmd = _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _ENV.match(line)
+        k = "shell" if is_cmd or continued else "log"
+        continued = k == "shell" and line.rstrip().endswith("\\")
+        if not line.strip():
+            continue
+        if out and out[-1].kind == k:
+            last = out[-1]
+            out[-1] = Segment(k, last.text + "\n" + line, last.first_line)
+        else:
+            out.append(Segment(k, line, first + n))
+    # a fenced "bash" block with no prompt at all is a script: every line is a command
+    if all(s.kind == "log" for s in out) and out:
+        return [Segment("shell", "\n".join(body), first)]
+    return out
+
+
+def shell_commands(seg: Segment) -> list[tuple[int, str]]:
+    """Command lines of a shell segment: prompt stripped, ``\\`` continuations joined."""
+    cmds: list[tuple[int, str]] = []
+    pending = ""
+    start = seg.first_line
+    for no, line in seg.lines():
+        m = _PROMPT.match(line)
+        body = m.group("cmd") if m else line.strip()
+        body = body.lstrip("!+ ").strip()
+        if not pending:
+            start = no
+        if body.endswith("\\"):
+            pending += body[:-1] + " "
+            continue
+        full = (pending + body).strip()
+        pending = ""
+        if full:
+            cmds.append((start, full))
+    if pending.strip():
+        cmds.append((start, pending.strip()))
+    return cmds
+
+
+def env_assignments(seg: Segment) -> dict[str, str]:
+    """``KEY=value`` pairs of an env segment (``export``/``set`` accepted, quotes removed)."""
+    out: dict[str, str] = {}
+    for _, line in seg.lines():
+        m = _ENV.match(line)
+        if m:
+            out[m.group("k")] = m.group("v").strip("'\"")
+    return out

@@ -1,0 +1,355 @@
+"""Scoring over all evidence: every category gets points from every signal and from the context.
+
+Sources of points: the specific findings of :func:`rankmap.explain.engine.diagnose` (a decided
+cause weighs most, an undecided one little), the signal catalogue's hits in every segment of the
+input (:mod:`rankmap.explain.docread`), the launch simulated by ``check`` (its error findings),
+the script analysis (pasted code or ``--script``), ``--env`` and the machine. The category with
+the most points leads. When it is not the one the specific rules chose, a best-guess finding
+(``RMx45``) comes first, quoting its reasons, followed by the specific findings and the
+runners-up; when the margin is small it names the fact that would decide and the command that
+shows it. "Nothing recognised" stays only where nothing of this family failed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+from rankmap.codes import lookup
+from rankmap.explain.catalogue import CATEGORIES
+from rankmap.explain.context import Context
+from rankmap.explain.docread import DocFacts
+from rankmap.findings import Finding, Severity, finding
+
+BEST_GUESS: dict[str, str] = {
+    "other": "RM045",
+    "version_mismatch": "RM055",
+    "oversubscribed": "RM145",
+    "visible_devices_mismatch": "RM245",
+    "no_set_device": "RM345",
+    "global_rank_as_device": "RM445",
+    "per_process_visible_devices": "RM545",
+    "mig": "RM645",
+    "container_mapping": "RM745",
+    "host_identity": "RM845",
+    "launcher_config": "RM945",
+}
+# The shared cause whose fix a best guess of each category gives (rankmap.codes.core).
+FIX_OF: dict[str, str] = {
+    "other": "RM040",
+    "version_mismatch": "RM050",
+    "oversubscribed": "RM101",
+    "visible_devices_mismatch": "RM201",
+    "no_set_device": "RM301",
+    "global_rank_as_device": "RM401",
+    "per_process_visible_devices": "RM501",
+    "mig": "RM601",
+    "container_mapping": "RM701",
+    "host_identity": "RM801",
+    "launcher_config": "RM901",
+}
+DECIDE: dict[str, str] = {
+    "oversubscribed": "processes per node against GPUs: `nvidia-smi -L | wc -l` vs the launcher's "
+    "--nproc-per-node / -np",
+    "visible_devices_mismatch": "what each process sees: `echo $CUDA_VISIBLE_DEVICES` (or "
+    "HIP_VISIBLE_DEVICES) in the job, against the device index the code selects",
+    "no_set_device": "whether every rank selects its own GPU: `nvidia-smi` during the run (all "
+    "PIDs on GPU 0?) and `grep -nE 'set_device|cuda:|device=' train.py`",
+    "global_rank_as_device": "the index used: `grep -nE 'set_device\\(.*rank|get_rank\\(\\)' "
+    "train.py` on a multi-node run (RANK >= GPUs per node fails)",
+    "per_process_visible_devices": "one GPU per process? `srun bash -c 'echo $SLURM_LOCALID "
+    "$CUDA_VISIBLE_DEVICES'` (or print it in each Ray/dask/MPI worker)",
+    "mig": "`nvidia-smi -L` on the host: MIG lines under a GPU, and the MIG- UUIDs each process gets",
+    "container_mapping": "`nvidia-smi -L` and `echo $NVIDIA_VISIBLE_DEVICES` inside each "
+    "container/pod, against the host's `nvidia-smi -L`",
+    "host_identity": "`hostname; cat /proc/sys/kernel/random/boot_id` on every node/pod (equal "
+    "values make NCCL treat them as one host)",
+    "launcher_config": "the launcher's effective settings: the full launch command, `accelerate "
+    "env` / the DeepSpeed hostfile, and how the script reads its local rank",
+    "version_mismatch": "`nvidia-smi` (driver, CUDA version), `python -c 'import torch; "
+    "print(torch.version.cuda, torch.cuda.get_arch_list())'` and the NCCL version on every node",
+    "other": "`nvidia-smi topo -m` and a re-run with `NCCL_DEBUG=INFO` (and once with "
+    "`NCCL_P2P_DISABLE=1`)",
+}
+# Specific findings that name a symptom, not a cause: they weigh little.
+SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
+UNDECIDED_MARK = "The log alone does not say"
+PT_SECTION = "reference/pytorch_nccl.md §1"
+MIN_GUESS = 2.0  # a best guess needs at least this much support
+STRONG = 5.0  # a single support this big names the cause
+NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
+CLEAR_MARGIN = 3.0
+
+
+@dataclass
+class Scores:
+    """Points and reasons per category."""
+
+    points: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
+    evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    failure: bool = False
+    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
+
+    def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
+        """Add points (negative: against) with the reason quoted in the finding."""
+        self.points[cat] += pts
+        self.reasons[cat].append((pts, reason))
+        if evidence and evidence not in self.evidence[cat]:
+            self.evidence[cat].append(evidence)
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """Categories by points, best first (ties in contract order)."""
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        return sorted(
+            ((c, p) for c, p in self.points.items() if p > 0),
+            key=lambda cp: (-cp[1], -self.strongest(cp[0]), order[cp[0]]),
+        )
+
+    def strongest(self, cat: str) -> float:
+        """The biggest single support of ``cat``."""
+        return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
+
+
+def _from_findings(base: list[Finding], s: Scores) -> None:
+    for i, f in enumerate(base):
+        if f.code == "RM003" or f.severity is Severity.INFO:
+            continue
+        s.failure = True
+        undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
+        if i == 0:
+            pts = 2.0 if undecided else (9.0 if f.severity is Severity.ERROR else 5.0)
+        else:
+            pts = 1.0 if f.severity is Severity.WARNING else 2.0
+        s.add(f.category, pts, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
+
+
+def _from_hits(doc: DocFacts, s: Scores) -> None:
+    for hit in doc.hits.values():
+        sig = hit.signal
+        if sig.failure:
+            s.failure = True
+        quote = f"{hit.where}: {hit.excerpt}"
+        for cat, w in sig.supports:
+            s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:100]}` ({hit.segment}; {sig.fact})", quote)
+
+
+def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    if ctx.launch:
+        seen: set[str] = set()
+        for f in ctx.launch.check_findings:
+            if f.severity is Severity.ERROR and f.category not in seen:
+                seen.add(f.category)
+                s.add(f.category, 3.0, f"the launch simulated by check: {f.code} {f.title}")
+        if ctx.launch.gpus_per_task == 1:
+            s.add("per_process_visible_devices", 3.0, "srun --gpus-per-task=1: one GPU per task")
+    sel = ctx.selection()
+    kind = {"global_rank": ("global_rank_as_device", 5.0), "constant": ("no_set_device", 4.0)}
+    if sel in kind:
+        cat, pts = kind[sel]
+        s.add(cat, pts, f"the script analysis: device selection {sel}")
+    if doc and doc.code_kind in kind and sel != doc.code_kind:
+        cat, pts = kind[doc.code_kind]
+        s.add(
+            cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
+        )
+
+
+def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    cvd = ctx.env.get("CUDA_VISIBLE_DEVICES", "")
+    entries = [e.strip() for e in cvd.split(",") if e.strip()]
+    if len(entries) != len(set(entries)):
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            f"CUDA_VISIBLE_DEVICES={cvd[:60]} repeats an entry: a repeated ordinal makes the "
+            "visible set empty (reference/cuda_devices.md §1)",
+        )
+    if "MIG-" in cvd:
+        s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
+    if any(g.mig_mode for h in ctx.machines for g in h.gpus):
+        s.add("mig", 3.0, "the machine has MIG mode enabled")
+    elif doc and doc.smi_mig:
+        s.add("mig", 4.0, "the pasted nvidia-smi table shows MIG mode enabled", doc.smi_mig)
+
+
+def _from_structures(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
+    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
+        s.add(
+            "host_identity",
+            5.0,
+            f"the launch names {doc.hosts_in_launch} hosts, yet NCCL connected ranks through an "
+            "intra-host transport (P2P/IPC or SHM): it took them for one host",
+            doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
+        )
+    if doc and doc.gpu0_extra:
+        s.add(
+            "no_set_device",
+            5.0,
+            f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
+            f"without) selecting its own device ({PT_SECTION})",
+            doc.gpu0_quote,
+        )
+    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
+        s.add(
+            "container_mapping",
+            4.0,
+            "CUDA_VISIBLE_DEVICES does not reach the container: the container runtime decides which "
+            "GPUs it sees (reference/cuda_devices.md §3)",
+        )
+    if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
+        s.add(
+            "visible_devices_mismatch",
+            4.0,
+            "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
+            "indexed inconsistently (reference/cuda_devices.md §1)",
+        )
+    if doc and doc.shared_gpu and not doc.gpu0_extra:
+        s.failure = True  # several processes on one GPU is this family's symptom
+        for cat, pts in (
+            ("no_set_device", 2.0),
+            ("oversubscribed", 1.0),
+            ("container_mapping", 1.0),
+        ):
+            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
+    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
+    narrowed = ctx.cvd_entries()
+    if ordinal and narrowed and all(e.isdigit() for e in narrowed):
+        s.add(
+            "visible_devices_mismatch",
+            2.0,
+            f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
+            f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
+        )
+    if doc and ordinal and "multi-node" in doc.hits:
+        s.add(
+            "global_rank_as_device",
+            3.0,
+            "an invalid device ordinal on a multi-node run: an index that exists on one node only "
+            f"is the global rank ({PT_SECTION})",
+        )
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
+    if nproc and gpus and nproc > gpus:
+        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+
+
+def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores:
+    """Every category's points from the findings, the catalogue hits and the context."""
+    s = Scores()
+    _from_findings(base, s)
+    if doc is not None:
+        _from_hits(doc, s)
+    _from_launch_and_code(ctx, doc, s)
+    _from_env_and_machine(ctx, doc, s)
+    _from_structures(ctx, doc, s, base)
+    return s
+
+
+def rescore(
+    base: list[Finding],
+    ctx: Context,
+    doc: DocFacts | None,
+    *,
+    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
+) -> tuple[list[Finding], Scores]:
+    """The final findings: the best-supported cause first (see module docstring).
+
+    ``named``: the ranks and devices the input names (failing ranks, GPU/MIG UUIDs), for a best
+    guess whose specific findings name none.
+    """
+    s = score_all(base, ctx, doc)
+    s.named = named
+    out, s = _rescored(base, ctx, doc, s)
+    if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
+        out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
+    return out, s
+
+
+def _rescored(
+    base: list[Finding], ctx: Context, doc: DocFacts | None, s: Scores
+) -> tuple[list[Finding], Scores]:
+    ranked = s.ranked()
+    lead = base[0] if base else None
+    failed = s.failure or bool(doc and doc.failed)
+    if not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= NO_FAILURE_GUESS):
+        return base, s
+    winner, pts = ranked[0]
+    if lead is not None and lead.code != "RM003" and lead.category == winner:
+        return base, s
+    runner = ranked[1] if len(ranked) > 1 else None
+    margin = pts - (runner[1] if runner else 0.0)
+    strong = pts >= 7 and margin >= CLEAR_MARGIN and s.strongest(winner) >= STRONG
+    rest = [f for f in base if f.code != "RM003"]
+    # outscoring a decided error is not weak evidence: the guess leads at error severity then
+    decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
+    severity = Severity.ERROR if strong or decided_error else Severity.WARNING
+    if severity is Severity.WARNING:
+        rest = [_demoted(f) for f in rest]
+    guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
+    runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
+    return [guess, *rest, *runners], s
+
+
+def _demoted(f: Finding) -> Finding:
+    """A symptom finding that does not name the cause follows the best guess as a warning."""
+    if f.severity is Severity.ERROR and (f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail):
+        return replace(f, severity=Severity.WARNING)
+    return f
+
+
+def _support(s: Scores, cat: str, n: int = 4) -> str:
+    best = sorted((r for r in s.reasons.get(cat, ()) if r[0] > 0), key=lambda r: -r[0])[:n]
+    return "; ".join(f"+{p:g} {why}" for p, why in best)
+
+
+def _guess_finding(
+    cat: str,
+    pts: float,
+    runner: tuple[str, float] | None,
+    margin: float,
+    s: Scores,
+    lead: Finding | None,
+    severity: Severity,
+) -> Finding:
+    code = BEST_GUESS[cat]
+    quotes = s.evidence.get(cat) or []
+    top = quotes[0].split(": ", 1)[-1] if quotes else max(s.reasons[cat], key=lambda r: r[0])[1]
+    detail = f"Support (score {pts:g}): {_support(s, cat)}."
+    if runner:
+        detail += f" Runner-up: {runner[0]} (score {runner[1]:g}): {_support(s, runner[0], 2)}."
+    if severity is Severity.WARNING or runner is None or margin < CLEAR_MARGIN:
+        other = f" against {DECIDE[runner[0]]}" if runner else ""
+        detail += f" What would decide: {DECIDE[cat]}{other}."
+    keep = lead if lead is not None and lead.code != "RM003" else None
+    ranks, devices = s.named
+    return finding(
+        code,
+        f"{lookup(code).summary} (score {pts:g}"
+        + (f" vs {runner[1]:g} {runner[0]})" if runner else ")")
+        + f": {top[:100]}",
+        detail=detail,
+        ranks=keep.ranks if keep and keep.ranks else ranks,
+        devices=keep.devices if keep and keep.devices else devices,
+        hosts=keep.hosts if keep else (),
+        evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
+        fix=lookup(FIX_OF[cat]).fix,
+        severity=severity,
+    )
+
+
+def _runner_finding(cat: str, pts: float, s: Scores) -> Finding:
+    code = BEST_GUESS[cat]
+    return finding(
+        code,
+        f"Also possible: {lookup(code).summary[len('Best-supported cause: ') :]} (score {pts:g})",
+        detail=f"Support: {_support(s, cat, 3)}. Would decide: {DECIDE[cat]}.",
+        evidence=s.evidence.get(cat, [])[:3],
+        severity=Severity.INFO,
+    )
+
+
+def scores_section(s: Scores) -> dict[str, float]:
+    """Points per category for the JSON ``explain.scores`` key."""
+    return {c: round(p, 2) for c, p in s.ranked()}

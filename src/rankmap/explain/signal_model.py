@@ -1,0 +1,65 @@
+"""The shape of a catalogue signal and the helpers the signal tables use.
+
+The tables are :mod:`rankmap.explain.catalogue_device` and :mod:`rankmap.explain.catalogue_stack`;
+:mod:`rankmap.explain.catalogue` assembles them. What follows describes the catalogue as a whole.
+
+The signal catalogue: every textual recogniser of the whole-paste reader, as data.
+
+Each :class:`Signal` is a regular expression (most are plain literals) with the categories it
+supports and a weight, the segment kinds it applies to (see :mod:`rankmap.explain.document`),
+whether it marks a *failure* of this family (a failure with weak support still gets a best guess;
+context signals alone never do), and the fact it rests on: a section of ``shared/reference/``
+or a public thread. The structured recognisers (duplicate GPU, invalid ordinal, Init lines, the
+launch simulation, the script analysis) live in :mod:`rankmap.explain.patterns` and
+:mod:`rankmap.explain.scoring`; this table holds everything else.
+
+Weights: 5-6 a message that names the cause, 3-4 a symptom or a setting that points at one
+category, 1-2 context that makes a category plausible. Negative weights speak against.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANY = frozenset({"log", "prose", "code", "shell", "config", "env"})
+TEXT = frozenset({"log", "prose"})
+PROSE = frozenset({"prose"})
+CODE = frozenset({"code"})
+NOT_PROSE = frozenset({"log", "code", "shell", "config", "env"})
+
+CUDA_DEV = "reference/cuda_devices.md"
+LAUNCHERS = "reference/launchers.md"
+NCCL = "reference/nccl.md"
+PT = "reference/pytorch_nccl.md"
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One recogniser: pattern -> categories with weights, and the fact behind it."""
+
+    id: str
+    pattern: re.Pattern[str]
+    supports: tuple[tuple[str, float], ...]
+    fact: str
+    where: frozenset[str] = ANY
+    failure: bool = False  # the text shows a failure of this family (not only context)
+    framework: str | None = None  # the framework the signal identifies, if any
+    keys: tuple[str, ...] = ()  # lowercase substrings every match contains (see KEYS)
+
+
+def sig(
+    sid: str,
+    regex: str,
+    supports: dict[str, float],
+    fact: str,
+    *,
+    where: frozenset[str] = ANY,
+    failure: bool = False,
+    framework: str | None = None,
+    case: bool = False,
+) -> Signal:
+    flags = 0 if case else re.IGNORECASE
+    return Signal(
+        sid, re.compile(regex, flags), tuple(supports.items()), fact, where, failure, framework
+    )
