@@ -141,7 +141,16 @@ def round_trip(clients: int) -> None:
         handle = st.StoreHandle(stores[rank], "bench")
         barrier.wait()
         start = time.perf_counter()
-        st.exchange(handle, prefix, rank, clients, records[rank], time.monotonic() + 60, decide)
+        st.exchange(
+            handle,
+            prefix,
+            rank,
+            clients,
+            records[rank],
+            time.monotonic() + 60,
+            decide,
+            ack_until=time.monotonic() + 60,
+        )
         results[rank] = time.perf_counter() - start
 
     threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(clients)]
