@@ -225,11 +225,17 @@ def run_one(row: Row, corpus: Path, nodes: int) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("corpus", type=Path)
-    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument(
+        "--manifest",
+        type=Path,
+        action="append",
+        help="label files (default: every benchmarks/corpora/check_scripts*.tsv)",
+    )
     ap.add_argument("--split", choices=("dev", "test", "all"), default="dev")
     ap.add_argument("--verbose", "-v", action="store_true")
     args = ap.parse_args(argv)
-    rows = [r for r in read_rows(args.manifest) if args.split in ("all", r.split)]
+    manifests = args.manifest or sorted(MANIFEST.parent.glob("check_scripts*.tsv"))
+    rows = [r for m in manifests for r in read_rows(m) if args.split in ("all", r.split)]
     outcomes = [run_one(r, args.corpus, n) for r in rows for n in (1, 2)]
     by_split: dict[str, Counter[str]] = defaultdict(Counter)
     for o in outcomes:

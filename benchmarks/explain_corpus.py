@@ -41,8 +41,15 @@ DEFAULT_LABELS = HERE / "corpora" / "explain_threads.tsv"
 NOT_MAPPING = {"other"}
 
 
+def _batch(path: Path) -> str:
+    """``explain_threads.tsv`` is batch 1; ``explain_threads_b2.tsv`` is batch ``b2``."""
+    suffix = path.stem.removeprefix("explain_threads").lstrip("_")
+    return suffix or "1"
+
+
 def load_labels(folder: Path, labels: Path | None) -> list[dict[str, str]]:
-    files = [labels] if labels else ([DEFAULT_LABELS] if DEFAULT_LABELS.exists() else [])
+    committed = sorted((HERE / "corpora").glob("explain_threads*.tsv"))
+    files = [labels] if labels else committed
     if not files:
         files = sorted(folder.glob("labels_*.tsv"))
     rows: dict[str, dict[str, str]] = {}
@@ -50,11 +57,12 @@ def load_labels(folder: Path, labels: Path | None) -> list[dict[str, str]]:
         with f.open(newline="") as fh:
             for row in csv.DictReader(fh, delimiter="\t"):
                 if row.get("id"):
+                    row["batch"] = _batch(f)
                     rows[row["id"]] = row
-    frozen = HERE / "corpora" / "explain_test_ids.txt"
-    if frozen.exists():  # the frozen test part decides the split
-        test = {ln.strip() for ln in frozen.read_text().splitlines() if ln.strip()}
-        test = {t for t in test if not t.startswith("#")}
+    frozen = sorted((HERE / "corpora").glob("explain_test_ids*.txt"))
+    if frozen:  # the frozen test parts (one list per batch) decide the split
+        lines = [ln.strip() for f in frozen for ln in f.read_text().splitlines()]
+        test = {t for t in lines if t and not t.startswith("#")}
         for tid, row in rows.items():
             row["split"] = "test" if tid in test else "dev"
     return list(rows.values())
@@ -188,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--split", default="dev", choices=("dev", "test", "all"))
     ap.add_argument("--labels", type=Path)
+    ap.add_argument("--batch", default="all", help="1 (the first collection), b2, ... or all")
     ap.add_argument("--mode", choices=("paste", "log+flags", "both"), default="both")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -195,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_labels(args.folder, args.labels)
     if args.split != "all":
         rows = [r for r in rows if r.get("split") == args.split]
+    if args.batch != "all":
+        rows = [r for r in rows if r.get("batch") == args.batch]
     modes = ("paste", "log+flags") if args.mode == "both" else (args.mode,)
     results = [score(rows, args.folder, m, args.show_misses) for m in modes]
     if args.json:
@@ -203,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for r in results:
         print(
-            f"[{args.split}] {r['mode']}: {r['threads']} threads, top-1 {r['top1']:.1%}, "
+            f"[{args.split} batch={args.batch}] {r['mode']}: {r['threads']} threads, top-1 {r['top1']:.1%}, "
             f"top-3 {r['top3']:.1%}, no answer {r['no_answer']:.1%}, false alarms on "
             f"{r['negatives']} negatives {r['false_alarms_on_negatives']:.1%}, ranks exact "
             f"{r['ranks_exact']}, bus ids exact {r['bus_ids_exact']}"
