@@ -1,7 +1,8 @@
 """The signal catalogue: every textual recogniser of the whole-paste reader, as data.
 
-The signals are in :mod:`rankmap.explain.catalogue_device` and
-:mod:`rankmap.explain.catalogue_stack` (their shape and weights: :mod:`rankmap.explain.signal_model`);
+The signals are in :mod:`rankmap.explain.catalogue_device`,
+:mod:`rankmap.explain.catalogue_stack` and :mod:`rankmap.explain.catalogue_family` (failure
+classes with priors; their shape and weights: :mod:`rankmap.explain.signal_model`);
 here they are assembled with their prefilter keys (:data:`KEYS`).
 """
 
@@ -11,10 +12,11 @@ from dataclasses import replace
 
 from rankmap.categories import CATEGORIES  # the contract's categories, in a stable order for ties
 from rankmap.explain.catalogue_device import DEVICE_SIGNALS
+from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
 from rankmap.explain.signal_model import Signal
 
-__all__ = ["CATEGORIES", "KEYS", "SIGNALS", "Signal"]
+__all__ = ["CATEGORIES", "KEYS", "NEGATABLE", "SIGNALS", "Signal"]
 
 
 # Prefilter keys: lowercase substrings one of which every match of the signal contains. The
@@ -225,7 +227,22 @@ KEYS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang", "sgl_kernel"),
     "cupy": ("cupy",),
     "tensorflow": ("tensorflow", "tf."),
+    **FAMILY_KEYS,
 }
+# Settings and context that prose can deny ("not using docker", "no MIG", "MIG disabled",
+# "without Ray"): a negated prose match is skipped (rankmap.explain.docread.negated). Messages and
+# contrasts ("rank instead of local_rank", "doesn't support MIG") are never negatable.
+NEGATABLE = frozenset(
+    {
+        "mig-profile", "mig-uuid", "mig-mode", "mig-word", "nvidia-visible", "k8s-gpu-resource",
+        "k8s-mig-resource", "device-plugin", "docker-gpus", "docker-word", "inside-container",
+        "privileged", "cgroup", "two-pods-one-node", "gpus-per-task", "ray", "dask-cuda",
+        "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",
+        "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
+        "visible-devices-any", "same-hostname", "spawn-independent", "p2p-disable",
+    }
+)  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(
-    replace(s, keys=KEYS[s.id]) for s in (*DEVICE_SIGNALS, *STACK_SIGNALS)
+    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE)
+    for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS)
 )

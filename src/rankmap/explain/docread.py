@@ -142,7 +142,7 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
-        m = _search(sig, seg.text, lowered) if exact else sig.pattern.search(seg.text)
+        m = _first_affirmed(sig, seg, lowered, exact)
         if not m:
             continue
         facts.counts[sig.id] += 1
@@ -158,22 +158,65 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
 
 
 MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
+MAX_NEGATED = 4  # negated matches skipped per signal and segment
+# A negation just before a prose match ("not using docker", "no MIG", "without a container",
+# "don't use Ray"): at most two words of a small list between (so "doesn't support MIG" stays a
+# MIG signal), in the same clause. Only settings/context signals are negatable
+# (:data:`rankmap.explain.catalogue.NEGATABLE`).
+_NEGATED_BEFORE = re.compile(
+    r"(?:n't|\bnot|\bno|\bnever|\bwithout|\bnor|\bneither|\bnon)[\s-]+(?:(?:using|use|used|"
+    r"run|running|in|inside|on|with|have|has|had|a|an|the|any|my|our|enabled?|set|via|through|"
+    r"involved?|need|needed|requires?|required)\s+){0,2}$",
+    re.IGNORECASE,
+)
+# ... or just after it ("MIG disabled", "MIG mode: Disabled", "docker is not used").
+_NEGATED_AFTER = re.compile(
+    r"^['\"`]?[\s:=]*(?:mode\s*[:=]?\s*)?(?:is |are |was |were )?(?:disabled|off|not (?:enabled|used|"
+    r"involved|set|the (?:cause|issue|problem)))\b",
+    re.IGNORECASE,
+)
 
 
-def _search(sig: Signal, text: str, lowered: str) -> re.Match[str] | None:
-    """The signal's first match, trying its regex only on the lines that hold one of its keys."""
+def negated(text: str, start: int, end: int) -> bool:
+    """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 48) : start]
+    clause = re.split(r"[.;,!?()]", before)[-1]
+    if _NEGATED_BEFORE.search(clause):
+        return True
+    line_end = text.find("\n", end)
+    after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
+    return bool(_NEGATED_AFTER.match(after))
+
+
+def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.Match[str] | None:
+    """The signal's first match in the segment; in prose, negated matches are skipped."""
+    pos = 0
+    for _ in range(MAX_NEGATED + 1):
+        m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
+        if m is None or seg.kind != "prose" or not sig.negatable:
+            return m
+        if not negated(seg.text, m.start(), m.end()):
+            return m
+        pos = max(m.end(), m.start() + 1)
+    return None
+
+
+def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str] | None:
+    """The signal's first match at or after ``pos``, trying its regex only on the lines that
+    hold one of its keys."""
     if not sig.keys:
-        return sig.pattern.search(text)
+        return sig.pattern.search(text, pos)
     best: re.Match[str] | None = None
     for key in sig.keys:
-        i = lowered.find(key)
+        i = lowered.find(key, pos)
         tries = 0
         while i != -1 and tries < MAX_KEY_LINES and (best is None or i < best.start()):
             tries += 1
             start = text.rfind("\n", 0, i) + 1
             end = text.find("\n", i)
             end = len(text) if end == -1 else end
-            m = sig.pattern.search(text, max(start, i - 2048), min(end, i + 2048))
+            m = sig.pattern.search(text, max(start, i - 2048, pos), min(end, i + 2048))
             if m:
                 best = m if best is None or m.start() < best.start() else best
                 break

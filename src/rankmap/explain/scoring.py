@@ -76,6 +76,7 @@ SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020",
 UNDECIDED_MARK = "The log alone does not say"
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
+WEAK_GUESS = 1.0  # ... or this much when the input shows a failure of this family
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
@@ -99,11 +100,13 @@ class Scores:
             self.evidence[cat].append(evidence)
 
     def ranked(self) -> list[tuple[str, float]]:
-        """Categories by points, best first (ties in contract order)."""
+        """Categories by points, best first; on equal points ``other`` first (a false alarm of
+        a mapping category costs more than a miss), then the strongest support, then contract
+        order."""
         order = {c: i for i, c in enumerate(CATEGORIES)}
         return sorted(
             ((c, p) for c, p in self.points.items() if p > 0),
-            key=lambda cp: (-cp[1], -self.strongest(cp[0]), order[cp[0]]),
+            key=lambda cp: (-cp[1], cp[0] != "other", -self.strongest(cp[0]), order[cp[0]]),
         )
 
     def strongest(self, cat: str) -> float:
@@ -273,7 +276,12 @@ def _rescored(
     ranked = s.ranked()
     lead = base[0] if base else None
     failed = s.failure or bool(doc and doc.failed)
-    if not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= NO_FAILURE_GUESS):
+    # a failure of this family (a failure signal, a specific finding) always gets a best guess,
+    # however weak: its priors and the context decide; failure words alone need MIN_GUESS
+    weak_ok = s.failure and bool(ranked) and ranked[0][1] >= WEAK_GUESS
+    if not weak_ok and (
+        not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= NO_FAILURE_GUESS)
+    ):
         return base, s
     winner, pts = ranked[0]
     if lead is not None and lead.code != "RM003" and lead.category == winner:

@@ -46,6 +46,7 @@ class Signal:
     failure: bool = False  # the text shows a failure of this family (not only context)
     framework: str | None = None  # the framework the signal identifies, if any
     keys: tuple[str, ...] = ()  # lowercase substrings every match contains (see KEYS)
+    negatable: bool = False  # a setting prose can deny ("not using docker"; see NEGATABLE)
 
 
 def sig(

@@ -1,0 +1,168 @@
+"""Catalogue signals that are *classes* of this family's failures, every framework's wording.
+
+Each class is one regex over a family of messages (the invalid-device message of CUDA, HIP, XLA,
+NCCL and PyTorch; every stack's visible-devices variable; device-count messages; generic device
+and communicator errors; a hang at the first collective; a Ray placement group pinned to a node
+address). Their weights are *priors*: what the symptom alone makes likely, small enough that any
+specific signal or the context (launch, code, env, machine) decides. A failure of a class marks
+the input as a failure of this family, so a best guess follows even on weak evidence
+(:mod:`rankmap.explain.scoring`); the generic device/communicator classes lean to ``other`` (not a
+mapping category), so a failure outside the mapping is never a mapping alarm on its own.
+
+Messages that are *not* of this family are excluded inside the regexes: out-of-memory,
+device-side asserts, ``invalid device function``/``pointer``/``context``.
+"""
+
+from __future__ import annotations
+
+from rankmap.explain.signal_model import CUDA_DEV, LAUNCHERS, NCCL, PT, TEXT, Signal
+from rankmap.explain.signal_model import sig as _s
+
+# The part of a CUDA/HIP error message that puts it outside the mapping family.
+_NOT_FAMILY = (
+    r"(?![^\n]{0,60}(?:out of memory|device-side assert|illegal memory access|"
+    r"CUBLAS_STATUS|CUDNN_STATUS|misaligned address|launch failure))"
+)
+
+# fmt: off
+FAMILY_SIGNALS: tuple[Signal, ...] = (
+    _s("invalid-device-any",
+       r"\binvalid[ _]device(?:[ _](?:ordinal|id|index|number))?\b(?![ _](?:function|pointer|"
+       r"context|symbol|handle))|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
+       r"hipErrorInvalidDevice\b|device ordinal (?:\d+ )?(?:is )?(?:out of range|invalid|not "
+       r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
+       r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
+       r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+",
+       {"visible_devices_mismatch": 1.5, "oversubscribed": 1, "global_rank_as_device": 1,
+        "per_process_visible_devices": 1},
+       f"{CUDA_DEV} §1: an index >= the number of visible devices is invalid in every stack "
+       "(CUDA cudaErrorInvalidDevice, HIP hipErrorInvalidDevice, XLA CUDA_ERROR_INVALID_DEVICE)",
+       failure=True),
+    _s("visible-devices-any",
+       r"\b(?:ASCEND_RT|ZE_AFFINITY|MLU|XPU|TPU)_VISIBLE_(?:DEVICES|CHIPS)\b|\bZE_AFFINITY_MASK\b|"
+       r"\bGPU_DEVICE_ORDINAL\b|\bCUDA_VISIBLE_DEVICE\b|\bvisible[_ ]devices?\b",
+       {"visible_devices_mismatch": 1},
+       f"{CUDA_DEV} §1: every stack has a visible-devices variable that narrows and renumbers "
+       "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
+    _s("device-count-message",
+       r"(?:only|but) (?:\d+|one|two|a single) (?:gpus?|devices?|cuda devices?)(?: (?:is|are|"
+       r"was|were))? (?:available|visible|found|detected)|(?:found|detected|sees?|saw|shows?|"
+       r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
+       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:number of )?"
+       r"available (?:gpus|devices)|(?:not enough|insufficient) (?:gpus|devices|gpu devices)|"
+       r"requested \d+ (?:gpus|devices)[^\n]{0,40}(?:only|available|has)|"
+       r"(?:number of|num) (?:available |visible )?(?:gpus|devices) \(\d+\)",
+       {"visible_devices_mismatch": 1.5, "oversubscribed": 1, "container_mapping": 0.5,
+        "mig": 0.5},
+       f"{CUDA_DEV} §1, §3: a process sees fewer devices than the job expects (a narrowed "
+       "visible list, a container without all GPUs, MIG) or the job asks for more than exist",
+       failure=True),
+    _s("device-error-any",
+       r"(?:\bCUDA (?:error|failure|driver error)\b|cudaError(?!InvalidDevice)\w+|"
+       r"CUDA_ERROR_(?!INVALID_DEVICE)\w+|cuda runtime error|\bAcceleratorError\b|"
+       r"\bhipError(?!InvalidDevice)\w+|\bHIP error\b|\bXlaRuntimeError\b|"
+       r"Unable to initialize backend '(?:cuda|rocm|gpu)')" + _NOT_FAMILY,
+       {"other": 1, "version_mismatch": 0.5},
+       "CUDA runtime API error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/"
+       "group__CUDART__TYPES.html); a device error without more says little about the mapping",
+       failure=True),
+    _s("comm-error-any",
+       r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
+       r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
+       r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
+       r"Watchdog caught collective operation timeout",
+       {"other": 1, "host_identity": 0.5},
+       f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
+       "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
+       failure=True),
+    _s("hang-at-collective",
+       r"(?:hangs?|hung|hanging|stuck|freez\w*|blocks? forever|waits? forever|never returns?|"
+       r"no progress)[^.\n]{0,50}(?:init_process_group|barrier|all_?reduce|broadcast|"
+       r"first collective|ncclCommInit\w*|DistributedDataParallel|\bDDP\b|NCCL init|"
+       r"initiali[sz]ation)|(?:init_process_group|barrier\(\)|all_?reduce|ncclCommInit\w*)"
+       r"[^.\n]{0,40}(?:hangs?|hung|stuck|never returns?|freez\w*)",
+       {"other": 1.5, "host_identity": 1, "no_set_device": 0.5},
+       f"{NCCL} (b), (d): a hang at the first collective is ranks NCCL took for one host, an "
+       f"unreachable peer, or a barrier on a guessed device ({PT} §2)",
+       failure=True, where=TEXT),
+    _s("ray-node-ip",
+       r"No available node types can fulfill resource request|['\"]node:\d{1,3}(?:\.\d{1,3}){3}"
+       r"['\"]\s*:\s*0\.001",
+       {"host_identity": 4, "launcher_config": 1},
+       f"{LAUNCHERS} §8: a Ray placement group pinned to a node address Ray does not know "
+       "(multi-NIC hosts register under another IP; https://github.com/vllm-project/vllm/"
+       "issues/7815)",
+       failure=True, framework="ray"),
+)
+# fmt: on
+
+FAMILY_KEYS: dict[str, tuple[str, ...]] = {
+    "invalid-device-any": (
+        "invalid device",
+        "invalid_device",
+        "errorinvaliddevice",
+        "ordinal",
+        "gpu index",
+        "gpu id",
+        "device index",
+        "device id",
+        "cuda index",
+        "cuda id",
+        "no gpu with",
+        "no device with",
+        "no cuda device with",
+    ),
+    "visible-devices-any": (
+        "_visible_",
+        "ze_affinity_mask",
+        "gpu_device_ordinal",
+        "cuda_visible_device",
+        "visible device",
+        "visible_device",
+    ),
+    "device-count-message": (
+        "only",
+        "found",
+        "detected",
+        "see",
+        "saw",
+        "show",
+        "return",
+        "device_count",
+        "available",
+        "not enough",
+        "insufficient",
+        "requested",
+        "number of",
+        "num ",
+    ),
+    "device-error-any": (
+        "cuda error",
+        "cuda failure",
+        "cuda driver error",
+        "cudaerror",
+        "cuda_error_",
+        "cuda runtime error",
+        "acceleratorerror",
+        "hiperror",
+        "hip error",
+        "xlaruntimeerror",
+        "unable to initialize backend",
+    ),
+    "comm-error-any": (
+        "nccl",
+        "distbackenderror",
+        "rccl",
+        "watchdog caught",
+    ),
+    "hang-at-collective": (
+        "hang",
+        "hung",
+        "stuck",
+        "freez",
+        "forever",
+        "never return",
+        "no progress",
+    ),
+    "ray-node-ip": ("no available node types", "node:"),
+}

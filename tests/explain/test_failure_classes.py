@@ -1,0 +1,170 @@
+"""explain v2, generalising: failure classes with priors, negation in prose, weak-evidence guesses.
+
+Every paste below is a shape written for these tests (no reporter's text).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankmap.adapters.local import explain_files
+from rankmap.explain.catalogue import SIGNALS
+from rankmap.explain.docread import _search, negated, read_document
+from rankmap.findings import Finding, Severity
+
+MAPPING_ALARM = "a finding of a mapping category above info"
+
+
+def _findings(text: str, **kw: object) -> list[Finding]:
+    report = explain_files([Path("-")], stdin=io.StringIO(text), **kw)  # type: ignore[arg-type]
+    return report.ordered_findings()
+
+
+def _alarms(fs: list[Finding]) -> list[str]:
+    return [f.code for f in fs if f.category != "other" and f.severity is not Severity.INFO]
+
+
+CLASS_EXAMPLES = {
+    "invalid-device-any": [
+        "hipErrorInvalidDevice",
+        "CUDA_ERROR_INVALID_DEVICE: invalid device ordinal",
+        "cudaErrorInvalidDevice",
+        "RuntimeError: device ordinal 3 is out of range",
+        "GPU index 4 is out of range",
+        "invalid device id",
+    ],
+    "visible-devices-any": ["ASCEND_RT_VISIBLE_DEVICES=0,1", "ZE_AFFINITY_MASK=0.0"],
+    "device-count-message": [
+        "but only 1 GPU is available",
+        "torch.cuda.device_count() returns 1",
+        "Tensor parallel size (4) exceeds available GPUs (2)",
+        "detected only 1 GPU",
+    ],
+    "device-error-any": [
+        "RuntimeError: CUDA error: initialization error",
+        "cudaErrorSystemNotReady",
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute",
+        "hipErrorNoDevice",
+    ],
+    "comm-error-any": [
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275",
+        "ncclRemoteError: remote process exited",
+        "Watchdog caught collective operation timeout",
+    ],
+    "hang-at-collective": [
+        "training hangs at init_process_group",
+        "dist.barrier() never returns",
+        "it gets stuck at the first all_reduce",
+    ],
+    "ray-node-ip": ["Error: No available node types can fulfill resource request {'GPU': 1.0}"],
+}
+NOT_OF_THE_CLASS = {
+    "invalid-device-any": ["CUDA error: invalid device function", "invalid device pointer"],
+    "device-count-message": ["Found 8 GPUs on this node", "detected 4 cuda devices"],
+    "device-error-any": [
+        "RuntimeError: CUDA error: out of memory",
+        "CUDA error: device-side assert triggered",
+        "CUDA error: an illegal memory access was encountered",
+    ],
+}
+
+
+def test_every_class_matches_its_family_and_not_the_look_alikes() -> None:
+    by_id = {s.id: s for s in SIGNALS}
+    for sid, lines in CLASS_EXAMPLES.items():
+        sig = by_id[sid]
+        assert sig.failure or sid == "visible-devices-any", sid
+        for line in lines:
+            text = "noise\n" * 30 + line + "\n" + "noise\n" * 30
+            assert _search(sig, text, text.lower()), (sid, line)
+    for sid, lines in NOT_OF_THE_CLASS.items():
+        for line in lines:
+            assert not by_id[sid].pattern.search(line), (sid, line)
+
+
+def test_a_bare_family_failure_gets_a_warning_guess_never_nothing_recognised() -> None:
+    for text in (
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_DEVICE\n",
+        "RuntimeError: HIP error: hipErrorInvalidDevice\n",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, "
+        "unhandled cuda error\n",
+        "my job is stuck at dist.barrier() on 2 nodes\n",
+    ):
+        first = _findings(text)[0]
+        assert first.code != "RM003", text
+        assert first.severity is not Severity.INFO, (text, first.code)
+        assert "decide" in first.detail.lower(), (text, first.code)
+
+
+def test_generic_device_or_communicator_errors_lean_to_other_not_a_mapping_alarm() -> None:
+    for text in (
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1169, unhandled system error, "
+        "NCCL version 2.10.3\nncclSystemError: System call (socket, malloc, munmap, etc) failed.\n",
+        "RuntimeError: CUDA error: initialization error\n",
+        "[E ProcessGroupNCCL.cpp:455] Watchdog caught collective operation timeout\n",
+    ):
+        fs = _findings(text)
+        assert fs[0].code == "RM045", (text, fs[0].code)
+        assert not _alarms(fs), (text, MAPPING_ALARM)
+
+
+def test_failures_outside_the_family_stay_nothing_recognised() -> None:
+    for text in (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a "
+        "total capacity of 79.15 GiB of which 3.2 GiB is free. The 70B model does not fit.\n",
+        "RuntimeError: CUDA error: device-side assert triggered\n",
+        "ModuleNotFoundError: No module named 'fire'\n",
+        "Found 8 GPUs. Training finished, loss 0.12\n",
+    ):
+        fs = _findings(text)
+        assert not _alarms(fs), (text, [f.code for f in fs])
+
+
+def test_a_ray_placement_group_pinned_to_an_unknown_node_is_host_identity() -> None:
+    text = (
+        "(EngineCore pid=1) Error: No available node types can fulfill resource request "
+        "{'GPU': 1.0, 'node:10.0.0.5': 0.001}.\n"
+    )
+    assert _findings(text)[0].category == "host_identity"
+
+
+def test_prose_can_deny_a_setting() -> None:
+    hit = read_document("Our cluster runs jobs inside docker containers.\n").hits
+    assert "docker-word" in hit
+    for denied in (
+        "I am not using docker for this.\n",
+        "This runs without a container.\n",
+        "We don't use Ray.\n",
+        "MIG disabled on every GPU.\n",
+    ):
+        ids = set(read_document(denied).hits)
+        assert not ids & {"docker-word", "inside-container", "ray", "mig-word", "mig-mode"}, (
+            denied,
+            ids,
+        )
+    # a contrast or a failure is not a denial
+    assert "mig-mode" in read_document("vLLM doesn't support multi-instance GPU\n").hits
+    assert (
+        "rank-not-local"
+        in read_document("it should use local_rank, not the rank in the world\n").hits
+    )
+
+
+def test_negation_window_is_one_clause() -> None:
+    text = "I'm not sure why, but docker hides the GPUs"
+    start = text.index("docker")
+    assert not negated(text, start, start + 6)
+    text = "not using docker"
+    assert negated(text, 10, 16)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("not dockerMIG ,.\n'-:")), max_size=300))
+def test_negation_never_crashes_and_stays_bounded(text: str) -> None:
+    read_document(text)
+    for i in range(0, len(text), 17):
+        negated(text, i, min(len(text), i + 5))
