@@ -168,3 +168,51 @@ def test_negation_never_crashes_and_stays_bounded(text: str) -> None:
     read_document(text)
     for i in range(0, len(text), 17):
         negated(text, i, min(len(text), i + 5))
+
+
+def test_a_model_too_big_keeps_context_from_making_a_mapping_guess() -> None:
+    text = (
+        "The model is too big to run on one GPU, so I use two GPUs with "
+        "`CUDA_VISIBLE_DEVICES=2,3 python -m torch.distributed.launch --nproc_per_node=1 train.py`."
+        " Can it only run on one GPU?\n"
+    )
+    assert not _alarms(_findings(text))
+
+
+def test_shm_bus_error_inside_docker_is_not_a_container_alarm() -> None:
+    text = (
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+        "shared memory (shm).\n\nI run it with `docker run --gpus all -it image`.\n"
+    )
+    assert not _alarms(_findings(text))
+
+
+def test_deepspeed_ignoring_cvd_is_the_launcher() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES is not respected\n\n"
+        "$ CUDA_VISIBLE_DEVICES=1 deepspeed --num_gpus=1 train.py\n"
+        "Detected CUDA_VISIBLE_DEVICES=1 but ignoring it because one or several of "
+        "--include/--exclude/--num_gpus/--num_nodes cl args were used.\n"
+    )
+    assert _findings(text)[0].category == "launcher_config"
+
+
+def test_ipc_failure_under_per_task_binding_is_per_process_visibility() -> None:
+    text = (
+        "Works without --gpus-per-task.\n\n$ srun -n 4 --gpus-per-task=1 ./app\n"
+        "cuIpcOpenMemHandle: invalid argument, CUDA_ERROR_INVALID_VALUE\n"
+    )
+    assert _findings(text)[0].category == "per_process_visible_devices"
+
+
+def test_cvd_changed_after_cuda_init_is_visibility_not_mig() -> None:
+    text = (
+        "We set CUDA_VISIBLE_DEVICES after import torch in main().\n"
+        "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED\n"
+    )
+    assert _findings(text)[0].category == "visible_devices_mismatch"
+
+
+def test_a_cudnn_version_field_is_not_a_failure() -> None:
+    text = "Torch sees the GPU\n\n- CUDA/cuDNN version: 11.8 / 8.9\n- GPU models: 1x A100\n"
+    assert not _alarms(_findings(text))

@@ -44,10 +44,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        "(a container started without GPUs)", failure=True),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1"),
-    _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?\s*=\s*['\"]?\d", {"visible_devices_mismatch": 1},
+    _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
+       {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignored|not (?:work|respected|"
-       r"honou?red|passed)|always|overwrit|overrid)", {"visible_devices_mismatch": 4},
+    _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+       r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
+       r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
+       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
        f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
        failure=True),
     _s("device-count-wrong", r"device_count\(\)[^\n]{0,40}(?:only|returns?|shows?|is) "
@@ -70,8 +73,21 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        framework="tensorflow"),
     _s("device-order", r"CUDA_DEVICE_ORDER|FASTEST_FIRST", {"visible_devices_mismatch": 3},
        f"{CUDA_DEV} §2: CUDA's default order is fastest first, nvidia-smi's is PCI bus order"),
-    _s("physical-id", r"physical[_ ]device[_ ]id|device_id_to_physical",
-       {"visible_devices_mismatch": 2}, f"{CUDA_DEV} §1: logical -> physical index"),
+    _s("physical-id", r"physical[_ ]device[_ ]id|device_id_to_physical|physical (?:gpu |device )?"
+       r"(?:ids?|index|indices|ordinals?|numbers?)|logical (?:gpu |device )?(?:ids?|index|indices)|"
+       r"(?:not|non)[- ]contiguous|gaps? in (?:the )?(?:gpu |device )?(?:ids|indices|list)|"
+       r"start(?:ing)? (?:gpu )?id (?:is )?not (?:equal to )?0|not start(?:ing)? (?:at|from|with) 0",
+       {"visible_devices_mismatch": 3}, f"{CUDA_DEV} §1: after narrowing, devices are renumbered "
+       "from 0; a physical index used as a logical one is wrong or out of range"),
+    _s("cvd-after-init", r"CUDA_VISIBLE_DEVICES[^.\n]{0,80}\b(?:after|once)\b[^.\n]{0,40}(?:import"
+       r"(?:ing)? torch|CUDA (?:is |was |has been )?initiali[sz]|is_available|cuda init|torch\.cuda|"
+       r"the first CUDA call)|(?:after|once) (?:import(?:ing)? torch|CUDA (?:is |was |has been )?"
+       r"initiali[sz]\w*|(?:calling )?torch\.cuda\.\w+)[^.\n]{0,60}CUDA_VISIBLE_DEVICES|"
+       r"CUDA_VISIBLE_DEVICES[^.\n]{0,30}before (?:`|')?import(?:ing)? torch",
+       {"visible_devices_mismatch": 5},
+       f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises; a later "
+       "change has no effect or breaks the device count (PyTorch's device < num_gpus assert)",
+       failure=True),
     # --- MIG ------------------------------------------------------------------------------------
     _s("mig-profile", r"\bmig-\d+g\.\d+gb\b|\b\d+g\.\d+gb\b", {"mig": 5},
        f"{NCCL} (c): MIG profiles are named <slices>g.<mem>gb"),
@@ -119,10 +135,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("p2p-ipc", r"via P2P/IPC|via SHM|P2P/IPC/read", {"host_identity": 1, "other": 1},
        f"{NCCL} (d): NCCL picked an intra-host transport"),
     # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
-    _s("gpus-per-task", r"--gpus-per-task|gpus_per_task|SLURM_GPUS_PER_TASK|--gpu-bind|"
+    _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind|"
        r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
-    _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|num_gpus\s*=|"
+    _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
        r"RayTaskError|ray\.exceptions|RayActorError|"
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
@@ -134,6 +150,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
+    _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?) (?:a |one )?"
+       r"(?:single|one|1) (?:gpu|device|card)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
+       r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)",
+       {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
+       f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
+       f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),
     _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
        r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
        r"process[- ]per[- ](?:gpu|device)|"
@@ -171,7 +193,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|processes|instances)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
-       r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|(?:stuck|piled?|all) on (?:the )?"
+       r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|"
+       r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
+       r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),

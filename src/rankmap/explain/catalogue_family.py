@@ -93,6 +93,29 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(multi-NIC hosts register under another IP; https://github.com/vllm-project/vllm/"
        "issues/7815)",
        failure=True, framework="ray"),
+    # --- failures outside this family: they never add points; without a failure of the family
+    # they keep context alone (docker, a launcher, a CVD) from making a mapping guess ----------
+    _s("outside-oom", r"CUDA out of memory|OutOfMemoryError|\bout of memory\b|\bOOM\b", {},
+       "An out-of-memory error is a model/batch that does not fit "
+       "(https://pytorch.org/docs/stable/notes/faq.html) unless other processes hold the GPU "
+       f"({PT} §1: several ranks on cuda:0)", outside=True),
+    _s("outside-model-size", r"(?:model|network|it) (?:is |was )?too (?:big|large)|too (?:big|large) "
+       r"(?:to|for) (?:fit|run|train)|does(?:n't| not) fit (?:in|on|into) (?:the |one |a single )?"
+       r"(?:gpu|memory|vram)|model[- ]parallel(?:ism)?|split the model", {},
+       "a model that does not fit one GPU is a memory/parallelism question "
+       "(https://pytorch.org/docs/stable/notes/faq.html), not a mapping one; a mapping guess then "
+       "needs a message that names its cause", outside=True),
+    _s("outside-python", r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
+       r"KeyError|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
+       r"PermissionError|JSONDecodeError)\b", {},
+       "Python's own exceptions name a program or installation error "
+       "(https://docs.python.org/3/library/exceptions.html)", outside=True),
+    _s("outside-data", r"DataLoader worker \(pid|insufficient shared memory|\bbus error\b|"
+       r"No space left on device|\bnan loss|loss (?:is|becomes?|became|turns? into) nan|"
+       r"device-side assert triggered|Segmentation fault|core dumped", {},
+       "data loading, shared memory, disk, numerics and kernel asserts are outside the mapping "
+       "(DataLoader workers need shared memory: https://github.com/pytorch/pytorch/issues/92134)",
+       outside=True),
 )
 # fmt: on
 
@@ -165,4 +188,28 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no progress",
     ),
     "ray-node-ip": ("no available node types", "node:"),
+    "outside-oom": ("out of memory", "outofmemoryerror", "oom"),
+    "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
+    "outside-python": (
+        "modulenotfounderror",
+        "importerror",
+        "filenotfounderror",
+        "keyerror",
+        "syntaxerror",
+        "indentationerror",
+        "nameerror",
+        "unicodedecodeerror",
+        "permissionerror",
+        "jsondecodeerror",
+    ),
+    "outside-data": (
+        "dataloader worker",
+        "insufficient shared memory",
+        "bus error",
+        "no space left",
+        "nan",
+        "device-side assert",
+        "segmentation fault",
+        "core dumped",
+    ),
 }

@@ -22,6 +22,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"range|rank should be (?:in|less than)", {"launcher_config": 5, "oversubscribed": 1},
        f"{LAUNCHERS} §5, §7: more tasks were started than the framework's world size",
        failure=True),
+    _s("ds-cvd-ignored", r"Detected CUDA_VISIBLE_DEVICES=\S* but ignoring it|If you want to use "
+       r"CUDA_VISIBLE_DEVICES,? don'?t pass", {"launcher_config": 6},
+       f"{LAUNCHERS} §4: the DeepSpeed runner ignores CVD when --num_gpus/--include/--exclude/"
+       "a hostfile is given, and sets its own", failure=True, framework="deepspeed"),
     _s("local-rank-arg", r"--local[-_]rank", {"launcher_config": 3},
        f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
@@ -59,7 +63,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION", {"version_mismatch": 4},
        "ROCm: the code objects of a wheel are built per gfx architecture "
        "(https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)", framework="rocm"),
-    _s("cudnn", r"CuDNN library|cudnn[^\n]{0,40}(?:version|mismatch|not found|compiled)|"
+    _s("cudnn", r"CuDNN library[^\n]{0,80}(?:but|compiled)|cudnn[^\n]{0,40}(?:mismatch|not found|"
+       r"incompatib\w*|compiled with|cannot open)|"
        r"Loaded runtime CuDNN|libcudart\.so\.\d+[^\n]{0,40}(?:not found|cannot open)|"
        r"Could not load dynamic library 'lib(?:cudart|cublas|cudnn)",
        {"version_mismatch": 4}, "TensorFlow/PyTorch builds pin CUDA/cuDNN versions "
@@ -88,7 +93,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"),
     _s("p2p-disable", r"NCCL_P2P_DISABLE|NCCL_P2P_LEVEL|NCCL_SHM_DISABLE", {"other": 2},
        f"{NCCL} (f)"),
-    _s("cuda-ipc", r"cudaIpc\w*|IPC handle|invalid resource handle|CUDA IPC",
+    _s("cuda-ipc", r"cu(?:da)?Ipc\w*|IPC handle|invalid resource handle|CUDA IPC",
        {"other": 3, "container_mapping": 1, "host_identity": 1},
        f"{NCCL} (b): P2P/IPC is chosen for ranks NCCL takes for one host", failure=True),
     _s("nvshmem", r"nvshmem|DeepEP|IBGDA|gdrcopy", {"other": 3, "container_mapping": 1},

@@ -12,13 +12,13 @@ shows it. "Nothing recognised" stays only where nothing of this family failed.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from rankmap.codes import lookup
-from rankmap.explain.catalogue import CATEGORIES
+from rankmap.explain.combinations import from_combinations
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
+from rankmap.explain.score_model import Scores
 from rankmap.findings import Finding, Severity, finding
 
 BEST_GUESS: dict[str, str] = {
@@ -80,38 +80,6 @@ WEAK_GUESS = 1.0  # ... or this much when the input shows a failure of this fami
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
-
-
-@dataclass
-class Scores:
-    """Points and reasons per category."""
-
-    points: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
-    evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    failure: bool = False
-    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
-
-    def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
-        """Add points (negative: against) with the reason quoted in the finding."""
-        self.points[cat] += pts
-        self.reasons[cat].append((pts, reason))
-        if evidence and evidence not in self.evidence[cat]:
-            self.evidence[cat].append(evidence)
-
-    def ranked(self) -> list[tuple[str, float]]:
-        """Categories by points, best first; on equal points ``other`` first (a false alarm of
-        a mapping category costs more than a miss), then the strongest support, then contract
-        order."""
-        order = {c: i for i, c in enumerate(CATEGORIES)}
-        return sorted(
-            ((c, p) for c, p in self.points.items() if p > 0),
-            key=lambda cp: (-cp[1], cp[0] != "other", -self.strongest(cp[0]), order[cp[0]]),
-        )
-
-    def strongest(self, cat: str) -> float:
-        """The biggest single support of ``cat``."""
-        return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
 
 
 def _from_findings(base: list[Finding], s: Scores) -> None:
@@ -176,68 +144,6 @@ def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None
         s.add("mig", 4.0, "the pasted nvidia-smi table shows MIG mode enabled", doc.smi_mig)
 
 
-def _from_structures(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
-    """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
-    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
-        s.add(
-            "host_identity",
-            5.0,
-            f"the launch names {doc.hosts_in_launch} hosts, yet NCCL connected ranks through an "
-            "intra-host transport (P2P/IPC or SHM): it took them for one host",
-            doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
-        )
-    if doc and doc.gpu0_extra:
-        s.add(
-            "no_set_device",
-            5.0,
-            f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
-            f"without) selecting its own device ({PT_SECTION})",
-            doc.gpu0_quote,
-        )
-    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
-        s.add(
-            "container_mapping",
-            4.0,
-            "CUDA_VISIBLE_DEVICES does not reach the container: the container runtime decides which "
-            "GPUs it sees (reference/cuda_devices.md §3)",
-        )
-    if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
-        s.add(
-            "visible_devices_mismatch",
-            4.0,
-            "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
-            "indexed inconsistently (reference/cuda_devices.md §1)",
-        )
-    if doc and doc.shared_gpu and not doc.gpu0_extra:
-        s.failure = True  # several processes on one GPU is this family's symptom
-        for cat, pts in (
-            ("no_set_device", 2.0),
-            ("oversubscribed", 1.0),
-            ("container_mapping", 1.0),
-        ):
-            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
-    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
-    narrowed = ctx.cvd_entries()
-    if ordinal and narrowed and all(e.isdigit() for e in narrowed):
-        s.add(
-            "visible_devices_mismatch",
-            2.0,
-            f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
-            f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
-        )
-    if doc and ordinal and "multi-node" in doc.hits:
-        s.add(
-            "global_rank_as_device",
-            3.0,
-            "an invalid device ordinal on a multi-node run: an index that exists on one node only "
-            f"is the global rank ({PT_SECTION})",
-        )
-    nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
-    if nproc and gpus and nproc > gpus:
-        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
-
-
 def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores:
     """Every category's points from the findings, the catalogue hits and the context."""
     s = Scores()
@@ -246,7 +152,7 @@ def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores
         _from_hits(doc, s)
     _from_launch_and_code(ctx, doc, s)
     _from_env_and_machine(ctx, doc, s)
-    _from_structures(ctx, doc, s, base)
+    from_combinations(ctx, doc, s, base)
     return s
 
 
@@ -275,7 +181,10 @@ def _rescored(
 ) -> tuple[list[Finding], Scores]:
     ranked = s.ranked()
     lead = base[0] if base else None
-    failed = s.failure or bool(doc and doc.failed)
+    # failure words count, unless the only failure named is outside this family (an OOM of a
+    # model too big, a data-loader crash, ModuleNotFoundError): then context needs a clear signal
+    outside = doc is not None and any(h.signal.outside for h in doc.hits.values())
+    failed = s.failure or bool(doc and doc.failed and not outside)
     # a failure of this family (a failure signal, a specific finding) always gets a best guess,
     # however weak: its priors and the context decide; failure words alone need MIN_GUESS
     weak_ok = s.failure and bool(ranked) and ranked[0][1] >= WEAK_GUESS
@@ -284,6 +193,8 @@ def _rescored(
     ):
         return base, s
     winner, pts = ranked[0]
+    if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
+        return base, s  # "the model is too big": only a message naming the cause overrides it
     if lead is not None and lead.code != "RM003" and lead.category == winner:
         return base, s
     runner = ranked[1] if len(ranked) > 1 else None

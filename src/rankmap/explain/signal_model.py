@@ -47,6 +47,7 @@ class Signal:
     framework: str | None = None  # the framework the signal identifies, if any
     keys: tuple[str, ...] = ()  # lowercase substrings every match contains (see KEYS)
     negatable: bool = False  # a setting prose can deny ("not using docker"; see NEGATABLE)
+    outside: bool = False  # the text shows a failure outside this family (see catalogue_family)
 
 
 def sig(
@@ -59,8 +60,16 @@ def sig(
     failure: bool = False,
     framework: str | None = None,
     case: bool = False,
+    outside: bool = False,
 ) -> Signal:
     flags = 0 if case else re.IGNORECASE
     return Signal(
-        sid, re.compile(regex, flags), tuple(supports.items()), fact, where, failure, framework
+        sid,
+        re.compile(regex, flags),
+        tuple(supports.items()),
+        fact,
+        where,
+        failure,
+        framework,
+        outside=outside,
     )

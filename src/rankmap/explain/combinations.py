@@ -1,0 +1,124 @@
+"""Facts that only combinations of evidence show, scored (:mod:`rankmap.explain.scoring`).
+
+A launch and a transport (several hosts, yet NCCL used P2P/IPC), a visible-devices list and a
+symptom, an nvidia-smi process table, an IPC failure under per-task binding, a launcher that
+ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the paste.
+"""
+
+from __future__ import annotations
+
+from rankmap.explain.context import Context
+from rankmap.explain.docread import DocFacts
+from rankmap.explain.score_model import Scores
+from rankmap.findings import Finding
+
+PT_SECTION = "reference/pytorch_nccl.md §1"
+
+
+def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
+    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
+        s.add(
+            "host_identity",
+            5.0,
+            f"the launch names {doc.hosts_in_launch} hosts, yet NCCL connected ranks through an "
+            "intra-host transport (P2P/IPC or SHM): it took them for one host",
+            doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
+        )
+    if doc and doc.gpu0_extra:
+        s.add(
+            "no_set_device",
+            5.0,
+            f"nvidia-smi: {doc.gpu0_extra}: it created a CUDA context on cuda:0 before (or "
+            f"without) selecting its own device ({PT_SECTION})",
+            doc.gpu0_quote,
+        )
+    if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
+        s.add(
+            "container_mapping",
+            4.0,
+            "CUDA_VISIBLE_DEVICES does not reach the container: the container runtime decides which "
+            "GPUs it sees (reference/cuda_devices.md §3)",
+        )
+    if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
+        s.add(
+            "visible_devices_mismatch",
+            4.0,
+            "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
+            "indexed inconsistently (reference/cuda_devices.md §1)",
+        )
+    if doc and doc.shared_gpu and not doc.gpu0_extra:
+        s.failure = True  # several processes on one GPU is this family's symptom
+        for cat, pts in (
+            ("no_set_device", 2.0),
+            ("oversubscribed", 1.0),
+            ("container_mapping", 1.0),
+        ):
+            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
+    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
+    narrowed = ctx.cvd_entries()
+    if ordinal and narrowed and all(e.isdigit() for e in narrowed):
+        s.add(
+            "visible_devices_mismatch",
+            2.0,
+            f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
+            f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
+        )
+    if doc and ordinal and "multi-node" in doc.hits:
+        s.add(
+            "global_rank_as_device",
+            3.0,
+            "an invalid device ordinal on a multi-node run: an index that exists on one node only "
+            f"is the global rank ({PT_SECTION})",
+        )
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
+    if nproc and gpus and nproc > gpus:
+        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+    _launcher_and_binding(ctx, doc, s, base)
+
+
+def _launcher_and_binding(
+    ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]
+) -> None:
+    """Launchers that set CUDA_VISIBLE_DEVICES themselves, per-task binding and IPC, a device
+    count that changed after CUDA initialised."""
+    if doc is None:
+        return
+    hits = doc.hits
+    launcher = ctx.launch.launcher if ctx.launch else None
+    deepspeed = launcher == "deepspeed" or "deepspeed-include" in hits
+    if "cvd-ignored" in hits and deepspeed and not {"docker-gpus", "docker-word"} & set(hits):
+        s.add(
+            "launcher_config",
+            4.0,
+            "CUDA_VISIBLE_DEVICES is ignored under the DeepSpeed launcher: with --num_gpus, "
+            "--include/--exclude or a hostfile it sets CUDA_VISIBLE_DEVICES itself "
+            "(reference/launchers.md §4, CVD interplay)",
+            _quote(doc, "cvd-ignored"),
+        )
+        s.add("visible_devices_mismatch", -2.0, "the ignored list is the launcher's doing")
+    per_task = "gpus-per-task" in hits or bool(ctx.launch and ctx.launch.gpus_per_task == 1)
+    ipc = next((k for k in ("cuda-ipc", "peer-access") if k in hits), None)
+    if ipc and per_task:
+        s.add(
+            "per_process_visible_devices",
+            3.0,
+            "a CUDA IPC / peer-access failure under per-task GPU binding: each task sees only its "
+            "own GPU, so the peer's GPU is not visible to it (reference/launchers.md §5, "
+            "cuda_devices.md §1)",
+            _quote(doc, ipc),
+        )
+    if "cvd-after-init" in hits and any(f.code == "RM640" for f in base):
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            "the device < num_gpus assert follows a CUDA_VISIBLE_DEVICES change after CUDA "
+            "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
+            _quote(doc, "cvd-after-init"),
+        )
+
+
+def _quote(doc: DocFacts, sid: str) -> str:
+    hit = doc.hits[sid]
+    return f"{hit.where}: {hit.excerpt}"

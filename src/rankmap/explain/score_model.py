@@ -1,0 +1,40 @@
+"""The points and reasons every category collects (:mod:`rankmap.explain.scoring` fills them)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rankmap.categories import CATEGORIES
+
+
+@dataclass
+class Scores:
+    """Points and reasons per category."""
+
+    points: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
+    evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    failure: bool = False
+    named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
+
+    def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
+        """Add points (negative: against) with the reason quoted in the finding."""
+        self.points[cat] += pts
+        self.reasons[cat].append((pts, reason))
+        if evidence and evidence not in self.evidence[cat]:
+            self.evidence[cat].append(evidence)
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """Categories by points, best first; on equal points ``other`` first (a false alarm of
+        a mapping category costs more than a miss), then the strongest support, then contract
+        order."""
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        return sorted(
+            ((c, p) for c, p in self.points.items() if p > 0),
+            key=lambda cp: (-cp[1], cp[0] != "other", -self.strongest(cp[0]), order[cp[0]]),
+        )
+
+    def strongest(self, cat: str) -> float:
+        """The biggest single support of ``cat``."""
+        return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
