@@ -216,3 +216,16 @@ def test_cvd_changed_after_cuda_init_is_visibility_not_mig() -> None:
 def test_a_cudnn_version_field_is_not_a_failure() -> None:
     text = "Torch sees the GPU\n\n- CUDA/cuDNN version: 11.8 / 8.9\n- GPU models: 1x A100\n"
     assert not _alarms(_findings(text))
+
+
+def test_an_issue_template_left_unanswered_says_nothing() -> None:
+    from rankmap.explain.docread import without_template
+
+    text = (
+        "<!-- If you use docker or MIG,\nsay so here -->\n- PyTorch Version (e.g., 1.10):\n"
+        "- How you installed it (`conda`, `pip`, source):\nreal line\n"
+    )
+    out = without_template(text)
+    assert out.count("\n") == text.count("\n")  # line numbers kept
+    assert "docker" not in out and "e.g." not in out and "real line" in out
+    assert not read_document(text).hits

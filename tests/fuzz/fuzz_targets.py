@@ -227,6 +227,25 @@ def _explain(text: str) -> object:
     return explain_files([Path("-")], stdin=io.BytesIO(text.encode("utf-8", "surrogatepass")))
 
 
+_FENCE = "`" * 3
+PASTE_SEEDS = [
+    "Job hangs at init_process_group, not using docker\n\nno MIG on these GPUs\n",
+    f"{_FENCE}yaml\nspec:\n  containers:\n  - env:\n    - name: NVIDIA_VISIBLE_DEVICES\n"
+    f"      value: '0,1'\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n{_FENCE}\n",
+    "- distributed_type: MULTI_GPU\n- num_processes: 8\n- gpu_ids: 0,1\nworker-1 slots=8\n",
+    "Driver Version: 470.82.01 CUDA Version: 11.4\ntorch 2.1.0+cu121\nNCCL version 2.18.1\n"
+    "NCCL version 2.14.3\nCUDA_VISIBLE_DEVICES set after import torch\n",
+    "RuntimeError: CUDA error: invalid device ordinal\nhipErrorInvalidDevice\n"
+    "Detected CUDA_VISIBLE_DEVICES=1 but ignoring it\n--gpus-per-task=1 cuIpcOpenMemHandle\n",
+]
+
+
+def _document(text: str) -> object:
+    from rankmap.explain.docread import read_document
+
+    return read_document(text)
+
+
 # -- inventory, profiles, topology --------------------------------------------------------------------
 
 SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir()) if p.is_file()]
@@ -335,6 +354,8 @@ def targets() -> list[Target]:
         Target("visibility:cvd", st.tuples(CVD, st.sampled_from([None, "PCI_BUS_ID", "x"])), _visible),
         Target("envspec", st.lists(st.one_of(short_text, hurtful, mutated_text(["A=1", "HF_TOKEN=x"])), max_size=4), _envspec),
         Target("explain:log", mutated_text(LOG_SEEDS, max_edits=6), _explain),
+        Target("explain:document", mutated_text(PASTE_SEEDS, max_edits=6), _document),
+        Target("explain:paste", mutated_text(PASTE_SEEDS, max_edits=6), _explain),
         Target("inventory:smi", mutated_text(SMI_SEEDS, max_edits=6), _machine_text),
         Target("inventory:profile", mutated_json(PROFILE_SEEDS), _profile),
         Target("topology:json", mutated_json(TOPO_SEEDS), _topology),

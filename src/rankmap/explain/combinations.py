@@ -7,9 +7,11 @@ ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the pas
 
 from __future__ import annotations
 
+from rankmap.explain.configs import config_points
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.score_model import Scores
+from rankmap.explain.versions import conflicts
 from rankmap.findings import Finding
 
 PT_SECTION = "reference/pytorch_nccl.md §1"
@@ -76,6 +78,11 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     if nproc and gpus and nproc > gpus:
         s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
     _launcher_and_binding(ctx, doc, s, base)
+    if doc is not None:
+        for pts, why in conflicts(doc.versions):
+            s.add("version_mismatch", pts, why)
+        for cat, pts, why in config_points(doc.configs, nproc, gpus):
+            s.add(cat, pts, why)
 
 
 def _launcher_and_binding(

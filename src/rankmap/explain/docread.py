@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankmap.explain.catalogue import SIGNALS, Signal
+from rankmap.explain.configs import ConfigFacts, read_parsed
+from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.document import (
     LAUNCHER_WORDS,
     Segment,
@@ -26,6 +28,7 @@ from rankmap.explain.document import (
     shell_commands,
     split_document,
 )
+from rankmap.explain.versions import Versions, versions_in
 
 DOC_LIMIT = 4 * 1024 * 1024  # bigger inputs are read by the line reader only
 MAX_CONFIG_CHARS = 64 * 1024
@@ -97,7 +100,7 @@ class DocFacts:
     code_call: str | None = None
     smi_gpus: int | None = None
     stated_gpus: int | None = None  # "2 GPUs" in the prose
-    config: dict[str, Any] = field(default_factory=dict)
+    configs: ConfigFacts = field(default_factory=ConfigFacts)  # accelerate, pod spec, hostfile
     frameworks: list[str] = field(default_factory=list)
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
@@ -106,12 +109,15 @@ class DocFacts:
     shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
     failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
+    versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     """Segment ``text`` and read each segment; bounded by :data:`DOC_LIMIT`."""
-    facts = DocFacts()
-    for seg in split_document(text[:DOC_LIMIT]):
+    text = without_template(text[:DOC_LIMIT])
+    facts = DocFacts(versions=versions_in(text))
+    read_config_lines(text, facts.configs)
+    for seg in split_document(text):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)
         if not facts.failed and _failed(seg.text):
@@ -134,6 +140,24 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
                 n = m.group("n").lower()
                 facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
     return facts
+
+
+_PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?[ \t]*$", re.M)
+
+
+def without_template(text: str) -> str:
+    """The paste without an issue template's text: HTML comments (``<!-- … -->``) and
+    placeholder lines left unanswered (``- PyTorch Version (e.g., 1.10):``). Line numbers kept."""
+    parts: list[str] = []
+    pos = 0
+    while (start := text.find("<!--", pos)) != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:
+            break
+        parts += [text[pos:start], "\n" * text.count("\n", start, end)]
+        pos = end + 3
+    parts.append(text[pos:])
+    return _PLACEHOLDER.sub("", "".join(parts))
 
 
 def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
@@ -300,19 +324,17 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
 
 def _config(seg: Segment, facts: DocFacts) -> None:
     text = seg.text[:MAX_CONFIG_CHARS]
-    doc: Any = None
+    docs: list[Any] = []
     try:
         import json
 
-        doc = json.loads(text)
+        docs = [json.loads(text)]
     except ValueError:
         try:
             import yaml
 
-            doc = yaml.safe_load(text)
+            docs = list(yaml.safe_load_all(text))[:16]  # a manifest may hold several documents
         except Exception:  # noqa: BLE001 - YAML's errors are many; a bad paste is "not read"
             return
-    if isinstance(doc, dict):
-        for key in ("num_processes", "gpu_ids", "num_machines", "distributed_type"):
-            if key in doc and not isinstance(doc[key], (dict, list)):
-                facts.config[key] = str(doc[key])
+    for doc in docs:
+        read_parsed(doc, facts.configs)

@@ -1,0 +1,108 @@
+"""Versions named in a paste (driver, CUDA, NCCL) and the conflicts between them.
+
+A paste often states versions in several places: the ``nvidia-smi`` header (driver, and the
+newest CUDA the driver supports), ``collect_env`` / ``torch.version.cuda`` / a ``+cu118`` wheel
+(the CUDA the framework was built with), NCCL's ``NCCL version 2.18.1`` line of each rank. Two
+facts of ``reference/nccl.md`` make them evidence:
+
+- (g): a CUDA runtime newer than the driver supports fails (``driver version is insufficient``);
+- (e): ranks that load different NCCL builds fail (``Mismatched NCCL version``); two nodes with
+  different drivers are the usual way that happens.
+
+Pure and bounded: text in, :class:`Versions` out; at most :data:`MAX_VALUES` values per kind.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_VALUES = 8
+MAX_CHARS = 4 * 1024 * 1024
+
+_DRIVER = re.compile(
+    r"Driver Version:?\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)|"
+    r"\bdriver(?: version)?\s*[:=]?\s*(?:is\s+)?(\d{3}\.\d{2,3}(?:\.\d{1,3})?)\b",
+    re.IGNORECASE,
+)
+_DRIVER_CUDA = re.compile(r"CUDA Version:\s*(\d{2}\.\d)", re.IGNORECASE)
+_BUILT_CUDA = re.compile(
+    r"torch\.version\.cuda\W{0,6}(\d{2}\.\d)|CUDA used to build PyTorch:\s*(\d{2}\.\d)|"
+    r"\+cu(\d{2})(\d)\b|cudatoolkit[=\s]+(\d{2}\.\d)|pytorch-cuda[=\s]+(\d{2}\.\d)",
+    re.IGNORECASE,
+)
+_NCCL = re.compile(
+    r"NCCL version:?\s*v?(\d{1,2}\.\d{1,2}\.\d{1,2})|\bnccl[-_ ]?v?(2\.\d{1,2}\.\d{1,2})\b|"
+    r"libnccl2?[=-](2\.\d{1,2}\.\d{1,2})|libnccl\.so\.(2\.\d{1,2}\.\d{1,2})",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Versions:
+    """The distinct values of each kind, in order of appearance."""
+
+    driver: list[str] = field(default_factory=list)
+    driver_cuda: list[str] = field(default_factory=list)  # nvidia-smi's "CUDA Version"
+    built_cuda: list[str] = field(default_factory=list)  # the framework's CUDA build
+    nccl: list[str] = field(default_factory=list)
+
+
+def _add(values: list[str], value: str) -> None:
+    if value not in values and len(values) < MAX_VALUES:
+        values.append(value)
+
+
+def versions_in(text: str) -> Versions:
+    """Every driver / CUDA / NCCL version the text names."""
+    text = text[:MAX_CHARS]
+    out = Versions()
+    for m in _DRIVER.finditer(text):
+        _add(out.driver, next(g for g in m.groups() if g))
+    for m in _DRIVER_CUDA.finditer(text):
+        _add(out.driver_cuda, m.group(1))
+    for m in _BUILT_CUDA.finditer(text):
+        if m.group(3):  # +cu118 -> 11.8
+            _add(out.built_cuda, f"{m.group(3)}.{m.group(4)}")
+        else:
+            _add(out.built_cuda, next(g for g in m.groups() if g))
+    for m in _NCCL.finditer(text):
+        _add(out.nccl, next(g for g in m.groups() if g))
+    return out
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def conflicts(v: Versions) -> list[tuple[float, str]]:
+    """(points for version_mismatch, reason) for every conflict the versions show."""
+    out: list[tuple[float, str]] = []
+    if v.driver_cuda and v.built_cuda:
+        newest = max(v.driver_cuda, key=_key)
+        built = max(v.built_cuda, key=_key)
+        if _key(built) > _key(newest):
+            out.append(
+                (
+                    4.0,
+                    f"the framework was built for CUDA {built}, newer than the CUDA {newest} the "
+                    "driver supports (reference/nccl.md (g))",
+                )
+            )
+    if len(v.driver) >= 2:
+        out.append(
+            (
+                3.0,
+                f"two driver versions in the input ({', '.join(v.driver[:3])}): nodes or "
+                "containers differ (reference/nccl.md (g))",
+            )
+        )
+    if len(v.nccl) >= 2:
+        out.append(
+            (
+                3.0,
+                f"two NCCL versions in the input ({', '.join(v.nccl[:3])}): ranks may load "
+                "different NCCL builds (reference/nccl.md (e))",
+            )
+        )
+    return out
