@@ -229,3 +229,44 @@ def test_an_issue_template_left_unanswered_says_nothing() -> None:
     assert out.count("\n") == text.count("\n")  # line numbers kept
     assert "docker" not in out and "e.g." not in out and "real line" in out
     assert not read_document(text).hits
+
+
+def test_context_alone_is_not_a_mapping_guess() -> None:
+    # a visible-devices list and a launch are everyday context; with only failure words (no
+    # failure of this family) they do not make a mapping alarm
+    text = (
+        "Distributed training on a subset of GPUs does not work\n\n"
+        "$ CUDA_VISIBLE_DEVICES=2,3,4,5 torchrun --nproc_per_node 4 train.py\n"
+    )
+    assert not _alarms(_findings(text))
+
+
+def test_a_port_in_use_is_a_network_problem_not_a_mapping_alarm() -> None:
+    text = "RuntimeError: Address already in use\n\nTwo jobs on one server, GPUs 0,1 and 2,3.\n"
+    fs = _findings(text)
+    assert fs[0].code == "RM906" and fs[0].severity is Severity.INFO
+    assert not _alarms(fs)
+
+
+def test_a_network_timeout_with_a_framework_is_other() -> None:
+    text = (
+        "jax.distributed.initialize() hangs on 4 hosts\n\n"
+        "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n"
+    )
+    assert not _alarms(_findings(text))
+
+
+def test_a_hardware_fault_is_other() -> None:
+    text = (
+        "cuCtxCreate returned error 214 (CUDA_ERROR_ECC_UNCORRECTABLE): uncorrectable ECC error\n"
+    )
+    fs = _findings(text)
+    assert fs[0].category == "other" and not _alarms(fs)
+
+
+def test_nvidia_visible_devices_ignored_is_the_container() -> None:
+    text = (
+        "NVIDIA_VISIBLE_DEVICES not being respected by the container runtime\n\n"
+        "All 8 GPUs are visible in the pod despite the limit nvidia.com/gpu: 1\n"
+    )
+    assert _findings(text)[0].category == "container_mapping"

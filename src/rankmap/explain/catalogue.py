@@ -50,6 +50,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "mig-mode": ("mig", "multi-instance"),
     "mig-word": ("mig",),
     "nvidia-visible": ("nvidia_visible_devices",),
+    "nvd-ignored": ("nvidia_visible_devices", "visible", "shown", "seen"),
     "k8s-gpu-resource": ("nvidia.com/gpu", "amd.com/gpu"),
     "k8s-mig-resource": ("nvidia.com/mig-",),
     "device-plugin": ("device-plugin", "device plugin", "kubelet", "gpu-operator"),

@@ -98,6 +98,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- containers / Kubernetes ----------------------------------------------------------------
     _s("nvidia-visible", r"NVIDIA_VISIBLE_DEVICES", {"container_mapping": 3},
        f"{CUDA_DEV} §3: the container toolkit exposes the GPUs NVIDIA_VISIBLE_DEVICES names"),
+    _s("nvd-ignored", r"NVIDIA_VISIBLE_DEVICES[^\n]{0,60}(?:ignor\w*|(?:not|n't)(?: being)? "
+       r"(?:respect\w*|honou?r\w*|work\w*|appl\w*)|no effect|overrid\w*)|(?:multiple|all|more|"
+       r"every|\d+) GPUs? (?:are |is )?(?:visible|shown|seen)[^.\n]{0,40}(?:despite|although|even "
+       r"though|in (?:a|the|each|my) (?:container|pod))",
+       {"container_mapping": 4},
+       f"{CUDA_DEV} §3-4: the container runtime (or the device plugin) decides which GPUs a "
+       "container sees; a privileged container or a runtime ignoring NVIDIA_VISIBLE_DEVICES sees "
+       "them all", failure=True),
     _s("k8s-gpu-resource", r"nvidia\.com/gpu|amd\.com/gpu", {"container_mapping": 3},
        f"{CUDA_DEV} §4: the device plugin allocates GPUs per container"),
     _s("k8s-mig-resource", r"nvidia\.com/mig-", {"mig": 4, "container_mapping": 2},

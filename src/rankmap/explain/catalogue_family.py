@@ -40,7 +40,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     _s("visible-devices-any",
        r"\b(?:ASCEND_RT|ZE_AFFINITY|MLU|XPU|TPU)_VISIBLE_(?:DEVICES|CHIPS)\b|\bZE_AFFINITY_MASK\b|"
-       r"\bGPU_DEVICE_ORDINAL\b|\bCUDA_VISIBLE_DEVICE\b|\bvisible[_ ]devices?\b",
+       r"\bGPU_DEVICE_ORDINAL\b|\bvisible[_ ]devices?\b",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: every stack has a visible-devices variable that narrows and renumbers "
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
@@ -85,6 +85,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (b), (d): a hang at the first collective is ranks NCCL took for one host, an "
        f"unreachable peer, or a barrier on a guessed device ({PT} §2)",
        failure=True, where=TEXT),
+    _s("hardware-fault", r"\bECC (?:error|errors)\b|uncorrectable ECC|CUDA_ERROR_ECC_UNCORRECTABLE|"
+       r"\bXid\b|fallen off the bus|GPU is lost|GPU has fallen|NVLink (?:error|down)|"
+       r"row[- ]remap\w* (?:failure|pending)|CUDA_ERROR_HARDWARE_STACK_ERROR",
+       {"other": 3},
+       "A GPU hardware fault (ECC, Xid, off the bus) is a bad node, not a mapping "
+       "(https://docs.nvidia.com/deploy/xid-errors/index.html)", failure=True),
     _s("ray-node-ip",
        r"No available node types can fulfill resource request|['\"]node:\d{1,3}(?:\.\d{1,3}){3}"
        r"['\"]\s*:\s*0\.001",
@@ -105,6 +111,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "a model that does not fit one GPU is a memory/parallelism question "
        "(https://pytorch.org/docs/stable/notes/faq.html), not a mapping one; a mapping guess then "
        "needs a message that names its cause", outside=True),
+    _s("outside-network", r"Connection refused|DEADLINE_EXCEEDED|Deadline Exceeded|Connection reset "
+       r"by peer|No route to host|Network is unreachable|\bfirewall\b|ECONNREFUSED|ETIMEDOUT|"
+       r"Connection timed out|Name or service not known|Temporary failure in name resolution",
+       {"other": 2},
+       f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
+       "are a network problem (no device evidence)", outside=True),
     _s("outside-python", r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
@@ -139,7 +151,6 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "_visible_",
         "ze_affinity_mask",
         "gpu_device_ordinal",
-        "cuda_visible_device",
         "visible device",
         "visible_device",
     ),
@@ -188,8 +199,32 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no progress",
     ),
     "ray-node-ip": ("no available node types", "node:"),
+    "hardware-fault": (
+        "ecc",
+        "xid",
+        "fallen off the bus",
+        "gpu is lost",
+        "gpu has fallen",
+        "nvlink",
+        "row-remap",
+        "row remap",
+        "hardware_stack_error",
+    ),
     "outside-oom": ("out of memory", "outofmemoryerror", "oom"),
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
+    "outside-network": (
+        "connection refused",
+        "deadline",
+        "connection reset",
+        "no route to host",
+        "network is unreachable",
+        "firewall",
+        "econnrefused",
+        "etimedout",
+        "connection timed out",
+        "name or service not known",
+        "temporary failure in name resolution",
+    ),
     "outside-python": (
         "modulenotfounderror",
         "importerror",

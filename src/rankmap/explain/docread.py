@@ -45,7 +45,9 @@ FAIL_KEYS = (
     "traceback", "error", "exception", "fail", "crash", " hang", "stuck", "does not work",
     "doesn't work", "not working", "can't", "cannot", "unable to", "wrong", " bug", "[bug",
     "fix", "issue", "instead of", "even though", "expected behav", "only use", "waste",
-    "bottleneck", "busy", "solved", "unbalanced", "higher than",
+    "bottleneck", "busy", "solved", "unbalanced", "higher than", "not respect", "not being",
+    "despite", "ignor", "unexpected", "problem", "doesn't", "does not", "isn't", "no longer",
+    "broke",
 )  # fmt: skip
 
 

@@ -74,9 +74,12 @@ DECIDE: dict[str, str] = {
 # Specific findings that name a symptom, not a cause: they weigh little.
 SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
 UNDECIDED_MARK = "The log alone does not say"
+# Rendezvous/store and socket errors: what every rank prints when a peer or port is unreachable.
+NETWORK_CODES = frozenset({"RM906", "RM041"})
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
 WEAK_GUESS = 1.0  # ... or this much when the input shows a failure of this family
+CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this much
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
@@ -85,6 +88,9 @@ CLEAR_MARGIN = 3.0
 def _from_findings(base: list[Finding], s: Scores) -> None:
     for i, f in enumerate(base):
         if f.code == "RM003" or f.severity is Severity.INFO:
+            continue
+        if f.code in NETWORK_CODES:  # a network failure: not of this family on its own
+            s.add(f.category, 1.0, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
             continue
         s.failure = True
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
@@ -171,6 +177,7 @@ def rescore(
     s = score_all(base, ctx, doc)
     s.named = named
     out, s = _rescored(base, ctx, doc, s)
+    out = _network_alone_is_info(out)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
     return out, s
@@ -181,16 +188,7 @@ def _rescored(
 ) -> tuple[list[Finding], Scores]:
     ranked = s.ranked()
     lead = base[0] if base else None
-    # failure words count, unless the only failure named is outside this family (an OOM of a
-    # model too big, a data-loader crash, ModuleNotFoundError): then context needs a clear signal
-    outside = doc is not None and any(h.signal.outside for h in doc.hits.values())
-    failed = s.failure or bool(doc and doc.failed and not outside)
-    # a failure of this family (a failure signal, a specific finding) always gets a best guess,
-    # however weak: its priors and the context decide; failure words alone need MIN_GUESS
-    weak_ok = s.failure and bool(ranked) and ranked[0][1] >= WEAK_GUESS
-    if not weak_ok and (
-        not ranked or ranked[0][1] < MIN_GUESS or not (failed or ranked[0][1] >= NO_FAILURE_GUESS)
-    ):
+    if not ranked or not _may_guess(ranked[0], s, doc):
         return base, s
     winner, pts = ranked[0]
     if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
@@ -209,6 +207,36 @@ def _rescored(
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
+
+
+def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
+    """Whether the evidence allows a best guess at all.
+
+    A failure of this family (a failure signal or a specific finding) always gets one, however
+    weak: its priors and the context decide. Without one, context alone (a docker run, a
+    CUDA_VISIBLE_DEVICES, a framework) is common in healthy setups and in failures of other
+    kinds: with failure words the leader needs CONTEXT_GUESS points, without them one support
+    of NO_FAILURE_GUESS; after a failure outside this family (an OOM, a network timeout, a
+    Python exception) a support that names the cause (STRONG).
+    """
+    cat, pts = top
+    if s.failure:
+        return pts >= WEAK_GUESS
+    outside = doc is not None and any(h.signal.outside for h in doc.hits.values())
+    if outside:
+        return pts >= MIN_GUESS and s.strongest(cat) >= STRONG
+    if doc is not None and doc.failed:
+        return pts >= CONTEXT_GUESS
+    return pts >= NO_FAILURE_GUESS and s.strongest(cat) >= NO_FAILURE_GUESS
+
+
+def _network_alone_is_info(out: list[Finding]) -> list[Finding]:
+    """Rendezvous/socket errors (a port in use, an unreachable peer) with no other mapping
+    finding above info are a network problem, not evidence of a mapping: info then."""
+    alarms = [f for f in out if f.severity is not Severity.INFO and f.category != "other"]
+    if not alarms or any(f.code not in NETWORK_CODES for f in alarms):
+        return out
+    return [replace(f, severity=Severity.INFO) if f.code in NETWORK_CODES else f for f in out]
 
 
 def _demoted(f: Finding) -> Finding:
