@@ -47,7 +47,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", r"CUDA_VISIBLE_DEVICES[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
        r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
@@ -75,7 +75,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §2: CUDA's default order is fastest first, nvidia-smi's is PCI bus order"),
     _s("physical-id", r"physical[_ ]device[_ ]id|device_id_to_physical|physical (?:gpu |device )?"
        r"(?:ids?|index|indices|ordinals?|numbers?)|logical (?:gpu |device )?(?:ids?|index|indices)|"
-       r"(?:not|non)[- ]contiguous|gaps? in (?:the )?(?:gpu |device )?(?:ids|indices|list)|"
+       r"(?:actual|real) (?:gpu |device )?(?:ids?|index|indices|numbers?)|(?:not|non)[- ]contiguous|gaps? in (?:the )?(?:gpu |device )?(?:ids|indices|list)|"
        r"start(?:ing)? (?:gpu )?id (?:is )?not (?:equal to )?0|not start(?:ing)? (?:at|from|with) 0",
        {"visible_devices_mismatch": 3}, f"{CUDA_DEV} §1: after narrowing, devices are renumbered "
        "from 0; a physical index used as a logical one is wrong or out of range"),
@@ -159,7 +159,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
     _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?) (?:a |one )?"
-       r"(?:single|one|1) (?:gpu|device|card)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
+       r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
+       r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
        r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)",
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
@@ -228,6 +229,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"on the same (?:gpu|device|cuda device)",
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
        f"{NCCL} (a): two ranks on one GPU", failure=True),
+    _s("jobs-share-gpus", r"(?:two|several|multiple|\d+) (?:\w+ ){0,2}(?:jobs|trainings|training "
+       r"(?:jobs|processes|runs)|programs|experiments|runs|instances)[^.\n]{0,30}(?:on|share|using|"
+       r"use) (?:the )?same (?:\w+ (?:of )?)?(?:gpus?|devices?|cards?)",
+       {"oversubscribed": 3, "no_set_device": 1},
+       f"{LAUNCHERS} §1: independent jobs on one set of GPUs share them (one process per GPU is "
+       "the launchers' assumption)", failure=True),
     _s("same-local-rank", r"local[_ ]rank (?:is |as |=\s*)?0 (?:on|for|in) (?:both|all|every)|"
        r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
        {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),

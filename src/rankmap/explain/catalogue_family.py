@@ -28,7 +28,7 @@ _NOT_FAMILY = (
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
        r"\binvalid[ _]device(?:[ _](?:ordinal|id|index|number))?\b(?![ _](?:function|pointer|"
-       r"context|symbol|handle))|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
+       r"context|symbol|handle))|\binvalid ordinal\b|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
        r"hipErrorInvalidDevice\b|device ordinal (?:\d+ )?(?:is )?(?:out of range|invalid|not "
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"

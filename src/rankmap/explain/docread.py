@@ -163,6 +163,10 @@ def without_template(text: str) -> str:
 
 
 def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
+    if (
+        seg.kind == "prose" and "`" in seg.text
+    ):  # inline code marks: "`RANK` instead of `LOCAL_RANK`"
+        seg = Segment(seg.kind, seg.text.replace("`", ""), seg.first_line)
     lowered = seg.text.lower()
     exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
     for sig in SIGNALS:
