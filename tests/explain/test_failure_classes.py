@@ -270,3 +270,12 @@ def test_nvidia_visible_devices_ignored_is_the_container() -> None:
         "All 8 GPUs are visible in the pod despite the limit nvidia.com/gpu: 1\n"
     )
     assert _findings(text)[0].category == "container_mapping"
+
+
+def test_a_duplicate_gpu_outweighs_the_priors_of_the_generic_nccl_error() -> None:
+    text = (
+        "[rank4]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "invalid usage\nDuplicate GPU detected : rank 4 and rank 0 both on CUDA device 4f000\n"
+    )
+    first = _findings(text)[0]
+    assert first.code == "RM103" and first.severity is Severity.ERROR

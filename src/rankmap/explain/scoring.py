@@ -76,6 +76,8 @@ SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020",
 UNDECIDED_MARK = "The log alone does not say"
 # Rendezvous/store and socket errors: what every rank prints when a peer or port is unreachable.
 NETWORK_CODES = frozenset({"RM906", "RM041"})
+# Catalogue classes whose weights are priors of a generic device/communicator error.
+GENERIC_PRIORS = frozenset({"nccl-generic-error", "comm-error-any", "device-error-any"})
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
 WEAK_GUESS = 1.0  # ... or this much when the input shows a failure of this family
@@ -101,11 +103,19 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
         s.add(f.category, pts, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
 
 
-def _from_hits(doc: DocFacts, s: Scores) -> None:
+def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
+    # a specific mapping finding (a duplicate GPU, an invalid ordinal) outweighs the priors of
+    # a generic device/communicator error: those then only mark the failure
+    specific = any(
+        f.category != "other" and f.severity is not Severity.INFO and f.code not in NETWORK_CODES
+        for f in base
+    )
     for hit in doc.hits.values():
         sig = hit.signal
         if sig.failure:
             s.failure = True
+        if specific and sig.id in GENERIC_PRIORS:
+            continue
         quote = f"{hit.where}: {hit.excerpt}"
         for cat, w in sig.supports:
             s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:100]}` ({hit.segment}; {sig.fact})", quote)
@@ -155,7 +165,7 @@ def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores
     s = Scores()
     _from_findings(base, s)
     if doc is not None:
-        _from_hits(doc, s)
+        _from_hits(doc, s, base)
     _from_launch_and_code(ctx, doc, s)
     _from_env_and_machine(ctx, doc, s)
     from_combinations(ctx, doc, s, base)
