@@ -9,7 +9,7 @@ both search exactly :func:`literals`, everywhere in every input.
 Why not one ``re`` alternation: CPython's regex engine tries the alternatives one by one at every
 position; an alternation of the ~300 literals runs at about 1 MB/s. :class:`LineSetMatcher`
 relies on what a big log is instead: a few thousand message templates repeated with other numbers.
-It maps every byte once (``bytes.translate``: lowercase, every digit to ``0``), splits the chunk
+It maps every byte once (``bytes.translate``: lowercase, every hex digit to ``0``), splits the chunk
 into lines and keeps the *set* of distinct lines. Lines seen before are not searched again; only
 new distinct lines are searched for each normalised literal (``bytes.find``, C speed, on a text
 that is a small fraction of the chunk). Where a line holding a literal occurs, the literal's
@@ -40,6 +40,10 @@ class Literal:
     caseless: bool
     join: bool
 
+    @property
+    def lowered(self) -> bytes:
+        return self.text.lower()
+
 
 @lru_cache(maxsize=1)
 def literals() -> tuple[Literal, ...]:
@@ -52,12 +56,14 @@ def literals() -> tuple[Literal, ...]:
 
 def _normaliser() -> bytes:
     table = bytearray(bytes(range(256)).lower())
-    for digit in b"0123456789":
+    for digit in b"0123456789abcdefABCDEF":
         table[digit] = ord("0")
     return bytes(table)
 
 
-NORMALISE = _normaliser()  # lowercase ASCII, every digit -> "0"; one byte per byte (offsets kept)
+# lowercase ASCII, every hex digit -> "0" (numbers, addresses and ids vary from line to line of
+# one message); one byte per byte, so offsets in the normalised block are offsets in the block
+NORMALISE = _normaliser()
 
 
 class LineSetMatcher:
@@ -104,8 +110,19 @@ class LineSetMatcher:
         for line in lines:
             if line in hit:
                 wanted |= hit[line]
+        if not wanted:
+            return
+        low = block.lower()  # position for position: caseless literals are found in it
         for k in wanted:
-            self._locate(block, norm, k, offset, out, joins)
+            for lit in self._lits[k]:
+                hay, needle = (low, lit.lowered) if lit.caseless else (block, lit.text)
+                end = len(needle) - 1 + offset
+                i = hay.find(needle)
+                while i != -1:
+                    out.append(i + end)
+                    if lit.join:
+                        joins.add(i + end)
+                    i = hay.find(needle, i + 1)
 
     def _learn(self, new: set[bytes]) -> None:
         """Sort new distinct lines into those holding a normalised literal and the rest."""
@@ -129,21 +146,3 @@ class LineSetMatcher:
         for line, ks in found.items():
             self._hit[line] = frozenset(ks)
         self._seen.update(new.difference(found))
-
-    def _locate(
-        self, buf: bytes, norm: bytes, k: int, offset: int, out: list[int], joins: set[int]
-    ) -> None:
-        """Exact occurrences of the literals behind normalised literal ``k``."""
-        needle = self._norms[k]
-        lits = self._lits[k]
-        size = len(needle)
-        i = norm.find(needle)
-        while i != -1:
-            raw = buf[i : i + size]
-            for lit in lits:
-                if (raw.lower() == lit.text.lower()) if lit.caseless else raw == lit.text:
-                    out.append(offset + i + size - 1)
-                    if lit.join:
-                        joins.add(offset + i + size - 1)
-                    break
-            i = norm.find(needle, i + 1)
