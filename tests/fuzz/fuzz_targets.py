@@ -246,6 +246,24 @@ def _document(text: str) -> object:
     return read_document(text)
 
 
+def _prefilter(text: str) -> object:
+    """The pure-Python multi-literal matcher, twice (the second time on remembered lines)."""
+    from rankmap.explain.prefilter import LineSetMatcher
+
+    data = text.encode("utf-8", "surrogatepass")
+    m = LineSetMatcher()
+    first = m.hits(data)
+    if m.hits(data)[0] != first[0]:
+        raise AssertionError("remembered lines changed the hits")
+    return first
+
+
+def _named(text: str) -> object:
+    from rankmap.explain.named import devices_in, failing_ranks
+
+    return devices_in([text]), failing_ranks(text.splitlines())
+
+
 # -- inventory, profiles, topology --------------------------------------------------------------------
 
 SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir()) if p.is_file()]
@@ -262,6 +280,14 @@ def _machine_text(text: str) -> object:
     from rankmap.inventory import parse_machine_text
 
     return parse_machine_text(text, source="fuzz")
+
+
+def _smi_in_big_log(text: str) -> object:
+    """An nvidia-smi printout inside a log big enough to be read in windows."""
+    from rankmap.inventory import read_pastes
+
+    noise = "\n".join(f"step {i} on 00000000:{i % 99:02d}:00.0 loss 2.{i}" for i in range(2500))
+    return read_pastes(f"{noise}\n{text}\n{noise}")
 
 
 def _profile(doc: Any) -> object:
@@ -356,7 +382,10 @@ def targets() -> list[Target]:
         Target("explain:log", mutated_text(LOG_SEEDS, max_edits=6), _explain),
         Target("explain:document", mutated_text(PASTE_SEEDS, max_edits=6), _document),
         Target("explain:paste", mutated_text(PASTE_SEEDS, max_edits=6), _explain),
+        Target("explain:prefilter", mutated_text(LOG_SEEDS, max_edits=6), _prefilter),
+        Target("explain:named", mutated_text(LOG_SEEDS + SMI_SEEDS[:4], max_edits=6), _named),
         Target("inventory:smi", mutated_text(SMI_SEEDS, max_edits=6), _machine_text),
+        Target("inventory:smi-window", mutated_text(SMI_SEEDS, max_edits=6), _smi_in_big_log),
         Target("inventory:profile", mutated_json(PROFILE_SEEDS), _profile),
         Target("topology:json", mutated_json(TOPO_SEEDS), _topology),
         Target("topology:smi-matrix", mutated_text(TOPO_MATRIX, max_edits=6), _topo_matrix),
