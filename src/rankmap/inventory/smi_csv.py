@@ -116,7 +116,7 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
             columns["pci.bus_id"] = col
         elif (
             "index" not in columns
-            and all(v.isdigit() for v in values)
+            and all(v.isdigit() and len(v) < 6 for v in values)
             and len({int(v) for v in values}) == len(values)
             and max(int(v) for v in values) < 64
         ):
@@ -147,7 +147,7 @@ def read_csv(lines: list[PasteLine], source: str) -> list[Listing]:
         notes = []
         if raw_index is None:
             notes.append("the CSV has no index column; its row order is taken as the NVML index")
-        elif not raw_index.isdigit():
+        elif not raw_index.isdigit() or len(raw_index) > 5:
             raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
         index = int(raw_index) if raw_index is not None else order
         raw_bus = cell(row, "pci.bus_id")

@@ -24,12 +24,14 @@ _HEAD = re.compile(
 )
 _GPU_ROW = re.compile(rf"(?:^|\|) *(\d{{1,3}}) +(\S[^|\n]{{0,118}}?)? *(\|)? *({BUS})(?=[ |]|$)")
 _HAS_BUS = re.compile(BUS)
-_MEMORY = re.compile(r"(\d+) ?Mi?B */ *(\d+) ?Mi?B")
+_MEMORY = re.compile(r"(\d{1,12}) ?Mi?B */ *(\d{1,12}) ?Mi?B")
 _BORDER = re.compile(r"^\s*[+|]?[-=+]{6,}")
-_MIG_ROW = re.compile(r"(?:^|\|) *(\d+) +(\d+) +(\d+) +(\d+) *\| *(\d+) ?MiB */ *(\d+) ?MiB")
+_MIG_ROW = re.compile(
+    r"(?:^|\|) *(\d{1,6}) +(\d{1,6}) +(\d{1,6}) +(\d{1,6}) *\| *(\d{1,12}) ?MiB */ *(\d{1,12}) ?MiB"
+)
 _PROC_ROW = re.compile(
-    r"(?:^|\|) *(\d{1,3}) +(?:(?:N/A|\d+) +(?:N/A|\d+) +)?(\d+) +(C\+G|M\+C|C|G|M) +"
-    r"(\S[^|\n]{0,200}?)? *(\d+ ?MiB|N/A) *(?:\||$)"
+    r"(?:^|\|) *(\d{1,3}) +(?:(?:N/A|\d+) +(?:N/A|\d+) +)?(\d{1,12}) +(C\+G|M\+C|C|G|M) +"
+    r"(\S[^|\n]{0,200}?)? *(\d{1,12} ?MiB|N/A) *(?:\||$)"
 )
 _PERSISTENCE = ("On", "Off", "N/A")
 NO_UUID = "the nvidia-smi table gives no UUID (use nvidia-smi -L or -q -x)"
