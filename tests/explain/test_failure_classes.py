@@ -279,3 +279,39 @@ def test_a_duplicate_gpu_outweighs_the_priors_of_the_generic_nccl_error() -> Non
     )
     first = _findings(text)[0]
     assert first.code == "RM103" and first.severity is Severity.ERROR
+
+
+def test_a_container_that_sees_more_gpus_than_it_was_given() -> None:
+    text = (
+        "$ NV_GPU=1 nvidia-docker run -it --rm --privileged=true nvidia/cuda\n"
+        "root@c0:/# nvidia-smi -q | grep UUID\n"
+        "    GPU UUID : GPU-03073c9f-999e-eccd-39b4-73c351820dd2\n"
+        "    GPU UUID : GPU-7e2911a7-f907-a3bd-da2c-6d4b07556478\n"
+        "Why do I see two GPUs?\n"
+    )
+    doc = read_document(text)
+    assert doc.gpu_uuids == 2 and doc.gpus_requested == 1
+    assert _findings(text)[0].category == "container_mapping"
+
+
+def test_memory_another_process_holds_is_a_shared_gpu_and_mig_caps_are_mig() -> None:
+    by_id = {s.id: s for s in SIGNALS}
+    assert by_id["gpu-held-by-another"].pattern.search(
+        "ValueError: Free memory on device cuda:1 (7.16/79.18 GiB) on startup is less than desired"
+    )
+    assert (
+        by_id["gpu-held-by-another"].pattern.search(
+            "all CUDA-capable devices are busy or unavailable"
+        )
+        is None
+    )
+    assert (
+        by_id["gpu-held-by-another"].pattern.search(
+            "CUDA-capable device(s) is/are busy or unavailable"
+        )
+        is None
+    )
+    assert by_id["gpu-held-by-another"].pattern.search(
+        "CUDA-capable device(s) are busy or unavailable"
+    )
+    assert by_id["mig-caps"].pattern.search("/proc/driver/nvidia/capabilities/gpu0/mig/gi3/access")

@@ -49,6 +49,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "mig-uuid": ("mig-",),
     "mig-mode": ("mig", "multi-instance"),
     "mig-word": ("mig",),
+    "mig-caps": ("/mig/", "nvidia-cap"),
     "nvidia-visible": ("nvidia_visible_devices",),
     "nvd-ignored": ("nvidia_visible_devices", "visible", "shown", "seen"),
     "k8s-gpu-resource": ("nvidia.com/gpu", "amd.com/gpu"),

@@ -95,6 +95,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("mig-mode", r"\bMIG(?: mode)?\s+(?:is\s+)?(?:enabled|on)\b|\bMIG (?:instance|device|slice|"
        r"partition)s?\b|\bmulti-instance gpu", {"mig": 4}, f"{NCCL} (c)"),
     _s("mig-word", r"\bMIG\b", {"mig": 3}, f"{NCCL} (c)", case=True),
+    _s("mig-caps", r"/capabilities/gpu\d+/mig/|nvidia-caps/nvidia-cap\d+", {"mig": 4},
+       f"{NCCL} (c): MIG instances are exposed to containers as /proc/driver/nvidia/capabilities "
+       "gi/ci access files and /dev/nvidia-caps devices"),
     # --- containers / Kubernetes ----------------------------------------------------------------
     _s("nvidia-visible", r"NVIDIA_VISIBLE_DEVICES", {"container_mapping": 3},
        f"{CUDA_DEV} §3: the container toolkit exposes the GPUs NVIDIA_VISIBLE_DEVICES names"),

@@ -85,6 +85,22 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (b), (d): a hang at the first collective is ranks NCCL took for one host, an "
        f"unreachable peer, or a barrier on a guessed device ({PT} §2)",
        failure=True, where=TEXT),
+    _s("gpu-held-by-another",
+       r"Free memory on device \S+ \([\d.]+/[\d.]+ GiB\) on startup is less than desired|"
+       r"CUDA-capable device\(s\) (?:is|are) busy or unavailable|cudaErrorDevicesUnavailable|"
+       r"(?:another|other) process(?:es)? (?:is |are )?(?:already )?(?:using|holding|occupying|"
+       r"running on) (?:the |this |that )?(?:gpu|device)|(?:gpu|device) \d+ (?:is )?already "
+       r"(?:in use|occupied|busy)",
+       {"oversubscribed": 2, "no_set_device": 1.5, "container_mapping": 0.5},
+       f"{PT} §1: memory or an exclusive-mode context another process holds on the GPU: two "
+       "processes on one device (CUDA compute modes: https://docs.nvidia.com/deploy/"
+       "nvidia-smi/index.html)", failure=True),
+    _s("visible-in-container",
+       r"(?:container|pod|compose|service)s?\b[^.\n]{0,60}\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES|"
+       r"(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES[^.\n]{0,60}\b(?:container|pod|compose service)s?\b",
+       {"container_mapping": 2},
+       f"{CUDA_DEV} §3: inside a container the runtime's device list comes first; a visible-devices "
+       "variable per container renumbers again"),
     _s("hardware-fault", r"\bECC (?:error|errors)\b|uncorrectable ECC|CUDA_ERROR_ECC_UNCORRECTABLE|"
        r"\bXid\b|fallen off the bus|GPU is lost|GPU has fallen|NVLink (?:error|down)|"
        r"row[- ]remap\w* (?:failure|pending)|CUDA_ERROR_HARDWARE_STACK_ERROR",
@@ -199,6 +215,14 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no progress",
     ),
     "ray-node-ip": ("no available node types", "node:"),
+    "gpu-held-by-another": (
+        "free memory on device",
+        "busy or unavailable",
+        "cudaerrordevicesunavailable",
+        "process",
+        "already",
+    ),
+    "visible-in-container": ("_visible_devices",),
     "hardware-fault": (
         "ecc",
         "xid",

@@ -83,6 +83,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add("version_mismatch", pts, why)
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
             s.add(cat, pts, why)
+        container_sees_more(doc, s)
 
 
 def _launcher_and_binding(
@@ -123,6 +124,21 @@ def _launcher_and_binding(
             "the device < num_gpus assert follows a CUDA_VISIBLE_DEVICES change after CUDA "
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
             _quote(doc, "cvd-after-init"),
+        )
+
+
+def container_sees_more(doc: DocFacts, s: Scores) -> None:
+    """A container that sees more GPUs than it was given (``--gpus 1``, ``NV_GPU=1``, a pod's
+    ``nvidia.com/gpu: 1``, yet two GPU UUIDs or rows in its nvidia-smi)."""
+    requested = doc.gpus_requested or doc.configs.pod_gpus
+    seen = max(doc.gpu_uuids, doc.smi_gpus or 0)
+    if requested and seen > requested:
+        s.add(
+            "container_mapping",
+            4.0,
+            f"the container was given {requested} GPU(s) but its output shows {seen}: the runtime "
+            "(privileged mode, a runtime ignoring NVIDIA_VISIBLE_DEVICES) exposes more "
+            "(reference/cuda_devices.md §3-4)",
         )
 
 

@@ -112,6 +112,8 @@ class DocFacts:
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
     failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
+    gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
+    gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -119,6 +121,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     text = without_template(text[:DOC_LIMIT])
     facts = DocFacts(versions=versions_in(text))
     read_config_lines(text, facts.configs)
+    facts.gpu_uuids = len(set(_GPU_UUID.findall(text[:DOC_LIMIT])))
+    facts.gpus_requested = _requested(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)
@@ -142,6 +146,26 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
                 n = m.group("n").lower()
                 facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
     return facts
+
+
+_GPU_UUID = re.compile(r"\bGPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_REQUEST = re.compile(
+    r"--gpus[ =]['\"]*(?:device=)?(?P<list>[\d,]+)\b|\bNV_GPU=['\"]?(?P<nv>[\d,]+)|"
+    r"NVIDIA_VISIBLE_DEVICES=['\"]?(?P<nvd>[\d,]+)\b"
+)
+
+
+def _requested(text: str) -> int | None:
+    """The GPUs a container was given, when the text states it (the first request found)."""
+    m = _REQUEST.search(text)
+    if not m:
+        return None
+    if m.group("list") is not None and "device=" not in m.group(0):
+        return (
+            int(m.group("list")) if m.group("list").isdigit() and len(m.group("list")) < 4 else None
+        )
+    value = next(g for g in (m.group("list"), m.group("nv"), m.group("nvd")) if g is not None)
+    return len([p for p in value.split(",") if p])
 
 
 _PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?[ \t]*$", re.M)
