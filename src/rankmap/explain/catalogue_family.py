@@ -87,7 +87,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        failure=True, where=TEXT),
     _s("gpu-held-by-another",
        r"Free memory on device \S+ \([\d.]+/[\d.]+ GiB\) on startup is less than desired|"
-       r"CUDA-capable device\(s\) (?:is|are) busy or unavailable|cudaErrorDevicesUnavailable|"
+       r"CUDA-capable devices?(?:\(s\))? (?:is/are|is|are) busy or unavailable|cudaErrorDevicesUnavailable|"
        r"(?:another|other) process(?:es)? (?:is |are )?(?:already )?(?:using|holding|occupying|"
        r"running on) (?:the |this |that )?(?:gpu|device)|(?:gpu|device) \d+ (?:is )?already "
        r"(?:in use|occupied|busy)",
