@@ -59,6 +59,7 @@ class DeviceSelection:
     evidence: tuple[str, ...] = ()  # path:line of the CUDA use and backend found
     unresolved: tuple[str, ...] = ()  # path:line: what could not be followed
     where: str | None = None  # path:line of the sink
+    blocked_by: str | None = None  # path:line: an unread call before the first CUDA use
 
     @property
     def uses_index(self) -> bool:
@@ -158,13 +159,31 @@ def _classify(
         if not ev.uses_cuda:
             return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
         notes = (ev.device_map_note,) if ev.device_map_note else ()
-        return DeviceSelection(kind="none", notes=notes, **common)  # type: ignore[arg-type]
+        sel = DeviceSelection(kind="none", notes=notes, **common)  # type: ignore[arg-type]
+        return _open_world(sel, prog, flow)
     sink = sinks[0]
     sel = _from_value(sink.value, sink, common)
     unresolved = tuple(dict.fromkeys([*_unknowns(sink.value), *prog.unresolved]))[:12]
     if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
         return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
-    return replace(sel, unresolved=unresolved)
+    return _open_world(replace(sel, unresolved=unresolved), prog, flow)
+
+
+def _open_world(sel: DeviceSelection, prog: object, flow: object) -> DeviceSelection:
+    """ "No device selected" needs the whole path to the first CUDA use read: a call into code
+    not read on that path makes the selection unknown (RM030), never RM301."""
+    if sel.kind != "none" or sel.alternatives:
+        return sel
+    from rankmap.check.script_flow import Flow
+    from rankmap.check.script_program import Program
+    from rankmap.check.script_trace import first_unfollowed
+
+    assert isinstance(prog, Program) and isinstance(flow, Flow)
+    blocked = first_unfollowed(prog, flow)
+    if blocked is None:
+        return sel
+    unresolved = (blocked, *(u for u in sel.unresolved if u != blocked))[:12]
+    return replace(sel, kind="unknown", blocked_by=blocked, unresolved=unresolved)
 
 
 def _strict_argparse(prog: object) -> bool:

@@ -247,7 +247,7 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
     torch_used = bool(imported & set(models.TORCH_MODULES))
     for mod, roots in reachable(prog):
         for node in _walk(roots):
-            if not uses_cuda and _cuda_use(node):
+            if not uses_cuda and cuda_use(node):
                 uses_cuda = True
                 lines.append(f"{mod.where(node)}: uses CUDA (`{mod.text(node)[:60]}`)")
             if isinstance(node, ast.Call):
@@ -291,7 +291,8 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
     return Evidence(torch_used, uses_cuda, backend, tuple(lines[:6]), dm_note)
 
 
-def _cuda_use(node: ast.AST) -> bool:
+def cuda_use(node: ast.AST) -> bool:
+    """``node`` shows the script uses CUDA (a "cuda" string, ``.cuda()``, ``torch.cuda.*``...)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         s = node.value
         return s == "cuda" or (s.startswith("cuda:") and len(s) < 12) or s == "nccl"
@@ -337,4 +338,4 @@ def _texts(v: Value) -> list[str]:
     return []
 
 
-__all__ = ["Evidence", "Sink", "best", "find_evidence", "find_sinks"]
+__all__ = ["Evidence", "Sink", "best", "cuda_use", "find_evidence", "find_sinks"]

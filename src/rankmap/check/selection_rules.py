@@ -107,7 +107,13 @@ def _global_rank_across_nodes(
 
 def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
     where = sel.where or sel.path or "the script"
-    if sel.kind == "unknown":
+    if sel.blocked_by is not None:
+        call, _, why = sel.blocked_by.partition(": ")
+        title = (
+            f"no device selection found in the files read, but {call} calls {why} before the "
+            "first CUDA use: it may select the device; assuming each rank uses cuda:LOCAL_RANK"
+        )
+    elif sel.kind == "unknown":
         title = (
             f"{where}: could not follow the device index of `{sel.call}`; assuming each rank "
             "uses cuda:LOCAL_RANK"
