@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rankmap.check import script_models as models
+from rankmap.check.script_ranks import disagreeing_sink, find_local_rank_init
 from rankmap.check.script_sinks import Evidence, Sink, find_evidence, find_sinks
 from rankmap.check.script_values import Choice, Dev, Num, Rank, Seq, Text, Unknown, Value
 from rankmap.sources import Files
@@ -60,6 +61,9 @@ class DeviceSelection:
     unresolved: tuple[str, ...] = ()  # path:line: what could not be followed
     where: str | None = None  # path:line of the sink
     blocked_by: str | None = None  # path:line: an unread call before the first CUDA use
+    global_sink: tuple[str, str, str] | None = None  # (path:line, text, kind) of a later sink
+    #            given the global rank where the deciding sink is local
+    local_init: str | None = None  # path:line: init_process_group(rank=local, world_size=node's)
 
     @property
     def uses_index(self) -> bool:
@@ -149,6 +153,7 @@ def _classify(
         "uses_cuda": ev.uses_cuda,
         "backend": ev.backend,
         "evidence": ev.lines,
+        "local_init": find_local_rank_init(prog, flow),
     }
     arg = next((s for s in sinks if isinstance(s.value, Rank) and s.value.arg_dest), None)
     if arg is not None and isinstance(arg.value, Rank):
@@ -163,6 +168,9 @@ def _classify(
         return _open_world(sel, prog, flow)
     sink = sinks[0]
     sel = _from_value(sink.value, sink, common)
+    other = disagreeing_sink(sinks)
+    if other is not None:
+        sel = replace(sel, global_sink=(other.where, other.text, other.kind))
     unresolved = tuple(dict.fromkeys([*_unknowns(sink.value), *prog.unresolved]))[:12]
     if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
         return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
