@@ -158,3 +158,17 @@ def test_spawn_index_and_device_count_is_read_as_local(tmp_path: Path) -> None:
     )
     sel = scan_path(script, script.read_text(), None, LocalFiles())
     assert sel.local_init is not None and "train.py:11" in sel.local_init
+
+
+def test_fallback_in_except_does_not_hide_the_rank_of_the_try_body(tmp_path: Path) -> None:
+    """``try: init; rank = dist.get_rank() except: rank = 0``: the try body's rank decides."""
+    body = (
+        "def setup():\n    try:\n        dist.init_process_group('nccl')\n"
+        "        rank = dist.get_rank()\n    except Exception:\n        rank = 0\n"
+        "    device = torch.device(f'cuda:{rank}')\n    torch.cuda.set_device(device)\n"
+        "    return device\n\nmodel = torch.nn.Linear(2, 2).to(setup())\n"
+    )
+    one = _report(tmp_path, body, 1)
+    assert one.sections["launch"]["device_selection"] == "global_rank"
+    assert _errors(one) == []
+    assert [f.code for f in _errors(_report(tmp_path, body, 2))] == ["RM401"]

@@ -78,3 +78,16 @@ def device_line(plan: LaunchPlan) -> str:
         # under torchrun, which does not set the MPI/Slurm variable.
         return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK") or os.environ["{var}"]))'
     return 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'
+
+
+def fix_no_local_rank_arg(plan: LaunchPlan) -> str | None:
+    """The launch without the appended ``--local-rank=N`` (the script then reads LOCAL_RANK from
+    the environment): ``torchrun`` for ``torch.distributed.launch`` (same options,
+    reference/launchers.md §2), ``deepspeed --no_local_rank`` (§4); None for other launchers."""
+    argv = list(plan.argv)
+    if plan.launcher == "torch.distributed.launch" and "torch.distributed.launch" in argv:
+        at = argv.index("torch.distributed.launch")
+        return shlex.join(["torchrun", *argv[at + 1 :]])
+    if plan.launcher == "deepspeed" and argv:
+        return shlex.join([argv[0], "--no_local_rank", *argv[1:]])
+    return None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rankmap.check.consequences import TOO_MANY, unwrapped_ordinal, wrapped_collision
-from rankmap.check.fixes import device_line, fix_count, fix_for_cvd
+from rankmap.check.fixes import device_line, fix_count, fix_for_cvd, fix_no_local_rank_arg
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
@@ -311,6 +311,22 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     if line is None or arg is None:
         return []
     assumed = " (PyTorch >= 2.0 assumed)" if plan.launcher == "torch.distributed.launch" else ""
+    if sel.hydra_entry:
+        return [
+            finding(
+                "RM901",
+                f"{plan.launcher}{assumed} passes {arg}=N but the script's command line is "
+                f"Hydra's (@hydra.main at {sel.hydra_entry}; Hydra 1.x assumed), which accepts "
+                "only key=value overrides and its own flags",
+                detail=f"Hydra parses sys.argv with argparse before the task runs (hydra/main.py "
+                f"of Hydra 1.3.2: `args_parser.parse_args()`): every rank stops with `{line}`.",
+                ranks=[p.rank for p in plan.procs],
+                evidence=[line, sel.hydra_entry],
+                fix=fix_no_local_rank_arg(plan)
+                or "launch without the --local_rank argument (torchrun passes LOCAL_RANK in the "
+                "environment)",
+            )
+        ]
     return [
         finding(
             "RM901",

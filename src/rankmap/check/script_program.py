@@ -289,6 +289,16 @@ def enclosing_ifs(mod: Module, node: ast.AST) -> list[tuple[ast.If, bool]]:
     return out
 
 
+def except_handler(mod: Module, node: ast.AST) -> ast.ExceptHandler | None:
+    """The innermost ``except`` block around ``node`` in its function, if any."""
+    cur = mod.parent.get(id(node))
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.ExceptHandler):
+            return cur
+        cur = mod.parent.get(id(cur))
+    return None
+
+
 def statement_of(mod: Module, node: ast.AST) -> ast.stmt | None:
     """The statement that holds ``node``."""
     return _enclosing_stmt(mod, node)

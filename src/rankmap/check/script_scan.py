@@ -17,8 +17,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rankmap.check import script_models as models
+from rankmap.check.script_ast import dotted, tail
 from rankmap.check.script_ranks import disagreeing_sink, find_local_rank_init
-from rankmap.check.script_sinks import Evidence, Sink, find_evidence, find_sinks
+from rankmap.check.script_sinks import (
+    Evidence,
+    Sink,
+    find_evidence,
+    find_sinks,
+    reachable,
+    walk_nodes,
+)
 from rankmap.check.script_values import Choice, Dev, Num, Rank, Seq, Text, Unknown, Value
 from rankmap.sources import Files
 
@@ -45,6 +53,7 @@ class DeviceSelection:
     arg_default: int | None = None
     tolerant_args: bool = False  # parse_known_args: unknown arguments are ignored
     strict_args: bool = False  # argparse parse_args() on sys.argv: an unknown argument stops it
+    hydra_entry: str | None = None  # path:line of an @hydra.main entry (it rejects --local_rank)
     parse_error: str | None = None
     path: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -141,14 +150,12 @@ def _classify(
     flow = Flow(prog, script_args)
     ev = find_evidence(prog, flow)
     sinks = find_sinks(prog, flow)
+    tolerant, strict = _argv_parsing(prog)
     common: dict[str, object] = {
         "declared_args": flow.declared_local_rank_args(),
-        "tolerant_args": any(
-            isinstance(n, ast.Attribute) and n.attr == "parse_known_args"
-            for m in prog.modules
-            for n in ast.walk(m.tree)
-        ),
-        "strict_args": _strict_argparse(prog),
+        "tolerant_args": tolerant,
+        "strict_args": strict,
+        "hydra_entry": _hydra_entry(prog),
         "path": path,
         "uses_cuda": ev.uses_cuda,
         "backend": ev.backend,
@@ -194,21 +201,68 @@ def _open_world(sel: DeviceSelection, prog: object, flow: object) -> DeviceSelec
     return replace(sel, kind="unknown", blocked_by=blocked, unresolved=unresolved)
 
 
-def _strict_argparse(prog: object) -> bool:
-    """An ``argparse.ArgumentParser`` whose ``parse_args()`` reads sys.argv (no list given)."""
+def _argv_parsing(prog: object) -> tuple[bool, bool]:
+    """(tolerant, strict) of the command line in the code that can run: strict when an
+    ``argparse.ArgumentParser``'s ``parse_args()`` reads sys.argv (no list given), so an unknown
+    argument stops it; tolerant when only ``parse_known_args`` reads it (a pre-parser beside a
+    strict ``parse_args()`` does not make the command line tolerant)."""
     from rankmap.check.script_program import Program
 
     assert isinstance(prog, Program)
-    made = parsed = False
-    for mod in prog.modules:
-        for n in ast.walk(mod.tree):
+    made = parsed = known = False
+    for mod, roots in reachable(prog):
+        for n in walk_nodes(roots):
             if isinstance(n, ast.Call):
                 name = (
                     n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
                 )
                 made = made or (name == "ArgumentParser" and "argparse" in mod.top_modules)
                 parsed = parsed or (name == "parse_args" and not n.args and not n.keywords)
-    return made and parsed
+                known = known or name == "parse_known_args"
+    strict = made and parsed
+    return known and not strict, strict
+
+
+def _hydra_entry(prog: object) -> str | None:
+    """``path:line`` of a function of the entry script decorated with ``@hydra.main`` and called
+    there, unless the files read rewrite ``sys.argv`` first (then Hydra may never see the
+    launcher's argument)."""
+    from rankmap.check.script_program import Program
+
+    assert isinstance(prog, Program)
+    entry = prog.entry
+    hydra_names = {a for a, (m, attr) in entry.imports.items() if m == "hydra" and attr == "main"}
+    called = {tail(n.func) for n in ast.walk(entry.tree) if isinstance(n, ast.Call)}
+    found = None
+    for node in ast.walk(entry.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in called:
+            for dec in node.decorator_list:
+                name = dotted(dec.func if isinstance(dec, ast.Call) else dec)
+                if name == "hydra.main" or name in hydra_names:
+                    found = entry.where(dec)
+    if found is None:
+        return None
+    for _, roots in reachable(prog):
+        if any(_writes_argv(n) for n in walk_nodes(roots)):
+            return None
+    return found
+
+
+def _writes_argv(node: ast.AST) -> bool:
+    """``sys.argv = ...``, ``sys.argv[...] = ...``, ``del sys.argv[...]``, ``sys.argv.pop()``..."""
+    targets: list[ast.AST] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        targets = [node.func.value] if node.func.attr in _LIST_MUTATORS else []
+    return any(
+        dotted(t.value if isinstance(t, ast.Subscript) else t) == "sys.argv" for t in targets
+    )
+
+
+_LIST_MUTATORS = ("pop", "remove", "clear", "insert", "append", "extend")
 
 
 def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelection:
