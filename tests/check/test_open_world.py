@@ -154,3 +154,27 @@ def test_no_walk_above_the_repository_root(tmp_path: Path) -> None:
     script = tmp_path / "repo/a/b/train.py"
     sel = scan_path(script, script.read_text(), None, LocalFiles())
     assert sel.kind == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("import os\nimport torch\nprint 'start'\ntorch.cuda.set_device(0)\n", 3),
+        ("import torch\ntry:\n    import apex\nexcept ImportError, e:\n    pass\n", 4),
+        ("import torch\nx = 0755\n", 2),
+    ],
+)
+def test_python2_script_is_an_info_that_says_so(tmp_path: Path, source: str, line: int) -> None:
+    _write(tmp_path, {"train.py": source})
+    report = _check(tmp_path / "train.py")
+    assert _codes(report) == [("RM004", "info")]
+    title = report.findings[0].title
+    assert f"train.py:{line}:" in title and "Python 2 syntax" in title
+
+
+def test_python3_syntax_error_is_an_info_without_the_python2_hint(tmp_path: Path) -> None:
+    _write(tmp_path, {"train.py": "import torch\ndef main(:\n    pass\n"})
+    report = _check(tmp_path / "train.py")
+    assert _codes(report) == [("RM004", "info")]
+    assert "train.py:2:" in report.findings[0].title
+    assert "Python 2" not in report.findings[0].title

@@ -12,6 +12,7 @@ Facts: reference/pytorch_nccl.md §1, launchers.md §2-9.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,13 +132,30 @@ def _scan(
             try:
                 entry = parse_module(textwrap.dedent(source), shown)
             except (SyntaxError, ValueError):
-                where = f"{shown}:{getattr(exc, 'lineno', '?')}"
-                msg = getattr(exc, "msg", str(exc))
-                return replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
+                line = getattr(exc, "lineno", None)
+                msg = getattr(exc, "msg", str(exc)) + _python2_hint(source, line)
+                return replace(ASSUMED, parse_error=f"{shown}:{line or '?'}: {msg}", path=path)
         prog = load_program(entry, file, files)
         return _classify(prog, path, script_args)
     except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
         return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)
+
+
+# Python 2 statements Python 3 cannot parse: print/exec statements, ``except X, e``,
+# ``raise E, msg``, backticks, ``<>``, ``0777`` octals, ``ur""`` strings.
+_PY2_LINE = re.compile(
+    r"^\s*(print\s+[^\s(=]|print\s*$|exec\s+[\"'\w]|except\s+[\w.()]+\s*,\s*\w+\s*:"
+    r"|raise\s+[\w.]+\s*,)|`|<>|\b0\d+\b|\bur[\"']"
+)
+
+
+def _python2_hint(source: str, line: int | None) -> str:
+    """`` (Python 2 syntax: ...)`` when the failing line is Python 2, else ``""``."""
+    lines = source.splitlines()
+    text = lines[line - 1] if line is not None and 0 < line <= len(lines) else ""
+    if not _PY2_LINE.search(text):
+        return ""
+    return " (Python 2 syntax: the analysis parses Python 3 only)"
 
 
 def _classify(
