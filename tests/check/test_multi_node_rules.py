@@ -172,3 +172,19 @@ def test_fallback_in_except_does_not_hide_the_rank_of_the_try_body(tmp_path: Pat
     assert one.sections["launch"]["device_selection"] == "global_rank"
     assert _errors(one) == []
     assert [f.code for f in _errors(_report(tmp_path, body, 2))] == ["RM401"]
+
+
+def test_reassignment_from_itself_reads_the_earlier_binding(tmp_path: Path) -> None:
+    """``x = os.environ.get(...)`` then ``x = int(0 if x is None else x)``: still the rank."""
+    body = (
+        "LOCAL_RANK = os.environ.get('LOCAL_RANK')\n"
+        "LOCAL_RANK = int(0 if LOCAL_RANK is None else LOCAL_RANK)\n"
+        "DEVICE = torch.device(f'cuda:{LOCAL_RANK}')\n"
+        "dist.init_process_group('nccl')\n"
+        "model = DDP(torch.nn.Linear(2, 2).to(DEVICE), device_ids=[LOCAL_RANK])\n"
+    )
+    for nodes in (1, 2):
+        report = _report(tmp_path, body, nodes)
+        assert report.sections["launch"]["device_selection"] == "local_rank"
+        assert _errors(report) == []
+        assert "RM330" in {f.code for f in report.findings}  # right, current device stays 0
