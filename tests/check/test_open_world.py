@@ -178,3 +178,19 @@ def test_python3_syntax_error_is_an_info_without_the_python2_hint(tmp_path: Path
     assert _codes(report) == [("RM004", "info")]
     assert "train.py:2:" in report.findings[0].title
     assert "Python 2" not in report.findings[0].title
+
+
+def test_hydra_instantiate_before_cuda_is_unknown(tmp_path: Path) -> None:
+    """``instantiate(cfg.trainer)`` builds whatever the config names: it may select the device."""
+    _write(
+        tmp_path,
+        {
+            "train.py": "import torch\nimport torch.distributed as dist\n"
+            "from hydra.utils import instantiate\n\n"
+            "def main(cfg):\n    trainer = instantiate(cfg.trainer)\n" + NCCL_CUDA + "\n"
+            "main(None)\n",
+        },
+    )
+    sel = scan_path(tmp_path / "train.py", (tmp_path / "train.py").read_text(), None, LocalFiles())
+    assert sel.kind == "unknown" and sel.blocked_by is not None
+    assert "instantiate(cfg.trainer)" in sel.blocked_by

@@ -26,15 +26,16 @@ from rankmap.check.script_sinks import cuda_use
 
 # Libraries that do not select a CUDA device (numerics, data, logging, configuration, command
 # lines): a call into them is not a reason to doubt "no device selected". Anything not listed,
-# not in the standard library and not modelled (script_models.TORCH_MODULES) is an unknown.
+# not in the standard library and not modelled (script_models.TORCH_MODULES) is an unknown;
+# so are hydra (``instantiate`` builds whatever a config names) and submitit (runs functions).
 DEVICE_NEUTRAL = frozenset(
     {
         "numpy", "scipy", "pandas", "sklearn", "PIL", "cv2", "imageio", "skimage", "matplotlib",
         "seaborn", "h5py", "zarr", "xarray", "netCDF4", "pyarrow", "tqdm", "wandb", "mlflow",
-        "tensorboard", "tensorboardX", "comet_ml", "neptune", "yaml", "omegaconf", "hydra",
+        "tensorboard", "tensorboardX", "comet_ml", "neptune", "yaml", "omegaconf",
         "fire", "click", "typer", "jsonargparse", "absl", "ml_collections", "einops",
         "datasets", "tokenizers", "sentencepiece", "safetensors", "huggingface_hub", "evaluate",
-        "psutil", "rich", "termcolor", "colorama", "tabulate", "requests", "boto3", "submitit",
+        "psutil", "rich", "termcolor", "colorama", "tabulate", "requests", "boto3",
         "torchvision", "torchaudio", "torchtext", "torchdata", "torchmetrics", "peft", "nltk",
         "apex",
     }
