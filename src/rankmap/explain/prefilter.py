@@ -13,9 +13,9 @@ It maps every byte once (``bytes.translate``: lowercase, every digit to ``0``; h
 once lines stay distinct even so), splits the chunk
 into lines and keeps the *set* of distinct lines. Lines seen before are not searched again; only
 new distinct lines are searched for each normalised literal (``bytes.find``, C speed, on a text
-that is a small fraction of the chunk). Where a line holding a literal occurs, the literal's
-normalised form is found in the normalised chunk (same offsets) and checked against the original
-bytes, so the positions are exact, like hyperscan's. Memory is bounded by the chunk and by
+that is a small fraction of the chunk). In a block holding such a line, the literals
+it holds are found in the block itself (lowercased for the caseless keys, as is for the anchors),
+so the positions are exact, like hyperscan's. Memory is bounded by the chunk and by
 :data:`REMEMBER_BYTES` of remembered lines.
 """
 
