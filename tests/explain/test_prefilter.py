@@ -126,3 +126,16 @@ def test_fuzz_chunks_same_offsets(chunks: list[bytes]) -> None:
 def test_fuzz_bytes(buf: bytes) -> None:
     got, _ = LineSetMatcher().hits(buf)
     assert set(got) == _reference(buf, literals())
+
+
+def test_distinct_hex_lines_switch_to_folding_hex_and_stay_exact() -> None:
+    rng = random.Random(2)
+    m = LineSetMatcher()
+    for _ in range(5):
+        lines = [
+            f"obj at 0x{rng.getrandbits(48):012x} id {rng.getrandbits(32):08x}" for _ in range(300)
+        ]
+        lines += [rng.choice(LINES).decode() for _ in range(30)]
+        buf = "\n".join(lines).encode()
+        assert set(m.hits(buf)[0]) == _reference(buf, literals())
+    assert m._table is prefilter.HEX_NORMALISE

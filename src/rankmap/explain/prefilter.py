@@ -9,12 +9,13 @@ both search exactly :func:`literals`, everywhere in every input.
 Why not one ``re`` alternation: CPython's regex engine tries the alternatives one by one at every
 position; an alternation of the ~300 literals runs at about 1 MB/s. :class:`LineSetMatcher`
 relies on what a big log is instead: a few thousand message templates repeated with other numbers.
-It maps every byte once (``bytes.translate``: lowercase, every hex digit to ``0``), splits the chunk
+It maps every byte once (``bytes.translate``: lowercase, every digit to ``0``; hex digits too
+once lines stay distinct even so), splits the chunk
 into lines and keeps the *set* of distinct lines. Lines seen before are not searched again; only
 new distinct lines are searched for each normalised literal (``bytes.find``, C speed, on a text
-that is a small fraction of the chunk). Where a line holding a literal occurs, the literal's
-normalised form is found in the normalised chunk (same offsets) and checked against the original
-bytes, so the positions are exact, like hyperscan's. Memory is bounded by the chunk and by
+that is a small fraction of the chunk). In a block holding such a line, the literals
+it holds are found in the block itself (lowercased for the caseless keys, as is for the anchors),
+so the positions are exact, like hyperscan's. Memory is bounded by the chunk and by
 :data:`REMEMBER_BYTES` of remembered lines.
 """
 
@@ -54,32 +55,43 @@ def literals() -> tuple[Literal, ...]:
     return tuple(out)
 
 
-def _normaliser() -> bytes:
+def _normaliser(folded: bytes) -> bytes:
     table = bytearray(bytes(range(256)).lower())
-    for digit in b"0123456789abcdefABCDEF":
-        table[digit] = ord("0")
+    for char in folded:
+        table[char] = ord("0")
     return bytes(table)
 
 
-# lowercase ASCII, every hex digit -> "0" (numbers, addresses and ids vary from line to line of
-# one message); one byte per byte, so offsets in the normalised block are offsets in the block
-NORMALISE = _normaliser()
+# Lowercase ASCII and every digit -> "0": the numbers of one message vary from line to line. One
+# byte per byte, so offsets in the normalised block are offsets in the block. Where lines stay
+# distinct even so (hex addresses and ids), HEX_NORMALISE also folds a-f; it is not the default
+# because it weakens literals such as "gb" or "acs " (then found on most lines of a log).
+NORMALISE = _normaliser(b"0123456789")
+HEX_NORMALISE = _normaliser(b"0123456789abcdefABCDEF")
+POOR_BLOCKS = 3  # blocks in a row whose distinct new lines are over 1/8 of them: fold hex too
 
 
 class LineSetMatcher:
     """:class:`rankmap.explain.reader.Matcher` over :func:`literals` without compiled code."""
 
     def __init__(self, lits: tuple[Literal, ...] | None = None) -> None:
+        self._all = lits if lits is not None else literals()
+        self.patterns = len(self._all)
+        self.chunk_bytes = BLOCK_BYTES  # the reader's read size with this matcher
+        self._poor = 0
+        self._use(NORMALISE)
+
+    def _use(self, table: bytes) -> None:
+        """Normalise with ``table`` from now on (what was remembered is forgotten)."""
         by_norm: dict[bytes, list[Literal]] = defaultdict(list)
-        for lit in lits if lits is not None else literals():
-            by_norm[lit.text.translate(NORMALISE)].append(lit)
+        for lit in self._all:
+            by_norm[lit.text.translate(table)].append(lit)
+        self._table = table
         self._norms = list(by_norm)
         self._lits = [tuple(by_norm[n]) for n in self._norms]
         self._seen: set[bytes] = set()  # normalised lines that hold no literal
         self._hit: dict[bytes, frozenset[int]] = {}  # normalised line -> indices into _norms
         self._remembered = 0
-        self.patterns = len(self._norms)
-        self.chunk_bytes = BLOCK_BYTES  # the reader's read size with this matcher
 
     def hits(self, buf: bytes) -> tuple[list[int], set[int]]:
         """(sorted end offsets of every literal in ``buf``, offsets of wrap-prone ones)."""
@@ -100,7 +112,7 @@ class LineSetMatcher:
         return out, joins
 
     def _block(self, block: bytes, offset: int, out: list[int], joins: set[int]) -> None:
-        norm = block.translate(NORMALISE)
+        norm = block.translate(self._table)
         lines = set(norm.splitlines())  # \n and \r: no literal holds either
         seen, hit = self._seen, self._hit
         new = {line for line in lines if line not in seen and line not in hit}
@@ -110,8 +122,17 @@ class LineSetMatcher:
         for line in lines:
             if line in hit:
                 wanted |= hit[line]
-        if not wanted:
-            return
+        if wanted:
+            self._locate(block, offset, wanted, out, joins)
+        if self._table is NORMALISE:  # distinct lines stay distinct: fold hex digits too
+            self._poor = self._poor + 1 if len(new) * 8 > len(lines) > 64 else 0
+            if self._poor >= POOR_BLOCKS:
+                self._use(HEX_NORMALISE)
+
+    def _locate(
+        self, block: bytes, offset: int, wanted: set[int], out: list[int], joins: set[int]
+    ) -> None:
+        """Exact occurrences of the literals behind the normalised literals ``wanted``."""
         low = block.lower()  # position for position: caseless literals are found in it
         for k in wanted:
             for lit in self._lits[k]:
