@@ -19,6 +19,23 @@ PT_SECTION = "reference/pytorch_nccl.md §1"
 
 def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
+    _transport_and_tables(doc, s)
+    _lists_and_ordinals(ctx, doc, s, base)
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
+    if nproc and gpus and nproc > gpus:
+        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+    _launcher_and_binding(ctx, doc, s, base)
+    if doc is not None:
+        for pts, why in conflicts(doc.versions):
+            s.add("version_mismatch", pts, why)
+        for cat, pts, why in config_points(doc.configs, nproc, gpus):
+            s.add(cat, pts, why)
+        container_sees_more(doc, s)
+
+
+def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
+    """Several hosts yet an intra-host transport; nvidia-smi process tables."""
     if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
         s.add(
             "host_identity",
@@ -35,6 +52,18 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             f"without) selecting its own device ({PT_SECTION})",
             doc.gpu0_quote,
         )
+    if doc and doc.shared_gpu and not doc.gpu0_extra:
+        s.failure = True  # several processes on one GPU is this family's symptom
+        for cat, pts in (
+            ("no_set_device", 2.0),
+            ("oversubscribed", 1.0),
+            ("container_mapping", 1.0),
+        ):
+            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
+
+
+def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """A visible-devices list against the symptom (an invalid ordinal, ranks on one GPU)."""
     if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
         s.add(
             "container_mapping",
@@ -49,14 +78,6 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
             "indexed inconsistently (reference/cuda_devices.md §1)",
         )
-    if doc and doc.shared_gpu and not doc.gpu0_extra:
-        s.failure = True  # several processes on one GPU is this family's symptom
-        for cat, pts in (
-            ("no_set_device", 2.0),
-            ("oversubscribed", 1.0),
-            ("container_mapping", 1.0),
-        ):
-            s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
     narrowed = ctx.cvd_entries()
     if ordinal and narrowed and all(e.isdigit() for e in narrowed):
@@ -73,17 +94,6 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             "an invalid device ordinal on a multi-node run: an index that exists on one node only "
             f"is the global rank ({PT_SECTION})",
         )
-    nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
-    if nproc and gpus and nproc > gpus:
-        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
-    _launcher_and_binding(ctx, doc, s, base)
-    if doc is not None:
-        for pts, why in conflicts(doc.versions):
-            s.add("version_mismatch", pts, why)
-        for cat, pts, why in config_points(doc.configs, nproc, gpus):
-            s.add(cat, pts, why)
-        container_sees_more(doc, s)
 
 
 def _launcher_and_binding(

@@ -103,8 +103,22 @@ def config_points(
 ) -> list[tuple[str, float, str]]:
     """(category, points, reason) for what the configs show; ``nproc`` processes per node of
     the launch, ``gpus`` GPUs per node stated elsewhere."""
+    out = _accelerate_points(facts.accelerate) + _pod_points(facts, nproc)
+    slots = max(facts.hostfile.values(), default=0)
+    if gpus and slots > gpus:
+        out.append(
+            (
+                "oversubscribed",
+                3.0,
+                f"a DeepSpeed hostfile gives {slots} slots on a host with {gpus} GPU(s) "
+                "(reference/launchers.md §4)",
+            )
+        )
+    return out
+
+
+def _accelerate_points(acc: dict[str, str]) -> list[tuple[str, float, str]]:
     out: list[tuple[str, float, str]] = []
-    acc = facts.accelerate
     procs = _int(acc.get("num_processes", ""))
     machines = _int(acc.get("num_machines", "")) or 1
     ids = _gpu_ids(acc.get("gpu_ids", ""))
@@ -127,6 +141,11 @@ def config_points(
                 "(num_processes is the total over all machines, reference/launchers.md §3)",
             )
         )
+    return out
+
+
+def _pod_points(facts: ConfigFacts, nproc: int | None) -> list[tuple[str, float, str]]:
+    out: list[tuple[str, float, str]] = []
     if facts.pod_gpus is not None:
         if nproc and nproc > facts.pod_gpus:
             out.append(
@@ -158,14 +177,4 @@ def config_points(
         )
     if facts.host_network:
         out.append(("host_identity", 1.0, "hostNetwork: true (pods share the node's hostname)"))
-    slots = max(facts.hostfile.values(), default=0)
-    if gpus and slots > gpus:
-        out.append(
-            (
-                "oversubscribed",
-                3.0,
-                f"a DeepSpeed hostfile gives {slots} slots on a host with {gpus} GPU(s) "
-                "(reference/launchers.md §4)",
-            )
-        )
     return out
