@@ -297,8 +297,8 @@ def _nested(
     sub = replace(
         ctx,
         env=env0,
-        nodes=outer.nnodes * per_node if per_node > 1 else outer.nnodes,
-        machines=list(outer.hosts) if per_node == 1 else list(outer.hosts),
+        nodes=outer.nnodes * per_node,
+        machines=list(outer.hosts),
     )
     if per_node > 1 and kind == "torchrun":
         from rankmap.launchers import torchrun
