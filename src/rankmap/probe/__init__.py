@@ -185,11 +185,12 @@ def run_probe(
             deadline,
             lambda g: decide(g, handle.where),
             ack_until=hard_limit - 0.2,
+            zero_budget=timeout,
             progress=progress,
         )
         return handle.where, verdict
 
-    progress = Progress()
+    progress = Progress(until=hard_limit)
     try:
         where, verdict = run_until(talk, hard_limit, progress, connect_by=deadline + CONNECT_GRACE)
     except Stalled:
