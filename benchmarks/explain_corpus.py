@@ -125,6 +125,22 @@ def _ints(text: str) -> list[int] | None:
     return sorted({int(p) for p in parts})
 
 
+def _devices(text: str) -> set[str]:
+    """Device ids in one spelling: PCI bus ids canonical (``0000:4f:00.0``, ``00000000:4F:00.0``
+    and ``4F:00.0`` are one GPU), UUIDs lowercase. Bare numbers (nvidia-smi indices, NCCL bus
+    numbers) are not device ids and are left out."""
+    from rankmap.pci import try_normalize_bus_id
+
+    out: set[str] = set()
+    for part in text.replace(";", ",").split(","):
+        item = part.strip().lower()
+        if item.startswith(("gpu-", "mig-")):
+            out.add(item)
+        elif ":" in item and (bus := try_normalize_bus_id(item)):
+            out.add(bus.lower())
+    return out
+
+
 def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> dict[str, Any]:
     tally: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     total = {"pos": 0, "top1": 0, "top3": 0, "noans": 0, "neg": 0, "alarm": 0}
@@ -167,10 +183,13 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
             exact["ranks"][1] += sorted(set(res.get("ranks") or [])) == want_ranks
             if show and sorted(set(res.get("ranks") or [])) != want_ranks:
                 misses.append(f"RANKS {row['id']}: want {want_ranks}, got {res.get('ranks')}")
-        if (row.get("bus_ids") or "").strip():
+        want_devices = _devices(row.get("bus_ids") or "")
+        if want_devices:  # bus ids / UUIDs stated in the text (indices: not a device id)
             exact["bus"][0] += 1
-            got = {d.lower() for d in res.get("devices") or []}
-            exact["bus"][1] += got >= {b.strip().lower() for b in row["bus_ids"].split(",") if b}
+            got = _devices(",".join(res.get("devices") or []))
+            exact["bus"][1] += got >= want_devices
+            if show and not got >= want_devices:
+                misses.append(f"BUS {row['id']}: want {sorted(want_devices)}, got {sorted(got)}")
         if not t1 and show:
             misses.append(
                 f"MISS {row['id']} want {sorted(want)}: {res['codes'][:3]} {res['cats'][:3]}"

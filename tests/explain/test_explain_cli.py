@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankmap.explain.patterns import ANCHORS, CORE_ANCHORS, recognise
+from rankmap.explain.patterns import ANCHORS, recognise
+from rankmap.explain.prefilter import LineSetMatcher
 from rankmap.explain.prefix import strip_prefixes
 from rankmap.explain.reader import Line, scan_stream
 
@@ -174,7 +175,7 @@ def test_huge_line_and_crlf_bounded(tmp_path: Path) -> None:
         f.write(DUP.encode().replace(b"\n", b"\r\n"))
     with p.open("rb") as f:
         lines = list(
-            scan_stream(f, "big", anchors=ANCHORS, core_anchors=CORE_ANCHORS, size=p.stat().st_size)
+            scan_stream(f, "big", anchors=ANCHORS, size=p.stat().st_size, matcher=LineSetMatcher())
         )
     assert lines and all(len(line.text) <= 8192 for line in lines)
     assert any("rank 0 and rank 4" in line.text for line in lines)

@@ -105,8 +105,8 @@ def test_big_file_through_the_matcher_keeps_the_diagnosis(
     monkeypatch.setattr(matcher_mod, "fast_matcher", lambda: FindMatcher())
     import rankmap.adapters.logs as logs
 
-    monkeypatch.setattr(logs, "FULL_SCAN_LIMIT", 1024)
-    monkeypatch.setattr(logs, "fast_matcher", lambda: FindMatcher())
+    monkeypatch.setattr(logs, "DOC_LIMIT", 1024)
+    monkeypatch.setattr(logs, "big_input_matcher", lambda: FindMatcher())
     log = tmp_path / "big.log"
     log.write_bytes(
         LINES[0] + b"\n" * 1 + (LINES[0] + b"\n") * 400 + b"\n".join(LINES[1:4]) + b"\n"

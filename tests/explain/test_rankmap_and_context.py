@@ -5,6 +5,8 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from rankmap.adapters.files import LocalFiles
 from rankmap.adapters.local import explain_files
 from rankmap.explain.engine import build_context
@@ -128,3 +130,62 @@ def test_check_launch_integration(tmp_path: Path) -> None:
         machines=load_machine("dgx-a100"),
     )
     assert narrowing.ordered_findings()[0].category == "visible_devices_mismatch"
+
+
+INIT_SHAPES = {  # reference/nccl.md (d): every Init line shape, NCCL 2.4 -> 2.30
+    "2.4-2.6": "comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r} - Init COMPLETE",
+    "2.7-2.15": "comm 0x7f01 rank {r} nranks 2 cudaDev {r} busId {b} - Init COMPLETE",
+    "2.16": "comm 0x7f01 rank {r} nranks 2 cudaDev {r} busId {b} commId 0xabc - Init COMPLETE",
+    "2.18.3": (
+        "comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r} busId {b} commId 0xabc - Init START"
+    ),
+    "2.23": (
+        "ncclCommInitRankConfig comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r} busId {b}"
+        " commId 0xabc - Init START"
+    ),
+    "2.24-split": (
+        "ncclCommSplit comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r} busId {b}"
+        " parent 0x55 splitCount 1 color 3 key {r}- Init START"
+    ),
+    "2.30": (
+        "[Rank {r}] ncclCommInitRank comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r}"
+        " busId {b} commId 0xabc - Init START"
+    ),
+    "2.30-split": (
+        "[Rank {r}] ncclCommSplit comm 0x7f01 rank {r} nranks 2 cudaDev {r} nvmlDev {r}"
+        " busId {b} parent 0x55 childCount 1 color 3 key {r}- Init START"
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(INIT_SHAPES))
+def test_every_init_shape_places_its_ranks(shape: str) -> None:
+    from rankmap.explain.collect import Evidence
+    from rankmap.explain.reader import iter_text_lines
+
+    text = "\n".join(
+        f"h1:{10 + r}:{20 + r} [{r}] NCCL INFO " + INIT_SHAPES[shape].format(r=r, b=b)
+        for r, b in ((0, "18000"), (1, "4f000"))
+    )
+    ev = Evidence()
+    ev.add_lines(iter_text_lines(text))
+    got = [(p.rank, p.node, p.cuda_index) for p in ev.rankmap.placements()]
+    assert got == [(0, "h1", 0), (1, "h1", 1)]
+    buses = [p.pci_bus_id for p in ev.rankmap.placements()]
+    assert buses == ([None, None] if shape == "2.4-2.6" else ["0000:18:00.0", "0000:4F:00.0"])
+
+
+def test_split_without_comm_id_is_its_own_communicator() -> None:
+    from rankmap.explain.collect import Evidence
+    from rankmap.explain.reader import iter_text_lines
+
+    world = INIT_SHAPES["2.23"].replace("nranks 2", "nranks 4")
+    lines = [
+        f"h1:{10 + r}:1 [{r}] NCCL INFO " + world.format(r=r, b=f"{r + 1}8000") for r in range(4)
+    ]
+    split = INIT_SHAPES["2.24-split"].replace("nranks 2", "nranks 4")
+    lines += [f"h1:{10 + r}:1 [{r}] NCCL INFO " + split.format(r=r, b="18000") for r in range(2)]
+    ev = Evidence()
+    ev.add_lines(iter_text_lines("\n".join(lines)))
+    assert len(ev.rankmap.communicators()) == 2
+    assert len(ev.rankmap.main_comm()) == 4

@@ -227,6 +227,24 @@ def _explain(text: str) -> object:
     return explain_files([Path("-")], stdin=io.BytesIO(text.encode("utf-8", "surrogatepass")))
 
 
+def _prefilter(text: str) -> object:
+    """The pure-Python multi-literal matcher, twice (the second time on remembered lines)."""
+    from rankmap.explain.prefilter import LineSetMatcher
+
+    data = text.encode("utf-8", "surrogatepass")
+    m = LineSetMatcher()
+    first = m.hits(data)
+    if m.hits(data)[0] != first[0]:
+        raise AssertionError("remembered lines changed the hits")
+    return first
+
+
+def _named(text: str) -> object:
+    from rankmap.explain.named import devices_in, failing_ranks
+
+    return devices_in([text]), failing_ranks(text.splitlines())
+
+
 # -- inventory, profiles, topology --------------------------------------------------------------------
 
 SMI_SEEDS = [p.read_text(errors="replace") for p in sorted((DATA / "smi").iterdir()) if p.is_file()]
@@ -243,6 +261,14 @@ def _machine_text(text: str) -> object:
     from rankmap.inventory import parse_machine_text
 
     return parse_machine_text(text, source="fuzz")
+
+
+def _smi_in_big_log(text: str) -> object:
+    """An nvidia-smi printout inside a log big enough to be read in windows."""
+    from rankmap.inventory import read_pastes
+
+    noise = "\n".join(f"step {i} on 00000000:{i % 99:02d}:00.0 loss 2.{i}" for i in range(2500))
+    return read_pastes(f"{noise}\n{text}\n{noise}")
 
 
 def _profile(doc: Any) -> object:
@@ -335,7 +361,10 @@ def targets() -> list[Target]:
         Target("visibility:cvd", st.tuples(CVD, st.sampled_from([None, "PCI_BUS_ID", "x"])), _visible),
         Target("envspec", st.lists(st.one_of(short_text, hurtful, mutated_text(["A=1", "HF_TOKEN=x"])), max_size=4), _envspec),
         Target("explain:log", mutated_text(LOG_SEEDS, max_edits=6), _explain),
+        Target("explain:prefilter", mutated_text(LOG_SEEDS, max_edits=6), _prefilter),
+        Target("explain:named", mutated_text(LOG_SEEDS + SMI_SEEDS[:4], max_edits=6), _named),
         Target("inventory:smi", mutated_text(SMI_SEEDS, max_edits=6), _machine_text),
+        Target("inventory:smi-window", mutated_text(SMI_SEEDS, max_edits=6), _smi_in_big_log),
         Target("inventory:profile", mutated_json(PROFILE_SEEDS), _profile),
         Target("topology:json", mutated_json(TOPO_SEEDS), _topology),
         Target("topology:smi-matrix", mutated_text(TOPO_MATRIX, max_edits=6), _topo_matrix),

@@ -3,34 +3,28 @@
 The scanning itself (anchors, spans, cleaning) is pure and lives in
 :mod:`rankmap.explain.reader`; this module only opens (regular files only, via
 :func:`rankmap.adapters.files.open_regular`), decodes UTF-16 with a BOM on files and stdin alike,
-and fans a huge file's middle out to one process per CPU.
+and fans a huge file out to one process per CPU.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from rankmap.adapters.files import binary_stream, open_regular, utf8_stream
-from rankmap.adapters.matcher import fast_matcher
+from rankmap.adapters.matcher import big_input_matcher
 from rankmap.errors import InputError
-from rankmap.explain.anchors import ANCHORS, CORE_ANCHORS, JOIN_ANCHORS
+from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
 from rankmap.explain.docread import DOC_LIMIT
 from rankmap.explain.reader import (
     _SNIFF,
-    CHUNK_BYTES,
-    EDGE_BYTES,
-    FULL_SCAN_LIMIT,
-    MATCHER_CHUNK_BYTES,
     MAX_LINE,
-    WINDOW_BEFORE,
     Line,
     Matcher,
-    _hits,
-    _spans,
     check_text,
+    chunk_size,
     clean,
     matched_spans,
     scan_stream,
@@ -38,7 +32,7 @@ from rankmap.explain.reader import (
 
 STDIN_NAMES = ("-",)
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-PARALLEL_MIN_BYTES = 256 * 1024 * 1024
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 
 class LocalLogs:
@@ -73,7 +67,7 @@ def _stdin_lines(binary: Any, texts: list[str] | None) -> Iterator[Line]:
         "<stdin>",
         anchors=ANCHORS,
         join=JOIN_ANCHORS,
-        matcher=fast_matcher() if big else None,
+        matcher=big_input_matcher() if big else None,
     )
     return _captured(lines, texts) if texts is not None and big else lines
 
@@ -84,24 +78,16 @@ def _file_lines(name: str, texts: list[str] | None = None) -> Iterator[Line]:
         try:
             utf16 = handle.read(2) in UTF16_BOMS
             handle.seek(0)
-            # the multi-pattern matcher ([fast] extra) pays off on big inputs only
-            matcher = fast_matcher() if size > FULL_SCAN_LIMIT else None
+            # inputs not read whole as a document: every literal of the prefilter, everywhere
+            matcher = big_input_matcher() if size > DOC_LIMIT else None
             fast = None
-            if not utf16:
-                fast = scan_file_parallel(
-                    name,
-                    size,
-                    anchors=ANCHORS,
-                    core_anchors=CORE_ANCHORS,
-                    join=JOIN_ANCHORS,
-                    matcher=matcher,
-                )
+            if not utf16 and matcher is not None:
+                fast = scan_file_parallel(name, size, matcher)
             lines = fast or scan_stream(
                 utf8_stream(handle) if utf16 else handle,
                 name,
                 anchors=ANCHORS,
-                core_anchors=CORE_ANCHORS,
-                size=None if utf16 else size,  # decoded UTF-16: scan all of it with every anchor
+                size=None if utf16 else size,  # decoded UTF-16: line by line, line numbers kept
                 join=JOIN_ANCHORS,
                 matcher=matcher,
             )
@@ -125,42 +111,18 @@ def open_input(path: str) -> tuple[BinaryIO, int]:
 _WORKER_MATCHER: Matcher | None = None  # set before the pool forks: inherited by the workers
 
 
-def _scan_segment(
-    args: tuple[str, int, int, tuple[bytes, ...], frozenset[bytes]],
-) -> list[bytes]:
+def _scan_segment(args: tuple[str, int, int]) -> list[bytes]:
     """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
-    path, start, end, anchors, join = args
+    path, start, end = args
     matcher = _WORKER_MATCHER
+    assert matcher is not None
     out: list[bytes] = []
-    if matcher is not None:
-        return _segment_with_matcher(path, start, end, matcher)
-    with open(path, "rb", buffering=0) as f:
-        f.seek(start)
-        pos = start
-        carry = b""
-        while pos < end:
-            chunk = f.read(min(CHUNK_BYTES, end - pos))
-            if not chunk:
-                break
-            pos += len(chunk)
-            buf = carry + chunk if carry else chunk
-            limit = len(buf) if pos >= end else buf.rfind(b"\n") + 1
-            if limit == 0:
-                limit = max(0, len(buf) - WINDOW_BEFORE)
-            region = buf[:limit]
-            hits, joins = matcher.hits(region) if matcher else _hits(region, anchors, join)
-            out.extend(region[a:b] for a, b in _spans(region, hits, limit, joins))
-            carry = buf[limit:][-MAX_LINE * 4 :]
-    return out
-
-
-def _segment_with_matcher(path: str, start: int, end: int, matcher: Matcher) -> list[bytes]:
-    out: list[bytes] = []
+    step = chunk_size(matcher)
     with open(path, "rb", buffering=0) as f:
         f.seek(start)
         pos, carry = start, b""
         while True:
-            chunk = f.read(min(MATCHER_CHUNK_BYTES, end - pos)) if pos < end else b""
+            chunk = f.read(min(step, end - pos)) if pos < end else b""
             pos += len(chunk)
             eof = not chunk
             if eof and not carry:
@@ -179,20 +141,9 @@ def _line_start(f: BinaryIO, pos: int) -> int:
     return pos + i + 1 if i != -1 else pos
 
 
-def scan_file_parallel(
-    path: str,
-    size: int,
-    *,
-    anchors: Sequence[bytes],
-    core_anchors: Sequence[bytes],
-    join: frozenset[bytes] = frozenset(),
-    matcher: Matcher | None = None,
-) -> Iterator[Line] | None:
-    """Scan a huge file's middle with one process per CPU; None when not worth it/possible.
-
-    Head and tail (:data:`EDGE_BYTES`) get every anchor; the middle only ``core_anchors``,
-    unless a multi-pattern ``matcher`` searches every pattern in every part.
-    """
+def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line] | None:
+    """Scan a huge file with one process per CPU (each its own part, every literal of the
+    ``matcher``); None when not worth it or not possible (then it is scanned in this process)."""
     global _WORKER_MATCHER
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < 2:
@@ -203,18 +154,11 @@ def scan_file_parallel(
         ctx = mp.get_context("fork")
     except (ImportError, ValueError):
         return None
+    n = min(cpus, 8)
     with open(path, "rb", buffering=0) as f:
         check_text(f.read(_SNIFF), path)
-        head_end = _line_start(f, EDGE_BYTES)
-        tail_start = _line_start(f, size - EDGE_BYTES)
-        n = min(cpus, 8)
-        step = (tail_start - head_end) // n
-        cuts = (
-            [head_end] + [_line_start(f, head_end + i * step) for i in range(1, n)] + [tail_start]
-        )
-    jobs = [(path, 0, head_end, tuple(anchors), join)]
-    jobs += [(path, cuts[i], cuts[i + 1], tuple(core_anchors), join) for i in range(n)]
-    jobs.append((path, tail_start, size, tuple(anchors), join))
+        cuts = [0] + [_line_start(f, i * size // n) for i in range(1, n)] + [size]
+    jobs = [(path, cuts[i], cuts[i + 1]) for i in range(n) if cuts[i] < cuts[i + 1]]
     _WORKER_MATCHER = matcher  # the forked workers inherit it (compiled once, in the parent)
     try:
         with ctx.Pool(n) as pool:

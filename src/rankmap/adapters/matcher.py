@@ -1,13 +1,12 @@
-"""One multi-pattern matcher for every signal, with the optional ``hyperscan`` extra.
+"""The multi-literal matcher for big inputs: hyperscan with the optional extra, else pure Python.
 
 ``pip install 'rankmap[fast]'`` installs `hyperscan <https://python-hyperscan.readthedocs.io>`_
-(Intel's multi-pattern regex engine; it scans many literals and regexes in one pass over the
-buffer at memory speed). With it, the reader searches **every** anchor of
-:mod:`rankmap.explain.anchors` and every log-side regex of the signal catalogue
-(:mod:`rankmap.explain.catalogue`) in the whole of every input, whatever its size. Without it
-the reader keeps its pure-Python path (``bytes.find`` per anchor; the middle of inputs over
-``FULL_SCAN_LIMIT`` only for the core anchors), which :func:`fast_matcher` signals by returning
-``None``. ``RANKMAP_PURE_SCAN=1`` forces the pure path (benchmarks, tests).
+(Intel's multi-pattern regex engine; it scans many literals in one pass over the buffer at
+memory speed). Either way the reader searches **every** literal of
+:func:`rankmap.explain.prefilter.literals` (the anchors and every log-side key of the signal
+catalogue) in the whole of every input too big to be read as one document: with hyperscan, or
+with :class:`rankmap.explain.prefilter.LineSetMatcher` where it is not installed
+(:func:`big_input_matcher`). ``RANKMAP_PURE_SCAN=1`` forces the pure path (benchmarks, tests).
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
-from rankmap.explain.catalogue import SIGNALS
+from rankmap.explain.prefilter import LineSetMatcher, literals
+from rankmap.explain.reader import Matcher
 
 PURE_ENV = "RANKMAP_PURE_SCAN"
 
@@ -52,25 +51,17 @@ class HyperscanMatcher:
 
 
 def _expressions() -> tuple[list[bytes], list[int], frozenset[int]]:
-    """Anchors (exact) and the catalogue's prefilter keys (caseless literals), deduplicated.
+    """The literals of :func:`rankmap.explain.prefilter.literals` as hyperscan expressions.
 
-    A key is a necessary condition of its signal (:data:`rankmap.explain.catalogue.KEYS`): the
-    line it is on becomes a candidate and the signal's regex runs on it later, so literal
+    A catalogue key is a necessary condition of its signal (:data:`rankmap.explain.catalogue.KEYS`):
+    the line it is on becomes a candidate and the signal's regex runs on it later, so literal
     matching (hyperscan's fastest mode) is enough here.
     """
-    exprs: list[bytes] = []
-    flags: list[int] = []
-    joins: set[int] = set()
-    for anchor in ANCHORS:
-        if anchor in JOIN_ANCHORS:
-            joins.add(len(exprs))
-        exprs.append(re.escape(anchor))
-        flags.append(0)
-    keys = sorted({k for sig in SIGNALS if "log" in sig.where for k in sig.keys})
-    for key in keys:
-        exprs.append(re.escape(key.encode()))
-        flags.append(1)
-    return exprs, flags, frozenset(joins)
+    lits = literals()
+    exprs = [re.escape(lit.text) for lit in lits]
+    flags = [1 if lit.caseless else 0 for lit in lits]
+    joins = frozenset(i for i, lit in enumerate(lits) if lit.join)
+    return exprs, flags, joins
 
 
 @lru_cache(maxsize=1)
@@ -141,6 +132,12 @@ def fast_matcher() -> HyperscanMatcher | None:
     if os.environ.get(PURE_ENV) == "1":
         return None
     return _compiled()
+
+
+def big_input_matcher() -> Matcher:
+    """The matcher for inputs too big to read whole: hyperscan where installed, otherwise the
+    pure-Python :class:`LineSetMatcher`; both search every literal of the prefilter everywhere."""
+    return fast_matcher() or LineSetMatcher()
 
 
 def pattern_count() -> int:

@@ -1,16 +1,15 @@
 """What the reader scans for, and the NCCL release behind a duplicate-GPU WARN's init.cc line.
 
 :data:`ANCHORS` are literals at least one of which every recognised line contains; the reader
-scans for them so that only candidate lines are decoded. :data:`CORE_ANCHORS` is the subset
-used in the middle of huge files. :data:`JOIN_ANCHORS` mark messages long enough for a terminal
-to wrap (their hits bring the neighbouring lines along).
+scans for them so that only candidate lines are decoded (inputs too big to be read whole are
+searched for these and every catalogue key, see :mod:`rankmap.explain.prefilter`).
+:data:`JOIN_ANCHORS` mark messages long enough for a terminal to wrap (their hits bring the
+neighbouring lines along).
 """
 
 from __future__ import annotations
 
-CORE_ANCHORS: tuple[bytes, ...] = (b"NCCL WARN", b"- Init ", b"rror")
-# NOTE: long anchors scan faster with bytes.find; these three cover the WARN, Init and error
-# lines a mapping failure leaves in the middle of a huge INFO log.
+CORE_ANCHORS: tuple[bytes, ...] = (b"NCCL WARN", b"- Init ", b"rror")  # the most frequent hits
 ANCHORS: tuple[bytes, ...] = (
     *CORE_ANCHORS,
     b"WARN",

@@ -9,12 +9,12 @@ whose first finding is the best-supported cause.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from rankmap.explain import named
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
 from rankmap.explain.docread import DOC_LIMIT, read_document
@@ -214,7 +214,6 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
     )
 
 
-_UUID = re.compile(r"\b(?:MIG|GPU)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failure", "oom")
 
 
@@ -225,12 +224,8 @@ def _named(
     document) and the GPU/MIG UUIDs in it."""
     ranks = {e.rank for e in ev.of(*_FAILING) if e.rank is not None} | failing
     ranks |= {f.rank for f in ev.failures if f.rank is not None}
-    uuids: list[str] = []
-    for text in texts:
-        for m in _UUID.finditer(text[:DOC_LIMIT]):
-            if m.group(0) not in uuids and len(uuids) < 8:
-                uuids.append(m.group(0))
-    return tuple(sorted(ranks)[:64]), tuple(uuids)
+    ranks |= named.failing_ranks(ln for text in texts for ln in text[:DOC_LIMIT].splitlines())
+    return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
 
 
 def _bare_invalid_usage(ev: Evidence) -> bool:
@@ -270,7 +265,10 @@ def _rankmap_finding(ev: Evidence) -> Finding:
         if mig
         else ""
     )
-    return finding("RM042", title, detail=detail, hosts=hosts[:16])
+    small = len(recs) <= 64  # a small map names its ranks and GPUs (a big one: the JSON map)
+    ranks = tuple(r.rank for r in recs) if small else ()
+    devices = tuple(dict.fromkeys(r.bus_id for r in recs if r.bus_id)) if small else ()
+    return finding("RM042", title, detail=detail, hosts=hosts[:16], ranks=ranks, devices=devices)
 
 
 def _warn_placements(ev: Evidence, placed: set[int]) -> list[Placement]:

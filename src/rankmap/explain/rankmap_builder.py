@@ -11,6 +11,7 @@ Bounded memory: at most :data:`MAX_RECORDS` rank records are kept.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from rankmap.model import Placement
 from rankmap.pci import try_normalize_bus_id
 
 MAX_RECORDS = 200_000
+_COLOR = re.compile(r"\bcolor (-?\d+)")
 
 
 @dataclass(frozen=True)
@@ -155,8 +157,13 @@ def _record(ev: Event) -> RankRecord | None:
             comm="nccl-tests",
             evidence=text,
         )
-    # Before 2.16 no commId is printed: ranks of one size are taken as one communicator.
+    # Before 2.16 no commId is printed: ranks of one size are taken as one communicator. The
+    # ncclCommSplit lines of 2.24+ print none either (reference/nccl.md (d)): ranks of one child
+    # share its color (the parent pointer is each process's own).
     comm = ev.get("commId") or f"nranks={ev.get('nranks')}"
+    color = _COLOR.search(ev.line.text) if ev.get("parent") and not ev.get("commId") else None
+    if color:
+        comm = f"split color={color.group(1)} nranks={ev.get('nranks')}"
     return RankRecord(
         rank=rank,
         nranks=ev.geti("nranks"),

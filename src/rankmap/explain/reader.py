@@ -7,9 +7,10 @@ and decodes only the lines around a hit. Memory stays bounded whatever the file 
 length: chunks are fixed-size, the carry-over of an unterminated line is capped, and a very long
 line is cut into windows around each hit.
 
-Small inputs (and the first/last :data:`EDGE_BYTES` of big files, where version banners, launcher
-output and tracebacks live) are scanned with every anchor; the middle of a big file only with the
-anchors of the messages a mapping failure leaves there (NCCL WARN, Init START/COMPLETE, errors).
+Inputs small enough to be read whole as a document are scanned for the anchors; bigger ones by a
+multi-literal matcher (:mod:`rankmap.adapters.matcher`: hyperscan, or the pure-Python
+:class:`rankmap.explain.prefilter.LineSetMatcher`) for every anchor and every prefilter key of the
+signal catalogue, everywhere.
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ MAX_LINE = 16 * 1024  # longer lines are cut into windows around each anchor hit
 WINDOW_BEFORE = 1024
 WINDOW_AFTER = 3072
 MAX_WINDOWS_PER_LINE = 32
-FULL_SCAN_LIMIT = 8 * 1024 * 1024  # files up to this size get every anchor everywhere
-EDGE_BYTES = 2 * 1024 * 1024  # head and tail of bigger files get every anchor too
+FULL_SCAN_LIMIT = 8 * 1024 * 1024  # bigger files: big chunks through the matcher, no line numbers
 _SNIFF = 8192
 _NBSP = b"\xc2\xa0"  # U+00A0 in UTF-8
 JOIN_MAX = 512  # a neighbouring line this short may be the rest of a terminal-wrapped message
@@ -176,27 +176,23 @@ def scan_stream(
     source: str,
     *,
     anchors: Sequence[bytes],
-    core_anchors: Sequence[bytes] | None = None,
     size: int | None = None,
     count_lines: bool | None = None,
     join: frozenset[bytes] = frozenset(),
     matcher: Matcher | None = None,
 ) -> Iterator[Line]:
-    """Yield the lines of ``stream`` that contain an anchor, in input order.
+    """Yield the lines of ``stream`` that contain an anchor (or, with a multi-literal
+    ``matcher``, any literal of :func:`rankmap.explain.prefilter.literals`), in input order.
 
-    ``core_anchors`` are used for the middle of inputs larger than :data:`FULL_SCAN_LIMIT`
-    (``size`` must then be known), unless a multi-pattern ``matcher`` (the ``[fast]`` extra,
-    :mod:`rankmap.adapters.matcher`) searches every pattern everywhere. Raises
-    :class:`InputError` for binary input.
+    Inputs larger than :data:`FULL_SCAN_LIMIT` (``size`` known) are scanned by the ``matcher``
+    in big chunks without line numbers. Raises :class:`InputError` for binary input.
     """
-    small = size is None or size <= FULL_SCAN_LIMIT or core_anchors is None
+    small = size is None or size <= FULL_SCAN_LIMIT
     if matcher is not None and not small:
         yield from _scan_with_matcher(stream, source, matcher)
         return
-    full = small
     if count_lines is None:
         count_lines = small
-    offset = 0  # absolute offset of buf[0]
     lineno = 1  # line number at buf[0]
     carry = b""
     first = True
@@ -215,18 +211,12 @@ def scan_stream(
             limit = buf.rfind(b"\n") + 1
             if limit == 0:  # no newline at all: a long line; process all but a window tail
                 limit = max(0, len(buf) - WINDOW_BEFORE)
-        use = anchors
-        in_edge = small or (
-            size is not None and (offset < EDGE_BYTES or offset + limit > size - EDGE_BYTES)
-        )
-        if not full and not in_edge:
-            use = core_anchors or anchors
         region = buf[:limit] if limit < len(buf) else buf
         consumed = limit
-        if use is anchors and in_edge and _NBSP in region:  # rich-text pastes: plain spaces
+        if _NBSP in region:  # rich-text pastes: plain spaces
             region = region.replace(_NBSP, b" ")
             limit = len(region)
-        hits, joins = matcher.hits(region) if matcher is not None else _hits(region, use, join)
+        hits, joins = matcher.hits(region) if matcher is not None else _hits(region, anchors, join)
         prev = 0
         for start, end in _spans(region, hits, limit, joins):
             if count_lines:
@@ -238,7 +228,6 @@ def scan_stream(
         if count_lines:
             lineno += region.count(b"\n", prev, limit)
         carry = buf[consumed:]
-        offset += consumed
         if eof:
             break
         if len(carry) > MAX_LINE * 4:  # bounded carry-over of an endless line
@@ -278,8 +267,9 @@ def _scan_with_matcher(stream: BinaryIO, source: str, matcher: Matcher) -> Itera
     """:func:`scan_stream` for big inputs with a multi-pattern matcher (every pattern)."""
     carry = b""
     first = True
+    step = chunk_size(matcher)
     while True:
-        chunk = stream.read(MATCHER_CHUNK_BYTES)
+        chunk = stream.read(step)
         if first:
             check_text(chunk, source)
             first = False
@@ -296,6 +286,12 @@ def _scan_with_matcher(stream: BinaryIO, source: str, matcher: Matcher) -> Itera
 
 
 MATCHER_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def chunk_size(matcher: Matcher) -> int:
+    """How much to read at a time for ``matcher`` (its ``chunk_bytes``, else 16 MiB)."""
+    size = getattr(matcher, "chunk_bytes", MATCHER_CHUNK_BYTES)
+    return size if isinstance(size, int) and size > 0 else MATCHER_CHUNK_BYTES
 
 
 def iter_text_lines(text: str, source: str = "<text>") -> Iterable[Line]:

@@ -264,6 +264,8 @@ def rescore(
     out, s = _rescored(base, ctx, doc, s)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
+    if out and out[0].code != "RM003" and not out[0].devices and named[1]:
+        out[0] = replace(out[0], devices=named[1])  # GPUs the input names (explain/named.py)
     return out, s
 
 

@@ -31,6 +31,7 @@ from rankmap.inventory.smi_hosts import Listing, hosts_from_listings
 from rankmap.inventory.smi_list import looks_like_list, read_list
 from rankmap.inventory.smi_q import looks_like_q, read_q
 from rankmap.inventory.smi_table import looks_like_table, read_table
+from rankmap.inventory.smi_window import windows
 from rankmap.inventory.smi_xml import looks_like_xml, read_xml
 from rankmap.model import Host
 
@@ -107,7 +108,11 @@ def read_pastes(text: str, *, source: str = "paste") -> list[Host]:
     """The hosts that nvidia-smi output in ``text`` shows; ``[]`` when it shows none.
 
     For readers of free text (``explain``): never raises for text that is not nvidia-smi output.
+    A big text is read only in the windows around nvidia-smi markers (:mod:`.smi_window`).
     """
+    text = windows(text)
+    if not text:
+        return []
     try:
         return parse_paste(text, source=source)
     except InputError:
