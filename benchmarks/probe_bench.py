@@ -12,6 +12,10 @@ below 1.0 meets it). Nothing here asserts: speed is measured, not tested.
 3. the store round trip: 256 concurrent clients (threads, each its own TCPStore connection, as
    the ranks of one job would be) publish, rank 0 gathers + collates + publishes the verdict, all
    read it - measured on this machine (no target in the issue; printed for comparison).
+
+Figures (2026-12-01, this 2-core VM at a load average of 6.5, so wall ~3x CPU): collation of
+10,000 records 0.34 s CPU / 1.35 s wall, 100,000 records 3.44 s CPU / 10.8 s wall; the
+pre-validation code (1.38 s on the quiet VM) 3.74 s CPU under the same load.
 """
 
 from __future__ import annotations

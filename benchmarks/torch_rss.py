@@ -5,8 +5,8 @@ The bound (issue 11): no input makes ``rankmap probe``/``run``/``bench`` exceed 
 reports its own ``VmHWM`` (as in benchmarks/hostile_rss.py, whose hostile files it reuses):
 ``--machine`` / ``RANKMAP_MACHINE`` files (2 GB sparse, /dev/zero, FIFO, 24 MB line, binary,
 UTF-16, 5,000-digit numbers), ``--script`` files, 16 ``--env`` values of 100 KB (the kernel caps arguments at 2 MB), a
-``WORLD_SIZE`` of 10^11, and rank 0 of a two-rank probe whose peer stores a big record
-(``--payload-mb``, default 64) in the store rank 0 hosts. Prints one row per run and the worst
+``WORLD_SIZE`` of 10^11, and rank 0 of a two-rank probe whose peer stores big records
+(``--peers`` x ``--payload-mb``, default 8 x 7 MB) in the store rank 0 hosts. Prints one row per run and the worst
 case against the bound; exits 1 when a run goes over it or hangs.
 
 Usage: ``PYTHONPATH=src python benchmarks/torch_rss.py [--payload-mb 64] [--only probe]``.
@@ -63,9 +63,11 @@ def runs(inputs: dict[str, Path]) -> list[tuple[str, str, list[str], dict[str, s
     return out
 
 
-def big_record_run(work: Path, payload_mb: int) -> tuple[int | None, float, float]:
+def big_record_run(work: Path, payload_mb: int, peers: int) -> tuple[int | None, float, float]:
     """Rank 0 (``rankmap probe``, hosting the store on RANKMAP_STORE_PORT) while this process,
-    as rank 1, stores a ``payload_mb`` MB record under its key and counts its arrival."""
+    as ranks 1..``peers``, stores a ``payload_mb`` MB record under each key (torch's store takes
+    at most 8 MiB per value) and counts their arrivals. The store's server lives in rank 0 in
+    this shape, so it holds ``peers`` x ``payload_mb`` whatever rankmap does."""
     import socket
     from datetime import timedelta
 
@@ -74,7 +76,8 @@ def big_record_run(work: Path, payload_mb: int) -> tuple[int | None, float, floa
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "RANKMAP_STORE_PORT": str(port),
+    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(peers + 1),
+           "RANKMAP_STORE_PORT": str(port),
            "RANKMAP_STORE_ADDR": "127.0.0.1", "TORCHELASTIC_RUN_ID": "rss",
            "RANKMAP_MACHINE": "dgx-h100", "TORCH_CPP_LOG_LEVEL": "FATAL"}  # fmt: skip
 
@@ -90,8 +93,10 @@ def big_record_run(work: Path, payload_mb: int) -> tuple[int | None, float, floa
         else:
             return
         prefix = "rankmap/rss/0/call1"
-        store.set(f"{prefix}/rec/1", b'["rankmap-own/1","' + b"x" * (payload_mb * 2**20) + b'"]')
-        store.add(f"{prefix}/arrived", 1)
+        value = b'["rankmap-own/1","' + b"x" * (payload_mb * 2**20) + b'"]'
+        for rank in range(1, peers + 1):
+            store.set(f"{prefix}/rec/{rank}", value)
+        store.add(f"{prefix}/arrived", peers)
 
     threading.Thread(target=peer, daemon=True).start()
     return peak_rss(["probe", "--timeout", "20", "--json"], work, 120, env)
@@ -99,7 +104,8 @@ def big_record_run(work: Path, payload_mb: int) -> tuple[int | None, float, floa
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--payload-mb", type=int, default=64)
+    ap.add_argument("--payload-mb", type=int, default=7, help="per peer (torch: < 8 MiB)")
+    ap.add_argument("--peers", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--only", metavar="COMMAND", help="runs whose command starts with this")
     args = ap.parse_args()
@@ -112,14 +118,14 @@ def main() -> int:
         inputs = make_inputs(work, 1)
         print(f"{'command':<24} {'input':<20} {'exit':>4} {'peak MB':>8} {'s':>6}")
         table = runs(inputs)
-        table.append(("probe rank 0", f"peer record {args.payload_mb} MB", [], {}))
+        table.append(("probe rank 0", f"{args.peers} x {args.payload_mb} MB records", [], {}))
         for name, kind, argv, env in table:
             if args.only and not name.startswith(args.only):
                 continue
             if argv:
                 status, rss, secs = peak_rss(argv, work, args.timeout, env)
             else:
-                status, rss, secs = big_record_run(work, args.payload_mb)
+                status, rss, secs = big_record_run(work, args.payload_mb, args.peers)
             bad = status is None or rss > bound
             failed |= bad
             shown = "hang" if status is None else str(status)

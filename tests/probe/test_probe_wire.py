@@ -55,7 +55,7 @@ def with_value(own: bytes, index: int, value: object) -> bytes:
         (lambda o: o[:-1] + b",1e309]", ""),  # extra trailing values (newer rankmap) are ignored
         (lambda o: o.rsplit(b",", 1)[0] + b",1e309]", "probe_ms out of range"),
         (lambda o: b"[" * 100_000, ""),
-        (lambda o: o + b" " * MAX_OWN_BYTES, "record of"),
+        (lambda o: o + b" " * MAX_OWN_BYTES, "record over the limit of 262144 bytes"),
         (lambda o: o + b'],["rankmap-own/1"', ""),  # smuggles a record into the bulk parse
     ],
 )

@@ -18,7 +18,6 @@ from rankmap.probe.record import RankRecord
 from rankmap.probe.watchdog import Progress
 
 _CALLS: dict[str, int] = {}
-CHUNK = 1024
 
 
 @dataclass
@@ -54,15 +53,26 @@ def wait_count(store: Any, key: str, target: int, deadline: float) -> int:
         attempt += 1
 
 
-def fetch(store: Any, keys: Sequence[str]) -> list[bytes]:
-    """Values of keys known to exist, in chunks (``multi_get`` where this torch has it)."""
+# Values fetched per round trip: a peer may store up to torch's 8 MiB per value under its key
+# (TCPStore has no size query), so one round trip holds at most 16 x 8 MiB before the parts
+# over ``limit`` are cut (the decoder then says "over the limit").
+FETCH_CHUNK = 16
+
+
+def fetch(store: Any, keys: Sequence[str], limit: int | None = None) -> list[bytes]:
+    """Values of keys known to exist, in chunks (``multi_get`` where this torch has it); each
+    value longer than ``limit`` kept only to ``limit`` + 1 bytes."""
     out: list[bytes] = []
-    for i in range(0, len(keys), CHUNK):
-        part = list(keys[i : i + CHUNK])
+    for i in range(0, len(keys), FETCH_CHUNK):
+        part = list(keys[i : i + FETCH_CHUNK])
         try:
-            out.extend(bytes(v) for v in store.multi_get(part))
+            values = [bytes(v) for v in store.multi_get(part)]
         except (AttributeError, RuntimeError):
-            out.extend(bytes(store.get(k)) for k in part)
+            values = [bytes(store.get(k)) for k in part]
+        if limit is not None:
+            values = [v if len(v) <= limit else v[: limit + 1] for v in values]
+        out.extend(values)
+        del values
     return out
 
 
@@ -143,15 +153,15 @@ def gather(store: Any, prefix: str, world_size: int, deadline: float) -> Gathere
     Only keys that exist are fetched: the arrival counter is a hint (a peer may count without a
     record, or two processes may claim one rank), and a part may name a digest never stored.
     """
-    from rankmap.probe.wire import digest_of
+    from rankmap.probe.wire import MAX_OWN_BYTES, MAX_SHARED_BYTES, digest_of
 
     arrivals = wait_count(store, f"{prefix}/arrived", world_size, deadline)
     present = present_ranks(store, prefix, world_size)
     missing = sorted(set(range(world_size)) - set(present))
-    records = fetch(store, [f"{prefix}/rec/{r}" for r in present])
+    records = fetch(store, [f"{prefix}/rec/{r}" for r in present], MAX_OWN_BYTES)
     digests = sorted({d for d in map(digest_of, records) if d is not None})
     keys = _existing(store, [f"{prefix}/shared/{d}" for d in digests])
-    blobs = fetch(store, keys)
+    blobs = fetch(store, keys, MAX_SHARED_BYTES)
     shared = {k.rsplit("/", 1)[1]: b for k, b in zip(keys, blobs, strict=True)}
     return Gathered(records, shared, missing, arrivals, present)
 

@@ -142,7 +142,7 @@ def _parse_all(blobs: Sequence[bytes], limit: int, what: str) -> list[Any]:
     for blob in blobs:
         try:
             if len(blob) > limit:
-                raise ValueError(f"{what} of {len(blob)} bytes (limit {limit})")
+                raise ValueError(f"{what} over the limit of {limit} bytes")
             out.append(_loads(blob))
         except (ValueError, RecursionError, TypeError) as exc:
             out.append(exc)
