@@ -9,9 +9,12 @@ for fixing the cause.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from rankmap.findings import Finding
 from rankmap.gpu_sharing import ORDINAL, duplicate_line, nccl_device
 from rankmap.ranks import ranks_text
 
@@ -19,6 +22,9 @@ if TYPE_CHECKING:
     from rankmap.check.engine import RankOutcome
 
 TOO_MANY = frozenset({"RM101", "RM102", "RM201"})  # process count vs visible GPUs
+# launcher issues whose processes collide or run out of GPUs: cause -> the codes they cause
+CAUSES = {"RM904": frozenset({"RM101", "RM102"})}  # nested launchers multiply the processes
+_COUNT_PREFIX = re.compile(r"^\d+ processes share \d+ GPU\(s\): ")
 
 
 def wrapped_collision(failing: RankOutcome, outcomes: Sequence[RankOutcome]) -> str:
@@ -63,3 +69,26 @@ def unwrapped_ordinal(group: Sequence[RankOutcome], nproc_per_node: int) -> str:
         + (f"..cuda:{over[-1]}" if len(over) > 1 else "")
         + f" and fail with `{ORDINAL}`."
     )
+
+
+def fold_into_cause(findings: list[Finding]) -> list[Finding]:
+    """One finding per root cause: a launcher issue (:data:`CAUSES`, e.g. nested launchers)
+    takes in the shared-GPU / ordinal findings it causes, their ranks, GPUs and NCCL line, and
+    keeps its own fix (the consequence's fix would only treat the symptom)."""
+    for cause, effects in CAUSES.items():
+        head = next((f for f in findings if f.code == cause), None)
+        folded = [f for f in findings if f.code in effects]
+        if head is None or not folded:
+            continue
+        consequence = "; ".join(_COUNT_PREFIX.sub("", f.title) for f in folded)
+        merged = replace(
+            head,
+            title=f"{head.title}: {consequence}",
+            detail=" ".join([head.detail, *(f.detail for f in folded)]).strip(),
+            ranks=tuple(sorted({r for f in (head, *folded) for r in f.ranks})),
+            devices=tuple(dict.fromkeys(d for f in (head, *folded) for d in f.devices)),
+            hosts=tuple(dict.fromkeys(h for f in (head, *folded) for h in f.hosts)),
+            evidence=tuple(dict.fromkeys(e for f in (head, *folded) for e in f.evidence)),
+        )
+        findings = [merged if f is head else f for f in findings if f not in folded]
+    return findings

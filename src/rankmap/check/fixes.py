@@ -69,12 +69,66 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
     return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
 
 
-def device_line(plan: LaunchPlan) -> str:
-    """The script line that selects the right GPU per process under this launcher."""
+def device_line(plan: LaunchPlan, *, modulo: bool = False) -> str:
+    """The script line that selects the right GPU per process under this launcher
+    (``modulo``: within the GPUs the process sees, for per-process visibility)."""
     var = plan.fix_hints.get("local_var") or _LOCAL_VAR.get(plan.launcher)
-    if var:
-        # ``or`` reads the launcher's variable only when LOCAL_RANK is missing: a default argument
-        # (``environ.get("LOCAL_RANK", environ[var])``) is evaluated first and raises KeyError
-        # under torchrun, which does not set the MPI/Slurm variable.
-        return f'torch.cuda.set_device(int(os.environ.get("LOCAL_RANK") or os.environ["{var}"]))'
-    return 'torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))'
+    # ``or`` reads the launcher's variable only when LOCAL_RANK is missing: a default argument
+    # (``environ.get("LOCAL_RANK", environ[var])``) is evaluated first and raises KeyError
+    # under torchrun, which does not set the MPI/Slurm variable.
+    index = (
+        f'int(os.environ.get("LOCAL_RANK") or os.environ["{var}"])'
+        if var
+        else 'int(os.environ["LOCAL_RANK"])'
+    )
+    if modulo:
+        index += " % torch.cuda.device_count()"
+    return f"torch.cuda.set_device({index})"
+
+
+def fix_mig(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str:
+    """Ranks on MIG slices of one GPU: one slice per physical GPU through the CUDA_VISIBLE_DEVICES
+    the launcher splits per worker; where the host has fewer physical GPUs than ranks, fewer
+    ranks. Without a node-level CUDA_VISIBLE_DEVICES to rewrite (Slurm binds the slices), the
+    NCCL >= 2.30 switch (reference/nccl.md, experimental)."""
+    slices = [
+        g.mig_devices[0].uuid if g.mig_mode else g.uuid
+        for g in o.host.gpus
+        if g.mig_devices or not g.mig_mode
+    ]
+    node_cvd = plan.node_env.get(o.proc.node, {}).get(
+        "CUDA_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")
+    )
+    multi_rank = "  # NCCL >= 2.30 only (experimental); NCCL <= 2.29 needs one rank per GPU"
+    if node_cvd is None or not slices:
+        return f"NCCL_MULTI_RANK_GPU_ENABLE=1 {shlex.join(plan.argv)}{multi_rank}"
+    n = min(len(slices), plan.nproc_per_node)
+    launch = shlex.join(plan.argv) if n == plan.nproc_per_node else fix_count(plan, n)
+    cvd = "CUDA_VISIBLE_DEVICES=" + ",".join(slices[:n])
+    note = "" if n == plan.nproc_per_node else f"  # {o.host.hostname} has {n} physical GPU(s)"
+    return f"{cvd} {launch}{note}"
+
+
+def fix_host_identity(host_key: str, hosts: list[str]) -> str:
+    """Nodes that NCCL takes for one host (reference/nccl.md (b): NCCL_HOSTID, else hostname +
+    boot_id): drop the shared NCCL_HOSTID, or give the second machine its own hostname."""
+    if host_key.startswith("NCCL_HOSTID="):
+        return "unset NCCL_HOSTID  # before the launch, on every node"
+    other = hosts[1] if len(hosts) > 1 else hosts[0]
+    return (
+        f"sudo hostnamectl set-hostname {other}-2  # on the second machine: NCCL's host is "
+        "hostname + boot_id (or pass each machine's own `rankmap doctor --save` profile)"
+    )
+
+
+def fix_no_local_rank_arg(plan: LaunchPlan) -> str | None:
+    """The launch without the appended ``--local-rank=N`` (the script then reads LOCAL_RANK from
+    the environment): ``torchrun`` for ``torch.distributed.launch`` (same options,
+    reference/launchers.md §2), ``deepspeed --no_local_rank`` (§4); None for other launchers."""
+    argv = list(plan.argv)
+    if plan.launcher == "torch.distributed.launch" and "torch.distributed.launch" in argv:
+        at = argv.index("torch.distributed.launch")
+        return shlex.join(["torchrun", *argv[at + 1 :]])
+    if plan.launcher == "deepspeed" and argv:
+        return shlex.join([argv[0], "--no_local_rank", *argv[1:]])
+    return None

@@ -65,6 +65,8 @@ def duplicate_groups(
 def arg_error_line(plan: LaunchPlan, sel: DeviceSelection) -> str | None:
     """argparse's error when the launcher appends a --local-rank spelling the script lacks."""
     arg = plan.local_rank_arg
+    if arg and sel.hydra_entry:  # Hydra parses sys.argv itself and declares no local rank
+        return f"error: unrecognized arguments: {arg}=0"
     if not arg or sel.tolerant_args or arg in sel.declared_args:
         return None
     if not sel.declared_args and not sel.strict_args:

@@ -9,8 +9,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rankmap.check.consequences import TOO_MANY, unwrapped_ordinal, wrapped_collision
-from rankmap.check.fixes import device_line, fix_count, fix_for_cvd
+from rankmap.check.consequences import (
+    TOO_MANY,
+    fold_into_cause,
+    unwrapped_ordinal,
+    wrapped_collision,
+)
+from rankmap.check.fixes import (
+    device_line,
+    fix_count,
+    fix_for_cvd,
+    fix_host_identity,
+    fix_mig,
+    fix_no_local_rank_arg,
+)
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
@@ -58,6 +70,7 @@ def findings_for(
     out += cross_world(plan, outcomes, env)
     out += warnings(plan, outcomes, env)
     out += selection_findings(sel, outcomes, out)
+    out = fold_into_cause(out)
     if not outcomes:
         return out
     if sel.parse_error:
@@ -182,7 +195,7 @@ def _duplicates(
     causes: dict[object, list[list[list[RankOutcome]]]] = defaultdict(list)
     code_of: dict[object, str] = {}
     for key, groups in shapes.items():
-        cause = key[0] if key[0] in TOO_MANY else key
+        cause = key[0] if key[0] in TOO_MANY or key[0] == "RM801" else key
         causes[cause].append(groups)
         code_of[cause] = key[0]
     return [_duplicate_finding(code_of[c], plan, sel, env, found) for c, found in causes.items()]
@@ -215,7 +228,7 @@ def _duplicate_finding(
     if code == "RM801":
         title = (
             f"nodes {', '.join(hosts)} share one NCCL host identity ({host_key(o, plan, env)}): "
-            f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}"
+            f"ranks {ranks_text(x.proc.rank for x in g)} collide on bus id {bus}{more}"
         )
     selected = "; ".join(f"rank {x.proc.rank}: {x.reason} -> cuda:{x.cuda_index}" for x in g[:4])
     detail = (
@@ -311,6 +324,22 @@ def _arg_spelling(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
     if line is None or arg is None:
         return []
     assumed = " (PyTorch >= 2.0 assumed)" if plan.launcher == "torch.distributed.launch" else ""
+    if sel.hydra_entry:
+        return [
+            finding(
+                "RM901",
+                f"{plan.launcher}{assumed} passes {arg}=N but the script's command line is "
+                f"Hydra's (@hydra.main at {sel.hydra_entry}; Hydra 1.x assumed), which accepts "
+                "only key=value overrides and its own flags",
+                detail=f"Hydra parses sys.argv with argparse before the task runs (hydra/main.py "
+                f"of Hydra 1.3.2: `args_parser.parse_args()`): every rank stops with `{line}`.",
+                ranks=[p.rank for p in plan.procs],
+                evidence=[line, sel.hydra_entry],
+                fix=fix_no_local_rank_arg(plan)
+                or "launch without the --local_rank argument (torchrun passes LOCAL_RANK in the "
+                "environment)",
+            )
+        ]
     return [
         finding(
             "RM901",
@@ -349,19 +378,16 @@ def _fix(
     if code in ("RM301", "RM302", "RM401", "RM901"):
         return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
     if code == "RM501":
-        return (
-            "each process sees only its own GPU(s): use cuda:0 inside the process (or LOCAL_RANK % "
-            "torch.cuda.device_count()), or bind GPUs per node (srun --gpus-per-node=N instead of "
-            "--gpus-per-task)"
-        )
+        return device_line(plan, modulo=True) + "  # each process sees only its own GPU(s)"
     if code == "RM503":
         return (
             "give each process its own GPU: CUDA_VISIBLE_DEVICES=$LOCAL_RANK (one entry per rank)"
         )
     if code == "RM601":
-        return "one MIG instance per physical GPU, or whole GPUs; NCCL >= 2.30: NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental)"
+        return fix_mig(plan, o, env)
     if code == "RM801":
-        return "unset NCCL_HOSTID (or make it unique per machine); give cloned machines their own boot_id/hostname"
+        hosts = sorted({h.hostname for h in plan.hosts})
+        return fix_host_identity(host_key(o, plan, env), hosts)
     if code in ("RM903", "RM905"):
         return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
     return ""

@@ -15,6 +15,7 @@ from rankmap.check.script_values import (
     Dev,
     DeviceCount,
     Framework,
+    LocalCount,
     ModuleRef,
     Namespace,
     Num,
@@ -121,6 +122,8 @@ class Calls(Guards):
             if var in models.GLOBAL_RANK_VARS
             else ""
         )
+        if not scope and var in models.LOCAL_SIZE_VARS:
+            return LocalCount(var)
         if not scope:
             return Unknown(f"{where}: reads ${var}, which no launcher model sets")
         if isinstance(dflt, Rank) and dflt.scope == scope:

@@ -31,7 +31,14 @@ from rankmap.check.script_ast import (
     target_base,
 )
 from rankmap.check.script_calls import Calls
-from rankmap.check.script_program import Binding, Module, Scope, enclosing_ifs
+from rankmap.check.script_program import (
+    Binding,
+    Module,
+    Scope,
+    enclosing_ifs,
+    except_handler,
+    statement_of,
+)
 from rankmap.check.script_values import (
     Choice,
     Dev,
@@ -208,9 +215,12 @@ class Flow(Calls):
 
     def _reaching(self, found: list[Binding], frame: Frame, scope: Scope) -> Value:
         same_scope = scope is frame.scope
+        use_stmt = statement_of(frame.mod, frame.node) if same_scope else None  # `x = f(x)`:
+        found = [b for b in found if b.stmt is not use_stmt] or found  # the x before it
         before = [b for b in found if not same_scope or b.stmt.lineno <= frame.line] or found
         before.sort(key=lambda b: b.stmt.lineno)
         use_ifs = {(id(i), body) for i, body in enclosing_ifs(frame.mod, frame.node)}
+        use_handler = except_handler(frame.mod, frame.node)
         guarded: list[tuple[tuple[str, ...], Value]] = []
         loose: list[Value] = []
         for b in reversed(before):
@@ -219,6 +229,10 @@ class Flow(Calls):
             ifs = [(i, body) for i, body in enclosing_ifs(frame.mod, b.stmt)]
             own = [(i, body) for i, body in ifs if (id(i), body) not in use_ifs]
             v = self._binding(b, frame.mod, scope)
+            handler = except_handler(frame.mod, b.stmt)
+            if not own and handler is not None and handler is not use_handler:
+                loose.append(conditional(v))  # the fallback of a try: the try body runs first
+                continue
             if not own:
                 loose.append(v)
                 break

@@ -30,6 +30,15 @@ GLOBAL_RANK_VARS = (
     "MV2_COMM_WORLD_RANK",
     "PALS_RANKID",
 )
+# Environment variables that hold one node's process count (reference/launchers.md: the
+# torchrun table, Slurm, the MPI table).
+LOCAL_SIZE_VARS = (
+    "LOCAL_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "MPI_LOCALNRANKS",
+    "MV2_COMM_WORLD_LOCAL_SIZE",
+    "SLURM_NTASKS_PER_NODE",
+)
 # Argparse spellings of a local-rank argument (launchers.md §2, §4).
 LOCAL_RANK_ARGS = ("local_rank", "local-rank")
 

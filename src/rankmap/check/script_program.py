@@ -1,8 +1,9 @@
 """A training script and the local modules it imports, parsed with ``ast`` (never imported or run).
 
 :func:`load_program` reads the entry script and follows ``import x`` / ``from x import y`` /
-relative imports to ``.py`` files in the script's directory or up to two directories above it
-(where a repository's ``tools/train.py`` finds its package), at most ``MAX_DEPTH`` imports deep,
+relative imports to ``.py`` files in the script's directory or the directories above it up to the
+repository root, each also with ``src/`` (where a repository's ``tools/train.py`` or
+``scripts/train.py`` finds its package, also in the src layout), at most ``MAX_DEPTH`` imports deep,
 ``MAX_MODULES`` files and ``MAX_BYTES`` per file. It indexes what the data-flow analysis asks:
 assignments per scope, attribute and key assignments, functions, and each statement's enclosing
 ``if`` tests.
@@ -90,7 +91,7 @@ def load_program(entry: Module, script_path: Path | None, files: Files | None = 
     read through ``files`` (none given: no import is followed)."""
     files = files or NoFiles()
     prog = Program([entry], {entry.name: entry}, {}, {}, [])
-    roots = _search_roots(script_path)
+    roots = _search_roots(script_path, files)
     queue: list[tuple[Module, int]] = [(entry, 0)]
     by_path: dict[str, Module] = {str(script_path.resolve()) if script_path else entry.path: entry}
     while queue and script_path is not None:
@@ -120,11 +121,25 @@ def load_program(entry: Module, script_path: Path | None, files: Files | None = 
     return prog
 
 
-def _search_roots(script_path: Path | None) -> list[Path]:
+_REPO_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+MAX_UP = 4  # directories above the script searched for the repository root
+
+
+def _search_roots(script_path: Path | None, files: Files) -> list[Path]:
+    """Where ``import pkg.sub`` may find ``pkg``: the script's directory and those above it up
+    to the repository root (the first with a pyproject.toml/setup.py/setup.cfg/.git, at most
+    ``MAX_UP`` levels), each also with ``src/`` (the src layout)."""
     if script_path is None:
         return []
     here = script_path.resolve().parent
-    return [here, *list(here.parents)[:2]]
+    roots: list[Path] = []
+    at_root = False
+    for level, d in enumerate([here, *here.parents]):
+        roots += [d, d / "src"]
+        at_root = at_root or any(files.exists(d / m) for m in _REPO_MARKERS)
+        if level >= MAX_UP or (at_root and level >= 2):
+            break
+    return roots
 
 
 def _find_file(dotted: str, roots: list[Path], here: Path | None, files: Files) -> Path | None:
@@ -272,6 +287,16 @@ def enclosing_ifs(mod: Module, node: ast.AST) -> list[tuple[ast.If, bool]]:
             out.append((cur, any(child is s for s in cur.body)))
         child, cur = cur, mod.parent.get(id(cur))
     return out
+
+
+def except_handler(mod: Module, node: ast.AST) -> ast.ExceptHandler | None:
+    """The innermost ``except`` block around ``node`` in its function, if any."""
+    cur = mod.parent.get(id(node))
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.ExceptHandler):
+            return cur
+        cur = mod.parent.get(id(cur))
+    return None
 
 
 def statement_of(mod: Module, node: ast.AST) -> ast.stmt | None:

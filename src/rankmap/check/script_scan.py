@@ -12,12 +12,22 @@ Facts: reference/pytorch_nccl.md §1, launchers.md §2-9.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rankmap.check import script_models as models
-from rankmap.check.script_sinks import Evidence, Sink, find_evidence, find_sinks
+from rankmap.check.script_ast import dotted, tail
+from rankmap.check.script_ranks import disagreeing_sink, find_local_rank_init
+from rankmap.check.script_sinks import (
+    Evidence,
+    Sink,
+    find_evidence,
+    find_sinks,
+    reachable,
+    walk_nodes,
+)
 from rankmap.check.script_values import Choice, Dev, Num, Rank, Seq, Text, Unknown, Value
 from rankmap.sources import Files
 
@@ -44,6 +54,7 @@ class DeviceSelection:
     arg_default: int | None = None
     tolerant_args: bool = False  # parse_known_args: unknown arguments are ignored
     strict_args: bool = False  # argparse parse_args() on sys.argv: an unknown argument stops it
+    hydra_entry: str | None = None  # path:line of an @hydra.main entry (it rejects --local_rank)
     parse_error: str | None = None
     path: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -59,6 +70,10 @@ class DeviceSelection:
     evidence: tuple[str, ...] = ()  # path:line of the CUDA use and backend found
     unresolved: tuple[str, ...] = ()  # path:line: what could not be followed
     where: str | None = None  # path:line of the sink
+    blocked_by: str | None = None  # path:line: an unread call before the first CUDA use
+    global_sink: tuple[str, str, str] | None = None  # (path:line, text, kind) of a later sink
+    #            given the global rank where the deciding sink is local
+    local_init: str | None = None  # path:line: init_process_group(rank=local, world_size=node's)
 
     @property
     def uses_index(self) -> bool:
@@ -117,13 +132,30 @@ def _scan(
             try:
                 entry = parse_module(textwrap.dedent(source), shown)
             except (SyntaxError, ValueError):
-                where = f"{shown}:{getattr(exc, 'lineno', '?')}"
-                msg = getattr(exc, "msg", str(exc))
-                return replace(ASSUMED, parse_error=f"{where}: {msg}", path=path)
+                line = getattr(exc, "lineno", None)
+                msg = getattr(exc, "msg", str(exc)) + _python2_hint(source, line)
+                return replace(ASSUMED, parse_error=f"{shown}:{line or '?'}: {msg}", path=path)
         prog = load_program(entry, file, files)
         return _classify(prog, path, script_args)
     except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
         return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)
+
+
+# Python 2 statements Python 3 cannot parse: print/exec statements, ``except X, e``,
+# ``raise E, msg``, backticks, ``<>``, ``0777`` octals, ``ur""`` strings.
+_PY2_LINE = re.compile(
+    r"^\s*(print\s+[^\s(=]|print\s*$|exec\s+[\"'\w]|except\s+[\w.()]+\s*,\s*\w+\s*:"
+    r"|raise\s+[\w.]+\s*,)|`|<>|\b0\d+\b|\bur[\"']"
+)
+
+
+def _python2_hint(source: str, line: int | None) -> str:
+    """`` (Python 2 syntax: ...)`` when the failing line is Python 2, else ``""``."""
+    lines = source.splitlines()
+    text = lines[line - 1] if line is not None and 0 < line <= len(lines) else ""
+    if not _PY2_LINE.search(text):
+        return ""
+    return " (Python 2 syntax: the analysis parses Python 3 only)"
 
 
 def _classify(
@@ -136,18 +168,17 @@ def _classify(
     flow = Flow(prog, script_args)
     ev = find_evidence(prog, flow)
     sinks = find_sinks(prog, flow)
+    tolerant, strict = _argv_parsing(prog)
     common: dict[str, object] = {
         "declared_args": flow.declared_local_rank_args(),
-        "tolerant_args": any(
-            isinstance(n, ast.Attribute) and n.attr == "parse_known_args"
-            for m in prog.modules
-            for n in ast.walk(m.tree)
-        ),
-        "strict_args": _strict_argparse(prog),
+        "tolerant_args": tolerant,
+        "strict_args": strict,
+        "hydra_entry": _hydra_entry(prog),
         "path": path,
         "uses_cuda": ev.uses_cuda,
         "backend": ev.backend,
         "evidence": ev.lines,
+        "local_init": find_local_rank_init(prog, flow),
     }
     arg = next((s for s in sinks if isinstance(s.value, Rank) and s.value.arg_dest), None)
     if arg is not None and isinstance(arg.value, Rank):
@@ -158,30 +189,98 @@ def _classify(
         if not ev.uses_cuda:
             return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
         notes = (ev.device_map_note,) if ev.device_map_note else ()
-        return DeviceSelection(kind="none", notes=notes, **common)  # type: ignore[arg-type]
+        sel = DeviceSelection(kind="none", notes=notes, **common)  # type: ignore[arg-type]
+        return _open_world(sel, prog, flow)
     sink = sinks[0]
     sel = _from_value(sink.value, sink, common)
+    other = disagreeing_sink(sinks)
+    if other is not None:
+        sel = replace(sel, global_sink=(other.where, other.text, other.kind))
     unresolved = tuple(dict.fromkeys([*_unknowns(sink.value), *prog.unresolved]))[:12]
     if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
         return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
-    return replace(sel, unresolved=unresolved)
+    return _open_world(replace(sel, unresolved=unresolved), prog, flow)
 
 
-def _strict_argparse(prog: object) -> bool:
-    """An ``argparse.ArgumentParser`` whose ``parse_args()`` reads sys.argv (no list given)."""
+def _open_world(sel: DeviceSelection, prog: object, flow: object) -> DeviceSelection:
+    """ "No device selected" needs the whole path to the first CUDA use read: a call into code
+    not read on that path makes the selection unknown (RM030), never RM301."""
+    if sel.kind != "none" or sel.alternatives:
+        return sel
+    from rankmap.check.script_flow import Flow
+    from rankmap.check.script_program import Program
+    from rankmap.check.script_trace import first_unfollowed
+
+    assert isinstance(prog, Program) and isinstance(flow, Flow)
+    blocked = first_unfollowed(prog, flow)
+    if blocked is None:
+        return sel
+    unresolved = (blocked, *(u for u in sel.unresolved if u != blocked))[:12]
+    return replace(sel, kind="unknown", blocked_by=blocked, unresolved=unresolved)
+
+
+def _argv_parsing(prog: object) -> tuple[bool, bool]:
+    """(tolerant, strict) of the command line in the code that can run: strict when an
+    ``argparse.ArgumentParser``'s ``parse_args()`` reads sys.argv (no list given), so an unknown
+    argument stops it; tolerant when only ``parse_known_args`` reads it (a pre-parser beside a
+    strict ``parse_args()`` does not make the command line tolerant)."""
     from rankmap.check.script_program import Program
 
     assert isinstance(prog, Program)
-    made = parsed = False
-    for mod in prog.modules:
-        for n in ast.walk(mod.tree):
+    made = parsed = known = False
+    for mod, roots in reachable(prog):
+        for n in walk_nodes(roots):
             if isinstance(n, ast.Call):
                 name = (
                     n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
                 )
                 made = made or (name == "ArgumentParser" and "argparse" in mod.top_modules)
                 parsed = parsed or (name == "parse_args" and not n.args and not n.keywords)
-    return made and parsed
+                known = known or name == "parse_known_args"
+    strict = made and parsed
+    return known and not strict, strict
+
+
+def _hydra_entry(prog: object) -> str | None:
+    """``path:line`` of a function of the entry script decorated with ``@hydra.main`` and called
+    there, unless the files read rewrite ``sys.argv`` first (then Hydra may never see the
+    launcher's argument)."""
+    from rankmap.check.script_program import Program
+
+    assert isinstance(prog, Program)
+    entry = prog.entry
+    hydra_names = {a for a, (m, attr) in entry.imports.items() if m == "hydra" and attr == "main"}
+    called = {tail(n.func) for n in ast.walk(entry.tree) if isinstance(n, ast.Call)}
+    found = None
+    for node in ast.walk(entry.tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in called:
+            for dec in node.decorator_list:
+                name = dotted(dec.func if isinstance(dec, ast.Call) else dec)
+                if name == "hydra.main" or name in hydra_names:
+                    found = entry.where(dec)
+    if found is None:
+        return None
+    for _, roots in reachable(prog):
+        if any(_writes_argv(n) for n in walk_nodes(roots)):
+            return None
+    return found
+
+
+def _writes_argv(node: ast.AST) -> bool:
+    """``sys.argv = ...``, ``sys.argv[...] = ...``, ``del sys.argv[...]``, ``sys.argv.pop()``..."""
+    targets: list[ast.AST] = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        targets = [node.func.value] if node.func.attr in _LIST_MUTATORS else []
+    return any(
+        dotted(t.value if isinstance(t, ast.Subscript) else t) == "sys.argv" for t in targets
+    )
+
+
+_LIST_MUTATORS = ("pop", "remove", "clear", "insert", "append", "extend")
 
 
 def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelection:

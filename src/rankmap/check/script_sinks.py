@@ -102,7 +102,7 @@ def _names_in(node: ast.AST, names: set[str]) -> None:
             names.add(n.attr)
 
 
-def _walk(roots: list[ast.AST]) -> list[ast.AST]:
+def walk_nodes(roots: list[ast.AST]) -> list[ast.AST]:
     return [n for r in roots for n in ast.walk(r)]
 
 
@@ -111,7 +111,7 @@ def find_sinks(prog: Program, flow: Flow) -> list[Sink]:
     found: list[Sink] = []
     imported = prog.top_modules
     for mod, roots in reachable(prog):
-        for node in _walk(roots):
+        for node in walk_nodes(roots):
             if isinstance(node, (ast.Assign, ast.Call)) and flow.dead(mod, node):
                 continue
             if isinstance(node, ast.Assign):
@@ -147,7 +147,7 @@ def _ranked(found: list[Sink]) -> list[Sink]:
     return []
 
 
-def _frame(mod: Module, node: ast.AST) -> Frame:
+def frame_at(mod: Module, node: ast.AST) -> Frame:
     cur: ast.AST | None = node
     while cur is not None and not isinstance(cur, ast.stmt):
         cur = mod.parent.get(id(cur))
@@ -173,7 +173,7 @@ def _cvd_write(node: ast.Assign, mod: Module, flow: Flow) -> list[Sink]:
         if isinstance(t, ast.Subscript) and dotted(t.value).endswith("environ"):
             key = t.slice
             if isinstance(key, ast.Constant) and key.value == models.CVD:
-                v = flow.value(node.value, _frame(mod, node))
+                v = flow.value(node.value, frame_at(mod, node))
                 if _rank_like(v):
                     out.append(_sink("cvd", node, mod, v))
     return out
@@ -182,7 +182,7 @@ def _cvd_write(node: ast.Assign, mod: Module, flow: Flow) -> list[Sink]:
 def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
     t = tail(node.func)
     kw = {k.arg: k.value for k in node.keywords if k.arg}
-    frame = _frame(mod, node)
+    frame = frame_at(mod, node)
     if t in models.SET_DEVICE and node.args:
         return [_sink("set_device", node, mod, as_device(flow.value(node.args[0], frame)))]
     if t in models.PROCESS_GROUP_INIT and "device_id" in kw:
@@ -246,8 +246,8 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
     imported = prog.top_modules
     torch_used = bool(imported & set(models.TORCH_MODULES))
     for mod, roots in reachable(prog):
-        for node in _walk(roots):
-            if not uses_cuda and _cuda_use(node):
+        for node in walk_nodes(roots):
+            if not uses_cuda and cuda_use(node):
                 uses_cuda = True
                 lines.append(f"{mod.where(node)}: uses CUDA (`{mod.text(node)[:60]}`)")
             if isinstance(node, ast.Call):
@@ -291,7 +291,8 @@ def find_evidence(prog: Program, flow: Flow) -> Evidence:
     return Evidence(torch_used, uses_cuda, backend, tuple(lines[:6]), dm_note)
 
 
-def _cuda_use(node: ast.AST) -> bool:
+def cuda_use(node: ast.AST) -> bool:
+    """``node`` shows the script uses CUDA (a "cuda" string, ``.cuda()``, ``torch.cuda.*``...)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         s = node.value
         return s == "cuda" or (s.startswith("cuda:") and len(s) < 12) or s == "nccl"
@@ -318,7 +319,7 @@ def _backend(node: ast.Call, mod: Module, flow: Flow) -> str:
         return expr.attr.lower()
     if isinstance(expr, ast.Call) and tail(expr.func) == "get_default_backend_for_device":
         return "default"
-    texts = _texts(flow.value(expr, _frame(mod, node)))
+    texts = _texts(flow.value(expr, frame_at(mod, node)))
     for name in ("nccl", "gloo", "mpi", "default"):
         if any(name in t.lower() for t in texts):
             return name
@@ -337,4 +338,14 @@ def _texts(v: Value) -> list[str]:
     return []
 
 
-__all__ = ["Evidence", "Sink", "best", "find_evidence", "find_sinks"]
+__all__ = [
+    "Evidence",
+    "frame_at",
+    "walk_nodes",
+    "reachable",
+    "Sink",
+    "best",
+    "cuda_use",
+    "find_evidence",
+    "find_sinks",
+]

@@ -51,6 +51,13 @@ class DeviceCount:
 
 
 @dataclass(frozen=True)
+class LocalCount:
+    """A count of one node's processes (``LOCAL_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_SIZE``)."""
+
+    what: str
+
+
+@dataclass(frozen=True)
 class ArgValue:
     """An argparse argument that is not a local rank (the launcher does not pass it)."""
 
@@ -112,6 +119,7 @@ Value = (
     | Text
     | Dev
     | DeviceCount
+    | LocalCount
     | ArgValue
     | Seq
     | VisibleList

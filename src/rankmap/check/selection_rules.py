@@ -40,7 +40,7 @@ def selection_findings(
     sel: DeviceSelection, outcomes: list[RankOutcome], found: list[Finding]
 ) -> list[Finding]:
     """RM031 (no GPU use), RM030 (not followed / no branch applies), RM330 (tensor-only device)."""
-    out: list[Finding] = []
+    out: list[Finding] = _local_ranks_across_nodes(sel, outcomes)
     if sel.gpu_free:
         what = "not a PyTorch script" if sel.kind == "not_torch" else "CPU-only job"
         backend = f"backend {sel.backend}" if sel.backend else "no process group found"
@@ -54,6 +54,7 @@ def selection_findings(
         )
         return out
     out += _global_rank_across_nodes(sel, outcomes, found)
+    out += _global_sink_across_nodes(sel, outcomes, [*found, *out])
     unsimulated = [o.proc.rank for o in outcomes if o.cuda_index is None and o.error is None]
     if sel.kind == "unknown" or sel.unresolved or unsimulated:
         out.append(_not_followed(sel, unsimulated))
@@ -105,9 +106,118 @@ def _global_rank_across_nodes(
     ]
 
 
+def _off_node(outcomes: list[RankOutcome]) -> list[RankOutcome]:
+    """The simulated ranks whose global rank is not their local rank (nodes after the first)."""
+    return [
+        o
+        for o in outcomes
+        if o.error is None and o.cuda_index is not None and o.proc.rank != o.proc.local_rank
+    ]
+
+
+def _global_sink_across_nodes(
+    sel: DeviceSelection, outcomes: list[RankOutcome], found: list[Finding]
+) -> list[Finding]:
+    """set_device picks the local GPU but a later sink (DDP ``device_ids``, ``device_id=``,
+    ``.to(...)``) gets the global rank: right on one node, another GPU or an ordinal past the
+    node's GPUs on the others (docs/check.md "Sinks that disagree")."""
+    if sel.global_sink is None or any(f.code == "RM401" for f in found):
+        return []
+    off = _off_node(outcomes)
+    if not off:
+        return []
+    where, text, kind = sel.global_sink
+    n_vis = min(len(o.view.devices) for o in off)
+    past = [o for o in off if o.proc.rank >= len(o.view.devices)]
+    what = (
+        f"ranks {ranks_text(o.proc.rank for o in past)} ask for "
+        f"cuda:{past[0].proc.rank}..cuda:{past[-1].proc.rank}, past the {n_vis} GPU(s) a node "
+        "has (invalid device ordinal)"
+        if past
+        else f"ranks {ranks_text(o.proc.rank for o in off)} name another rank's GPU"
+    )
+    fix = (
+        "device_ids=[torch.cuda.current_device()]"
+        if "device_ids" in text
+        else "device_id=torch.device('cuda', torch.cuda.current_device())"
+        if "device_id" in text
+        else ".to(torch.device('cuda', torch.cuda.current_device()))"
+    )
+    return [
+        finding(
+            "RM401",
+            f"`{text}` ({where}) is given the global rank, but set_device selects the local "
+            f"GPU ({sel.where}): on {len({o.proc.node for o in outcomes})} nodes {what}",
+            detail=f"The {'wrapper' if kind == 'wrapper' else 'sink'} at {where} must name the "
+            f"device set_device chose; on one node the global rank is the local one, so the "
+            "job only fails on the second node.",
+            ranks=[o.proc.rank for o in off],
+            hosts=sorted({o.host.hostname for o in off}),
+            fix=f"{fix}  # at {where}: the device set_device chose",
+            evidence=[f"{where}: `{text}`", f"{sel.where}: `{sel.call}`"],
+        )
+    ]
+
+
+def _local_ranks_across_nodes(sel: DeviceSelection, outcomes: list[RankOutcome]) -> list[Finding]:
+    """``init_process_group(rank=<local index>, world_size=<one node's count>)`` on more than one
+    node: every node claims the global ranks 0..n-1 of its own world of n."""
+    if sel.local_init is None:
+        return []
+    worlds: dict[int, set[int]] = {}
+    for o in outcomes:
+        worlds.setdefault(o.proc.world, set()).add(o.proc.node)
+    if not any(len(nodes) > 1 for nodes in worlds.values()):
+        return []
+    where, _, text = sel.local_init.partition(": ")
+    per_node = max(
+        sum(1 for o in outcomes if o.proc.node == n) for n in {o.proc.node for o in outcomes}
+    )
+    n_nodes = max(len(nodes) for nodes in worlds.values())
+    return [
+        finding(
+            "RM905",
+            f"{text} ({where}) gives the ranks of each of the {n_nodes} nodes the global ranks "
+            f"0-{per_node - 1} of a world of {per_node}: the nodes claim the same ranks",
+            detail="rank is the local index and world_size one node's count, so no node knows "
+            f"the others: the rendezvous sees rank 0 once per node (`rank 0 of {per_node} ranks "
+            "has already checked in`, or a store that cannot bind), or each node runs its own "
+            "job. Right on one node.",
+            ranks=[o.proc.rank for o in outcomes if o.proc.rank != o.proc.local_rank],
+            hosts=sorted({o.host.hostname for o in outcomes}),
+            fix=_init_fix(outcomes[0]),
+            evidence=[sel.local_init],
+        )
+    ]
+
+
+# the launcher's global rank variable -> its world size variable (reference/launchers.md §9)
+_WORLD_VARS = {
+    "RANK": "WORLD_SIZE",
+    "SLURM_PROCID": "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_RANK": "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK": "PMI_SIZE",
+}
+
+
+def _init_fix(o: RankOutcome) -> str:
+    """init_process_group with the global rank and world size this launcher sets."""
+    rank = next((v for v in _WORLD_VARS if v in o.proc.env), "RANK")
+    return (
+        f'dist.init_process_group("nccl", rank=int(os.environ["{rank}"]), '
+        f'world_size=int(os.environ["{_WORLD_VARS[rank]}"]))'
+    )
+
+
 def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
     where = sel.where or sel.path or "the script"
-    if sel.kind == "unknown":
+    if sel.blocked_by is not None:
+        call, _, why = sel.blocked_by.partition(": ")
+        title = (
+            f"no device selection found in the files read, but {call} calls {why} before the "
+            "first CUDA use: it may select the device; assuming each rank uses cuda:LOCAL_RANK"
+        )
+    elif sel.kind == "unknown":
         title = (
             f"{where}: could not follow the device index of `{sel.call}`; assuming each rank "
             "uses cuda:LOCAL_RANK"

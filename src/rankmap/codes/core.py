@@ -39,9 +39,10 @@ define(
 define(
     "RM004",
     "other",
-    "warning",
+    "info",
     "The training script could not be parsed; the torchrun convention (cuda:LOCAL_RANK) is assumed",
-    cause="The file has a syntax error, is not Python, or is a fragment.",
+    cause="The file has a syntax error, is Python 2 (the analysis parses Python 3 only), is not "
+    "Python, or is a fragment. What could not be read is never an error.",
     fix="Pass the real entry script with `--script`, or check the assumption by hand.",
     example="`train.py:12: invalid syntax — assuming torch.cuda.set_device(LOCAL_RANK)`.",
 )
@@ -231,7 +232,8 @@ define(
     "The global RANK is used as the CUDA device index",
     cause="`set_device(RANK)` / `dist.get_rank()` / `SLURM_PROCID` works on one node but asks for "
     "cuda:8.. on the second node (`invalid device ordinal`), or with `% device_count` puts ranks "
-    "of different nodes' layouts onto the wrong GPUs.",
+    "of different nodes' layouts onto the wrong GPUs; also a later sink (DDP `device_ids=[rank]`, "
+    "`device_id=`, `.to(f'cuda:{rank}')`) given the global rank while set_device is local.",
     fix="Use LOCAL_RANK (`int(os.environ['LOCAL_RANK'])`, `SLURM_LOCALID`, "
     "`OMPI_COMM_WORLD_LOCAL_RANK`) as the device index.",
     example="`rank 8 on node 1 calls set_device(8); node 1 has 8 GPUs (cuda:0-7)`.",
@@ -405,8 +407,9 @@ define(
     "error",
     "The script's --local_rank / --local-rank argument does not match what the launcher passes",
     cause="`python -m torch.distributed.launch` appends `--local-rank=N` (PyTorch >= 2.0; "
-    "`--local_rank` before); a script that declares only the other spelling fails with "
-    "`unrecognized arguments`.",
+    "`--local_rank` before), `deepspeed` appends `--local_rank=N`; a script that declares only "
+    "the other spelling, none under a strict `parse_args()`, or whose entry is `@hydra.main` "
+    "(Hydra 1.x parses sys.argv itself) fails with `unrecognized arguments`.",
     fix="Use torchrun and read `os.environ['LOCAL_RANK']`, or declare both: "
     "`parser.add_argument('--local-rank', '--local_rank', type=int)`.",
     example="`error: unrecognized arguments: --local-rank=0`.",
@@ -449,7 +452,9 @@ define(
     "error",
     "Two processes claim the same global rank, or disagree on the world size",
     cause="Independent launches with the same RANK, a copied environment, or different "
-    "WORLD_SIZE values (`Bootstrap Root : rank N of M ranks has already checked in`).",
+    "WORLD_SIZE values (`Bootstrap Root : rank N of M ranks has already checked in`); also "
+    "`init_process_group(rank=LOCAL_RANK, world_size=torch.cuda.device_count())` on more than "
+    "one node (every node claims ranks 0..n-1).",
     fix="Let one launcher assign ranks; check RANK/WORLD_SIZE are not exported globally.",
     example="`Bootstrap Root : rank 0 of 8 ranks has already checked in`.",
 )

@@ -8,6 +8,7 @@ Open MPI sets ``OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK``; Hyd
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -205,7 +206,31 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     kind = identify(inner)
     if kind in (None, "python", "shell"):
         return plan
-    return _nested(plan, inner, ctx, max(layout))
+    fix = _one_launcher_per_node(list(argv[: len(argv) - len(a.rest)]), a, len(layout))
+    return _nested(plan, inner, ctx, max(layout), fix)
+
+
+_COUNT_OPTS = ("np", "n", "c", "N", "npernode", "ppn", "map_by")
+
+
+def _one_launcher_per_node(options: list[str], a: MpiArgs, nnodes: int) -> str:
+    """The mpirun command starting one inner launcher per node (its own options kept, the
+    process counts replaced: ``-np <nodes> --npernode 1``, MPICH ``-n <nodes> -ppn 1``)."""
+    kept: list[str] = []
+    skip = False
+    for tok in options[1:]:
+        if skip:
+            skip = False
+            continue
+        key, eq, _ = tok.lstrip("-").replace("-", "_").partition("=")
+        if tok.startswith("-") and key in _COUNT_OPTS:
+            skip = not eq
+            continue
+        kept.append(tok)
+    counts = (
+        ["-n", str(nnodes), "-ppn", "1"] if a.hydra else ["-np", str(nnodes), "--npernode", "1"]
+    )
+    return shlex.join([options[0], *counts, *kept, *a.rest])
 
 
 # The variables each MPI flavour sets per rank, in order, and which count each one carries.
@@ -280,7 +305,7 @@ def _layout(a: MpiArgs, ctx: LaunchContext) -> list[int]:
 
 
 def _nested(
-    outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int
+    outer: LaunchPlan, inner: Sequence[str], ctx: LaunchContext, per_node: int, fix: str
 ) -> LaunchPlan:
     sub = replace(
         ctx,
@@ -297,7 +322,7 @@ def _nested(
                 "RM904",
                 f"mpirun starts {per_node} launchers per node, each starting {plan.nproc_per_node} workers",
                 detail="Every MPI rank runs the inner launcher, and every launcher starts its own workers.",
-                fix=f"{outer.argv[0]} -N 1 ... {' '.join(inner)}",
+                fix=fix,
             ),
         )
     return replace(
