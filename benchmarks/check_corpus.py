@@ -166,12 +166,28 @@ def _on_nodes(argv: list[str], nodes: int) -> list[str]:
     if head == "deepspeed":
         return [head, "--num_nodes", str(nodes), *out[1:]]
     if head in ("srun", "sbatch"):
-        return [head, "-N", str(nodes), *out[1:]]
+        inner = _inner_launcher_at(out)
+        rest = out[1:] if inner is None else [*out[1:inner], *_on_nodes(out[inner:], nodes)]
+        return [head, "-N", str(nodes), *rest]
     if head in ("mpirun", "mpiexec"):
         return [head, "--npernode", _np(out), *_np_scaled(out[1:], nodes)]
     if out[:2] == ["accelerate", "launch"]:
         return [*out[:2], "--num_machines", str(nodes), *_accelerate_scaled(out[2:], nodes)]
     return out  # python / accelerate: the same command on every node
+
+
+def _inner_launcher_at(argv: list[str]) -> int | None:
+    """Where srun's command is itself a launcher (torchrun, python -m torch.distributed.run)."""
+    for i, a in enumerate(argv[1:], start=1):
+        if a == "torchrun":
+            return i
+        if a.startswith("python") and argv[i + 1 : i + 2] == ["-m"]:
+            if argv[i + 2 : i + 3] in (["torch.distributed.run"], ["torch.distributed.launch"]):
+                return i
+            return None
+        if not a.startswith("-") and "=" not in a and not argv[i - 1].startswith("-"):
+            return None  # srun's program is something else
+    return None
 
 
 def _accelerate_scaled(rest: list[str], nodes: int) -> list[str]:

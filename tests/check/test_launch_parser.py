@@ -122,7 +122,22 @@ TABLE = [
     ("taskset -c 0-31 poetry run python -u -m torch.distributed.run --nproc-per-node 2 t.py", {}),
     ("NCCL_HOSTID=x srun -N 2 --ntasks-per-node 8 python train.py", {}),
     ("mpirun -np 8 env CUDA_VISIBLE_DEVICES=0,1,2,3 python train.py", {}),
+    ("OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node=8 -m pkg.train --lr 1", {}),
+    ("python -m torch.distributed.run --nproc-per-node 4 --module pkg.train", {}),
 ]
+
+
+def test_torchrun_module_flag_is_torchruns_own() -> None:
+    """``torchrun -m pkg.train``: torchrun's ``--module`` flag, not an interpreter's ``-m``."""
+    from rankmap.launchers.torchrun import _strip_program, parse_torchrun_args
+
+    argv = ["torchrun", "--standalone", "--nproc_per_node=8", "-m", "pkg.train", "--lr", "1"]
+    args = parse_torchrun_args(_strip_program(argv), {})
+    assert (args.module, args.script, args.script_args) == (True, "pkg.train", ("--lr", "1"))
+    assert args.nproc_per_node == "8" and args.standalone
+    legacy = ["python", "-m", "torch.distributed.run", "--nproc-per-node", "4", "-m", "pkg.t"]
+    args = parse_torchrun_args(_strip_program(legacy), {})
+    assert (args.module, args.script, args.nproc_per_node) == (True, "pkg.t", "4")
 
 
 @pytest.mark.parametrize(("command", "env"), TABLE)

@@ -215,3 +215,19 @@ def test_local_module_is_read_not_run(tmp_path: Path) -> None:
     sel = scan_path(script, script.read_text(), None, LocalFiles())
     assert (sel.kind, sel.env_vars) == ("local_rank", ("LOCAL_RANK",))
     assert not (tmp_path / "ran").exists()
+
+
+def test_torchrun_module_is_read_from_the_working_directory(tmp_path: Path) -> None:
+    """``torchrun -m pkg.train`` reads ``pkg/train.py`` under cwd, as ``python -m`` finds it."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(
+        "import os, torch, torch.distributed as dist\n"
+        "torch.cuda.set_device(int(os.environ['RANK']))\n"
+        "dist.init_process_group('nccl')\n"
+    )
+    machines = load_machine("dgx-h100")
+    argv = ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "-m", "pkg.train"]
+    report = check_launch(argv, machines=machines, env={}, cwd=tmp_path)
+    assert _first_error(report) == "RM401"
+    one = check_launch([*argv[:1], *argv[3:]], machines=machines, env={}, cwd=tmp_path)
+    assert _first_error(one) is None and "RM005" not in {f.code for f in one.findings}

@@ -291,7 +291,13 @@ def python_module(argv: Sequence[str]) -> str | None:
 
 
 def after_module(argv: Sequence[str]) -> list[str]:
-    """The module's own arguments in ``python [opts] -m MOD ARGS...`` (``argv[1:]`` otherwise)."""
+    """The module's own arguments in ``python [opts] -m MOD ARGS...`` (``argv[1:]`` otherwise).
+
+    Only an interpreter's ``-m`` counts: in ``torchrun -m pkg.train`` the ``-m`` is torchrun's
+    own ``--module`` flag and stays with torchrun's options.
+    """
+    if not argv or not os.path.basename(argv[0]).startswith("python"):
+        return list(argv[1:])
     target = _python_target(argv)
     if target is None or target[0] != "module":
         return list(argv[1:])

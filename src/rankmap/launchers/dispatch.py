@@ -132,9 +132,19 @@ def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
 
 
 def script_path(plan: LaunchPlan, ctx: LaunchContext) -> Path | None:
-    """The training script of ``plan`` when it names a ``.py`` file that exists."""
+    """The training script of ``plan`` when it names a ``.py`` file (or module) that exists.
+
+    A module (``torchrun -m pkg.train``) is looked up where ``python -m`` finds it first, the
+    working directory (``sys.path[0]`` is the current directory under ``-m``, Python docs
+    "Command line and environment", ``-m``): ``pkg/train.py`` or ``pkg/train/__main__.py``.
+    """
     if plan.script and plan.script.endswith(".py"):
         p = ctx.path(plan.script)
         if ctx.exists(p):
             return p
+    if plan.module and all(part.isidentifier() for part in plan.module.split(".")):
+        base = Path(*plan.module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__main__.py"):
+            if ctx.exists(candidate):
+                return ctx.path(candidate)
     return None
