@@ -102,9 +102,12 @@ _CHILD = (
 )
 
 
-def peak_rss(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, float, float]:
+def peak_rss(
+    argv: list[str], cwd: Path, timeout: float, extra_env: dict[str, str] | None = None
+) -> tuple[int | None, float, float]:
     """(exit status or None on timeout, peak RSS in MB, seconds) of ``rankmap argv``."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    env.update(extra_env or {})
     start = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, *argv],

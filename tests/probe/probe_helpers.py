@@ -69,10 +69,42 @@ def run_group(argv: list[str], env: Mapping[str, str], *, timeout: float, cwd: P
     return Run(proc.returncode, out, err)
 
 
+_STARTUP: list[float] = []
+
+
+def startup_seconds() -> float:
+    """Wall seconds a fresh interpreter takes to import torch.distributed here, now (measured
+    once per session): what a launched job spends before its first line, seconds on a loaded
+    machine. Bounds on whole jobs scale with it instead of assuming an idle machine."""
+    if not _STARTUP:
+        import time
+
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import torch.distributed"], check=False,
+                       capture_output=True, timeout=600)  # fmt: skip
+        _STARTUP.append(time.monotonic() - start)
+    return _STARTUP[0]
+
+
+def job_timeout(processes: int, work: float = 30.0) -> float:
+    """How long a job of ``processes`` Python processes that each load torch may take: the
+    ``work`` it does + every process's start-up, as if they loaded one after the other (a
+    machine with few cores shared with other jobs)."""
+    return work + processes * startup_seconds()
+
+
 def torchrun(
-    nproc: int, target: list[str], env: Mapping[str, str], *, cwd: Path, timeout: float = 60.0
+    nproc: int,
+    target: list[str],
+    env: Mapping[str, str],
+    *,
+    cwd: Path,
+    timeout: float | None = None,
 ) -> Run:
-    """``torchrun --standalone``-like single-node run on a free port."""
+    """``torchrun --standalone``-like single-node run on a free port (by default given
+    :func:`job_timeout` for the agent and its ``nproc`` workers)."""
+    if timeout is None:
+        timeout = job_timeout(nproc + 1, work=40.0)
     argv = [
         sys.executable,
         "-m",

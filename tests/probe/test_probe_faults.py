@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,32 @@ def rank_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., dict[str
         return dict(os.environ)
 
     yield set_env
+
+
+@dataclass
+class StoreJob:
+    """One job's rankmap store on a free port (RANKMAP_STORE_PORT: rank 0 hosts it) and run id."""
+
+    port: int
+    run_id: str
+
+    def env(self, rank: int, world: int) -> dict[str, str]:
+        """A rank's job variables (for rank_env, or base_env of a RankProcess)."""
+        return {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "RANKMAP_STORE_PORT": str(self.port),
+            "RANKMAP_STORE_ADDR": "127.0.0.1",
+            "TORCHELASTIC_RUN_ID": self.run_id,
+            "RANKMAP_MACHINE": MACHINE,
+            "TORCH_CPP_LOG_LEVEL": "FATAL",
+        }
+
+
+@pytest.fixture
+def store_job() -> StoreJob:
+    return StoreJob(free_port(), f"faults-{uuid.uuid4().hex[:8]}")
 
 
 def agent_client_env(port: int) -> dict[str, str]:
@@ -108,36 +135,23 @@ class _closed_port:  # noqa: N801 - used like black_hole()
         return None
 
 
-def _rank0_host(tmp_path: Path, port: int, world: int, mode: str = "verify") -> RankProcess:
+def _rank0_host(tmp_path: Path, job: StoreJob, world: int, mode: str = "verify") -> RankProcess:
     """Rank 0 as a plain process hosting the probe's store (RANKMAP_STORE_PORT), started."""
-    env = base_env(
-        RANK="0",
-        LOCAL_RANK="0",
-        WORLD_SIZE=str(world),
-        RANKMAP_STORE_PORT=str(port),
-        RANKMAP_STORE_ADDR="127.0.0.1",
-        RANKMAP_MACHINE=MACHINE,
-        TORCH_CPP_LOG_LEVEL="FATAL",
-    )
-    proc = RankProcess(mode, 30.0, env, tmp_path)
+    proc = RankProcess(mode, 30.0, base_env(**job.env(0, world)), tmp_path)
     proc.wait_ready()
     proc.go()
-    wait_for_port(port)
+    wait_for_port(job.port)
     return proc
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
-def test_store_host_dies_or_stops_mid_exchange(rank_env, tmp_path: Path, sig: int) -> None:  # type: ignore[no-untyped-def]
-    port = free_port()
-    host = _rank0_host(tmp_path, port, world=3)  # waits for a rank 2 that never comes
+def test_store_host_dies_or_stops_mid_exchange(
+    rank_env, store_job, tmp_path: Path, sig: int
+) -> None:  # type: ignore[no-untyped-def]
+    port = store_job.port
+    host = _rank0_host(tmp_path, store_job, world=3)  # waits for a rank 2 that never comes
     try:
-        rank_env(
-            RANK="1",
-            LOCAL_RANK="1",
-            WORLD_SIZE="3",
-            RANKMAP_STORE_PORT=str(port),
-            RANKMAP_STORE_ADDR="127.0.0.1",
-        )
+        rank_env(**store_job.env(1, 3))
         threading.Timer(0.7, host.signal, args=(sig,)).start()
         raised, seconds = timed(lambda: rankmap.verify(timeout=T + 1))
         assert isinstance(raised, ProbeTimeout), raised
@@ -188,17 +202,9 @@ def _peer(port: int, run_id: str, rank: int, own: bytes) -> Callable[[], bytes |
     ],
     ids=["bad-utf8", "not-this-format", "unknown-node-part", "deep", "huge-int"],
 )
-def test_corrupt_record_is_a_finding_and_every_rank_agrees(rank_env, own: bytes) -> None:  # type: ignore[no-untyped-def]
-    port, run_id = free_port(), f"faults-{uuid.uuid4().hex[:8]}"
-    rank_env(
-        RANK="0",
-        LOCAL_RANK="0",
-        WORLD_SIZE="2",
-        RANKMAP_STORE_PORT=str(port),
-        RANKMAP_STORE_ADDR="127.0.0.1",
-        TORCHELASTIC_RUN_ID=run_id,
-    )
-    peer_verdict = _peer(port, run_id, 1, own)
+def test_corrupt_record_is_a_finding_and_every_rank_agrees(rank_env, store_job, own: bytes) -> None:  # type: ignore[no-untyped-def]
+    rank_env(**store_job.env(0, 2))
+    peer_verdict = _peer(store_job.port, store_job.run_id, 1, own)
     report, seconds = timed(lambda: rankmap.verify(timeout=T + 4))  # rank 0 hosts the store
     assert not isinstance(report, Exception), report
     unreadable = [f for f in report.findings if f.code == "RM063"]  # type: ignore[attr-defined]
@@ -216,27 +222,15 @@ def test_corrupt_record_is_a_finding_and_every_rank_agrees(rank_env, own: bytes)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"])
 @pytest.mark.parametrize("rank0", ["verify", "cli"])
 def test_killed_or_stopped_rank_every_survivor_says_the_same(
-    rank_env, tmp_path: Path, sig: int, rank0: str
+    rank_env, store_job, tmp_path: Path, sig: int, rank0: str
 ) -> None:  # type: ignore[no-untyped-def]
-    port, run_id = free_port(), f"faults-{uuid.uuid4().hex[:8]}"
-    common = {
-        "WORLD_SIZE": "3",
-        "RANKMAP_STORE_PORT": str(port),
-        "RANKMAP_STORE_ADDR": "127.0.0.1",
-        "TORCHELASTIC_RUN_ID": run_id,
-        "RANKMAP_MACHINE": MACHINE,
-        "TORCH_CPP_LOG_LEVEL": "FATAL",
-    }
-    others = [
-        RankProcess("verify", T, base_env(RANK=str(r), LOCAL_RANK=str(r), **common), tmp_path)
-        for r in (1, 2)
-    ]
+    others = [RankProcess("verify", T, base_env(**store_job.env(r, 3)), tmp_path) for r in (1, 2)]
     try:
         for p in others:
             p.wait_ready()
         others[1].signal(sig)  # rank 2 dies (or stops) before it publishes
         others[0].go()
-        env = rank_env(RANK="0", LOCAL_RANK="0", **common)
+        env = rank_env(**store_job.env(0, 3))
         if rank0 == "verify":
             raised, seconds = timed(lambda: rankmap.verify(timeout=T))
             assert isinstance(raised, ProbeTimeout), raised
@@ -277,22 +271,17 @@ def test_socket_module_still_works_after_a_stalled_connect(rank_env) -> None:  #
         s.bind(("127.0.0.1", 0))
 
 
-def test_rank0_internal_error_is_one_verdict_for_every_rank(rank_env, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_rank0_internal_error_is_one_verdict_for_every_rank(
+    rank_env, store_job, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     import rankmap.probe as probe
 
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("planted collation bug")
 
     monkeypatch.setattr(probe, "collate_raw", broken)
-    port, run_id = free_port(), f"faults-{uuid.uuid4().hex[:8]}"
-    env = rank_env(
-        RANK="0",
-        LOCAL_RANK="0",
-        WORLD_SIZE="2",
-        RANKMAP_STORE_PORT=str(port),
-        RANKMAP_STORE_ADDR="127.0.0.1",
-        TORCHELASTIC_RUN_ID=run_id,
-    )
+    port, run_id = store_job.port, store_job.run_id
+    env = rank_env(**store_job.env(0, 2))
     peer_verdict = _peer(port, run_id, 1, b"[]")
     with pytest.warns(RuntimeWarning, match="planted collation bug"):
         report = rankmap.verify(timeout=T + 4)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probe_helpers import base_env
+from probe_helpers import base_env, job_timeout
 
 from rankmap.inventory import builtin_profiles  # noqa: F401 - package data is importable
 
@@ -121,9 +121,11 @@ def _two_nodes(
         _hosts_file(ns, addr, hostnames[i])
         procs.append(_node(pair, ns, addr, hostnames[i], env, port))
     outs = []
+    # two agents and four workers load torch; the rendezvous and the probe itself are quick
+    budget = job_timeout(6, work=90.0)
     for p in procs:
         try:
-            out, err = p.communicate(timeout=150)
+            out, err = p.communicate(timeout=budget)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             out, err = p.communicate()

@@ -115,6 +115,15 @@ def test_cli_bad_input_is_one_line_exit_2(run_cli) -> None:  # type: ignore[no-u
         assert res.stderr.startswith("rankmap: error:") and "Traceback" not in res.stderr
 
 
+def test_cli_world_larger_than_rankmap_probes_is_exit_2(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Rank 0 lists every rank's key: WORLD_SIZE=10^11 (a typo) must not exhaust memory."""
+    env = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "100000000000",
+           "RANKMAP_MACHINE": "workstation-4gpu"}  # fmt: skip
+    res = run_cli(["probe", "--timeout", "2"], env=env)
+    assert res.status == 2, res.stderr
+    assert "world size 100000000000: more ranks than rankmap probes (at most 262,144)" in res.stderr
+
+
 def test_import_rankmap_and_probe_help_do_not_import_torch() -> None:
     code = (
         "import sys, rankmap, rankmap.probe\n"

@@ -85,13 +85,15 @@ def test_rank_that_exits_early_is_reported_missing_in_time(tmp_path: Path) -> No
     torchrun(4, [str(JOB)], env, cwd=tmp_path)
     results = rank_results(tmp_path)
     assert results[3]["events"] == ["exited"]
-    for rank in (0, 1, 2):
-        event = results[rank]["events"][0]
+    events = {rank: results[rank]["events"][0] for rank in (0, 1, 2)}
+    for rank, event in events.items():
         assert isinstance(event, dict) and event["raised"] == "ProbeTimeout"
         assert "rank 3 never reported within 6 s" in str(event["message"])
         assert "expected on ws-01" in str(event["message"])
-        # within the timeout + 2 s (measured inside the rank; not a speed target)
-        assert float(event["seconds"]) < 8.0
+        # within the timeout + 2 s of rank 0's start, which may come seconds after this rank's
+        # on a loaded machine (torch loads that long); measured inside the ranks
+        late = max(0.0, float(events[0]["start"]) - float(event["start"]))
+        assert float(event["seconds"]) < 8.0 + late, (rank, event, late)
 
 
 def test_rank_zero_that_exits_early_makes_the_others_raise(tmp_path: Path) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankmap.adapters.rank_record import collect_record
 from rankmap.probe.collate import collate_raw
-from rankmap.probe.record import record_from_json
-from rankmap.probe.wire import MAX_OWN_BYTES, decode_many, encode
+from rankmap.probe.columns import columns_fit, fitting_rows
+from rankmap.probe.record import record_from_json, state_problem
+from rankmap.probe.wire import MAX_OWN_BYTES, OWN_FIELDS, decode_many, encode
 
 
 def parts(n: int = 4) -> tuple[list[bytes], dict[str, bytes]]:
@@ -52,7 +55,7 @@ def with_value(own: bytes, index: int, value: object) -> bytes:
         (lambda o: o[:-1] + b",1e309]", ""),  # extra trailing values (newer rankmap) are ignored
         (lambda o: o.rsplit(b",", 1)[0] + b",1e309]", "probe_ms out of range"),
         (lambda o: b"[" * 100_000, ""),
-        (lambda o: o + b" " * MAX_OWN_BYTES, "record of"),
+        (lambda o: o + b" " * MAX_OWN_BYTES, "record over the limit of 262144 bytes"),
         (lambda o: o + b'],["rankmap-own/1"', ""),  # smuggles a record into the bulk parse
     ],
 )
@@ -93,3 +96,71 @@ def test_record_from_json_raises_value_error_only() -> None:
     for bad in (b"\xff", b"[" * 100_000, b'{"rank": "x", "world_size": 1}', b"{}", b"NaN"):
         with pytest.raises(ValueError):
             record_from_json(bad)
+
+
+def _field(name: str) -> int:
+    return 2 + OWN_FIELDS.index(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("cuda_index", True, "cuda_index is bool"),
+        ("local_rank", False, "local_rank is bool"),
+        ("cuda_index", 10**100, "cuda_index out of range"),
+        ("pid", -(5 * 10**20), "pid out of range"),
+        ("nvml_index", 2**40, "nvml_index out of range"),
+        ("probe_ms", 10**13, "probe_ms out of range"),
+        ("problems", ["x"] * 5000, "problems is not a list of strings"),
+    ],
+)
+def test_bulk_path_holds_every_rule_of_the_schema(name: str, value: object, reason: str) -> None:
+    """The records of 8 healthy ranks and one odd one: the bulk check must not let it through."""
+    owns, shared = parts(8)
+    owns[5] = with_value(owns[5], _field(name), value)
+    decoded = decode_many(owns, shared, list(range(8)))
+    assert decoded.unreadable == {5: reason}
+    assert [r.rank for r in decoded.records] == [0, 1, 2, 3, 4, 6, 7]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_ROWS = parts(4)[0]
+_GPU_ROW = next(own_values(o) for o in _ROWS if own_values(o)[_field("gpus")])
+
+
+@given(
+    field_=st.sampled_from(OWN_FIELDS),
+    value=_JSON,
+    in_gpu=st.booleans(),
+    gpu_key=st.sampled_from(["nvml_index", "uuid", "pci_bus_id", "name", "memory_mib", "x"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_column_check_is_sufficient_for_the_schema(
+    field_: str, value: object, in_gpu: bool, gpu_key: str
+) -> None:
+    """Whatever one field (or one GPU entry's key) holds: when the column check passes, the
+    schema passes every row - the bulk path is never weaker than state_problem."""
+    rows = [own_values(o)[2:] for o in _ROWS]
+    target = json.loads(json.dumps(_GPU_ROW))[2:]
+    if in_gpu:
+        target[OWN_FIELDS.index("gpus")][0][gpu_key] = value
+    else:
+        target[OWN_FIELDS.index(field_)] = value
+    rows.append(target)
+    if columns_fit(OWN_FIELDS, list(zip(*rows, strict=True))):
+        assert all(state_problem(dict(zip(OWN_FIELDS, r, strict=True))) is None for r in rows)
+    assert fitting_rows(OWN_FIELDS, rows[:-1]) == [True] * (len(rows) - 1)  # healthy rows fit
+
+
+def test_one_odd_record_among_many_is_found_by_halving() -> None:
+    rows = [own_values(o)[2:] for o in parts(4)[0]] * 300
+    rows[777] = list(rows[777])
+    rows[777][OWN_FIELDS.index("pid")] = "x"
+    fits = fitting_rows(OWN_FIELDS, rows)
+    assert fits.count(False) <= 256 and not fits[777]

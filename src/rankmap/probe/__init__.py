@@ -148,6 +148,7 @@ def run_probe(
         if on_report is not None:
             on_report(single)
         return ProbeOutcome(single, record.rank, 1, record)
+    _check_world(record)
     ports.load_store_library()
 
     from rankmap.probe import store as st
@@ -185,11 +186,12 @@ def run_probe(
             deadline,
             lambda g: decide(g, handle.where),
             ack_until=hard_limit - 0.2,
+            zero_budget=timeout,
             progress=progress,
         )
         return handle.where, verdict
 
-    progress = Progress()
+    progress = Progress(until=hard_limit)
     try:
         where, verdict = run_until(talk, hard_limit, progress, connect_by=deadline + CONNECT_GRACE)
     except Stalled:
@@ -214,6 +216,18 @@ def run_probe(
     report = kept.get("report") or _verdict_report(verdict, where)
     missing = [int(m) for m in report.sections.get("missing_ranks", [])]
     return ProbeOutcome(report, mine.rank, mine.world_size, mine, missing)
+
+
+def _check_world(record: RankRecord) -> None:
+    """InputError for a world larger than rankmap simulates (one limit: MAX_RANKS): rank 0 lists
+    every rank's key, so a typo such as WORLD_SIZE=10000000000 would exhaust memory."""
+    from rankmap.launchers import MAX_RANKS
+
+    if record.world_size > MAX_RANKS:
+        raise InputError(
+            f"world size {record.world_size}: more ranks than rankmap probes (at most "
+            f"{MAX_RANKS:,})"
+        )
 
 
 # The store work is abandoned this long after the timeout: non-zero ranks wait for the verdict

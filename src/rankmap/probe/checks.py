@@ -65,10 +65,11 @@ def check_duplicates(records: Sequence[RankRecord], label: dict[str, str]) -> li
     groups: dict[tuple[str, str], list[RankRecord]] = defaultdict(list)
     peers: dict[str, int] = defaultdict(int)
     for r in records:
-        peers[r.nccl_host_key] += 1
-        gpu = r.physical_uuid or r.pci_bus_id
+        host_key = r.nccl_host_key
+        peers[host_key] += 1
+        gpu = r.mig_parent_uuid or r.uuid or r.pci_bus_id  # the physical GPU
         if gpu and not r.device_error:
-            groups[(r.nccl_host_key, gpu)].append(r)
+            groups[(host_key, gpu)].append(r)
     by_code: dict[str, list[list[RankRecord]]] = defaultdict(list)
     for (host_key, _), group in groups.items():
         if len(group) < 2 or len({r.machine_key for r in group}) > 1:
@@ -197,12 +198,19 @@ def check_node_consistency(
 
 
 def _gpu_sets(recs: list[RankRecord], node: str) -> list[Finding]:
-    sets: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    seen: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for r in recs:
         if r.visible_uuids is not None:
-            sets[tuple(sorted(r.visible_uuids))].append(r.rank)
+            seen[r.visible_uuids].append(r.rank)
+    if len(seen) < 2:
+        return []  # the usual case: every rank sees the same list (sorted once below otherwise)
+    sets: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for uuids, ranks in seen.items():
+        sets[tuple(sorted(uuids))] += ranks
     if len(sets) < 2:
         return []
+    for ranks in sets.values():
+        ranks.sort()
     singles = all(len(s) == 1 for s in sets)
     parts = [
         f"{_rank_list(v)} see {len(s)} GPU(s) {', '.join(x[:12] for x in s[:4])}"
@@ -317,7 +325,7 @@ _VERSIONS = attrgetter(
 def check_versions(records: Sequence[RankRecord]) -> list[Finding]:
     """NCCL (error) and torch / CUDA / driver (warning) versions that differ across ranks."""
     out: list[Finding] = []
-    if len({_VERSIONS(r) for r in records}) <= 1:
+    if len(set(map(_VERSIONS, records))) <= 1:
         return out  # the usual case, one pass
     nccl = version_groups(records, "nccl_version")
     if len(nccl) > 1:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 import rankmap.probe.checks as checks
@@ -24,11 +25,11 @@ from rankmap.topology import Topology, rules
 from rankmap.topology.wire import from_wire
 
 
-def node_labels(records: Iterable[RankRecord]) -> dict[str, str]:
+def node_labels(by_machine: Mapping[str, Sequence[RankRecord]]) -> dict[str, str]:
     """machine key -> a readable node name (hostname, made unique with the boot_id)."""
-    keys_by_name: dict[str, set[str]] = defaultdict(set)
-    for r in records:
-        keys_by_name[r.hostname or "?"].add(r.machine_key)
+    keys_by_name: dict[str, list[str]] = defaultdict(list)
+    for key, recs in by_machine.items():
+        keys_by_name[recs[0].hostname or "?"].append(key)  # the hostname is part of the key
     out = {}
     for name, keys in keys_by_name.items():
         for key in keys:
@@ -138,7 +139,8 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
     for r in records:
         if r.device_source == "none":
             blind[label[r.machine_key]].append(r.rank)
-        notes += [(r.rank, n) for n in r.device_notes]
+        if r.device_notes:
+            notes += [(r.rank, n) for n in r.device_notes]
     for node, rs in blind.items():
         sample = next(
             (p for r in records if r.rank == rs[0] for p in r.problems), "no GPU information"
@@ -176,13 +178,18 @@ def _rank_findings(records: Sequence[RankRecord], label: dict[str, str]) -> list
 
 def _layout(recs: list[RankRecord]) -> tuple[Any, ...]:
     # a signature: any fixed order works, and an unknown (None) index must not break the sort
-    return tuple(
-        sorted(
-            ((r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
-             for r in recs),
-            key=lambda t: tuple((v is None, v if v is not None else 0) for v in t),
-        )
-    )  # fmt: skip
+    rows = [
+        (r.local_rank, r.cuda_index, r.nvml_index, r.device_error is None, r.device_source)
+        for r in recs
+    ]
+    try:
+        return tuple(sorted(rows))  # the usual case: known indexes (C-level comparisons)
+    except TypeError:  # None against an int: the same multiset always gets here
+        return tuple(sorted(rows, key=_none_first))
+
+
+def _none_first(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is not None, v if v is not None else 0) for v in row)
 
 
 def _layout_text(recs: list[RankRecord]) -> str:
@@ -247,12 +254,13 @@ def collate(
 ) -> Report:
     """Every check over the records that arrived; ``missing`` ranks become RM060, ``unreadable``
     ones (rank -> why) RM063."""
-    records = sorted(records, key=lambda r: r.rank)
+    records = sorted(records, key=attrgetter("rank"))
     unreadable = dict(unreadable or {})
-    label = node_labels(records)
+    machine_keys = [r.machine_key for r in records]  # (derived: once per record)
     by_machine: dict[str, list[RankRecord]] = defaultdict(list)
-    for r in records:
-        by_machine[r.machine_key].append(r)
+    for key, r in zip(machine_keys, records, strict=True):
+        by_machine[key].append(r)
+    label = node_labels(by_machine)
     found: list[Finding] = []
     if missing:
         found.append(_missing_finding(missing, records, label, timeout, where))
@@ -273,7 +281,7 @@ def collate(
     found += checks.check_versions(records)
     found += check_socket_ifname(records, label)
     found += _rank_findings(records, label)
-    placements = [placement_of(r, label[r.machine_key]) for r in records]
+    placements = [placement_of(r, label[k]) for r, k in zip(records, machine_keys, strict=True)]
     found = topology_findings(by_machine, label, placements, found)
     if unreadable:
         found.append(_unreadable_finding(unreadable))

@@ -153,15 +153,34 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "tuple[Mapping[str, Any], ...] | None": (*_SEQ, _NONE),
 }
 FIELD_TYPES: dict[str, tuple[type, ...]] = {f.name: _KINDS[str(f.type)] for f in fields(RankRecord)}
-_STR_ITEMS = tuple(f.name for f in fields(RankRecord) if str(f.type).startswith("tuple[str"))
+STR_ITEM_FIELDS = tuple(f.name for f in fields(RankRecord) if str(f.type).startswith("tuple[str"))
 MAX_ITEMS = 4096  # per list / env mapping in one record
+
+
+GPU_MAX_KEYS = 64  # per GPU entry of a peer's inventory
+_SCALARS: frozenset[type] = frozenset((str, int, bool, _NONE))
+_INDEX: frozenset[type] = frozenset((int, _NONE))
+_TEXT: frozenset[type] = frozenset((str, _NONE))
+# the inventory keys rank 0 reads (and their JSON types); the other values are written back
+GPU_KEYS: dict[str, frozenset[type]] = {
+    "nvml_index": _INDEX,
+    "uuid": _TEXT,
+    "pci_bus_id": _TEXT,
+    "name": _TEXT,
+}
+# (low, high): low <= value < high for ints; low < value < high for probe_ms (NaN fails)
+RANK_LIMITS = (0, 2**31)
+WORLD_LIMITS = (1, 2**31)
+INT_LIMITS = (-(2**31), 2**31)
+INT_FIELDS = ("local_rank", "local_world_size", "node_rank", "cuda_index", "nvml_index", "pid")
+MS_LIMITS = (-1e12, 1e12)
 
 
 def _strs(value: Any) -> bool:
     return len(value) <= MAX_ITEMS and all(isinstance(x, str) for x in value)
 
 
-def _plain(value: Any, depth: int = 0) -> bool:
+def json_plain(value: Any, depth: int = 0) -> bool:
     """JSON that writes back as JSON: finite numbers, bounded nesting."""
     if value is None or isinstance(value, (str, int)):
         return True
@@ -170,38 +189,27 @@ def _plain(value: Any, depth: int = 0) -> bool:
     if depth >= 4 or not isinstance(value, (list, dict)) or len(value) > 256:
         return False
     items = value.items() if isinstance(value, dict) else enumerate(value)
-    return all(isinstance(k, (str, int)) and _plain(v, depth + 1) for k, v in items)
-
-
-_SCALARS = frozenset((str, int, bool, _NONE))
-_INDEX = frozenset((int, _NONE))
-_TEXT = frozenset((str, _NONE))
+    return all(isinstance(k, (str, int)) and json_plain(v, depth + 1) for k, v in items)
 
 
 def _gpu_ok(gpu: Any) -> bool:
-    """One GPU of a peer's inventory (rank 0 reads nvml_index, uuid, pci_bus_id and name, and
-    writes the entry back into its JSON report). Written for speed: 12,500 nodes, 8 GPUs each."""
-    get = gpu.get if type(gpu) is dict else None
+    """One GPU of a peer's inventory (rank 0 reads :data:`GPU_KEYS` and writes the entry back
+    into its JSON report)."""
     return (
-        get is not None
-        and len(gpu) <= 64
-        and type(get("nvml_index")) in _INDEX
-        and type(get("uuid")) in _TEXT
-        and type(get("pci_bus_id")) in _TEXT
-        and type(get("name")) in _TEXT
-        and (
-            _SCALARS.issuperset(map(type, gpu.values()))
-            or all(type(v) in _SCALARS or _plain(v) for v in gpu.values())
-        )
+        type(gpu) is dict
+        and len(gpu) <= GPU_MAX_KEYS
+        and all(type(gpu.get(key)) in kinds for key, kinds in GPU_KEYS.items())
+        and all(type(v) in _SCALARS or json_plain(v) for v in gpu.values())
     )
 
 
 def state_problem(state: Mapping[str, Any]) -> str | None:
     """Why a peer's field values (JSON types) cannot be a record, or ``None`` when they can.
 
-    Checks every present field's type, the items of lists and of ``env``, list sizes, the GPU
-    inventory keys rank 0 reads, and that ``rank``/``world_size`` are sane. Missing fields are
-    fine (an older rankmap): they take their defaults.
+    The schema of a peer's record (one authority; :mod:`rankmap.probe.columns` checks the same
+    rules in bulk). Checks every present field's type, the items of lists and of ``env``, list
+    sizes, the GPU inventory keys rank 0 reads, and that the numbers are in range. Missing
+    fields are fine (an older rankmap): they take their defaults.
     """
     for name, value in state.items():
         allowed = FIELD_TYPES.get(name)
@@ -209,7 +217,7 @@ def state_problem(state: Mapping[str, Any]) -> str | None:
             continue
         if not isinstance(value, allowed) or isinstance(value, bool):
             return f"{name} is {type(value).__name__}"
-    for name in _STR_ITEMS:
+    for name in STR_ITEM_FIELDS:
         value = state.get(name)
         if value is not None and not _strs(value):
             return f"{name} is not a list of strings"
@@ -224,14 +232,17 @@ def state_problem(state: Mapping[str, Any]) -> str | None:
 
 def _number_problem(state: Mapping[str, Any]) -> str | None:
     rank, world = state.get("rank", 0), state.get("world_size", 1)
-    if not 0 <= rank < 2**31 or not 0 < world < 2**31:
+    if (
+        not RANK_LIMITS[0] <= rank < RANK_LIMITS[1]
+        or not WORLD_LIMITS[0] <= world < WORLD_LIMITS[1]
+    ):
         return f"rank {rank} / world size {world} out of range"
-    for name in ("local_rank", "local_world_size", "node_rank", "cuda_index", "nvml_index", "pid"):
+    for name in INT_FIELDS:
         value = state.get(name)
-        if value is not None and not -(2**31) <= value < 2**31:
+        if value is not None and not INT_LIMITS[0] <= value < INT_LIMITS[1]:
             return f"{name} out of range"
     ms = state.get("probe_ms", 0.0)
-    if not -1e12 < ms < 1e12:  # also False for NaN
+    if not MS_LIMITS[0] < ms < MS_LIMITS[1]:  # also False for NaN
         return "probe_ms out of range"
     return None
 

@@ -18,7 +18,6 @@ from rankmap.probe.record import RankRecord
 from rankmap.probe.watchdog import Progress
 
 _CALLS: dict[str, int] = {}
-CHUNK = 1024
 
 
 @dataclass
@@ -54,27 +53,26 @@ def wait_count(store: Any, key: str, target: int, deadline: float) -> int:
         attempt += 1
 
 
-def wait_key(store: Any, key: str, deadline: float) -> bool:
-    """Poll until ``key`` exists or the deadline passes."""
-    attempt = 0
-    while True:
-        if store.check([key]):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        _sleep(attempt)
-        attempt += 1
+# Values fetched per round trip: a peer may store up to torch's 8 MiB per value under its key
+# (TCPStore has no size query), so one round trip holds at most 16 x 8 MiB before the parts
+# over ``limit`` are cut (the decoder then says "over the limit").
+FETCH_CHUNK = 16
 
 
-def fetch(store: Any, keys: Sequence[str]) -> list[bytes]:
-    """Values of keys known to exist, in chunks (``multi_get`` where this torch has it)."""
+def fetch(store: Any, keys: Sequence[str], limit: int | None = None) -> list[bytes]:
+    """Values of keys known to exist, in chunks (``multi_get`` where this torch has it); each
+    value longer than ``limit`` kept only to ``limit`` + 1 bytes."""
     out: list[bytes] = []
-    for i in range(0, len(keys), CHUNK):
-        part = list(keys[i : i + CHUNK])
+    for i in range(0, len(keys), FETCH_CHUNK):
+        part = list(keys[i : i + FETCH_CHUNK])
         try:
-            out.extend(bytes(v) for v in store.multi_get(part))
+            values = [bytes(v) for v in store.multi_get(part)]
         except (AttributeError, RuntimeError):
-            out.extend(bytes(store.get(k)) for k in part)
+            values = [bytes(store.get(k)) for k in part]
+        if limit is not None:
+            values = [v if len(v) <= limit else v[: limit + 1] for v in values]
+        out.extend(values)
+        del values
     return out
 
 
@@ -91,6 +89,51 @@ def _existing(store: Any, keys: list[str]) -> list[str]:
     if not keys or store.check(keys):
         return keys
     return [k for k in keys if store.check([k])]
+
+
+# Rank 0 publishes by its own deadline, plus collation and one poll: this much later at most.
+VERDICT_SLACK_S = 1.0
+
+
+def wait_verdict(
+    store: Any, prefix: str, deadline: float, zero_budget: float, progress: Progress
+) -> bool:
+    """A non-zero rank: poll until rank 0's verdict exists; False when it never comes.
+
+    Rank 0 publishes by its own deadline, which runs from its own start - later than this
+    rank's where rank 0 loaded torch or ran the script's start-up more slowly (a loaded machine:
+    seconds). So the wait is not a fixed allowance for that skew: rank 0 says how many seconds
+    its deadline was away when it published (``zero_left``), and once this rank reads that, it
+    waits until then + the slack - a bound measured from rank 0's actual start, capped by
+    ``zero_budget`` (rank 0's timeout; a peer's number is not trusted beyond it). At most
+    ``deadline`` + slack + ``zero_budget`` + slack. ``progress.until`` moves the watchdog along.
+    """
+    verdict_key, left_key = f"{prefix}/verdict", f"{prefix}/zero_left"
+    until = deadline + VERDICT_SLACK_S
+    seen = False
+    attempt = 0
+    while True:
+        if store.check([verdict_key]):
+            return True
+        now = time.monotonic()
+        if not seen and store.check([left_key]):
+            seen = True
+            later = now + _seconds(store.get(left_key), zero_budget) + VERDICT_SLACK_S
+            if later > until:
+                margin = (progress.until or until) - until  # the watchdog's, past this wait
+                until, progress.until = later, later + margin
+        if now >= until:
+            return False
+        _sleep(attempt)
+        attempt += 1
+
+
+def _seconds(raw: Any, cap: float) -> float:
+    try:
+        value = float(bytes(raw)[:32].decode("ascii"))
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return 0.0
+    return min(max(value, 0.0), cap) if value == value else 0.0  # NaN: none
 
 
 @dataclass
@@ -110,15 +153,15 @@ def gather(store: Any, prefix: str, world_size: int, deadline: float) -> Gathere
     Only keys that exist are fetched: the arrival counter is a hint (a peer may count without a
     record, or two processes may claim one rank), and a part may name a digest never stored.
     """
-    from rankmap.probe.wire import digest_of
+    from rankmap.probe.wire import MAX_OWN_BYTES, MAX_SHARED_BYTES, digest_of
 
     arrivals = wait_count(store, f"{prefix}/arrived", world_size, deadline)
     present = present_ranks(store, prefix, world_size)
     missing = sorted(set(range(world_size)) - set(present))
-    records = fetch(store, [f"{prefix}/rec/{r}" for r in present])
+    records = fetch(store, [f"{prefix}/rec/{r}" for r in present], MAX_OWN_BYTES)
     digests = sorted({d for d in map(digest_of, records) if d is not None})
     keys = _existing(store, [f"{prefix}/shared/{d}" for d in digests])
-    blobs = fetch(store, keys)
+    blobs = fetch(store, keys, MAX_SHARED_BYTES)
     shared = {k.rsplit("/", 1)[1]: b for k, b in zip(keys, blobs, strict=True)}
     return Gathered(records, shared, missing, arrivals, present)
 
@@ -143,11 +186,14 @@ def exchange(
     decide: Callable[[Gathered], bytes],
     *,
     ack_until: float,
+    zero_budget: float = 0.0,
     progress: Progress | None = None,
 ) -> bytes | None:
     """Publish, then rank 0 decides and broadcasts the verdict; every rank gets it back.
 
-    Returns the verdict bytes, or ``None`` on a non-zero rank when rank 0 never published one.
+    Returns the verdict bytes, or ``None`` on a non-zero rank when rank 0 never published one
+    (``zero_budget``: the seconds rank 0 has from its start - its timeout; see
+    :func:`wait_verdict`).
     Rank 0 then waits (until ``ack_until`` at the latest) for the others to read the verdict, so
     a rank 0 that exits (or hosts the server) does not cut them off.
     """
@@ -157,6 +203,8 @@ def exchange(
     publish(store, prefix, rank, record)
     verdict_key = f"{prefix}/verdict"
     if rank == 0:
+        # how far this rank's deadline is (a duration: clocks of two hosts do not compare)
+        store.set(f"{prefix}/zero_left", f"{max(0.0, deadline - time.monotonic()):.3f}")
         said.phase = "waiting for the other ranks' records"
         gathered = gather(store, prefix, world_size, deadline)
         said.phase = "collating"
@@ -169,9 +217,8 @@ def exchange(
         if readers:
             wait_count(store, f"{prefix}/read", readers, min(ack_until, time.monotonic() + 1.5))
         return verdict
-    # Rank 0 publishes at its own deadline at the latest; allow for clock skew between starts.
     said.phase = "waiting for rank 0's verdict"
-    if not wait_key(store, verdict_key, deadline + 1.0):
+    if not wait_verdict(store, prefix, deadline, zero_budget, said):
         return None
     verdict = bytes(store.get(verdict_key))
     store.add(f"{prefix}/read", 1)

@@ -29,6 +29,7 @@ class Progress:
     where: str = "the store"
     connected: bool = False
     verdict_published: bool = False
+    until: float | None = None  # set by the work: a later end for :func:`run_until` to wait for
 
 
 THREAD_NAME = "rankmap-probe-store"
@@ -70,7 +71,8 @@ def run_until(
     connect_by: float | None = None,
 ) -> T:
     """``work(progress)`` in a daemon thread, waited for until the monotonic time ``until``
-    (and only until ``connect_by`` if ``progress.connected`` is still false then)."""
+    (and only until ``connect_by`` if ``progress.connected`` is still false then; or until
+    ``progress.until`` where the connected work moved it later)."""
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -85,7 +87,13 @@ def run_until(
     thread = threading.Thread(target=target, name=THREAD_NAME, daemon=True)
     thread.start()
     early = connect_by is not None and not done.wait(max(0.0, connect_by - time.monotonic()))
-    if (early and not progress.connected) or not done.wait(max(0.0, until - time.monotonic())):
+    finished = not (early and not progress.connected) and done.wait(
+        max(0.0, until - time.monotonic())
+    )
+    while not finished and progress.connected and (progress.until or 0.0) > until:
+        until = progress.until or until  # the work measured a later end (a late rank 0)
+        finished = done.wait(max(0.0, until - time.monotonic()))
+    if not finished:
         if not _EXIT_HOOK:
             atexit.register(_join_stalled)
             _EXIT_HOOK.append(True)

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankmap.probe.columns import columns_fit, fitting_rows
 from rankmap.probe.record import (
-    FIELD_TYPES,
-    MAX_ITEMS,
     RankRecord,
     record_field_names,
     record_from_state,
@@ -96,7 +94,6 @@ def digest_of(own: bytes) -> str | None:
 
 MAX_OWN_BYTES = 256 * 1024  # one rank's own part (8 GPUs with MIG lists: ~6 KB)
 MAX_SHARED_BYTES = 1024 * 1024  # one node's shared part (env, interfaces, topology)
-_OWN_TYPES = tuple(FIELD_TYPES[n] for n in OWN_FIELDS)
 
 
 @dataclass
@@ -132,124 +129,147 @@ def _tuples(state: dict[str, Any], names: Sequence[str]) -> None:
             state[name] = tuple(value)
 
 
-def _shared_state(blob: bytes) -> dict[str, Any]:
-    if len(blob) > MAX_SHARED_BYTES:
-        raise ValueError(f"shared part of {len(blob)} bytes (limit {MAX_SHARED_BYTES})")
-    values = _loads(blob)
-    if not isinstance(values, list) or not values or values[0] != SHARED_TAG:
-        raise ValueError("not a rankmap shared record part")
-    state = dict(zip(SHARED_FIELDS, values[1:], strict=False))
-    if not _shared_fits(values):
-        problem = state_problem(state)
-        if problem:
-            raise ValueError(problem)
-    _tuples(state, _SHARED_TUPLES)
-    return state
-
-
-_SHARED_TYPES = tuple(FIELD_TYPES[n] for n in SHARED_FIELDS)
-_SHARED_LISTS = tuple(SHARED_FIELDS.index(n) + 1 for n in _SHARED_TUPLES)
-_WORLD, _ENV = SHARED_FIELDS.index("world_size") + 1, SHARED_FIELDS.index("env") + 1
-
-
-def _shared_fits(values: list[Any]) -> bool:
-    """The quick check of a complete shared part (what this rankmap writes)."""
-    if len(values) != len(SHARED_FIELDS) + 1 or not all(map(isinstance, values[1:], _SHARED_TYPES)):
-        return False
-    env, world = values[_ENV], values[_WORLD]
-    return (
-        type(world) is int
-        and 0 < world < 2**31
-        and all(
-            values[i] is None
-            or (len(values[i]) <= MAX_ITEMS and _STR.issuperset(map(type, values[i])))
-            for i in _SHARED_LISTS
-        )
-        and len(env) <= MAX_ITEMS
-        and _STR.issuperset(map(type, env.values()))
-    )
-
-
-_STR = frozenset((str,))
-
-
-def _shared_states(shared: Mapping[str, bytes]) -> dict[str, dict[str, Any] | str]:
-    """digest -> the node's shared fields, or why they cannot be read."""
-    out: dict[str, dict[str, Any] | str] = {}
-    for digest, blob in shared.items():
+def _parse_all(blobs: Sequence[bytes], limit: int, what: str) -> list[Any]:
+    """Every blob parsed (one parse for all in the usual case); an exception where not."""
+    if all(len(b) <= limit for b in blobs):
         try:
-            out[digest] = _shared_state(blob)
-        except (ValueError, RecursionError, TypeError) as exc:
-            out[digest] = _reason(exc)
-    return out
-
-
-def _parse_owns(owns: Sequence[bytes]) -> list[Any]:
-    """Every own part parsed (one parse for all in the usual case); an exception where not."""
-    if all(len(o) <= MAX_OWN_BYTES for o in owns):
-        try:
-            parsed = _loads(b"[" + b",".join(owns) + b"]")
-            if isinstance(parsed, list) and len(parsed) == len(owns):
+            parsed = _loads(b"[" + b",".join(blobs) + b"]")
+            if isinstance(parsed, list) and len(parsed) == len(blobs):
                 return parsed  # a part that smuggles extra items changes the count: slow path
         except (ValueError, RecursionError, TypeError):
             pass
     out: list[Any] = []
-    for own in owns:
+    for blob in blobs:
         try:
-            if len(own) > MAX_OWN_BYTES:
-                raise ValueError(f"record of {len(own)} bytes (limit {MAX_OWN_BYTES})")
-            out.append(_loads(own))
+            if len(blob) > limit:
+                raise ValueError(f"{what} over the limit of {limit} bytes")
+            out.append(_loads(blob))
         except (ValueError, RecursionError, TypeError) as exc:
             out.append(exc)
     return out
 
 
-def _own_fits(own: list[Any]) -> bool:
-    """The quick check of an own part's values (C-level isinstance over the fields)."""
-    if type(own[0]) is not int or not all(map(isinstance, own, _OWN_TYPES)):
-        return False  # (a bool is an int to isinstance: not as a rank)
-    notes, problems = own[_NOTES], own[_PROBLEMS]
-    return (
-        (not notes or all(isinstance(x, str) for x in notes))
-        and (not problems or all(isinstance(x, str) for x in problems))
-        and own[_GPUS] is None
-        and math.isfinite(own[_MS])
-    )
+def _fields_of(values: Any, tag: str, what: str) -> list[Any]:
+    """The field values after the tag (and, for an own part, the digest)."""
+    if isinstance(values, Exception):
+        raise ValueError(_reason(values))
+    if not isinstance(values, list) or not values or values[0] != tag:
+        head = values[0] if isinstance(values, list) and values else None
+        raise ValueError(
+            f"format {head[:40]!r}, not {tag!r}" if isinstance(head, str) else f"not a {what}"
+        )
+    return values[1:]
 
 
-_NOTES, _PROBLEMS, _GPUS, _MS = (
-    OWN_FIELDS.index(n) for n in ("device_notes", "problems", "gpus", "probe_ms")
-)
+def _shared_states(shared: Mapping[str, bytes]) -> dict[str, dict[str, Any] | str]:
+    """digest -> the node's shared fields, or why they cannot be read."""
+    digests = list(shared)
+    rows: list[list[Any] | None] = []
+    reasons: dict[str, str] = {}
+    for digest, values in zip(digests, _parse_all(list(shared.values()), MAX_SHARED_BYTES,
+                                                  "shared part"), strict=True):  # fmt: skip
+        try:
+            fields_ = _fields_of(values, SHARED_TAG, "rankmap shared record part")
+        except ValueError as exc:
+            reasons[digest] = _reason(exc)
+            rows.append(None)
+            continue
+        rows.append(fields_[: len(SHARED_FIELDS)])
+    out: dict[str, dict[str, Any] | str] = {}
+    full = [i for i, row in enumerate(rows) if row is not None and len(row) == len(SHARED_FIELDS)]
+    fits = fitting_rows(SHARED_FIELDS, [rows[i] for i in full])  # type: ignore[misc]
+    sure = {full[j] for j, ok in enumerate(fits) if ok}
+    for i, (digest, row) in enumerate(zip(digests, rows, strict=True)):
+        if row is None:
+            out[digest] = reasons[digest]
+            continue
+        state = dict(zip(SHARED_FIELDS, row, strict=False))
+        problem = None if i in sure else state_problem(state)
+        if problem:
+            out[digest] = problem
+            continue
+        _tuples(state, _SHARED_TUPLES)
+        out[digest] = state
+    return out
+
+
+_OWN_LEN = len(OWN_FIELDS)
 
 
 def _own_state(values: Any, shared: Mapping[str, dict[str, Any] | str], rank: int | None) -> Any:
-    if isinstance(values, Exception):
-        raise ValueError(_reason(values))
-    if not isinstance(values, list) or len(values) < 2 or values[0] != OWN_TAG:
-        tag = values[0] if isinstance(values, list) and values else None
-        raise ValueError(
-            f"format {tag[:40]!r}, not {OWN_TAG!r}"
-            if isinstance(tag, str)
-            else "not a rankmap probe record"
-        )
-    base = shared.get(values[1]) if isinstance(values[1], str) else None
+    """One own part checked field by field (the slow path: odd or bad records)."""
+    rest = _fields_of(values, OWN_TAG, "rankmap probe record")
+    base = shared.get(rest[0]) if rest and isinstance(rest[0], str) else None
     if base is None:
         raise ValueError("its node part is missing")
     if isinstance(base, str):
         raise ValueError(f"its node part: {base}")
-    own = values[2 : 2 + len(OWN_FIELDS)]
+    own = rest[1 : 1 + _OWN_LEN]
     if not own:
         raise ValueError("no rank in it")
-    if len(own) < len(OWN_FIELDS) or not _own_fits(own):
-        problem = state_problem(dict(zip(OWN_FIELDS, own, strict=False)))
-        if problem:
-            raise ValueError(problem)
+    problem = state_problem(dict(zip(OWN_FIELDS, own, strict=False)))
+    if problem:
+        raise ValueError(problem)
     if rank is not None and own[0] != rank:
         raise ValueError(f"it says rank {own[0]!r}")
+    return _merged(base, own)
+
+
+def _merged(base: dict[str, Any], own: Sequence[Any]) -> dict[str, Any]:
     state = base.copy()
     state.update(zip(OWN_FIELDS, own, strict=False))
     _tuples(state, _OWN_TUPLES)
     return state
+
+
+def _usual(values: Any, key: int, check_rank: bool, good: Mapping[str, Any]) -> bool:
+    """Whether an own part has the shape this rankmap writes (then its values go to the bulk
+    check): tag, a node part that was read, every field, the rank it was stored under."""
+    return (
+        type(values) is list
+        and len(values) == _OWN_LEN + 2
+        and values[0] == OWN_TAG
+        and type(values[1]) is str
+        and values[1] in good
+        and (not check_rank or values[2] == key)
+    )
+
+
+_LIST, _STR = frozenset((list,)), frozenset((str,))
+_NOTES, _PROBLEMS, _GPUS = (OWN_FIELDS.index(n) for n in _OWN_TUPLES)
+
+
+def _all_usual(
+    parsed: list[Any], keys: list[int], check_rank: bool, good: Mapping[str, dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """Every record's state when all of them have the usual shape and fit the schema (checked
+    column by column, as :func:`_usual` and :func:`fitting_rows` would row by row); ``None``
+    when any does not (then they are sorted out one by one)."""
+    if not parsed or not _LIST.issuperset(map(type, parsed)):
+        return None
+    if set(map(len, parsed)) != {_OWN_LEN + 2}:
+        return None
+    cols = list(zip(*parsed, strict=True))
+    tags, digests = cols[0], cols[1]
+    if not (_STR.issuperset(map(type, tags)) and set(tags) == {OWN_TAG}):
+        return None
+    if not (_STR.issuperset(map(type, digests)) and good.keys() >= set(digests)):
+        return None
+    if check_rank and list(cols[2]) != keys:
+        return None
+    if not columns_fit(OWN_FIELDS, cols[2:]):
+        return None
+    out = []
+    for row in parsed:
+        own = row[2:]
+        own[_NOTES] = tuple(own[_NOTES])
+        own[_PROBLEMS] = tuple(own[_PROBLEMS])
+        if own[_GPUS] is not None:
+            own[_GPUS] = tuple(own[_GPUS])
+        state = good[row[1]].copy()
+        state.update(zip(OWN_FIELDS, own, strict=True))
+        out.append(state)
+    return out
 
 
 def decode_many(
@@ -259,23 +279,46 @@ def decode_many(
 
     ``ranks``: the rank each own part was stored under (then a record must say the same rank).
     Nothing a peer sends raises here: a record that cannot be read - bad UTF-8 or JSON, another
-    format, wrong types, oversized - lands in ``unreadable`` with the reason.
+    format, wrong types, oversized - lands in ``unreadable`` with the reason. Records of the
+    usual shape are validated in bulk (:mod:`rankmap.probe.columns`), the rest one by one.
     """
     shared_state = _shared_states(shared)
-    out = Decoded([])
-    complete = len(SHARED_FIELDS) + len(OWN_FIELDS)
+    good = {d: s for d, s in shared_state.items() if not isinstance(s, str)}
     keys = list(ranks) if ranks is not None else list(range(len(owns)))
-    for key, values in zip(keys, _parse_owns(owns), strict=True):
+    parsed = _parse_all(owns, MAX_OWN_BYTES, "record")
+    states = _all_usual(parsed, keys, ranks is not None, good)
+    if states is not None:
+        return Decoded(list(map(_record, states)))
+    usual = [
+        i for i, (k, v) in enumerate(zip(keys, parsed, strict=True))
+        if _usual(v, k, ranks is not None, good)
+    ]  # fmt: skip
+    fits = fitting_rows(OWN_FIELDS, [parsed[i][2:] for i in usual])
+    sure = {usual[j] for j, ok in enumerate(fits) if ok}
+    out = Decoded([])
+    for i, (key, values) in enumerate(zip(keys, parsed, strict=True)):
         try:
-            state = _own_state(values, shared_state, key if ranks is not None else None)
+            if i in sure:
+                state = _merged(good[values[1]], values[2:])
+            else:
+                state = _own_state(values, shared_state, key if ranks is not None else None)
         except (ValueError, TypeError) as exc:
             out.unreadable[key] = _reason(exc)
             continue
-        if len(state) == complete:
-            # the usual case: this rankmap wrote every field; skip the defaults merge
-            rec = object.__new__(RankRecord)
-            object.__setattr__(rec, "__dict__", state)
-            out.records.append(rec)
-        else:
-            out.records.append(record_from_state(state))
+        out.records.append(_record(state))
     return out
+
+
+_COMPLETE = len(SHARED_FIELDS) + _OWN_LEN
+
+
+def _record(state: dict[str, Any]) -> RankRecord:
+    if len(state) != _COMPLETE:
+        return record_from_state(state)
+    # the usual case: this rankmap wrote every field; skip the defaults merge
+    rec = _new_record(RankRecord)
+    _set_dict(rec, "__dict__", state)
+    return rec
+
+
+_new_record, _set_dict = object.__new__, object.__setattr__

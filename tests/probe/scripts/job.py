@@ -49,6 +49,7 @@ for phase in os.environ.get("RMTEST_PHASES", "verify,init,allreduce").split(",")
                     "verify": report.verdict,
                     "codes": [f.code for f in report.findings],
                     "seconds": time.monotonic() - start,
+                    "start": start,
                 }
             )
         elif phase == "init":
@@ -60,7 +61,12 @@ for phase in os.environ.get("RMTEST_PHASES", "verify,init,allreduce").split(",")
             result["events"].append({"allreduce": float(t.item())})
     except rankmap.RankMapError as exc:
         result["events"].append(
-            {"raised": type(exc).__name__, "message": str(exc), "seconds": time.monotonic() - start}
+            {
+                "raised": type(exc).__name__,
+                "message": str(exc),
+                "seconds": time.monotonic() - start,
+                "start": start,  # CLOCK_MONOTONIC: one clock for every process of this machine
+            }
         )
         status = 1
         break

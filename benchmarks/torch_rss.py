@@ -1,0 +1,142 @@
+"""Peak memory of the commands that load torch (probe, run, bench) against torch's own import.
+
+The bound (issue 11): no input makes ``rankmap probe``/``run``/``bench`` exceed the RSS of
+``import torch, torch.distributed`` in a fresh process + 200 MB. Each run is a real child that
+reports its own ``VmHWM`` (as in benchmarks/hostile_rss.py, whose hostile files it reuses):
+``--machine`` / ``RANKMAP_MACHINE`` files (2 GB sparse, /dev/zero, FIFO, 24 MB line, binary,
+UTF-16, 5,000-digit numbers), ``--script`` files, 16 ``--env`` values of 100 KB (the kernel caps arguments at 2 MB), a
+``WORLD_SIZE`` of 10^11, and rank 0 of a two-rank probe whose peer stores big records
+(``--peers`` x ``--payload-mb``, default 8 x 7 MB) in the store rank 0 hosts. Prints one row per run and the worst
+case against the bound; exits 1 when a run goes over it or hangs.
+
+Usage: ``PYTHONPATH=src python benchmarks/torch_rss.py [--payload-mb 64] [--only probe]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from hostile_rss import make_inputs, peak_rss
+
+MARGIN_MB = 200.0
+_IMPORT = (
+    "import torch, torch.distributed\n"
+    "print([ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0])\n"
+)
+
+
+def torch_import_mb() -> float:
+    """VmHWM of a fresh interpreter that imports torch and torch.distributed (best of 3)."""
+    best = float("inf")
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True,
+                             check=True).stdout  # fmt: skip
+        best = min(best, int(out.split()[1]) / 1024)
+    return best
+
+
+def runs(inputs: dict[str, Path]) -> list[tuple[str, str, list[str], dict[str, str]]]:
+    """(command, input, argv, extra env) for every run."""
+    out = []
+    files = {k: v for k, v in inputs.items() if not k.endswith("Init log")}
+    nothing = ["--", "torchrun", "--nproc-per-node", "1", "/nonexistent.py"]
+    for kind, path in files.items():
+        out.append(("probe --machine", kind, ["probe", "--json", "--machine", str(path)], {}))
+        out.append(("probe RANKMAP_MACHINE", kind, ["probe", "--json"],
+                    {"RANKMAP_MACHINE": str(path)}))  # fmt: skip
+        out.append(("run --machine", kind, ["run", "--machine", str(path), *nothing], {}))
+        out.append(("run --script", kind, ["run", "--machine", "dgx-h100", "--script", str(path),
+                                           *nothing], {}))  # fmt: skip
+        out.append(("bench --machine", kind, ["bench", "--json", "--machine", str(path)], {}))
+    envs = [a for i in range(16) for a in ("--env", f"K{i}={'v' * 100_000}")]
+    out.append(("run --env", "16 x 100 KB", ["run", "--machine", "dgx-h100", *envs, *nothing],
+                {}))  # fmt: skip
+    world = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "100000000000"}
+    out.append(("probe", "WORLD_SIZE=10^11", ["probe", "--timeout", "2"], world))
+    out.append(("bench", "WORLD_SIZE=10^11", ["bench", "--json", "--timeout", "5"], world))
+    return out
+
+
+def big_record_run(work: Path, payload_mb: int, peers: int) -> tuple[int | None, float, float]:
+    """Rank 0 (``rankmap probe``, hosting the store on RANKMAP_STORE_PORT) while this process,
+    as ranks 1..``peers``, stores a ``payload_mb`` MB record under each key (torch's store takes
+    at most 8 MiB per value) and counts their arrivals. The store's server lives in rank 0 in
+    this shape, so it holds ``peers`` x ``payload_mb`` whatever rankmap does."""
+    import socket
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": str(peers + 1),
+           "RANKMAP_STORE_PORT": str(port),
+           "RANKMAP_STORE_ADDR": "127.0.0.1", "TORCHELASTIC_RUN_ID": "rss",
+           "RANKMAP_MACHINE": "dgx-h100", "TORCH_CPP_LOG_LEVEL": "FATAL"}  # fmt: skip
+
+    def peer() -> None:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                store = dist.TCPStore("127.0.0.1", port, None, False,
+                                      timeout=timedelta(seconds=30))  # fmt: skip
+                break
+            except (RuntimeError, OSError):
+                time.sleep(0.1)
+        else:
+            return
+        prefix = "rankmap/rss/0/call1"
+        value = b'["rankmap-own/1","' + b"x" * (payload_mb * 2**20) + b'"]'
+        for rank in range(1, peers + 1):
+            store.set(f"{prefix}/rec/{rank}", value)
+        store.add(f"{prefix}/arrived", peers)
+
+    threading.Thread(target=peer, daemon=True).start()
+    return peak_rss(["probe", "--timeout", "20", "--json"], work, 120, env)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--payload-mb", type=int, default=7, help="per peer (torch: < 8 MiB)")
+    ap.add_argument("--peers", type=int, default=8)
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--only", metavar="COMMAND", help="runs whose command starts with this")
+    args = ap.parse_args()
+    base = torch_import_mb()
+    bound = base + MARGIN_MB
+    print(f"torch import (fresh process, VmHWM): {base:.1f} MB; bound {bound:.1f} MB")
+    worst, failed = (0.0, ""), False
+    with tempfile.TemporaryDirectory(prefix="rankmap-torch-rss-") as tmp:
+        work = Path(tmp)
+        inputs = make_inputs(work, 1)
+        print(f"{'command':<24} {'input':<20} {'exit':>4} {'peak MB':>8} {'s':>6}")
+        table = runs(inputs)
+        table.append(("probe rank 0", f"{args.peers} x {args.payload_mb} MB records", [], {}))
+        for name, kind, argv, env in table:
+            if args.only and not name.startswith(args.only):
+                continue
+            if argv:
+                status, rss, secs = peak_rss(argv, work, args.timeout, env)
+            else:
+                status, rss, secs = big_record_run(work, args.payload_mb, args.peers)
+            bad = status is None or rss > bound
+            failed |= bad
+            shown = "hang" if status is None else str(status)
+            print(f"{name:<24} {kind:<20} {shown:>4} {rss:>8.1f} {secs:>6.2f}" + (
+                "  <-- over the bound" if bad else ""))  # fmt: skip
+            if rss > worst[0]:
+                worst = (rss, f"{name} on {kind}")
+    print(f"worst case: {worst[0]:.1f} MB ({worst[1]}) = torch import + {worst[0] - base:.1f} MB;"
+          f" bound torch import + {MARGIN_MB:g} MB = {bound:.1f} MB")  # fmt: skip
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
