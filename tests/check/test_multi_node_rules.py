@@ -107,14 +107,20 @@ LOCAL_INIT = (
 
 
 @pytest.mark.parametrize(
-    "size", ["torch.cuda.device_count()", "int(os.environ['LOCAL_WORLD_SIZE'])"]
+    "size",
+    [
+        "torch.cuda.device_count()",
+        "int(os.environ['LOCAL_WORLD_SIZE'])",
+        "int(os.environ['WORLD_SIZE'])",  # the job's size: ranks 8.. never check in
+        "args_world_size()",  # a size the analysis does not follow: the rank alone decides
+    ],
 )
 def test_local_rank_and_node_count_in_init_claim_the_same_ranks(tmp_path: Path, size: str) -> None:
     body = LOCAL_INIT.format(size=size)
     assert _errors(_report(tmp_path, body, 1)) == []
     errors = _errors(_report(tmp_path, body, 2))
     assert [f.code for f in errors] == ["RM905"]
-    assert "train.py:9" in errors[0].title and "0-7 of a world of 8" in errors[0].title
+    assert "train.py:9" in errors[0].title and "global ranks 0-7:" in errors[0].title
     assert errors[0].fix == (
         'dist.init_process_group("nccl", rank=int(os.environ["RANK"]), '
         'world_size=int(os.environ["WORLD_SIZE"]))'

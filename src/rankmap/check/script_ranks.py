@@ -16,7 +16,7 @@ from rankmap.check.script_ast import tail
 from rankmap.check.script_flow import Flow
 from rankmap.check.script_program import Program
 from rankmap.check.script_sinks import Sink, frame_at, reachable, walk_nodes
-from rankmap.check.script_values import Choice, Dev, DeviceCount, LocalCount, Rank, Seq, Value
+from rankmap.check.script_values import Choice, Dev, Rank, Seq, Value
 
 
 def global_index(v: Value) -> bool:
@@ -51,19 +51,16 @@ def disagreeing_sink(sinks: list[Sink]) -> Sink | None:
 
 
 def find_local_rank_init(prog: Program, flow: Flow) -> str | None:
-    """``path:line: `text``` of an ``init_process_group(rank=<local index>, world_size=<one
-    node's count>)``: on more than one node every node claims the ranks 0..n-1."""
+    """``path:line: `text``` of an ``init_process_group(rank=<local index>, ...)``: on more
+    than one node every node claims the ranks 0..n-1."""
     for mod, roots in reachable(prog):
         for node in walk_nodes(roots):
             if not isinstance(node, ast.Call) or tail(node.func) not in models.PROCESS_GROUP_INIT:
                 continue
             kw = {k.arg: k.value for k in node.keywords if k.arg}
-            if "rank" not in kw or "world_size" not in kw or flow.dead(mod, node):
+            if "rank" not in kw or flow.dead(mod, node):
                 continue
-            frame = frame_at(mod, node)
-            rank = flow.value(kw["rank"], frame)
-            size = flow.value(kw["world_size"], frame)
-            if _local_index(rank) and isinstance(size, (DeviceCount, LocalCount)):
+            if _local_index(flow.value(kw["rank"], frame_at(mod, node))):
                 return f"{mod.where(node)}: `{mod.text(node)}`"
     return None
 

@@ -160,8 +160,8 @@ def _global_sink_across_nodes(
 
 
 def _local_ranks_across_nodes(sel: DeviceSelection, outcomes: list[RankOutcome]) -> list[Finding]:
-    """``init_process_group(rank=<local index>, world_size=<one node's count>)`` on more than one
-    node: every node claims the global ranks 0..n-1 of its own world of n."""
+    """``init_process_group(rank=<local index>, ...)`` on more than one node: every node claims
+    the global ranks 0..n-1."""
     if sel.local_init is None:
         return []
     worlds: dict[int, set[int]] = {}
@@ -178,11 +178,13 @@ def _local_ranks_across_nodes(sel: DeviceSelection, outcomes: list[RankOutcome])
         finding(
             "RM905",
             f"{text} ({where}) gives the ranks of each of the {n_nodes} nodes the global ranks "
-            f"0-{per_node - 1} of a world of {per_node}: the nodes claim the same ranks",
-            detail="rank is the local index and world_size one node's count, so no node knows "
-            f"the others: the rendezvous sees rank 0 once per node (`rank 0 of {per_node} ranks "
-            "has already checked in`, or a store that cannot bind), or each node runs its own "
-            "job. Right on one node.",
+            f"0-{per_node - 1}: the nodes claim the same ranks",
+            detail="rank is the local index, so every node's processes take the same ranks. "
+            "With world_size one node's count the rendezvous sees rank 0 once per node "
+            f"(`rank 0 of {per_node} ranks has already checked in`, or a store that cannot "
+            "bind), or each node runs its own job; with the job's world size the ranks from "
+            f"{per_node} on never check in and the rendezvous waits until its timeout. "
+            "Right on one node.",
             ranks=[o.proc.rank for o in outcomes if o.proc.rank != o.proc.local_rank],
             hosts=sorted({o.host.hostname for o in outcomes}),
             fix=_init_fix(outcomes[0]),

@@ -20,6 +20,7 @@ from rankmap.inventory.normalise import PasteLine
 from rankmap.inventory.smi_common import BUS, UUID, bus_id, leading_int, shown_uuid
 from rankmap.inventory.smi_hosts import Listing, name_from_paste
 from rankmap.model import Gpu
+from rankmap.numbers import saturating_int
 
 FORM = "nvidia-smi --query-gpu"
 _ALIASES = {"gpu_uuid": "uuid", "gpu_name": "name", "gpu_bus_id": "pci.bus_id"}
@@ -117,8 +118,8 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
         elif (
             "index" not in columns
             and all(v.isdigit() for v in values)
-            and len({int(v) for v in values}) == len(values)
-            and max(int(v) for v in values) < 64
+            and len({saturating_int(v) for v in values}) == len(values)
+            and max(saturating_int(v) for v in values) < 64
         ):
             # NOTE: heuristic - the first column of distinct small integers is the index.
             columns["index"] = col
