@@ -13,12 +13,15 @@ with hyperscan, >= 0.5 pure), the peak RSS and whether the planted collision was
 paths search every literal of the prefilter (anchors + every catalogue key) in the whole file.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE]``.
 
-Measured on the shared 2-core development box, load average 4.0, 1.07 GB, best of two runs:
+Measured on the shared 2-core development box, load average 6.5, 1.07 GB, best of two runs:
 
     tool                     wall s  vs grep  CPU s  peak RSS  collision found
-    grep (4 patterns)          2.29    1.00x   1.55      14MB  -
-    rankmap, hyperscan         3.56    0.64x   2.08      54MB  True
-    rankmap, pure Python       8.02    0.29x   6.44      26MB  True
+    grep (4 patterns)          3.42    1.00x   1.40      14MB  -
+    rankmap, hyperscan         3.64    0.94x   1.85      54MB  True
+    rankmap, pure Python      12.74    0.27x   5.24      26MB  True
+
+(targets not met on this box: the workers of both paths share 2 busy cores; see docs/explain.md
+"Speed and memory").
 """
 
 from __future__ import annotations

@@ -9,7 +9,16 @@ UTF-16, 5,000-digit numbers), ``--script`` files, 16 ``--env`` values of 100 KB 
 (``--peers`` x ``--payload-mb``, default 8 x 7 MB) in the store rank 0 hosts. Prints one row per run and the worst
 case against the bound; exits 1 when a run goes over it or hangs.
 
-Usage: ``PYTHONPATH=src python benchmarks/torch_rss.py [--payload-mb 64] [--only probe]``.
+Usage: ``PYTHONPATH=src python benchmarks/torch_rss.py [--peers 8] [--payload-mb 7]
+[--only probe]``.
+
+Figures (2026-12-01, torch 2.13 CPU, this 2-core VM): torch import 219.5 MB, bound 419.5 MB.
+Worst case 404.7 MB = torch import + 185.2 MB: rank 0 hosting the store while 8 peers store
+7 MB records (the store's server holds them in rank 0). Otherwise: ``probe`` with a bad
+``--machine``/``RANKMAP_MACHINE`` 221-350 MB (it loads torch before it reads the file; the
+2 GB sparse file, read up to the 64 MiB cap: 350 MB), ``bench`` up to 314 MB (UTF-16 profile:
+it runs on CPU), ``run`` at most 146 MB (it does not load torch for these inputs), ``probe``
+with WORLD_SIZE=10^11 exit 2 at 222 MB. Nothing over the bound, no hang.
 """
 
 from __future__ import annotations

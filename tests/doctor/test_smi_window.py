@@ -3,6 +3,7 @@ as the printout alone, found in linear time even when every log line holds a bus
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -82,3 +83,14 @@ def test_fuzz_windows_never_raise(parts: list[str]) -> None:
     out = windows(text)
     assert len(out) <= len(text) + 2 * len(parts) + 2
     read_pastes(text)
+
+
+def test_noheader_csv_with_a_huge_number_is_one_line_of_error() -> None:
+    from rankmap.errors import InputError
+    from rankmap.inventory import parse_machine_text
+
+    rows = (DATA / "ws4_query_noheader.csv").read_text().splitlines()
+    first = rows[0].split(", ")
+    rows[0] = ", ".join([*first[:2], "9" * 5001, *first[3:]])  # the index column
+    with contextlib.suppress(InputError):  # a host, or one line of error; never a crash
+        parse_machine_text("\n".join(rows), source="x.csv")

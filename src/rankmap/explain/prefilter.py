@@ -29,7 +29,8 @@ from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
 from rankmap.explain.catalogue import SIGNALS
 
 BLOCK_BYTES = 1024 * 1024  # line-aligned blocks: translate, split and search stay in the cache
-REMEMBER_BYTES = 32 * 1024 * 1024  # distinct lines remembered across chunks (then forgotten)
+REMEMBER_BYTES = 32 * 1024 * 1024  # memory of remembered distinct lines (then forgotten)
+LINE_OVERHEAD = 120  # bytes a remembered line costs beyond its text (object, set or dict slot)
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class LineSetMatcher:
 
     def _learn(self, new: set[bytes]) -> None:
         """Sort new distinct lines into those holding a normalised literal and the rest."""
-        size = sum(map(len, new)) + len(new)
+        size = sum(map(len, new)) + LINE_OVERHEAD * len(new)
         if self._remembered + size > REMEMBER_BYTES:
             self._seen.clear()
             self._hit.clear()

@@ -20,6 +20,7 @@ from rankmap.inventory.normalise import PasteLine
 from rankmap.inventory.smi_common import BUS, UUID, bus_id, leading_int, shown_uuid
 from rankmap.inventory.smi_hosts import Listing, name_from_paste
 from rankmap.model import Gpu
+from rankmap.numbers import saturating_int
 
 FORM = "nvidia-smi --query-gpu"
 _ALIASES = {"gpu_uuid": "uuid", "gpu_name": "name", "gpu_bus_id": "pci.bus_id"}
@@ -116,9 +117,9 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
             columns["pci.bus_id"] = col
         elif (
             "index" not in columns
-            and all(v.isdigit() and len(v) < 6 for v in values)
-            and len({int(v) for v in values}) == len(values)
-            and max(int(v) for v in values) < 64
+            and all(v.isdigit() for v in values)
+            and len({saturating_int(v) for v in values}) == len(values)
+            and max(saturating_int(v) for v in values) < 64
         ):
             # NOTE: heuristic - the first column of distinct small integers is the index.
             columns["index"] = col
@@ -147,7 +148,7 @@ def read_csv(lines: list[PasteLine], source: str) -> list[Listing]:
         notes = []
         if raw_index is None:
             notes.append("the CSV has no index column; its row order is taken as the NVML index")
-        elif not raw_index.isdigit() or len(raw_index) > 5:
+        elif not raw_index.isdigit():
             raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
         index = int(raw_index) if raw_index is not None else order
         raw_bus = cell(row, "pci.bus_id")
