@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any, BinaryIO
 
 from rankmap.adapters.files import binary_stream, open_regular, utf8_stream
@@ -141,9 +143,17 @@ def _line_start(f: BinaryIO, pos: int) -> int:
     return pos + i + 1 if i != -1 else pos
 
 
+SEGMENT_BYTES = 16 * 1024 * 1024  # one worker job; at most WINDOW jobs' lines are held at once
+
+
 def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line] | None:
-    """Scan a huge file with one process per CPU (each its own part, every literal of the
-    ``matcher``); None when not worth it or not possible (then it is scanned in this process)."""
+    """Scan a huge file with one process per CPU (each its own segments, every literal of the
+    ``matcher``); None when not worth it or not possible (then it is scanned in this process).
+
+    Segments are handed out in a sliding window and their lines yielded in file order, so the
+    memory held is a few segments' candidate lines however big the file and however many of
+    its lines match (a log of nothing but Init lines is all candidates).
+    """
     global _WORKER_MATCHER
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < 2:
@@ -155,21 +165,42 @@ def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line]
     except (ImportError, ValueError):
         return None
     n = min(cpus, 8)
+    parts = max(n, -(-size // SEGMENT_BYTES))
     with open(path, "rb", buffering=0) as f:
         check_text(f.read(_SNIFF), path)
-        cuts = [0] + [_line_start(f, i * size // n) for i in range(1, n)] + [size]
-    jobs = [(path, cuts[i], cuts[i + 1]) for i in range(n) if cuts[i] < cuts[i + 1]]
+        cuts = [0] + [_line_start(f, i * size // parts) for i in range(1, parts)] + [size]
+    jobs = [(path, cuts[i], cuts[i + 1]) for i in range(parts) if cuts[i] < cuts[i + 1]]
     _WORKER_MATCHER = matcher  # the forked workers inherit it (compiled once, in the parent)
     try:
-        with ctx.Pool(n) as pool:
-            parts = pool.map(_scan_segment, jobs)
+        pool = ctx.Pool(n)
     except OSError:
         return None
     finally:
         _WORKER_MATCHER = None
-    return (
-        Line(text, path, None) for part in parts for raw in part if (text := clean(raw)).strip()
-    )
+    return _lines_in_order(pool, jobs, path, window=n + 1)
+
+
+def _lines_in_order(
+    pool: Any, jobs: list[tuple[str, int, int]], path: str, window: int
+) -> Iterator[Line]:
+    """Candidate lines of ``jobs`` in order, at most ``window`` jobs submitted and not consumed."""
+    pending: deque[Any] = deque()
+    todo = iter(jobs)
+    try:
+        for first in islice(todo, window):
+            pending.append(pool.apply_async(_scan_segment, (first,)))
+        while pending:
+            part: list[bytes] = pending.popleft().get()
+            following = next(todo, None)
+            if following is not None:
+                pending.append(pool.apply_async(_scan_segment, (following,)))
+            for raw in part:
+                if (text := clean(raw)).strip():
+                    yield Line(text, path, None)
+            del part
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 def _captured(lines: Iterator[Line], texts: list[str]) -> Iterator[Line]:
