@@ -122,7 +122,11 @@ def test_golden(run_cli, name: str, argv: list[str], fmt: str) -> None:  # type:
     if os.environ.get("RANKMAP_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(got, encoding="utf-8")
-    assert got == path.read_text(encoding="utf-8")
+    want = path.read_text(encoding="utf-8")
+    if fmt == "txt" and "<DATA>" in want:
+        # the checkout's path is part of a wrapped line: another checkout wraps it elsewhere
+        got, want = " ".join(got.split()), " ".join(want.split())
+    assert got == want
 
 
 def test_healthy_exit_zero(run_cli) -> None:  # type: ignore[no-untyped-def]
