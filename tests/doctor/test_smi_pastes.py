@@ -347,3 +347,11 @@ def test_other_text_is_refused_naming_the_forms_read(text: str) -> None:
 def test_read_pastes_finds_machines_in_a_log() -> None:
     log = "rank 0 starting\nNCCL INFO comm 0x1 rank 0\n" + LIST + "NCCL WARN oops\n"
     assert [g.uuid for g in read_pastes(log)[0].gpus] == UUIDS
+
+
+def test_csv_index_of_thousands_of_digits_is_no_index_and_a_short_error() -> None:
+    """int() of over 4,300 digits raises ValueError: such a column is an input error, one line."""
+    text = f"index, name, pci.bus_id\n{'9' * 5000}, NVIDIA H100, 00000000:18:00.0\n"
+    with pytest.raises(InputError, match="has no GPU index") as err:
+        parse_machine_text(text, source="big.csv")
+    assert len(str(err.value)) < 200 and "\n" not in str(err.value)

@@ -22,6 +22,9 @@ from rankmap.inventory.smi_hosts import Listing, name_from_paste
 from rankmap.model import Gpu
 from rankmap.numbers import saturating_int
 
+_MAX_INDEX_DIGITS = 6  # an NVML index of a real machine; more digits is no index (and int() of
+# over 4,300 digits raises)
+
 FORM = "nvidia-smi --query-gpu"
 _ALIASES = {"gpu_uuid": "uuid", "gpu_name": "name", "gpu_bus_id": "pci.bus_id"}
 _KNOWN = frozenset(
@@ -148,8 +151,8 @@ def read_csv(lines: list[PasteLine], source: str) -> list[Listing]:
         notes = []
         if raw_index is None:
             notes.append("the CSV has no index column; its row order is taken as the NVML index")
-        elif not raw_index.isdigit():
-            raise InputError(f"{source}: CSV row {', '.join(row)!r} has no GPU index")
+        elif not raw_index.isdigit() or len(raw_index) > _MAX_INDEX_DIGITS:
+            raise InputError(f"{source}: CSV row {', '.join(row)[:120]!r} has no GPU index")
         index = int(raw_index) if raw_index is not None else order
         raw_bus = cell(row, "pci.bus_id")
         bus = bus_id(raw_bus)
