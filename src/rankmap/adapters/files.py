@@ -194,6 +194,11 @@ def utf8_stream(raw: BinaryIO) -> BinaryIO:
     head = raw.read(2) or b""
     if head in (b"\xff\xfe", b"\xfe\xff"):
         return cast(BinaryIO, _Utf16AsUtf8(raw, head))
+    return put_back(raw, head)
+
+
+def put_back(raw: BinaryIO, head: bytes) -> BinaryIO:
+    """``raw`` read from the start again: ``head`` (bytes already read from it), then the rest."""
     return cast(BinaryIO, _Prefixed(raw, head))
 
 

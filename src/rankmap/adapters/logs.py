@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any, BinaryIO
 
-from rankmap.adapters.files import binary_stream, open_regular, utf8_stream
+from rankmap.adapters.files import binary_stream, open_regular, put_back, utf8_stream
 from rankmap.adapters.matcher import big_input_matcher
 from rankmap.errors import InputError
 from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
@@ -61,7 +61,7 @@ class LocalLogs:
 def _stdin_lines(binary: Any, texts: list[str] | None) -> Iterator[Line]:
     head = binary.read(DOC_LIMIT + 1) or b""
     big = len(head) > DOC_LIMIT
-    source: Any = _Chain(head, binary) if big else io.BytesIO(head)
+    source: Any = put_back(binary, head) if big else io.BytesIO(head)
     if texts is not None and not big:
         texts.append(head.decode("utf-8", "replace"))
     lines = scan_stream(
@@ -213,21 +213,3 @@ def _captured(lines: Iterator[Line], texts: list[str]) -> Iterator[Line]:
             room -= len(line.text) + 1
         yield line
     texts.append("\n".join(kept))
-
-
-class _Chain(io.RawIOBase):
-    """``head`` bytes already read, then the rest of ``tail``."""
-
-    def __init__(self, head: bytes, tail: Any) -> None:
-        self._head = head
-        self._tail = tail
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            out, self._head = self._head, b""
-            return out
-        data: bytes = self._tail.read(size)
-        return data
