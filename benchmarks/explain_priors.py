@@ -32,6 +32,8 @@ PRIORS_PY = HERE.parent / "src" / "rankmap" / "explain" / "priors.py"
 BLOCK = re.compile(r"(# BEGIN GENERATED[^\n]*\n)(.*?)(# END GENERATED)", re.S)
 
 
+NOISY_MIN = 4  # a signal's precision is measured on at least this many dev threads
+NOISY_PRECISION = 0.25  # at most this share of them confirm the category: noisy
 DECIDES = 3.0  # residual points (without the failure classes) at which other evidence decides
 
 
@@ -47,31 +49,52 @@ def _residual(report: Any, classes: set[str]) -> float:
     return max(scores.values(), default=0.0)
 
 
-def count(folder: Path, batch: str) -> tuple[int, dict[str, dict[str, float]]]:
+def count(
+    folder: Path, batch: str
+) -> tuple[int, dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """Categories of the dev threads where a failure class matched and nothing else decides
     (the leader's points without the classes' own weights below :data:`DECIDES`), per class;
-    each of the two feeds (whole paste, log + flags) of a thread counts half."""
+    each of the two feeds (whole paste, log + flags) of a thread counts half.
+
+    Also the *noisy* signal supports: a (signal, category) that matched in at least
+    ``NOISY_MIN`` dev threads of which at most ``NOISY_PRECISION`` confirm the category (its
+    measured precision, returned per signal and category)."""
+    from rankmap.explain.catalogue import SIGNALS
+
+    SUPPORTS = {sig.id: sig.supports for sig in SIGNALS}  # noqa: N806
     from rankmap.explain.priors import HAND, leading_class
 
     rows = [r for r in load_labels(folder, None) if r.get("split") == "dev"]
     if batch != "all":
         rows = [r for r in rows if r.get("batch") == batch]
     counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    fired: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (signal, cat): n, right
     for row in rows:
         cats = [c.strip() for c in row["categories"].split(";") if c.strip()]
         cats = ["other" if c == "negative" else c for c in cats]
+        seen: set[str] = set()
         for mode in ("paste", "log+flags"):
             report = _report(row, folder, mode)
             if report is None:
                 continue
+            seen |= set(report.sections["explain"].get("signals") or ())
             classes = set(report.sections["explain"].get("signals") or ()) & set(HAND)
             if not classes or _residual(report, classes) >= DECIDES:
                 continue
             cls = leading_class(classes)  # the prior the scoring will use
             for c in cats:
                 counts[cls][c] += 0.5 / len(cats)
+        for sid in seen - set(HAND):
+            for cat, w in SUPPORTS.get(sid, ()):
+                if w > 0:
+                    fired[sid, cat][0] += 1
+                    fired[sid, cat][1] += cat in cats
     out = {k: {c: round(v, 2) for c, v in sorted(d.items())} for k, d in sorted(counts.items())}
-    return len(rows), out
+    caps: dict[str, dict[str, float]] = defaultdict(dict)
+    for (sid, cat), (n, right) in sorted(fired.items()):
+        if n >= NOISY_MIN and right / n <= NOISY_PRECISION:
+            caps[sid][cat] = round(right / n, 2)
+    return len(rows), out, dict(caps)
 
 
 def _report(row: dict[str, str], folder: Path, mode: str) -> Any:
@@ -96,9 +119,12 @@ def main() -> int:
     ap.add_argument("--batch", default="all")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
-    n, counts = count(args.folder, args.batch)
+    n, counts, caps = count(args.folder, args.batch)
     body = f"DEV_THREADS = {n}  # batch {args.batch}\nCOUNTS: dict[str, dict[str, float]] = "
     body += pprint.pformat(counts, width=96, sort_dicts=True) + "\n"
+    body += "# measured precision of noisy context supports (signal -> category -> precision)\n"
+    body += "NOISY: dict[str, dict[str, float]] = "
+    body += pprint.pformat(caps, width=96, sort_dicts=True) + "\n"
     if args.write:
         text = PRIORS_PY.read_text()
         PRIORS_PY.write_text(BLOCK.sub(lambda m: m.group(1) + body + m.group(3), text, count=1))

@@ -14,6 +14,7 @@ from rankmap.categories import CATEGORIES  # the contract's categories, in a sta
 from rankmap.explain.catalogue_device import DEVICE_SIGNALS
 from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
+from rankmap.explain.priors import capped
 from rankmap.explain.signal_model import Signal
 
 __all__ = ["CATEGORIES", "KEYS", "NEGATABLE", "SIGNALS", "Signal"]
@@ -255,6 +256,6 @@ NEGATABLE = frozenset(
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(
-    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE)
+    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE, supports=capped(s.id, s.supports))
     for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS)
 )

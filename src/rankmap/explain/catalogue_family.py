@@ -117,7 +117,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        prior("collective-timeout"),
        f"{PT} §3: the watchdog's timeout of one of the first collectives (SeqNum 0-2) or of "
        "the communicator's initialisation: a hang at the first collective", failure=True,
-       where=LOG),
+       where=TEXT),
     _s("rank-env-missing",
        r"environment variable (?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|"
        r"MASTER_PORT) expected, but not set|KeyError: ['\"](?:LOCAL_RANK|RANK|WORLD_SIZE|"
