@@ -36,6 +36,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "is_available",
         "no cuda gpus",
     ),
+    "cuda-init-unknown": ("cuda unknown error", "available devices to be zero"),
     "cvd-mentioned": ("cuda_visible_device",),
     "cvd-ignored": ("_visible_devices", "visible devices"),
     "cvd-after-init": ("cuda_visible_devices",),

@@ -43,6 +43,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),
+    _s("cuda-init-unknown", r"CUDA initialization: CUDA unknown error|Setting the available "
+       r"devices to be zero",
+       {"container_mapping": 2.5, "version_mismatch": 1.5, "visible_devices_mismatch": 0.5},
+       "PyTorch's own warning when cuInit fails: it names a CUDA_VISIBLE_DEVICES change after "
+       f"start ({CUDA_DEV} §1); the same unknown error follows a container that lost its device "
+       "nodes and a driver updated without reloading (https://github.com/NVIDIA/nvidia-docker/"
+       "issues/1671)", failure=True),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1"),
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
@@ -117,7 +124,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("device-plugin", r"device[- ]plugin|kubelet|gpu-operator", {"container_mapping": 3},
        f"{CUDA_DEV} §4"),
     _s("docker-daemon", r"Error response from daemon|could not select device driver|"
-       r"unknown or invalid runtime name: nvidia|device_ids|count: all",
+       r"unknown or invalid runtime name: nvidia|['\"]?device_ids['\"]?\s*:|count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",

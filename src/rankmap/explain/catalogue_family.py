@@ -31,7 +31,7 @@ _NOT_FAMILY = (
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
        r"\binvalid[ _]device(?:[ _](?:ordinal|id|index|number))?\b(?![ _](?:function|pointer|"
-       r"context|symbol|handle))|\binvalid ordinal\b|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
+       r"context|symbol|handle|string))|\binvalid ordinal\b|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
        r"hipErrorInvalidDevice\b|device ordinal (?:\d+ )?(?:is )?(?:out of range|invalid|not "
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
@@ -47,8 +47,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §1: every stack has a visible-devices variable that narrows and renumbers "
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
     _s("device-count-message",
-       r"(?:only|but) (?:\d+|one|two|a single) (?:gpus?|devices?|cuda devices?)(?: (?:is|are|"
-       r"was|were))? (?:available|visible|found|detected)|(?:found|detected|sees?|saw|shows?|"
+       r"(?:only|but) (?:\d+|one|two|a single)(?: (?:gpus?|devices?|cuda devices?))?(?: (?:is|are|"
+       r"was|were))? (?:available|visible|found|detected)\b|only (?:see|sees|seeing|saw|seen|"
+       r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
+       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:gpus?|cuda devices?|devices?) (?:were |"
+       r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
+       r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
        r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
        r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:number of )?"
        r"available (?:gpus|devices)|(?:not enough|insufficient) (?:gpus|devices|gpu devices)|"
@@ -102,6 +106,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"container_mapping": 2},
        f"{CUDA_DEV} §3: inside a container the runtime's device list comes first; a visible-devices "
        "variable per container renumbers again"),
+    _s("negative-device-index",
+       r"Device index must not be negative|\bcuda:-1\b|invalid device ordinal -1\b|"
+       r"set_device\(-1\)",
+       prior("negative-device-index"),
+       "A device index of -1 is a local rank nobody set: a script written for "
+       "torch.distributed.launch (`--local_rank`, default -1) run by torchrun, which sets "
+       f"LOCAL_RANK instead ({LAUNCHERS} §2; https://github.com/qcf-568/DocTamper/issues/87); "
+       "or get_device() of a CPU tensor", failure=True),
     _s("init-traceback",
        r"(?m)^\s*File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
        r"init_process_group|_new_process_group_helper|new_group|barrier|_sync_params_and_buffers|"
@@ -198,6 +210,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "device-count-message": (
         "only",
         "found",
+        "visible",
         "detected",
         "see",
         "saw",
@@ -259,6 +272,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "model_parallel",
     ),
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
+    "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
     "rank-env-missing": ("expected, but not set", "keyerror"),
     "gpu-held-by-another": (
         "free memory on device",

@@ -32,6 +32,7 @@ MASS: dict[str, float] = {
     "gpu-held-by-another": 4.0,
     "init-traceback": 2.0,
     "collective-timeout": 2.0,
+    "negative-device-index": 2.5,
 }
 
 # The prior before data: what reference/*.md makes likely for each class (relative weights).
@@ -68,11 +69,14 @@ HAND: dict[str, dict[str, float]] = {
     },
     # pytorch_nccl.md §3: the watchdog's timeout of an early collective (SeqNum 0-2)
     "collective-timeout": {"other": 1.5, "host_identity": 1, "no_set_device": 1},
+    # launchers.md §2: --local_rank (default -1) is not passed by torchrun
+    "negative-device-index": {"launcher_config": 1.5, "other": 1},
 }
 
 # Most specific first: a failure's prior is that of the most specific class it shows (an
 # "invalid device ordinal" inside a "CUDA error" line is an invalid device, not a device error).
 ORDER: tuple[str, ...] = (
+    "negative-device-index",
     "invalid-device-any",
     "device-count-message",
     "gpu-held-by-another",
@@ -99,6 +103,7 @@ COUNTS: dict[str, dict[str, float]] = {
         "per_process_visible_devices": 0.5,
         "version_mismatch": 1.0,
     },
+    "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 0.5},
     "gpu-held-by-another": {"container_mapping": 0.25, "oversubscribed": 0.25},
     "hang-at-collective": {"launcher_config": 0.5},
     "init-traceback": {"visible_devices_mismatch": 1.5},
@@ -106,6 +111,7 @@ COUNTS: dict[str, dict[str, float]] = {
         "container_mapping": 1.0,
         "global_rank_as_device": 1.0,
         "oversubscribed": 4.0,
+        "per_process_visible_devices": 1.0,
         "visible_devices_mismatch": 2.5,
     },
 }
