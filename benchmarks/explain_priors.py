@@ -22,6 +22,8 @@ import argparse
 import io
 import pprint
 import re
+import shutil
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -128,6 +130,8 @@ def main() -> int:
     if args.write:
         text = PRIORS_PY.read_text()
         PRIORS_PY.write_text(BLOCK.sub(lambda m: m.group(1) + body + m.group(3), text, count=1))
+        if shutil.which("ruff"):  # the repo's formatting (the generated block is code)
+            subprocess.run(["ruff", "format", "-q", str(PRIORS_PY)], check=False)
         print(f"wrote {PRIORS_PY} ({n} dev threads)")
     else:
         print(body)

@@ -199,3 +199,42 @@ def test_an_undecided_finding_gives_its_category_no_more_than_a_prior() -> None:
     s = Scores()
     _from_findings([decided], s)
     assert s.points["visible_devices_mismatch"] == 9.0
+
+
+def test_slurm_tasks_selecting_by_local_rank_point_at_per_task_binding() -> None:
+    text = (
+        "$ srun -N 1 --ntasks-per-node=4 python train.py\n"
+        "    torch.cuda.set_device(local_rank)\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert _findings(text)[0].category == "per_process_visible_devices"
+    # the same error under torchrun on a node with fewer GPUs than processes: oversubscribed
+    text = (
+        "$ torchrun --nproc_per_node=8 train.py\n"
+        "    torch.cuda.set_device(local_rank)\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    smi = "\n".join(
+        f"|   {i}  NVIDIA A100-SXM4-40GB          On  | 00000000:0{i}:00.0 Off |      0 |"
+        for i in range(2)
+    )
+    assert _findings(text + smi + "\n")[0].category == "oversubscribed"
+
+
+def test_an_invalid_ordinal_on_a_multi_node_launch_is_the_global_rank(tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    log.write_text("RuntimeError: CUDA error: invalid device ordinal\n")
+    fs = explain_files([log], launch="torchrun --nnodes 2 --nproc-per-node 8 train.py")
+    assert fs.ordered_findings()[0].category == "global_rank_as_device"
+    one = explain_files([log], launch="torchrun --nnodes 1 --nproc-per-node 8 train.py")
+    assert one.ordered_findings()[0].category != "global_rank_as_device"
+
+
+def test_deepspeed_given_num_gpus_ignores_cvd(tmp_path: Path) -> None:
+    log = tmp_path / "w.log"
+    log.write_text('Traceback (most recent call last):\n  File "/venv/bin/deepspeed", line 6\n')
+    env = {"CUDA_VISIBLE_DEVICES": "1"}
+    fs = explain_files([log], launch="deepspeed --num_gpus=1 train.py", env=env)
+    assert fs.ordered_findings()[0].category == "launcher_config"
+    plain = explain_files([log], launch="deepspeed train.py", env=env)
+    assert plain.ordered_findings()[0].category != "launcher_config"

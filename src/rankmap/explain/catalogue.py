@@ -96,6 +96,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ray": ("ray", "num_gpus"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
+    "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
+    "local-rank-as-device": ("set_device",),
     "one-gpu-per-proc": ("per ", "each ", "visible devices", "process-per"),
     "mpi-local": (
         "ompi_comm_world_local_rank",

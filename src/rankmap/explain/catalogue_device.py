@@ -169,6 +169,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
+    _s("slurm-tasks", r"\bsrun\b|#SBATCH|\bsbatch\b|SLURM_LOCALID|SLURM_PROCID|--ntasks-per-node",
+       {}, f"{LAUNCHERS} §5: Slurm starts the tasks (it sets no LOCAL_RANK; CUDA_VISIBLE_DEVICES "
+       "per step, or per task with task binding)", framework="slurm"),
+    _s("local-rank-as-device", r"set_device\(\s*(?:int\()?\s*(?:args\.|self\.|opt\.|config\.)?"
+       r"(?:local_rank|localrank|slurm_localid)\b|set_device\(\s*int\(\s*os\.environ(?:\.get\(|\[)"
+       r"\s*['\"](?:LOCAL_RANK|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
+       {}, f"{PT} §1: the device is selected by the local rank (the right index, as long as the "
+       "process sees every GPU of its node)", where=NOT_PROSE),
     _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?) (?:a |one )?"
        r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"

@@ -109,7 +109,7 @@ COUNTS: dict[str, dict[str, float]] = {
     "init-traceback": {"visible_devices_mismatch": 1.5},
     "invalid-device-any": {
         "container_mapping": 1.0,
-        "global_rank_as_device": 1.0,
+        "global_rank_as_device": 0.5,
         "oversubscribed": 4.0,
         "per_process_visible_devices": 1.0,
         "visible_devices_mismatch": 2.5,
