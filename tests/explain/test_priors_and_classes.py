@@ -238,3 +238,26 @@ def test_deepspeed_given_num_gpus_ignores_cvd(tmp_path: Path) -> None:
     assert fs.ordered_findings()[0].category == "launcher_config"
     plain = explain_files([log], launch="deepspeed train.py", env=env)
     assert plain.ordered_findings()[0].category != "launcher_config"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
+        "1/2 clients joined.",
+        "torch.distributed.DistNetworkError: The client socket has timed out after 900s",
+        "RuntimeError: Socket Timeout",
+    ],
+)
+def test_a_rendezvous_timeout_inside_init_process_group_is_no_mapping_alarm(error: str) -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/venv/torch/distributed/distributed_c10d.py", line 9, in init_process_group\n'
+        f"{error}\n"
+    )
+    assert not _alarms(_findings(text))
+
+
+def test_the_message_class_decides_before_the_traceback_frames() -> None:
+    matched = {"init-traceback", "comm-error-any"}
+    assert priors.leading_class(matched) == "comm-error-any"

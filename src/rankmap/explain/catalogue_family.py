@@ -166,7 +166,10 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "needs a message that names its cause", outside=True),
     _s("outside-network", r"Connection refused|DEADLINE_EXCEEDED|Deadline Exceeded|Connection reset "
        r"by peer|No route to host|Network is unreachable|\bfirewall\b|ECONNREFUSED|ETIMEDOUT|"
-       r"Connection timed out|Name or service not known|Temporary failure in name resolution",
+       r"Connection timed out|Name or service not known|Temporary failure in name resolution|"
+       r"Socket Timeout|DistNetworkError|DistStoreError|client socket has timed out|"
+       r"Timed out (?:after \d+ seconds )?waiting for clients|timed out initiali[sz]ing process "
+       r"group",
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
@@ -307,6 +310,13 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "connection timed out",
         "name or service not known",
         "temporary failure in name resolution",
+        "socket timeout",
+        "distnetworkerror",
+        "diststoreerror",
+        "client socket has timed out",
+        "waiting for clients",
+        "timed out initializing process group",
+        "timed out initialising process group",
     ),
     "outside-python": (
         "modulenotfounderror",

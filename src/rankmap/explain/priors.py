@@ -82,9 +82,9 @@ ORDER: tuple[str, ...] = (
     "gpu-held-by-another",
     "collective-timeout",
     "hang-at-collective",
-    "init-traceback",
     "comm-error-any",
     "device-error-any",
+    "init-traceback",  # where it failed, not what: only when no message class matched
 )
 
 
@@ -102,11 +102,12 @@ COUNTS: dict[str, dict[str, float]] = {
         "other": 2.5,
         "per_process_visible_devices": 0.5,
         "version_mismatch": 1.0,
+        "visible_devices_mismatch": 0.5,
     },
     "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 0.5},
     "gpu-held-by-another": {"container_mapping": 0.25, "oversubscribed": 0.25},
     "hang-at-collective": {"launcher_config": 0.5},
-    "init-traceback": {"visible_devices_mismatch": 1.5},
+    "init-traceback": {"visible_devices_mismatch": 1.0},
     "invalid-device-any": {
         "container_mapping": 1.0,
         "global_rank_as_device": 0.5,
