@@ -39,7 +39,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
        r"|Found no NVIDIA driver|torch\.cuda\.is_available\(\) (?:is|returns?) False"
-       r"|No CUDA GPUs are available",
+       r"|No (?:CUDA|HIP|ROCm) GPUs are available|hipErrorNoDevice|no ROCm-capable device",
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),

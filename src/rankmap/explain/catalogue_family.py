@@ -54,7 +54,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
        r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
        r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
-       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:number of )?"
+       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:total )?(?:number of )?"
        r"available (?:gpus|devices)|(?:not enough|insufficient) (?:gpus|devices|gpu devices)|"
        r"requested \d+ (?:gpus|devices)[^\n]{0,40}(?:only|available|has)|"
        r"(?:number of|num) (?:available |visible )?(?:gpus|devices) \(\d+\)",
