@@ -56,8 +56,10 @@ NEW_CLASS_EXAMPLES = {
         "ValueError: Total number of GPUs requested (8) exceeds available (4)",
         "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!",
         "RuntimeError: Found 4 GPUs but only 2 are visible",
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs",
         "the node is only seeing one gpu in the allocation",
     ],
+    "no-cuda-device": ["RuntimeError: No HIP GPUs are available", "hipErrorNoDevice"],
     "cuda-init-unknown": [
         "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an "
         "incorrectly set up environment. Setting the available devices to be zero.",
