@@ -77,7 +77,7 @@ def findings_for(
         out.append(
             finding(
                 "RM004",
-                f"{sel.parse_error}: could not parse the script; assuming cuda:LOCAL_RANK",
+                f"{sel.parse_error}: the script was not analysed; assuming cuda:LOCAL_RANK",
                 fix="Pass the real entry script with --script.",
             )
         )

@@ -42,7 +42,8 @@ define(
     "info",
     "The training script could not be parsed; the torchrun convention (cuda:LOCAL_RANK) is assumed",
     cause="The file has a syntax error, is Python 2 (the analysis parses Python 3 only), is not "
-    "Python, or is a fragment. What could not be read is never an error.",
+    "Python, is a fragment, or nests deeper than the analysis follows. What could not be read is "
+    "never an error.",
     fix="Pass the real entry script with `--script`, or check the assumption by hand.",
     example="`train.py:12: invalid syntax — assuming torch.cuda.set_device(LOCAL_RANK)`.",
 )
