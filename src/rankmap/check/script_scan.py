@@ -20,6 +20,7 @@ from pathlib import Path
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import dotted, tail
 from rankmap.check.script_ranks import disagreeing_sink, find_local_rank_init
+from rankmap.check.script_rendezvous import RendezvousWrite, find_rendezvous_writes
 from rankmap.check.script_sinks import (
     Evidence,
     Sink,
@@ -75,6 +76,7 @@ class DeviceSelection:
     #            given the global rank where the deciding sink is local
     local_init: str | None = None  # path:line: init_process_group(rank=local, world_size=node's)
     local_init_needs: tuple[str, ...] = ()  # variables that must be set for it to be local
+    rendezvous_writes: tuple[RendezvousWrite, ...] = ()  # MASTER_ADDR/PORT set before init
 
     @property
     def uses_index(self) -> bool:
@@ -183,6 +185,7 @@ def _classify(
         "backend": ev.backend,
         "evidence": ev.lines,
     }
+    common["rendezvous_writes"] = find_rendezvous_writes(prog, flow)
     local_init = find_local_rank_init(prog, flow)
     if local_init is not None:
         common["local_init"], common["local_init_needs"] = local_init
