@@ -72,6 +72,11 @@ def test_a_port_torchrun_does_not_serve_is_an_error(tmp_path: Path, launch: list
         WRITES.format(port=12345).replace(
             "timeout=", "init_method='tcp://10.0.0.1:23456', timeout="
         ),
+        # the whole set-up only where no launcher set RANK (at the call, or around the block)
+        WRITES.format(port=12345).replace("main()\n", "if 'RANK' not in os.environ:\n    main()\n"),
+        WRITES.format(port=12345)
+        .replace("\n    ", "\n        ")
+        .replace("def main():\n", "def main():\n    if 'RANK' not in os.environ:\n"),
         # written after the init: the rendezvous has happened
         "def main():\n    dist.init_process_group('gloo')\n    os.environ['MASTER_PORT'] = '12345'\n\nmain()\n",
     ],
