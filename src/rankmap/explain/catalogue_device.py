@@ -20,12 +20,12 @@ from rankmap.explain.signal_model import sig as _s
 DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- invalid device / visibility, every framework's spelling --------------------------------
     _s("hip-invalid-device", r"hipErrorInvalidDevice|HIP error: invalid device ordinal",
-       {"oversubscribed": 2, "visible_devices_mismatch": 2, "per_process_visible_devices": 1},
+       {},
        "ROCm HIP runtime: hipErrorInvalidDevice is CUDA's invalid device ordinal "
        "(https://rocm.docs.amd.com/projects/HIP/en/latest/reference/error_codes.html)",
        failure=True, framework="rocm"),
     _s("xla-invalid-device", r"CUDA_ERROR_INVALID_DEVICE",
-       {"per_process_visible_devices": 2, "oversubscribed": 2, "visible_devices_mismatch": 1},
+       {"per_process_visible_devices": 1},
        f"{CUDA_DEV} §1: an index >= the visible count; JAX defaults to all local GPUs per process",
        failure=True, framework="jax"),
     _s("uuid-as-int", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-",
