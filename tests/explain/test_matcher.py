@@ -32,17 +32,20 @@ LINES = [
 class FindMatcher:
     """Anchors by ``bytes.find`` (hit = last byte of the anchor, like hyperscan's end offset)."""
 
-    def hits(self, buf: bytes) -> tuple[list[int], set[int]]:
+    def hits(
+        self, buf: bytes, start: int = 0, end: int | None = None
+    ) -> tuple[list[int], set[int]]:
         out: list[int] = []
         joins: set[int] = set()
+        stop = len(buf) if end is None else end
         for anchor in ANCHORS:
-            i = buf.find(anchor)
+            i = buf.find(anchor, start, stop)
             while i != -1:
                 pos = i + len(anchor) - 1
                 out.append(pos)
                 if anchor in JOIN_ANCHORS:
                     joins.add(pos)
-                i = buf.find(anchor, i + 1)
+                i = buf.find(anchor, i + 1, stop)
         return sorted(out), joins
 
 

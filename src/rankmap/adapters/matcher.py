@@ -33,17 +33,22 @@ class HyperscanMatcher:
         self._join_ids = join_ids
         self.patterns = count
 
-    def hits(self, buf: bytes) -> tuple[list[int], set[int]]:
-        """(sorted hit positions, positions of messages a terminal may have wrapped)."""
+    def hits(
+        self, buf: bytes, start: int = 0, end: int | None = None
+    ) -> tuple[list[int], set[int]]:
+        """(sorted hit positions in ``buf[start:end]``, positions of messages a terminal may
+        have wrapped). The whole buffer is scanned (no copy); hits outside are dropped."""
         out: list[int] = []
         joins: set[int] = set()
         join_ids = self._join_ids
+        stop = len(buf) if end is None else end
 
-        def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-            pos = max(0, end - 1)
-            out.append(pos)
-            if pid in join_ids:
-                joins.add(pos)
+        def on_match(pid: int, first: int, last: int, flags: int, ctx: object) -> None:
+            pos = max(0, last - 1)
+            if start <= pos < stop:
+                out.append(pos)
+                if pid in join_ids:
+                    joins.add(pos)
 
         self._db.scan(buf, match_event_handler=on_match)
         out.sort()

@@ -28,7 +28,8 @@ from functools import lru_cache
 from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
 from rankmap.explain.catalogue import SIGNALS
 
-BLOCK_BYTES = 1024 * 1024  # line-aligned blocks: translate, split and search stay in the cache
+BLOCK_BYTES = 256 * 1024  # line-aligned blocks: the block, its translation and its lines fit in L2
+READ_BYTES = 1024 * 1024  # what the reader reads at a time for this matcher (reused, cache-warm)
 REMEMBER_BYTES = 32 * 1024 * 1024  # memory of remembered distinct lines (then forgotten)
 LINE_OVERHEAD = 120  # bytes a remembered line costs beyond its text (object, set or dict slot)
 
@@ -78,7 +79,7 @@ class LineSetMatcher:
     def __init__(self, lits: tuple[Literal, ...] | None = None) -> None:
         self._all = lits if lits is not None else literals()
         self.patterns = len(self._all)
-        self.chunk_bytes = BLOCK_BYTES  # the reader's read size with this matcher
+        self.chunk_bytes = READ_BYTES  # the reader's read size with this matcher
         self._poor = 0
         self._use(NORMALISE)
 
@@ -94,35 +95,43 @@ class LineSetMatcher:
         self._hit: dict[bytes, frozenset[int]] = {}  # normalised line -> indices into _norms
         self._remembered = 0
 
-    def hits(self, buf: bytes) -> tuple[list[int], set[int]]:
-        """(sorted end offsets of every literal in ``buf``, offsets of wrap-prone ones)."""
+    def hits(
+        self, buf: bytes, start: int = 0, end: int | None = None
+    ) -> tuple[list[int], set[int]]:
+        """(sorted end offsets of every literal in ``buf[start:end]``, offsets of wrap-prone
+        ones); ``start`` and ``end`` are line starts (or the ends of ``buf``)."""
         out: list[int] = []
         joins: set[int] = set()
-        start, size = 0, len(buf)
-        while start < size:  # line-aligned blocks that stay in the CPU cache
-            end = (
-                size
-                if start + BLOCK_BYTES >= size
+        size = len(buf)
+        end = size if end is None else end
+        while start < end:  # line-aligned blocks that stay in the CPU cache
+            stop = (
+                end
+                if start + BLOCK_BYTES >= end
                 else buf.rfind(b"\n", start, start + BLOCK_BYTES) + 1
             )
-            if end <= start:  # one line longer than a block
-                end = buf.find(b"\n", start + BLOCK_BYTES) + 1 or size
-            self._block(buf[start:end] if start or end < size else buf, start, out, joins)
-            start = end
+            if stop <= start:  # one line longer than a block
+                stop = buf.find(b"\n", start + BLOCK_BYTES, end) + 1 or end
+            self._block(buf if start == 0 and stop == size else buf[start:stop], start, out, joins)
+            start = stop
         out.sort()
         return out, joins
 
     def _block(self, block: bytes, offset: int, out: list[int], joins: set[int]) -> None:
         norm = block.translate(self._table)
-        lines = set(norm.splitlines())  # \n and \r: no literal holds either
-        seen, hit = self._seen, self._hit
-        new = {line for line in lines if line not in seen and line not in hit}
-        if new:
-            self._learn(new)
+        lines = set(norm.split(b"\n"))  # no literal holds a newline; a CR stays in its line
+        unseen = lines - self._seen  # lines holding a literal, and lines never seen
         wanted: set[int] = set()
-        for line in lines:
-            if line in hit:
-                wanted |= hit[line]
+        new: set[bytes] = set()
+        hit = self._hit
+        for line in unseen:
+            ks = hit.get(line)
+            if ks is None:
+                new.add(line)
+            else:
+                wanted |= ks
+        if new:
+            wanted |= self._learn(new)
         if wanted:
             self._locate(block, offset, wanted, out, joins)
         if self._table is NORMALISE:  # distinct lines stay distinct: fold hex digits too
@@ -146,8 +155,9 @@ class LineSetMatcher:
                         joins.add(i + end)
                     i = hay.find(needle, i + 1)
 
-    def _learn(self, new: set[bytes]) -> None:
-        """Sort new distinct lines into those holding a normalised literal and the rest."""
+    def _learn(self, new: set[bytes]) -> frozenset[int]:
+        """Sort new distinct lines into those holding a normalised literal and the rest; the
+        indices of the normalised literals they hold."""
         size = sum(map(len, new)) + LINE_OVERHEAD * len(new)
         if self._remembered + size > REMEMBER_BYTES:
             self._seen.clear()
@@ -165,6 +175,9 @@ class LineSetMatcher:
                 end = len(text) if end == -1 else end
                 found[text[start:end]].add(k)
                 i = find(norm, end + 1) if end < len(text) else -1
+        held: set[int] = set()
         for line, ks in found.items():
             self._hit[line] = frozenset(ks)
+            held |= ks
         self._seen.update(new.difference(found))
+        return frozenset(held)

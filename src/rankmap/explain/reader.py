@@ -37,9 +37,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
 class Matcher(Protocol):
-    """A multi-pattern matcher: hit positions in a buffer, and those of wrap-prone messages."""
+    """A multi-pattern matcher: hit positions in ``buf[start:end]`` (``start`` and ``end`` line
+    starts or the ends of ``buf``), and those of wrap-prone messages."""
 
-    def hits(self, buf: bytes) -> tuple[list[int], set[int]]: ...
+    def hits(
+        self, buf: bytes, start: int = 0, end: int | None = None
+    ) -> tuple[list[int], set[int]]: ...
 
 
 @dataclass(frozen=True)
@@ -255,11 +258,10 @@ def matched_spans(
         hits, joins = matcher.hits(head)
         out.extend(head[a:b] for a, b in _spans(head, hits, len(head), joins))
     body_end = len(chunk) if eof else chunk.rfind(b"\n") + 1
-    if body_end > first_nl + 1:
-        hits, joins = matcher.hits(chunk)
-        lo = first_nl + 1
-        inside = [h for h in hits if lo <= h < body_end]
-        out.extend(chunk[max(a, lo) : b] for a, b in _spans(chunk, inside, body_end, joins))
+    lo = first_nl + 1
+    if body_end > lo:
+        hits, joins = matcher.hits(chunk, lo, body_end)  # the whole lines only, in place
+        out.extend(chunk[max(a, lo) : b] for a, b in _spans(chunk, hits, body_end, joins))
     return out, b"" if eof else chunk[body_end:][-MAX_LINE * 4 :]
 
 
