@@ -60,8 +60,11 @@ class _Parser(argparse.ArgumentParser):
             (self.out or sys.stdout).write(message)
 
 
-def build_parser(out: TextIO | None = None) -> argparse.ArgumentParser:
-    """The root parser with every available subcommand registered; help/version go to ``out``."""
+def build_parser(
+    out: TextIO | None = None, only: str | None = None
+) -> argparse.ArgumentParser:
+    """The root parser with every available subcommand registered (or ``only`` that one: the
+    others' modules are not imported); help/version go to ``out``."""
     parser_class: type[_Parser] = type("_BoundParser", (_Parser,), {"out": out})
     parser = parser_class(
         prog="rankmap",
@@ -71,7 +74,7 @@ def build_parser(out: TextIO | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rankmap {__version__}")
     parser.add_argument("--traceback", action="store_true", help="show Python tracebacks of errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_class)
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         module = importlib.import_module(f"rankmap.cli.{name}")
         module.register(sub)
     return parser
@@ -89,7 +92,9 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
     args_list = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args_list
     try:
-        parser = build_parser(ctx.stdout)
+        # the command named on the line is the only one whose module is needed (start-up time)
+        named = next((a for a in args_list if not a.startswith("-")), None)
+        parser = build_parser(ctx.stdout, only=named)
         try:
             args = parser.parse_args(args_list)
         except _Exit as done:

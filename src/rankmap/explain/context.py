@@ -12,12 +12,15 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rankmap.check.engine import CheckRun
 from rankmap.findings import Finding
-from rankmap.launchers import LaunchPlan
 from rankmap.model import Gpu, Host, Placement
 from rankmap.sources import Files
+
+if TYPE_CHECKING:  # check's engine is imported when a launch is simulated, not to read a log
+    from rankmap.check.engine import CheckRun
+    from rankmap.launchers import LaunchPlan
 
 # check's selection kinds as explain weighs them (a wrapped local rank is still the local rank).
 _SELECTION = {"local_rank_modulo": "local_rank", "assumed_local_rank": None}

@@ -287,11 +287,11 @@ def _scan_with_matcher(stream: BinaryIO, source: str, matcher: Matcher) -> Itera
             break
 
 
-MATCHER_CHUNK_BYTES = 16 * 1024 * 1024
+MATCHER_CHUNK_BYTES = 1024 * 1024  # reads of 16 MiB cost twice the system time of 1 MiB ones
 
 
 def chunk_size(matcher: Matcher) -> int:
-    """How much to read at a time for ``matcher`` (its ``chunk_bytes``, else 16 MiB)."""
+    """How much to read at a time for ``matcher`` (its ``chunk_bytes``, else 1 MiB)."""
     size = getattr(matcher, "chunk_bytes", MATCHER_CHUNK_BYTES)
     return size if isinstance(size, int) and size > 0 else MATCHER_CHUNK_BYTES
 
