@@ -256,7 +256,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "nccl failure",
         "rccl error",
         "rccl failure",
-        "ncclcomminit",
+        " failed",  # ncclCommInit\w* failed; not "ncclcomminit": every Init line holds it
         "watchdog caught",
     ),
     "hang-at-collective": (

@@ -65,7 +65,7 @@ _FAILURE_LINE = re.compile(
 def _failing_ranks(seg: Segment, facts: DocFacts) -> None:
     """Ranks a failure line names (``[rank3]:``, ``rank 4``, ``--local_rank=2``)."""
     for _, line in seg.lines()[:5000]:
-        if "ank" not in line or not _FAILURE_LINE.search(line) or "nranks" in line:
+        if "ank" not in line or "nranks" in line or not _FAILURE_LINE.search(line):
             continue
         for m in _RANK_ON_FAILURE.finditer(line):
             num = next(g for g in m.groups() if g is not None)

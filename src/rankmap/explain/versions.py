@@ -31,6 +31,7 @@ _BUILT_CUDA = re.compile(
     r"\+cu(\d{2})(\d)\b|cudatoolkit[=\s]+(\d{2}\.\d)|pytorch-cuda[=\s]+(\d{2}\.\d)",
     re.IGNORECASE,
 )
+_BUILT_CUDA_WORDS = ("torch.version.cuda", "cuda used to build", "+cu", "cudatoolkit", "pytorch-cuda")
 _NCCL = re.compile(
     r"NCCL version:?\s*v?(\d{1,2}\.\d{1,2}\.\d{1,2})|\bnccl[-_ ]?v?(2\.\d{1,2}\.\d{1,2})\b|"
     r"libnccl2?[=-](2\.\d{1,2}\.\d{1,2})|libnccl\.so\.(2\.\d{1,2}\.\d{1,2})",
@@ -57,16 +58,17 @@ def versions_in(text: str) -> Versions:
     """Every driver / CUDA / NCCL version the text names."""
     text = text[:MAX_CHARS]
     out = Versions()
-    for m in _DRIVER.finditer(text):
+    low = text.lower()  # a pattern runs only where a word it needs is in the text (fast path)
+    for m in _DRIVER.finditer(text) if "driver" in low else ():
         _add(out.driver, next(g for g in m.groups() if g))
-    for m in _DRIVER_CUDA.finditer(text):
+    for m in _DRIVER_CUDA.finditer(text) if "cuda version" in low else ():
         _add(out.driver_cuda, m.group(1))
-    for m in _BUILT_CUDA.finditer(text):
+    for m in _BUILT_CUDA.finditer(text) if any(w in low for w in _BUILT_CUDA_WORDS) else ():
         if m.group(3):  # +cu118 -> 11.8
             _add(out.built_cuda, f"{m.group(3)}.{m.group(4)}")
         else:
             _add(out.built_cuda, next(g for g in m.groups() if g))
-    for m in _NCCL.finditer(text):
+    for m in _NCCL.finditer(text) if "nccl" in low else ():
         _add(out.nccl, next(g for g in m.groups() if g))
     return out
 
