@@ -194,3 +194,55 @@ def test_routine_nccl_info_lines_are_no_candidates() -> None:
             if (x.text.lower() in line.lower() if x.caseless else x.text in line)
         ]
         assert held == [], (line, held)
+
+
+def _line_starts(buf: bytes) -> list[int]:
+    return [0] + [i + 1 for i, c in enumerate(buf) if c == 0x0A]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(ALPHABET, max_size=60).map(b"".join), min_size=1, max_size=4),
+    st.data(),
+)
+def test_fuzz_a_range_of_whole_lines_same_offsets(chunks: list[bytes], data: st.DataObject) -> None:
+    """``hits(buf, start, end)`` (what the reader hands over: the whole lines of a read) finds
+    exactly the literals inside the range, whatever was remembered from earlier ranges."""
+    m = LineSetMatcher()
+    for buf in chunks:
+        cuts = sorted({*_line_starts(buf), len(buf)})
+        start = data.draw(st.sampled_from(cuts))
+        end = data.draw(st.sampled_from([c for c in cuts if c >= start]))
+        got, joins = m.hits(buf, start, end)
+        want = {p for p in _reference(buf[start:end], literals())}
+        assert set(got) == {p + start for p in want}
+        assert joins <= set(got)
+
+
+def test_a_range_through_hyperscan_same_offsets_as_the_pure_matcher() -> None:
+    from rankmap.adapters.matcher import _compiled
+
+    fast = _compiled()
+    if fast is None:
+        pytest.skip("hyperscan not installed")
+    rng = random.Random(11)
+    buf = b"\n".join(rng.choice(LINES) for _ in range(400)) + b"\n"
+    cuts = _line_starts(buf)
+    for _ in range(20):
+        start, end = sorted(rng.sample(cuts, 2))
+        assert fast.hits(buf, start, end)[0] == LineSetMatcher().hits(buf, start, end)[0]
+
+
+def test_init_lines_hold_no_catalogue_key() -> None:
+    """Init lines are anchors; a catalogue key they held would make the document reader try
+    its signal's regex on each of the thousands of Init lines of a big job's log."""
+    init = [
+        b"node-000:1000:1050 [0] NCCL INFO ncclCommInitRank comm 0x550000 rank 0 nranks 512 "
+        b"cudaDev 0 nvmlDev 0 busId 4f000 commId 0x9ad9b5e4ab2566da - Init START",
+        b"n0:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 4f000 - Init COMPLETE",
+        b"NCCL INFO ncclCommInitRankConfig comm 0x8 rank 3 nranks 8 cudaDev 3 busId 3a000 "
+        b"commId 0x1 - Init START",
+    ]
+    for line in init:
+        low = line.decode().lower()
+        assert [(s.id, k) for s in SIGNALS for k in s.keys if k in low] == []

@@ -60,9 +60,7 @@ class _Parser(argparse.ArgumentParser):
             (self.out or sys.stdout).write(message)
 
 
-def build_parser(
-    out: TextIO | None = None, only: str | None = None
-) -> argparse.ArgumentParser:
+def build_parser(out: TextIO | None = None, only: str | None = None) -> argparse.ArgumentParser:
     """The root parser with every available subcommand registered (or ``only`` that one: the
     others' modules are not imported); help/version go to ``out``."""
     parser_class: type[_Parser] = type("_BoundParser", (_Parser,), {"out": out})

@@ -31,7 +31,13 @@ _BUILT_CUDA = re.compile(
     r"\+cu(\d{2})(\d)\b|cudatoolkit[=\s]+(\d{2}\.\d)|pytorch-cuda[=\s]+(\d{2}\.\d)",
     re.IGNORECASE,
 )
-_BUILT_CUDA_WORDS = ("torch.version.cuda", "cuda used to build", "+cu", "cudatoolkit", "pytorch-cuda")
+_BUILT_CUDA_WORDS = (
+    "torch.version.cuda",
+    "cuda used to build",
+    "+cu",
+    "cudatoolkit",
+    "pytorch-cuda",
+)
 _NCCL = re.compile(
     r"NCCL version:?\s*v?(\d{1,2}\.\d{1,2}\.\d{1,2})|\bnccl[-_ ]?v?(2\.\d{1,2}\.\d{1,2})\b|"
     r"libnccl2?[=-](2\.\d{1,2}\.\d{1,2})|libnccl\.so\.(2\.\d{1,2}\.\d{1,2})",
