@@ -1,0 +1,96 @@
+"""The first finding carries the ranks the input states (explain/named.py through engine.py):
+failure lines first, else the prose, "both processes" as ranks 0 and 1, and for a host-identity
+cause the ranks NCCL connected inside one host. Pastes are shapes written for these tests."""
+
+from __future__ import annotations
+
+import io
+
+from rankmap.adapters.local import explain_files
+from rankmap.explain.engine import _host_identity_ranks
+from rankmap.findings import Report, finding
+
+
+def _explain(text: str) -> Report:
+    return explain_files(["-"], stdin=io.StringIO(text))
+
+
+def _first(report: Report) -> tuple[str, tuple[int, ...]]:
+    first = report.ordered_findings()[0]
+    return first.code, tuple(first.ranks)
+
+
+def test_failure_line_ranks_win_over_the_prose() -> None:
+    code, ranks = _first(
+        _explain(
+            "rank 0 trains fine, the others die.\n\n"
+            "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
+        )
+    )
+    assert code != "RM003"
+    assert ranks == (3,)
+
+
+def test_prose_rank_when_no_failure_line_names_one() -> None:
+    code, ranks = _first(
+        _explain(
+            "Extra GPU memory on rank 0 with DDP\n\n"
+            "Every process creates a CUDA context on GPU 0 because the script never calls "
+            "torch.cuda.set_device, so GPU 0 runs out of memory first.\n"
+        )
+    )
+    assert code != "RM003"
+    assert ranks == (0,)
+
+
+def test_both_processes_are_ranks_0_and_1() -> None:
+    code, ranks = _first(
+        _explain(
+            "DDP ignores CUDA_VISIBLE_DEVICES\n\n"
+            "I set CUDA_VISIBLE_DEVICES=1,2 and train with 2 GPUs, but both processes use the "
+            "same single GPU instead of one GPU each.\n"
+        )
+    )
+    assert code != "RM003"
+    assert ranks == (0, 1)
+
+
+def test_both_ranks_adds_the_other_rank_to_the_one_named() -> None:
+    _, ranks = _first(
+        _explain(
+            "Rank 1 printed the waiting line. Rank 0 had already printed its line; both ranks "
+            "reached the barrier and failed to rendezvous, hanging on cuda:0 because no "
+            "device was set.\n"
+        )
+    )
+    assert ranks == (0, 1)
+
+
+def test_both_is_not_read_into_a_larger_job() -> None:
+    _, ranks = _first(
+        _explain("[rank5]: RuntimeError: CUDA error: invalid device ordinal\nboth ranks died\n")
+    )
+    assert ranks == (5,)
+
+
+def test_host_identity_takes_the_ranks_nccl_connected_inside_one_host() -> None:
+    base = finding("RM845", "t")
+    assert base.category == "host_identity"
+    lines = ["node-a:2521:2528 [0] INFO 0 -> 1 via P2P/IPC"]
+    out = _host_identity_ranks([base], lines)
+    assert out[0].ranks == (0, 1)
+    other = finding("RM345", "t")
+    assert _host_identity_ranks([other], lines)[0].ranks == ()  # another cause: not these
+    named = finding("RM845", "t", ranks=[3])
+    assert _host_identity_ranks([named], lines)[0].ranks == (3,)  # ranks named stay
+
+
+def test_host_identity_paste_names_its_ranks() -> None:
+    report = _explain(
+        "Horovod does not work across two machines\n\n"
+        "```bash\nmpirun -np 2 -H 10.1.2.3:1,10.1.2.4:1 -x NCCL_DEBUG=INFO python3 train.py\n```\n\n"
+        "node-a:2521:2528 [0] INFO 0 -> 1 via P2P/IPC\n"
+        "node-a:2521:2528 [0] INFO 0 -> 1 via P2P/IPC\n"
+    )
+    first = report.ordered_findings()[0]
+    assert (first.category, first.ranks) == ("host_identity", (0, 1))
