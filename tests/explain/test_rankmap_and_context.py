@@ -235,3 +235,13 @@ def test_a_split_alone_keeps_its_own_numbers() -> None:
 def test_first_finding_names_the_colliding_world_ranks() -> None:
     report = explain_files(["-"], stdin=io.StringIO("\n".join(_world_and_split((12, 13))) + "\n"))
     assert report.ordered_findings()[0].ranks == (2, 3)
+
+
+def test_a_split_warn_is_named_by_the_world_ranks_of_the_init_lines() -> None:
+    # the split's WARN numbers the pair 0 and 1; the world Init lines show ranks 2 and 3
+    warn = "h1:12:1 [2] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 38000"
+    text = "\n".join([*_world_and_split((12, 13)), warn]) + "\n"
+    first = explain_files(["-"], stdin=io.StringIO(text)).ordered_findings()[0]
+    assert first.ranks == (2, 3)
+    alone = explain_files(["-"], stdin=io.StringIO(warn + "\n")).ordered_findings()[0]
+    assert alone.ranks == (0, 1)  # without Init lines the WARN's own numbers are all there is

@@ -61,9 +61,13 @@ def _dup_facts(ev: Evidence) -> tuple[list[int], list[str], list[str], list[str]
     buses: list[str] = []
     hosts: list[str] = []
     quotes: list[str] = []
+    mapped = {(c.host, c.bus_id) for c in ev.rankmap.collisions()}
     for e in ev.of("duplicate_gpu"):
-        ranks.extend(e.ranks)
         bus = try_normalize_bus_id(e.bus_id)
+        # A WARN numbers ranks in the failing communicator (a split counts from 0): where Init
+        # lines map the shared GPU, their world ranks name the pair (rankmap_builder.py).
+        if not any(b == bus and e.host in (h, None) for h, b in mapped):
+            ranks.extend(e.ranks)
         if bus:
             buses.append(bus)
         if e.host:
