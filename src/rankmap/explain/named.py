@@ -63,7 +63,7 @@ RANK_FORMS = re.compile(
 )
 _FAILURE = re.compile(  # a line reporting a failure
     r"error|fail|invalid|terminat|exception|abort|killed|traceback|ordinal|timed? ?out|exitcode|"
-    r"unrecognized|duplicate|nccl warn|crash|segmentation|signal|exit code|hang|stuck|deadlock",
+    r"unrecognized|duplicate|nccl warn|crash|segmentation|signal|exit code|\bhang|stuck|deadlock",
     re.IGNORECASE,
 )
 _PAIR = re.compile(
