@@ -127,6 +127,32 @@ def test_local_rank_and_node_count_in_init_claim_the_same_ranks(tmp_path: Path, 
     )
 
 
+def test_local_rank_guarded_by_its_variable_in_a_helper_module_claims_the_same_ranks(
+    tmp_path: Path,
+) -> None:
+    """A helper of the script's own sets ``args.local_rank`` to LOCAL_RANK where it is set (else
+    -1); the rank given to init_process_group is the local index wherever the launcher sets it."""
+    (tmp_path / "helpers.py").write_text(
+        "import argparse\nimport os\n\n"
+        "def parse():\n    args = argparse.ArgumentParser().parse_args()\n"
+        "    local_rank = -1\n"
+        "    if 'LOCAL_RANK' in os.environ.keys():\n"
+        "        local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "    args.local_rank = local_rank\n    return args\n"
+    )
+    body = (
+        "from helpers import *\n\nargs = parse()\n"
+        "torch.cuda.set_device(args.local_rank)\n"
+        "dist.init_process_group('nccl', rank=args.local_rank, world_size=8)\n"
+        "model = torch.nn.Linear(2, 2).cuda()\n"
+    )
+    assert _errors(_report(tmp_path, body, 1)) == []
+    assert [f.code for f in _errors(_report(tmp_path, body, 2))] == ["RM905"]
+    # srun sets no LOCAL_RANK: the rank is -1 there, not the local index (a different failure)
+    srun = ("srun", "-N", "2", "--ntasks-per-node", "8", "--gres=gpu:8", "python")
+    assert "RM905" not in [f.code for f in _report(tmp_path, body, 2, srun).findings]
+
+
 def test_rank_init_fix_names_the_launcher_variables(tmp_path: Path) -> None:
     body = (
         "local_rank = int(os.environ['SLURM_LOCALID'])\ntorch.cuda.set_device(local_rank)\n"

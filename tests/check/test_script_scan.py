@@ -142,3 +142,28 @@ def test_every_framework_model_names_the_source_line_it_rests_on() -> None:
 )
 def test_gpu_free_and_special_kinds(source: str, kind: str) -> None:
     assert scan_script(source).kind == kind
+
+
+def test_a_name_guarded_by_itself_does_not_recurse() -> None:
+    # `if mask is not None: mask = ...` guards a binding by a test of the same name; the guard
+    # chase once recursed without end here and the whole script fell back to "assumed"
+    source = (
+        "import torch\nimport torch.distributed as dist\n\n"
+        "def prepare(mask=None):\n"
+        "    if mask is not None:\n"
+        "        mask = mask.bool()\n"
+        "    return mask\n\n"
+        "def main():\n"
+        "    dist.init_process_group('nccl')\n"
+        "    local_rank = dist.get_rank()\n"
+        "    torch.cuda.set_device(local_rank)\n"
+        "    m = None\n"
+        "    if m is not None:\n"
+        "        m = prepare(m)\n"
+        "    if m is not None:\n"
+        "        torch.cuda.set_device(m)\n\n"
+        "main()\n"
+    )
+    sel = scan_script(source, path="train.py")
+    assert sel.parse_error is None
+    assert sel.kind == "global_rank", sel

@@ -24,6 +24,7 @@ from rankmap.check.fixes import (
     fix_no_local_rank_arg,
 )
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
+from rankmap.check.rendezvous_rules import rendezvous_findings
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, warnings
@@ -70,6 +71,7 @@ def findings_for(
     out += cross_world(plan, outcomes, env)
     out += warnings(plan, outcomes, env)
     out += selection_findings(sel, outcomes, out)
+    out += rendezvous_findings(plan, sel)
     out = fold_into_cause(out)
     if not outcomes:
         return out
@@ -77,7 +79,7 @@ def findings_for(
         out.append(
             finding(
                 "RM004",
-                f"{sel.parse_error}: could not parse the script; assuming cuda:LOCAL_RANK",
+                f"{sel.parse_error}: the script was not analysed; assuming cuda:LOCAL_RANK",
                 fix="Pass the real entry script with --script.",
             )
         )

@@ -190,7 +190,7 @@ class Guards:
                 and isinstance(right, ast.Constant)
                 and right.value is None
             ):
-                held = self._guard_of_name(test.left, frame)
+                held = self._guard_of_name(test.left, frame, depth)
                 if len(held) == 1:
                     return held if isinstance(op, ast.IsNot) else [negate(held[0])]
                 return []
@@ -211,9 +211,10 @@ class Guards:
                 return self._env_test(found[0].value, frame, depth + 1)
         return []
 
-    def _guard_of_name(self, node: ast.AST, frame: Frame) -> list[str]:
-        """The variables under which a name gets its only non-None value (``x = None`` first)."""
-        if not isinstance(node, ast.Name):
+    def _guard_of_name(self, node: ast.AST, frame: Frame, depth: int) -> list[str]:
+        """The variables under which a name gets its only non-None value (``x = None`` first);
+        ``depth`` bounds the chase (``if x is not None: x = ...`` guards a name by itself)."""
+        if not isinstance(node, ast.Name) or depth >= 2:
             return []
         found = frame.mod.names.get((id(frame.scope), node.id)) or []
         real = [
@@ -224,7 +225,11 @@ class Guards:
         ifs = [(i, body) for i, body in enclosing_ifs(frame.mod, real[0].stmt) if body]
         if len(ifs) != 1:
             return []
-        return self._env_test(ifs[0][0].test, frame, 1)
+        return self._env_test(ifs[0][0].test, frame, depth + 1)
+
+    def call_sites(self, name: str) -> list[tuple[Module, ast.Call]]:
+        """Every call of a function named ``name`` in the files read."""
+        return list(self._calls.get(name, []))
 
     def _caller_guard(self, scope: Scope) -> tuple[tuple[str, ...], bool]:
         """The environment guard every call of function ``scope`` shares (one level up), and

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import tail
@@ -50,9 +51,11 @@ def disagreeing_sink(sinks: list[Sink]) -> Sink | None:
     )
 
 
-def find_local_rank_init(prog: Program, flow: Flow) -> str | None:
-    """``path:line: `text``` of an ``init_process_group(rank=<local index>, ...)``: on more
-    than one node every node claims the ranks 0..n-1."""
+def find_local_rank_init(prog: Program, flow: Flow) -> tuple[str, tuple[str, ...]] | None:
+    """(``path:line: `text```, the variables it needs) of an ``init_process_group(rank=<local
+    index>, ...)``: on more than one node every node claims the ranks 0..n-1. The variables are
+    those the local index is guarded by (``local_rank = int(os.environ["LOCAL_RANK"])`` under
+    ``if "LOCAL_RANK" in os.environ``, else -1): the rank is the local index where they are set."""
     for mod, roots in reachable(prog):
         for node in walk_nodes(roots):
             if not isinstance(node, ast.Call) or tail(node.func) not in models.PROCESS_GROUP_INIT:
@@ -60,17 +63,29 @@ def find_local_rank_init(prog: Program, flow: Flow) -> str | None:
             kw = {k.arg: k.value for k in node.keywords if k.arg}
             if "rank" not in kw or flow.dead(mod, node):
                 continue
-            if _local_index(flow.value(kw["rank"], frame_at(mod, node))):
-                return f"{mod.where(node)}: `{mod.text(node)}`"
+            needs = local_index_needs(flow.value(kw["rank"], frame_at(mod, node)))
+            if needs is not None:
+                return f"{mod.where(node)}: `{mod.text(node)}`", needs
     return None
 
 
-def _local_index(v: Value) -> bool:
+def local_index_needs(v: Value) -> tuple[str, ...] | None:
+    """The variables under which ``v`` is a node's local index (``()``: always); ``None``: not a
+    local index on any path the analysis can name."""
     if isinstance(v, Rank):
-        return v.scope == "local" and not (v.scaled or v.conditional or v.via_cvd)
-    if isinstance(v, Choice):
-        return all(_local_index(o) for _, o in v.options)
-    return False
+        if v.scope != "local" or v.scaled or v.via_cvd or v.conditional:
+            return None
+        return ()
+    if not isinstance(v, Choice) or not v.options:
+        return None
+    every = [local_index_needs(o) for _, o in v.options]
+    if all(n == () for n in every):
+        return ()
+    guard, first = v.options[0]
+    if isinstance(first, Rank) and first.conditional and set(first.env_vars) <= set(guard):
+        first = replace(first, conditional=False)  # read exactly where its guard holds
+    needs = local_index_needs(first)
+    return None if needs is None else tuple(dict.fromkeys((*guard, *needs)))
 
 
-__all__ = ["disagreeing_sink", "find_local_rank_init", "global_index"]
+__all__ = ["disagreeing_sink", "find_local_rank_init", "global_index", "local_index_needs"]

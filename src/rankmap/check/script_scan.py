@@ -20,6 +20,7 @@ from pathlib import Path
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import dotted, tail
 from rankmap.check.script_ranks import disagreeing_sink, find_local_rank_init
+from rankmap.check.script_rendezvous import RendezvousWrite, find_rendezvous_writes
 from rankmap.check.script_sinks import (
     Evidence,
     Sink,
@@ -74,6 +75,8 @@ class DeviceSelection:
     global_sink: tuple[str, str, str] | None = None  # (path:line, text, kind) of a later sink
     #            given the global rank where the deciding sink is local
     local_init: str | None = None  # path:line: init_process_group(rank=local, world_size=node's)
+    local_init_needs: tuple[str, ...] = ()  # variables that must be set for it to be local
+    rendezvous_writes: tuple[RendezvousWrite, ...] = ()  # MASTER_ADDR/PORT set before init
 
     @property
     def uses_index(self) -> bool:
@@ -135,10 +138,13 @@ def _scan(
                 line = getattr(exc, "lineno", None)
                 msg = getattr(exc, "msg", str(exc)) + _python2_hint(source, line)
                 return replace(ASSUMED, parse_error=f"{shown}:{line or '?'}: {msg}", path=path)
+    except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
+        return replace(ASSUMED, parse_error=f"{shown}: nested too deeply to parse", path=path)
+    try:
         prog = load_program(entry, file, files)
         return _classify(prog, path, script_args)
-    except (MemoryError, RecursionError):  # CPython's parser on pathologically nested code
-        return replace(ASSUMED, parse_error=f"{shown}: nested too deeply", path=path)
+    except (MemoryError, RecursionError):  # the analysis of deeply nested code
+        return replace(ASSUMED, parse_error=f"{shown}: too deeply nested to follow", path=path)
 
 
 # Python 2 statements Python 3 cannot parse: print/exec statements, ``except X, e``,
@@ -178,8 +184,11 @@ def _classify(
         "uses_cuda": ev.uses_cuda,
         "backend": ev.backend,
         "evidence": ev.lines,
-        "local_init": find_local_rank_init(prog, flow),
     }
+    common["rendezvous_writes"] = find_rendezvous_writes(prog, flow)
+    local_init = find_local_rank_init(prog, flow)
+    if local_init is not None:
+        common["local_init"], common["local_init_needs"] = local_init
     arg = next((s for s in sinks if isinstance(s.value, Rank) and s.value.arg_dest), None)
     if arg is not None and isinstance(arg.value, Rank):
         common["arg_default"] = arg.value.arg_default

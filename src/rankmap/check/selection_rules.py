@@ -164,6 +164,7 @@ def _local_ranks_across_nodes(sel: DeviceSelection, outcomes: list[RankOutcome])
     the global ranks 0..n-1."""
     if sel.local_init is None:
         return []
+    outcomes = [o for o in outcomes if all(v in o.proc.env for v in sel.local_init_needs)]
     worlds: dict[int, set[int]] = {}
     for o in outcomes:
         worlds.setdefault(o.proc.world, set()).add(o.proc.node)

@@ -42,7 +42,8 @@ define(
     "info",
     "The training script could not be parsed; the torchrun convention (cuda:LOCAL_RANK) is assumed",
     cause="The file has a syntax error, is Python 2 (the analysis parses Python 3 only), is not "
-    "Python, or is a fragment. What could not be read is never an error.",
+    "Python, is a fragment, or nests deeper than the analysis follows. What could not be read is "
+    "never an error.",
     fix="Pass the real entry script with `--script`, or check the assumption by hand.",
     example="`train.py:12: invalid syntax — assuming torch.cuda.set_device(LOCAL_RANK)`.",
 )
@@ -464,7 +465,9 @@ define(
     "error",
     "The rendezvous / store could not be reached or bound",
     cause="MASTER_ADDR/MASTER_PORT wrong or blocked, the port already in use (a previous job, a "
-    "probe server), or workers time out waiting for peers.",
+    "probe server), or workers time out waiting for peers. `check` predicts it where the script "
+    "writes `os.environ['MASTER_PORT']` (or a loopback `MASTER_ADDR` on > 1 node) before an "
+    "`env://` init under torchrun, whose workers are all clients of the store torchrun serves.",
     fix="Choose a free `--master-port`, check MASTER_ADDR is reachable from every node.",
     example="`The server socket has failed to listen on any local network address. port: 29500`.",
 )

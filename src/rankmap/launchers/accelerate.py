@@ -220,6 +220,7 @@ def _torchrun_args(
         virtual_local_rank=False,
         use_env=True,
         master_port=_s(opt("main_process_port", "main_process_port")),
+        rdzv_endpoint=None,
         module=p.flag("module"),
         no_python=p.flag("no_python"),
         script=rest_args[0] if rest_args else None,

@@ -78,6 +78,7 @@ class TorchrunArgs:
     virtual_local_rank: bool
     use_env: bool
     master_port: str | None
+    rdzv_endpoint: str | None
     module: bool
     no_python: bool
     script: str | None
@@ -112,6 +113,7 @@ def parse_torchrun_args(
         virtual_local_rank=flag("virtual_local_rank"),
         use_env=p.flag("use_env"),
         master_port=p.get("master_port", env.get("PET_MASTER_PORT")),
+        rdzv_endpoint=p.get("rdzv_endpoint", env.get("PET_RDZV_ENDPOINT")),
         module=flag("module"),
         no_python=flag("no_python"),
         script=rest[0] if rest else None,
@@ -202,7 +204,29 @@ def plan_from_args(
         hosts=tuple(hosts),
         node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
         nproc_from_machine=args.nproc_per_node in ("gpu", "auto"),
+        store_port=worker_store_port(args) if launcher in _OWN_RUN else None,
     )
+
+
+# launchers that go through torch/distributed/run.py's run() (accelerate builds its own call)
+_OWN_RUN = ("torchrun", "torch.distributed.launch")
+
+
+def worker_store_port(args: TorchrunArgs) -> str | None:
+    """MASTER_PORT torchrun's workers get; every worker is a client of that store
+    (``TORCHELASTIC_USE_AGENT_STORE=True``, reference/pytorch_nccl.md §7.1). ``""``: picked
+    when torchrun starts. torch 2.13's run.py: ``--standalone`` and ``c10d`` share the
+    rendezvous' store server, started on port 0 (dynamic_rendezvous.py, PR #128096/#135957);
+    a single-node ``static`` launch with no ``--master-port`` / ``--rdzv-endpoint`` is switched
+    to c10d on ``localhost:0`` (PR #175699); otherwise static serves ``--master-port`` (29500).
+    ``None``: other backends (etcd), not modelled."""
+    if args.standalone or args.rdzv_backend == "c10d":
+        return ""
+    if args.rdzv_backend != "static":
+        return None
+    if args.master_port is None and not args.rdzv_endpoint and nnodes_of(args.nnodes) == 1:
+        return ""
+    return args.master_port or "29500"
 
 
 def _check_node_rank(args: TorchrunArgs, nnodes: int) -> None:

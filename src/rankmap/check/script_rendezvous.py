@@ -1,0 +1,146 @@
+"""Rendezvous addresses a script writes itself (read with ``ast`` only).
+
+:func:`find_rendezvous_writes` finds ``os.environ["MASTER_ADDR"] = "127.0.0.1"`` /
+``os.environ["MASTER_PORT"] = "12345"`` written as constants in the same block as, and before,
+an ``init_process_group`` that rendezvouses through ``env://`` (no ``init_method`` other than
+``env://``, no ``store=``). Only that shape is positive evidence that the job's ranks meet at the
+written address: a write under a condition, in another function or after the call is not taken.
+What the launcher hands the workers, and so whether the write breaks the rendezvous, is judged
+in :mod:`rankmap.check.rendezvous_rules`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from rankmap.check import script_models as models
+from rankmap.check.script_ast import is_environ, tail
+from rankmap.check.script_flow import Flow
+from rankmap.check.script_program import Module, Program, enclosing_ifs
+from rankmap.check.script_sinks import frame_at, reachable, walk_nodes
+
+RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class RendezvousWrite:
+    """``os.environ[name] = value`` before an ``env://`` process-group init."""
+
+    name: str  # MASTER_ADDR | MASTER_PORT
+    value: str
+    where: str  # path:line of the write
+    init_where: str  # path:line of the init_process_group it precedes
+
+
+def find_rendezvous_writes(prog: Program, flow: Flow) -> tuple[RendezvousWrite, ...]:
+    """Constant writes of MASTER_ADDR/MASTER_PORT that the next ``env://`` init reads."""
+    found: dict[tuple[str, str], RendezvousWrite] = {}
+    for mod, roots in reachable(prog):
+        for node in walk_nodes(roots):
+            if not isinstance(node, ast.Call) or tail(node.func) not in models.PROCESS_GROUP_INIT:
+                continue
+            if flow.dead(mod, node) or not _env_rendezvous(node):
+                continue
+            if not _runs_whenever_reached(mod, node, flow):
+                continue
+            for w in _writes_before(mod, node):
+                found.setdefault((w.name, w.where), w)
+    return tuple(found.values())
+
+
+def _runs_whenever_reached(mod: Module, node: ast.AST, flow: Flow) -> bool:
+    """No condition the analysis cannot decide stands between ``node`` and its function's entry
+    (the ``__main__`` test aside), and the function is called - where it is called by name - at
+    least once that way too (``if "RANK" not in os.environ: setup()`` is not positive evidence)."""
+    if not _unconditional(mod, node, flow):
+        return False
+    scope = mod.scope_of.get(id(_statement_of(mod, node)), mod.tree)
+    name = getattr(scope, "name", None)
+    sites = flow.call_sites(name) if name else []
+    return not sites or any(_unconditional(m, call, flow) for m, call in sites)
+
+
+def _unconditional(mod: Module, node: ast.AST, flow: Flow) -> bool:
+    for test_if, in_body in enclosing_ifs(mod, node):
+        if _is_main_test(test_if.test):
+            continue
+        if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
+            return False
+    return True
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _env_rendezvous(call: ast.Call) -> bool:
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    if "store" in kw:
+        return False
+    method = kw.get("init_method")
+    if method is None:
+        return len(call.args) < 2  # init_process_group(backend, init_method, ...)
+    return isinstance(method, ast.Constant) and method.value == "env://"
+
+
+def _writes_before(mod: Module, call: ast.Call) -> list[RendezvousWrite]:
+    stmt = _statement_of(mod, call)
+    block = _block_holding(mod, stmt)
+    if block is None or not isinstance(stmt, ast.stmt):
+        return []
+    out = []
+    for earlier in block[: block.index(stmt)]:
+        write = _constant_write(earlier)
+        if write is not None:
+            name, value = write
+            out.append(RendezvousWrite(name, value, mod.where(earlier), mod.where(call)))
+    return out
+
+
+def _statement_of(mod: Module, node: ast.AST) -> ast.AST:
+    cur = node
+    while not isinstance(cur, ast.stmt) and id(cur) in mod.parent:
+        cur = mod.parent[id(cur)]
+    return cur
+
+
+def _block_holding(mod: Module, stmt: ast.AST) -> list[ast.stmt] | None:
+    parent = mod.parent.get(id(stmt))
+    if parent is None:
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
+def _constant_write(stmt: ast.AST) -> tuple[str, str] | None:
+    """(name, value) of ``os.environ["MASTER_PORT"] = "12345"`` (or ``str(12345)``)."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    target = stmt.targets[0]
+    if not isinstance(target, ast.Subscript) or not is_environ(target.value):
+        return None
+    key = target.slice
+    if not (isinstance(key, ast.Constant) and key.value in RENDEZVOUS_VARS):
+        return None
+    value = stmt.value
+    if isinstance(value, ast.Call) and tail(value.func) == "str" and len(value.args) == 1:
+        value = value.args[0]
+    if isinstance(value, ast.Constant) and isinstance(value.value, (str, int)):
+        if isinstance(value.value, bool):
+            return None
+        return str(key.value), str(value.value)
+    return None
+
+
+__all__ = ["RENDEZVOUS_VARS", "RendezvousWrite", "find_rendezvous_writes"]

@@ -1,0 +1,105 @@
+"""RM906 from a script that writes MASTER_ADDR/MASTER_PORT itself before an env:// init.
+
+Under torchrun every worker is a client of the store torchrun's agent serves (torch 2.13: a free
+port for --standalone, c10d and a single-node launch without --master-port; --master-port for
+static rendezvous). tests/probe/test_rendezvous_agreement.py runs the shape under a real
+torchrun on CPU and checks that the prediction and the job agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rankmap.adapters.files import LocalFiles
+from rankmap.adapters.local import check_launch
+from rankmap.findings import Finding
+from rankmap.inventory import load_machine
+
+HEAD = "import datetime\nimport os\nimport torch.distributed as dist\n\n"
+WRITES = (
+    "def main():\n"
+    "    os.environ['MASTER_ADDR'] = 'localhost'\n"
+    "    os.environ['MASTER_PORT'] = '{port}'\n"
+    "    dist.init_process_group('gloo', timeout=datetime.timedelta(seconds=3))\n"
+    "    print('joined', dist.get_rank(), flush=True)\n\n"
+    "main()\n"
+)
+
+
+def _rm906(tmp_path: Path, body: str, launch: list[str], nodes: int = 1) -> list[Finding]:
+    script = tmp_path / "train.py"
+    script.write_text(HEAD + body)
+    report = check_launch(
+        [*launch, str(script)],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=nodes,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    return [f for f in report.findings if f.code == "RM906"]
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        ["torchrun", "--standalone", "--nproc-per-node", "4"],
+        ["torchrun", "--nproc-per-node", "4"],  # one node, no port: c10d on a free port
+        ["torchrun", "--nproc-per-node", "4", "--master-port", "29500"],
+        ["python", "-m", "torch.distributed.run", "--rdzv-backend", "c10d", "--nproc-per-node=4"],
+    ],
+)
+def test_a_port_torchrun_does_not_serve_is_an_error(tmp_path: Path, launch: list[str]) -> None:
+    found = _rm906(tmp_path, WRITES.format(port=12345), launch)
+    assert [f.severity.value for f in found] == ["error"]
+    assert "MASTER_PORT=12345" in found[0].title and "train.py:7" in found[0].title
+    assert sorted(found[0].ranks) == [0, 1, 2, 3]
+    assert found[0].fix.startswith('os.environ.setdefault("MASTER_PORT", "12345")')
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        WRITES.format(port=12345).replace(
+            "os.environ['MASTER_PORT'] = '12345'", "os.environ.setdefault('MASTER_PORT', '12345')"
+        ),
+        WRITES.format(port=12345).replace(
+            "    os.environ['MASTER_PORT']",
+            "    if 'RANK' not in os.environ:\n        os.environ['MASTER_PORT']",
+        ),
+        WRITES.format(port=12345).replace(
+            "timeout=", "init_method='tcp://10.0.0.1:23456', timeout="
+        ),
+        # the whole set-up only where no launcher set RANK (at the call, or around the block)
+        WRITES.format(port=12345).replace("main()\n", "if 'RANK' not in os.environ:\n    main()\n"),
+        WRITES.format(port=12345)
+        .replace("\n    ", "\n        ")
+        .replace("def main():\n", "def main():\n    if 'RANK' not in os.environ:\n"),
+        # written after the init: the rendezvous has happened
+        "def main():\n    dist.init_process_group('gloo')\n    os.environ['MASTER_PORT'] = '12345'\n\nmain()\n",
+    ],
+)
+def test_writes_that_do_not_decide_the_rendezvous_are_no_finding(tmp_path: Path, body: str) -> None:
+    assert _rm906(tmp_path, body, ["torchrun", "--standalone", "--nproc-per-node", "4"]) == []
+
+
+def test_the_port_torchrun_serves_or_a_launcher_without_agent_store_is_no_finding(
+    tmp_path: Path,
+) -> None:
+    body = WRITES.format(port=12345)
+    assert (
+        _rm906(tmp_path, body, ["torchrun", "--nproc-per-node", "4", "--master-port", "12345"])
+        == []
+    )
+    assert _rm906(tmp_path, body, ["mpirun", "-np", "4", "python"]) == []
+
+
+def test_a_loopback_address_on_two_nodes_strands_the_other_nodes(tmp_path: Path) -> None:
+    launch = ["torchrun", "--nnodes", "2", "--nproc-per-node", "2", "--master-addr", "node0"]
+    found = _rm906(tmp_path, WRITES.format(port=29500), launch, nodes=2)
+    assert len(found) == 1 and "MASTER_ADDR=localhost" in found[0].title
+    assert sorted(found[0].ranks) == [2, 3]  # the ranks of the second node
+    one_node = ["torchrun", "--nproc-per-node", "2", "--master-port", "29500"]
+    assert _rm906(tmp_path, WRITES.format(port=29500), one_node) == []  # loopback is this host
