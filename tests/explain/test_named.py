@@ -178,3 +178,14 @@ def test_intra_host_transport_lines_of_every_version() -> None:
 )
 def test_no_intra_host_rank_from_network_or_ring_lines(line: str) -> None:
     assert intra_host_ranks([line]) == set()
+
+
+def test_the_failure_itself_wins_over_the_others_reaction() -> None:
+    lines = [
+        "[rank0]: torch.distributed.DistBackendError: NCCL error: remote process exited or "
+        "there was a network error, NCCL version 2.21.5",
+        "[rank1]: [E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout",
+        "[rank3]: RuntimeError: CUDA error: invalid device ordinal",
+    ]
+    assert failing_ranks(lines) == {3}
+    assert failing_ranks(lines[:2]) == {0, 1}  # only reactions: they are all there is

@@ -94,3 +94,36 @@ def test_host_identity_paste_names_its_ranks() -> None:
     )
     first = report.ordered_findings()[0]
     assert (first.category, first.ranks) == ("host_identity", (0, 1))
+
+
+TORCHRUN_SUMMARY = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-01-01_00:00:00
+  host      : node-a
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: 1235)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 1235
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-01-01_00:00:00
+  host      : node-a
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 1237)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_workers_stopped_by_sigterm_are_not_the_failing_ranks() -> None:
+    text = "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n" + TORCHRUN_SUMMARY
+    code, ranks = _first(_explain(text))
+    assert code != "RM003"
+    assert ranks == (3,)

@@ -58,14 +58,13 @@ def _failed(text: str) -> bool:
 
 
 def _ranks(seg: Segment, facts: DocFacts) -> None:
-    """Ranks a failure line names; in prose, every rank named and "both processes"
-    (:mod:`rankmap.explain.named`, the one reader of rank spellings)."""
+    """What the prose says of ranks: every rank it names and "both processes"
+    (:mod:`rankmap.explain.named`, the one reader of rank spellings; ranks on failure lines
+    are read over the whole input by the engine)."""
     lines = [line for _, line in seg.lines()[:5000]]
-    room = named.MAX_RANKS - len(facts.failing_ranks)
-    facts.failing_ranks |= named.failing_ranks(lines, room)
     if seg.kind == "prose":
         facts.prose_ranks |= named.prose_ranks(lines, named.MAX_RANKS - len(facts.prose_ranks))
-    if seg.kind in ("prose", "log") and not facts.pair_named:
+    if not facts.pair_named:
         facts.pair_named = named.pair_named(lines)
 
 
@@ -106,7 +105,6 @@ class DocFacts:
     gpu0_quote: str | None = None
     shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
-    failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
     prose_ranks: set[int] = field(default_factory=set)  # ranks the reporter's sentences name
     pair_named: bool = False  # "both processes" / "both ranks"
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
@@ -126,7 +124,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         _signals(seg, source, facts)
         if not facts.failed and _failed(seg.text):
             facts.failed = True
-        if seg.kind in ("log", "smi", "prose"):
+        if seg.kind in ("log", "prose"):
             _ranks(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)

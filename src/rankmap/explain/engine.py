@@ -221,13 +221,16 @@ def _named(
     ev: Evidence, texts: list[str], doc: DocFacts | None
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
-    torchrun summaries and failure lines first; else the ranks the prose names; "both
-    processes" of a job whose named ranks are 0 and 1 at most adds both."""
-    ranks = {e.rank for e in ev.of(*_FAILING) if e.rank is not None}
-    ranks |= {f.rank for f in ev.failures if f.rank is not None}
-    ranks |= named.failing_ranks(_lines(texts))
+    torchrun summaries and failure lines first (those of the failure itself over the other
+    ranks' reaction to it); else the ranks the prose names; "both processes" of a job whose
+    named ranks are 0 and 1 at most adds both."""
+    first, after = named.failure_ranks(_lines(texts))
+    for e in ev.of(*_FAILING):
+        if e.rank is not None:
+            (after if named.is_aftermath(e.line.text) else first).add(e.rank)
+    first |= set(ev.failed_ranks())
+    ranks = first or after  # the failure itself, else the others' reaction to it
     if doc is not None:
-        ranks |= doc.failing_ranks
         if not ranks:
             ranks = set(doc.prose_ranks)
         if doc.pair_named and ranks <= {0, 1}:

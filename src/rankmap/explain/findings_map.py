@@ -188,7 +188,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     """Findings for ``invalid device ordinal`` in any of its forms."""
     evs = ev.of("invalid_ordinal")
     ranks = sorted({e.rank for e in evs if e.rank is not None})
-    ranks += [f.rank for f in ev.failures if f.rank is not None and f.rank not in ranks]
+    ranks += [r for r in ev.failed_ranks() if r not in ranks]
     hosts = list(
         dict.fromkeys(h for h in [*(e.host for e in evs), *(f.host for f in ev.failures)] if h)
     )

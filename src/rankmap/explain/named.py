@@ -145,14 +145,40 @@ _RANGE_SEP = re.compile(r"\s*(?:-|–|\bto\b)\s*", re.IGNORECASE)
 
 
 def failing_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
-    """Ranks that lines reporting a failure name."""
-    out: set[int] = set()
+    """Ranks that lines reporting a failure name; where some lines report the failure itself,
+    not the others' reaction to it (:func:`is_aftermath`), only theirs."""
+    first, after = failure_ranks(lines, limit)
+    return first or after
+
+
+def failure_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> tuple[set[int], set[int]]:
+    """Ranks on lines reporting a failure: (the failure itself, the others' reaction)."""
+    first: set[int] = set()
+    after: set[int] = set()
     for line in lines:
-        if len(out) >= limit:
+        if len(first) >= limit:
             break
         if _FAILURE.search(line):
-            out |= ranks_on(line, limit - len(out))
-    return out
+            into = after if is_aftermath(line) else first
+            if len(into) < limit:
+                into |= ranks_on(line, limit - len(into))
+    return first, after
+
+
+def is_aftermath(line: str) -> bool:
+    """Whether ``line`` is what a rank prints once another failed: a peer gone, a watchdog
+    timeout, the launcher's SIGTERM."""
+    return _AFTERMATH.search(line) is not None
+
+
+# What the other ranks print once one has failed (reference/pytorch_nccl.md: ncclRemoteError,
+# the watchdog's collective timeout; torchrun's SIGTERM to the remaining workers).
+_AFTERMATH = re.compile(
+    r"remote process|remote peer|peer (?:closed|reset)|connection (?:reset|closed|refused)|"
+    r"broken pipe|closing signal|SIGTERM|exitcode\s*:\s*-15|watchdog|collective operation "
+    r"timeout|communicator (?:was )?aborted|ncclRemoteError|socket (?:closed|timeout)",
+    re.IGNORECASE,
+)
 
 
 def prose_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
