@@ -83,6 +83,7 @@ def test_no_device_where_none_is_named(text: str) -> None:
         ("process 2 terminated with exit code 1", {2}),
         ("Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 1a000", {0, 4}),
         ("error on rank 0, 8 GPUs in total", {0}),  # a singular rank takes one number
+        ("rank 0 and 1 both fail on cuda:0", {0, 1}),  # ... or two joined by "and"
     ],
 )
 def test_rank_forms_on_failure_lines(line: str, ranks: set[int]) -> None:

@@ -52,7 +52,7 @@ _ONE_RANK = rf"{_NOT_COUNTER}(?:(?:local|global|world)[_ ])?rank"
 RANK_FORMS = re.compile(
     r"\[rank(?P<a>\d{1,7})\]"
     rf"|{_ONE_RANK}\s*[:=]?\s*\[(?P<h>{_LIST})\]"  # rank [0, 1]
-    rf"|{_ONE_RANK}(?:\s*[:=]\s*|\s+|(?=\d))(?P<b>\d{{1,7}})\b"
+    rf"|{_ONE_RANK}(?:\s*[:=]\s*|\s+|(?=\d))(?P<b>\d{{1,7}}(?:\s+(?:and|&)\s+\d{{1,7}})?)\b"
     rf"|{_NOT_COUNTER}ranks(?:\s*[:=]\s*|\s+)\[?(?P<i>{_LIST})\b"  # ranks 0 and 4, ranks 0-7
     r"|--local[_-]rank[= ](?P<c>\d{1,7})\b"
     r"|^\[\d+,(?P<d>\d{1,7})\]<std(?:out|err)>:"
