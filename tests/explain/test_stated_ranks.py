@@ -127,3 +127,18 @@ def test_workers_stopped_by_sigterm_are_not_the_failing_ranks() -> None:
     code, ranks = _first(_explain(text))
     assert code != "RM003"
     assert ranks == (3,)
+
+
+def test_ranks_all_on_cuda0_in_the_init_lines_are_the_ranks_named() -> None:
+    init = "comm 0x7f0{r} rank {r} nranks 3 cudaDev 0 nvmlDev 0 - Init COMPLETE"  # NCCL 2.4-2.6
+    lines = [f"h1:{10 + r}:2{r} [0] NCCL INFO " + init.format(r=r) for r in range(2)]
+    lines.append(
+        "h2:30:40 [1] NCCL INFO comm 0x7f09 rank 2 nranks 3 cudaDev 1 nvmlDev 1 - Init COMPLETE"
+    )
+    text = (
+        "Training is slow and GPU 0 is out of memory: the script never calls set_device, "
+        "so every process runs on GPU 0.\n\n" + "\n".join(lines) + "\n"
+    )
+    first = _explain(text).ordered_findings()[0]
+    assert first.code != "RM003"
+    assert first.ranks == (0, 1)  # the ranks of h1, not h2's rank 2

@@ -222,7 +222,8 @@ def _named(
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
     torchrun summaries and failure lines first (those of the failure itself over the other
-    ranks' reaction to it); else the ranks the prose names; "both processes" of a job whose
+    ranks' reaction to it); else the ranks the Init lines put on cudaDev 0 of one host; else
+    the ranks the prose names; "both processes" of a job whose
     named ranks are 0 and 1 at most adds both."""
     first, after = named.failure_ranks(_lines(texts))
     for e in ev.of(*_FAILING):
@@ -230,6 +231,9 @@ def _named(
             (after if named.is_aftermath(e.line.text) else first).add(e.rank)
     first |= set(ev.failed_ranks())
     ranks = first or after  # the failure itself, else the others' reaction to it
+    if not ranks:  # every rank of a host on cudaDev 0 nvmlDev 0 (Init lines): those ranks
+        cuda0 = set(ev.rankmap.all_cuda0())
+        ranks = {r.rank for r in ev.rankmap.main_comm() if (r.host or "?") in cuda0}
     if doc is not None:
         if not ranks:
             ranks = set(doc.prose_ranks)
