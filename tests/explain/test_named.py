@@ -73,6 +73,8 @@ def test_no_device_where_none_is_named(text: str) -> None:
         ("error: ranks: 2, 3 did not answer", {2, 3}),
         ("ranks 0-7 timed out", set(range(8))),
         ("ranks 4 to 6 crashed", {4, 5, 6}),
+        ("ranks 0, 3-5 crashed", {0, 3, 4, 5}),
+        ("ranks 7-3 failed", {3, 7}),  # a descending pair is no range
         ("LOCAL_RANK=2 RuntimeError: CUDA error", {2}),
         ("Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2 failed", {1}),
         ("global rank 12 exited with exit code 1", {12}),
@@ -83,7 +85,15 @@ def test_no_device_where_none_is_named(text: str) -> None:
         ("process 2 terminated with exit code 1", {2}),
         ("Duplicate GPU detected : rank 4 and rank 0 both on CUDA device 1a000", {0, 4}),
         ("error on rank 0, 8 GPUs in total", {0}),  # a singular rank takes one number
-        ("rank 0 and 1 both fail on cuda:0", {0, 1}),  # ... or two joined by "and"
+        ("rank 0 and 1 both fail on cuda:0", {0, 1}),
+        (
+            "(Worker_TP1 pid=3534) ERROR 10-11 22:28:17 [multiproc_executor.py:694] RuntimeError",
+            {1},
+        ),
+        (
+            "(Worker_PP0_TP3 pid=88) ERROR RuntimeError: CUDA error: invalid device ordinal",
+            {3},
+        ),  # ... or two joined by "and"
     ],
 )
 def test_rank_forms_on_failure_lines(line: str, ranks: set[int]) -> None:
@@ -103,6 +113,7 @@ def test_rank_forms_on_failure_lines(line: str, ranks: set[int]) -> None:
         "error at rank 123456789",  # no rank of a job
         "[trainer3]: Traceback (most recent call last):",  # only torchrun's default role
         "rank 0 exchanges its unique id",  # "hang" inside a word is no failure
+        "(Worker_PP1_TP0 pid=88) ERROR RuntimeError",  # a later stage: the rank needs the TP size
     ],
 )
 def test_no_rank_where_none_fails(line: str) -> None:

@@ -13,7 +13,9 @@ Ranks (:data:`RANK_FORMS`): ``[rank3]:`` (PyTorch), ``[Rank 3]``, ``Rank 3:``, `
 ``ranks 0-7``), Open MPI's ``[1,3]<stderr>:`` and a line-leading ``[3]:`` (reference/launchers.md),
 torchrun's default ``--tee`` prefix ``[default3]:`` (``[${role_name}${local_rank}]:``, role
 ``default``: PyTorch's torch.distributed.elastic agent docs) and ``torch.multiprocessing.spawn``'s
-``process 3 terminated with …`` (the spawn index, passed to the worker as its rank). A local rank
+``process 3 terminated with …`` (the spawn index, passed to the worker as its rank), vLLM's
+worker prefix ``(Worker_TP3 pid=…)`` / ``(Worker_PP0_TP3 pid=…)`` (the tensor-parallel rank,
+the worker's rank in the first pipeline stage; other stages name no rank alone). A local rank
 is read as the rank: the text names no other. Counters (``nranks``, ``localRanks``) and the
 ranks of nodes (``node rank``, ``node_rank``, ``group rank``, ``machine rank``) are no ranks.
 
@@ -58,7 +60,8 @@ RANK_FORMS = re.compile(
     r"|^\[\d+,(?P<d>\d{1,7})\]<std(?:out|err)>:"
     r"|^\[(?P<e>\d{1,7})\]:"
     r"|^\[default(?P<f>\d{1,7})\]:"
-    r"|\bprocess (?P<g>\d{1,7}) terminated\b",
+    r"|\bprocess (?P<g>\d{1,7}) terminated\b"
+    r"|^\((?:Vllm)?Worker(?:_PP0)?_TP(?P<j>\d{1,7}) pid=",
     re.IGNORECASE,
 )
 _FAILURE = re.compile(  # a line reporting a failure
@@ -105,7 +108,7 @@ def ranks_on(line: str, limit: int = MAX_RANKS, *, stated: bool = False) -> set[
     ranks a sentence states (not those after "besides"/"except", none on a line of a rank map)."""
     out: set[int] = set()
     low = line.lower()
-    if "ank" not in low and "[" not in low and "rocess" not in low:
+    if not any(key in low for key in _RANK_KEYS):
         return out
     if stated and _RANK_MAP_LINE.search(line):
         return out
@@ -120,6 +123,7 @@ def ranks_on(line: str, limit: int = MAX_RANKS, *, stated: bool = False) -> set[
     return out
 
 
+_RANK_KEYS = ("ank", "[", "rocess", "worker")  # every spelling holds one: a cheap gate
 # Lines that list ranks as a map (nccl-tests "Rank 0 Pid …", NCCL "rank 0 nranks 8 …"): every
 # rank of the job, no statement about some of them.
 _RANK_MAP_LINE = re.compile(r"\brank\s+\d+\s+(?:group\s+\d+\s+)?pid\b|\bn[Rr]anks\b", re.I)
@@ -133,7 +137,10 @@ def _expand(text: str, room: int) -> set[int]:
         nums = [int(b) for b in _RANGE_SEP.split(part) if b.isdigit() and int(b) <= MAX_RANK]
         if not nums:
             continue
-        first, last = min(nums), max(nums)
+        if nums != sorted(nums):  # "2025-01" is a date, not a range: its numbers only
+            out.update(nums[: room - len(out)])
+            continue
+        first, last = nums[0], nums[-1]
         out.update(range(first, min(last, first + room - len(out) - 1) + 1))
         if len(out) >= room:
             break
