@@ -114,6 +114,7 @@ def test_rank_forms_on_failure_lines(line: str, ranks: set[int]) -> None:
         "[trainer3]: Traceback (most recent call last):",  # only torchrun's default role
         "rank 0 exchanges its unique id",  # "hang" inside a word is no failure
         "(Worker_PP1_TP0 pid=88) ERROR RuntimeError",  # a later stage: the rank needs the TP size
+        "which makes all ranks except local_rank 0 fail",  # the others fail, not rank 0
     ],
 )
 def test_no_rank_where_none_fails(line: str) -> None:

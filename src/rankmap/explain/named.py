@@ -104,8 +104,8 @@ def _add(out: list[str], item: str | None, limit: int) -> None:
 
 
 def ranks_on(line: str, limit: int = MAX_RANKS, *, stated: bool = False) -> set[int]:
-    """Every rank ``line`` names, in the spellings of :data:`RANK_FORMS`; ``stated``: only
-    ranks a sentence states (not those after "besides"/"except", none on a line of a rank map)."""
+    """Every rank ``line`` names, in the spellings of :data:`RANK_FORMS`, but those after
+    "besides"/"except"; ``stated``: none on a line that lists ranks as a map."""
     out: set[int] = set()
     low = line.lower()
     if not any(key in low for key in _RANK_KEYS):
@@ -114,8 +114,8 @@ def ranks_on(line: str, limit: int = MAX_RANKS, *, stated: bool = False) -> set[
         return out
     text = line.strip()
     for m in RANK_FORMS.finditer(text):
-        if stated and _NEGATED.search(text[max(0, m.start() - 16) : m.start()]):
-            continue
+        if _NEGATED.search(text[max(0, m.start() - 16) : m.start()]):
+            continue  # "all ranks except rank 0 fail": the others
         num = next(g for g in m.groups() if g is not None)
         out |= _expand(num, limit - len(out))
         if len(out) >= limit:
