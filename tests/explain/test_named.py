@@ -31,6 +31,20 @@ def test_bus_id_forms_are_one_gpu(text: str) -> None:
     assert devices_in([text]) == ("0000:4F:00.0",)
 
 
+def test_torch_device_properties_name_their_gpu() -> None:
+    props = (
+        "_CudaDeviceProperties(name='NVIDIA A100-SXM4-80GB', major=8, minor=0, "
+        "total_memory=81050MB, multi_processor_count=108, uuid=0d2c3e4f-0000-1111-2222-333344445555, "
+        "pci_bus_id=222, pci_device_id=0, pci_domain_id=0, L2_cache_size=40MB)"
+    )
+    assert devices_in([props]) == ("0000:DE:00.0",)  # decimal 222 = bus 0xde, not packed "222"
+
+
+def test_old_mig_form_is_one_device_not_its_gpu() -> None:
+    text = "CUDA_VISIBLE_DEVICES=MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/2"
+    assert devices_in([text]) == ("MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/2",)
+
+
 def test_uuids_after_bus_ids_each_once() -> None:
     text = (
         "CUDA_VISIBLE_DEVICES=MIG-05530d76-86d6-5b39-bdb2-18e10bb343f6 on 00000000:07:00.0\n"
@@ -46,6 +60,7 @@ def test_uuids_after_bus_ids_each_once() -> None:
         "cuda device 12 is busy",  # an index is no bus id
         "Bus-Id        Disp.A | Volatile Uncorr. ECC",
         "version 12:34:56.7",
+        "pci_bus_id: 4f",  # packed hex of function 15: no PCI address
     ],
 )
 def test_no_device_where_none_is_named(text: str) -> None:

@@ -4,7 +4,9 @@ Devices (canonical through :mod:`rankmap.pci`, so one GPU is one id whatever the
 ``0000:4f:00.0`` (lspci/sysfs), ``00000000:4F:00.0`` (nvidia-smi, NVML), ``4F:00.0`` after a
 ``Bus-Id``/``bus id``/``pci`` word, NCCL's packed hex after ``busId`` (``4f000``,
 reference/nccl.md (a); the duplicate WARN's ``CUDA device 4f000`` is read by the WARN's own
-recogniser), and GPU/MIG UUIDs.
+recogniser), the decimal ``pci_bus_id=79, pci_device_id=0, pci_domain_id=0`` of
+``torch.cuda.get_device_properties`` (``0000:4F:00.0``), and GPU/MIG UUIDs (also the old
+``MIG-GPU-<uuid>/1/0`` form, one device).
 
 Ranks (:data:`RANK_FORMS`): ``[rank3]:`` (PyTorch), ``[Rank 3]``, ``Rank 3:``, ``Rank 1/8``,
 ``rank 3``, ``rank3``, ``rank=3`` (also inside Ray/vLLM prefixes ``(pid=12, rank=3)``),
@@ -39,12 +41,18 @@ MAX_RANK = 1_000_000  # a larger number is no rank of a job
 
 _BUS_FULL = re.compile(r"(?<![\w:.])[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?![\w:])")
 _BUS_AFTER_WORD = re.compile(  # short forms only where a bus-id word says what they are
-    r"(?i)\b(?:(?:pci[ _.-]?)?bus[ _-]?id\s*[:=]?\s*\[?"
+    r"(?i)\b(?:(?:pci[ _.-]?)?bus[ _-]?id(?!=\d+, pci_device_id=)\s*[:=]?\s*\[?"
     r"(?P<v>[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]|(?:0x)?[0-9a-f]{2,12})"
     r"|pci\s*[:=]?\s*\[?(?P<w>[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]))(?![\w:.])"
 )
-_UUID = re.compile(
-    r"\b(?:MIG|GPU)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+_HEX_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# GPU-/MIG- UUIDs and the old MIG form MIG-GPU-<uuid>/<GPU instance>/<compute instance>
+# (reference/cuda_devices.md: one device, not its parent GPU).
+_UUID = re.compile(rf"\bMIG-GPU-{_HEX_UUID}/\d+/\d+|\b(?:MIG|GPU)-{_HEX_UUID}\b")
+# torch.cuda.get_device_properties' repr: decimal numbers, the address torch itself forms as
+# f"{domain:04x}:{bus:02x}:{device:02x}.0" (torch/numa/binding.py).
+_TORCH_PROPS = re.compile(
+    r"\bpci_bus_id=(?P<bus>\d{1,3}), pci_device_id=(?P<dev>\d{1,3}), pci_domain_id=(?P<dom>\d{1,5})\b"
 )
 _NUM = r"\d{1,7}"
 _LIST = rf"{_NUM}(?:\s*(?:,|-|–|&|\band\b|\bto\b)\s*{_NUM})*"
@@ -93,6 +101,10 @@ def devices_in(texts: Iterable[str], limit: int = MAX_NAMED) -> tuple[str, ...]:
             _add(buses, try_normalize_bus_id(m.group(0)), limit)
         for m in _BUS_AFTER_WORD.finditer(text):
             _add(buses, try_normalize_bus_id(m.group("v") or m.group("w")), limit)
+        for m in _TORCH_PROPS.finditer(text):
+            dom, bus, dev = int(m.group("dom")), int(m.group("bus")), int(m.group("dev"))
+            if bus < 256 and dev < 32 and dom < 65536:
+                _add(buses, try_normalize_bus_id(f"{dom:04x}:{bus:02x}:{dev:02x}.0"), limit)
         for m in _UUID.finditer(text):
             _add(uuids, m.group(0), limit)
     return tuple(buses + uuids)
