@@ -139,3 +139,58 @@ def test_distinct_hex_lines_switch_to_folding_hex_and_stay_exact() -> None:
         buf = "\n".join(lines).encode()
         assert set(m.hits(buf)[0]) == _reference(buf, literals())
     assert m._table is prefilter.HEX_NORMALISE
+
+
+@pytest.mark.parametrize(
+    ("sid", "line"),
+    [
+        (
+            "comm-error-any",
+            "torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970",
+        ),
+        ("comm-error-any", "RuntimeError: NCCL Error 3: internal error"),
+        ("comm-error-any", "ncclUnhandledCudaError: Call to CUDA function failed."),
+        (
+            "comm-error-any",
+            "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.",
+        ),
+        ("comm-error-any", "NCCL communicator was aborted on rank 3."),
+        ("comm-error-any", "RCCL failure at init"),
+        ("comm-error-any", "ncclCommInitRank failed: unhandled system error"),
+        (
+            "comm-error-any",
+            "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1)",
+        ),
+        (
+            "gpu-held-by-another",
+            "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+        ),
+        ("gpu-held-by-another", "another process is already using the GPU"),
+        ("gpu-held-by-another", "GPU 3 is already in use"),
+        (
+            "gpu-held-by-another",
+            "Free memory on device cuda:0 (2.1/79.1 GiB) on startup is less than desired",
+        ),
+    ],
+)
+def test_narrow_keys_still_let_every_alternative_through(sid: str, line: str) -> None:
+    """Keys name each alternative of the regex, not a word every log line has ("nccl")."""
+    sig = next(s for s in SIGNALS if s.id == sid)
+    assert sig.pattern.search(line), line
+    assert any(k in line.lower() for k in sig.keys), line
+
+
+def test_routine_nccl_info_lines_are_no_candidates() -> None:
+    lines = [
+        b"node-007:1062:1113 [6] NCCL INFO Channel 11/0 : 62[6] -> 63[7] via P2P/CUMEM/read",
+        b"node-057:1456:1507 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+        b"node-036:1291:1342 [3] NCCL INFO comm 0x550123 rank 291 nRanks 512 nNodes 64 localRanks 8",
+        b"node-008:1066:1117 [2] NCCL INFO Trees [0] 66/-1/-1->67->65 [1] 66/-1/-1->67->65",
+    ]
+    for line in lines:
+        held = [
+            x.text
+            for x in literals()
+            if (x.text.lower() in line.lower() if x.caseless else x.text in line)
+        ]
+        assert held == [], (line, held)

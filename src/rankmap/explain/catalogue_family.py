@@ -199,10 +199,23 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "xlaruntimeerror",
         "unable to initialize backend",
     ),
+    # one key per alternative of the regex: a bare "nccl" would make every NCCL INFO line of a
+    # big log a candidate (benchmarks/explain_1gb.py: 40x slower)
     "comm-error-any": (
-        "nccl",
+        "ncclinternalerror",
+        "ncclinvalidusage",
+        "ncclinvalidargument",
+        "ncclremoteerror",
+        "ncclunhandledcudaerror",
+        "ncclsystemerror",
         "distbackenderror",
-        "rccl",
+        "processgroupnccl.cpp",
+        "nccl communicator",
+        "nccl error",
+        "nccl failure",
+        "rccl error",
+        "rccl failure",
+        "ncclcomminit",
         "watchdog caught",
     ),
     "hang-at-collective": (
@@ -219,8 +232,10 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "free memory on device",
         "busy or unavailable",
         "cudaerrordevicesunavailable",
-        "process",
-        "already",
+        "other process",
+        "already in use",
+        "already occupied",
+        "already busy",
     ),
     "visible-in-container": ("_visible_devices",),
     "hardware-fault": (

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 ANY = frozenset({"log", "prose", "code", "shell", "config", "env"})
 TEXT = frozenset({"log", "prose"})
@@ -36,10 +37,14 @@ PT = "reference/pytorch_nccl.md"
 
 @dataclass(frozen=True)
 class Signal:
-    """One recogniser: pattern -> categories with weights, and the fact behind it."""
+    """One recogniser: pattern -> categories with weights, and the fact behind it.
+
+    The regular expression is compiled on first use (:attr:`pattern`): a log or a paste touches
+    the few signals whose prefilter keys it holds, and compiling all of them at import took about
+    as long as grep takes for a gigabyte (benchmarks/explain_1gb.py)."""
 
     id: str
-    pattern: re.Pattern[str]
+    regex: str
     supports: tuple[tuple[str, float], ...]
     fact: str
     where: frozenset[str] = ANY
@@ -48,6 +53,11 @@ class Signal:
     keys: tuple[str, ...] = ()  # lowercase substrings every match contains (see KEYS)
     negatable: bool = False  # a setting prose can deny ("not using docker"; see NEGATABLE)
     outside: bool = False  # the text shows a failure outside this family (see catalogue_family)
+    flags: int = re.IGNORECASE
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.regex, self.flags)
 
 
 def sig(
@@ -62,14 +72,14 @@ def sig(
     case: bool = False,
     outside: bool = False,
 ) -> Signal:
-    flags = 0 if case else re.IGNORECASE
     return Signal(
         sid,
-        re.compile(regex, flags),
+        regex,
         tuple(supports.items()),
         fact,
         where,
         failure,
         framework,
         outside=outside,
+        flags=0 if case else re.IGNORECASE,
     )
