@@ -14,6 +14,7 @@ from rankmap.categories import CATEGORIES  # the contract's categories, in a sta
 from rankmap.explain.catalogue_device import DEVICE_SIGNALS
 from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
+from rankmap.explain.priors import capped
 from rankmap.explain.signal_model import Signal
 
 __all__ = ["CATEGORIES", "KEYS", "NEGATABLE", "SIGNALS", "Signal"]
@@ -34,7 +35,12 @@ KEYS: dict[str, tuple[str, ...]] = {
         "found no nvidia driver",
         "is_available",
         "no cuda gpus",
+        "no hip gpus",
+        "no rocm gpus",
+        "hiperrornodevice",
+        "no rocm-capable",
     ),
+    "cuda-init-unknown": ("cuda unknown error", "available devices to be zero"),
     "cvd-mentioned": ("cuda_visible_device",),
     "cvd-ignored": ("_visible_devices", "visible devices"),
     "cvd-after-init": ("cuda_visible_devices",),
@@ -94,6 +100,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ray": ("ray", "num_gpus"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
+    "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
+    "local-rank-as-device": ("set_device",),
     "one-gpu-per-proc": ("per ", "each ", "visible devices", "process-per"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
@@ -255,6 +263,6 @@ NEGATABLE = frozenset(
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(
-    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE)
+    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE, supports=capped(s.id, s.supports))
     for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS)
 )

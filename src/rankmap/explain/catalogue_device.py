@@ -20,28 +20,36 @@ from rankmap.explain.signal_model import sig as _s
 DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- invalid device / visibility, every framework's spelling --------------------------------
     _s("hip-invalid-device", r"hipErrorInvalidDevice|HIP error: invalid device ordinal",
-       {"oversubscribed": 2, "visible_devices_mismatch": 2, "per_process_visible_devices": 1},
+       {},
        "ROCm HIP runtime: hipErrorInvalidDevice is CUDA's invalid device ordinal "
        "(https://rocm.docs.amd.com/projects/HIP/en/latest/reference/error_codes.html)",
        failure=True, framework="rocm"),
     _s("xla-invalid-device", r"CUDA_ERROR_INVALID_DEVICE",
-       {"per_process_visible_devices": 2, "oversubscribed": 2, "visible_devices_mismatch": 1},
+       {"per_process_visible_devices": 1},
        f"{CUDA_DEV} §1: an index >= the visible count; JAX defaults to all local GPUs per process",
        failure=True, framework="jax"),
     _s("uuid-as-int", r"invalid literal for int\(\) with base 10: '(?:GPU|MIG)-",
-       {"visible_devices_mismatch": 6, "mig": 1},
+       {"visible_devices_mismatch": 4},
        f"{CUDA_DEV} §1: CUDA_VISIBLE_DEVICES may hold GPU-/MIG- UUIDs; code that parses "
-       "entries as integers fails (https://github.com/vllm-project/vllm/issues/13815)",
+       "entries as integers fails (https://github.com/vllm-project/vllm/issues/13815); a MIG- "
+       "UUID there is a MIG instance (mig-uuid adds its points)",
        failure=True),
     _s("mig-uuid-int", r"MIG-[0-9a-f]{8}-[0-9a-f-]+'?\s*(?:is not|cannot be|invalid)",
        {"mig": 4, "visible_devices_mismatch": 2}, f"{NCCL} (c): MIG instances are named by UUID",
        failure=True),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
        r"|Found no NVIDIA driver|torch\.cuda\.is_available\(\) (?:is|returns?) False"
-       r"|No CUDA GPUs are available",
+       r"|No (?:CUDA|HIP|ROCm) GPUs are available|hipErrorNoDevice|no ROCm-capable device",
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),
+    _s("cuda-init-unknown", r"CUDA initialization: CUDA unknown error|Setting the available "
+       r"devices to be zero",
+       {"container_mapping": 2.5, "version_mismatch": 1.5, "visible_devices_mismatch": 0.5},
+       "PyTorch's own warning when cuInit fails: it names a CUDA_VISIBLE_DEVICES change after "
+       f"start ({CUDA_DEV} §1); the same unknown error follows a container that lost its device "
+       "nodes and a driver updated without reloading (https://github.com/NVIDIA/nvidia-docker/"
+       "issues/1671)", failure=True),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1"),
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
@@ -116,7 +124,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("device-plugin", r"device[- ]plugin|kubelet|gpu-operator", {"container_mapping": 3},
        f"{CUDA_DEV} §4"),
     _s("docker-daemon", r"Error response from daemon|could not select device driver|"
-       r"unknown or invalid runtime name: nvidia|device_ids|count: all",
+       r"unknown or invalid runtime name: nvidia|['\"]?device_ids['\"]?\s*:|count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
@@ -161,6 +169,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
+    _s("slurm-tasks", r"\bsrun\b|#SBATCH|\bsbatch\b|SLURM_LOCALID|SLURM_PROCID|--ntasks-per-node",
+       {}, f"{LAUNCHERS} §5: Slurm starts the tasks (it sets no LOCAL_RANK; CUDA_VISIBLE_DEVICES "
+       "per step, or per task with task binding)", framework="slurm"),
+    _s("local-rank-as-device", r"set_device\(\s*(?:int\()?\s*(?:args\.|self\.|opt\.|config\.)?"
+       r"(?:local_rank|localrank|slurm_localid)\b|set_device\(\s*int\(\s*os\.environ(?:\.get\(|\[)"
+       r"\s*['\"](?:LOCAL_RANK|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
+       {}, f"{PT} §1: the device is selected by the local rank (the right index, as long as the "
+       "process sees every GPU of its node)", where=NOT_PROSE),
     _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?) (?:a |one )?"
        r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"

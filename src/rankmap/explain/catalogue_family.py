@@ -15,8 +15,11 @@ device-side asserts, ``invalid device function``/``pointer``/``context``.
 
 from __future__ import annotations
 
+from rankmap.explain.priors import prior
 from rankmap.explain.signal_model import CUDA_DEV, LAUNCHERS, NCCL, PT, TEXT, Signal
 from rankmap.explain.signal_model import sig as _s
+
+LOG = frozenset({"log"})
 
 # The part of a CUDA/HIP error message that puts it outside the mapping family.
 _NOT_FAMILY = (
@@ -28,13 +31,12 @@ _NOT_FAMILY = (
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
        r"\binvalid[ _]device(?:[ _](?:ordinal|id|index|number))?\b(?![ _](?:function|pointer|"
-       r"context|symbol|handle))|\binvalid ordinal\b|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
+       r"context|symbol|handle|string))|\binvalid ordinal\b|CUDA_ERROR_INVALID_DEVICE\b|cudaErrorInvalidDevice\b|"
        r"hipErrorInvalidDevice\b|device ordinal (?:\d+ )?(?:is )?(?:out of range|invalid|not "
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
        r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+",
-       {"visible_devices_mismatch": 1.5, "oversubscribed": 1, "global_rank_as_device": 1,
-        "per_process_visible_devices": 1},
+       prior("invalid-device-any"),
        f"{CUDA_DEV} §1: an index >= the number of visible devices is invalid in every stack "
        "(CUDA cudaErrorInvalidDevice, HIP hipErrorInvalidDevice, XLA CUDA_ERROR_INVALID_DEVICE)",
        failure=True),
@@ -45,15 +47,18 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §1: every stack has a visible-devices variable that narrows and renumbers "
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
     _s("device-count-message",
-       r"(?:only|but) (?:\d+|one|two|a single) (?:gpus?|devices?|cuda devices?)(?: (?:is|are|"
-       r"was|were))? (?:available|visible|found|detected)|(?:found|detected|sees?|saw|shows?|"
+       r"(?:only|but) (?:\d+|one|two|a single)(?: (?:gpus?|devices?|cuda devices?))?(?: (?:is|are|"
+       r"was|were))? (?:available|visible|found|detected)\b|only (?:see|sees|seeing|saw|seen|"
+       r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
+       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:gpus?|cuda devices?|devices?) (?:were |"
+       r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
+       r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
        r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
-       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:number of )?"
+       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:total )?(?:number of )?"
        r"available (?:gpus|devices)|(?:not enough|insufficient) (?:gpus|devices|gpu devices)|"
        r"requested \d+ (?:gpus|devices)[^\n]{0,40}(?:only|available|has)|"
        r"(?:number of|num) (?:available |visible )?(?:gpus|devices) \(\d+\)",
-       {"visible_devices_mismatch": 1.5, "oversubscribed": 1, "container_mapping": 0.5,
-        "mig": 0.5},
+       prior("device-count-message"),
        f"{CUDA_DEV} §1, §3: a process sees fewer devices than the job expects (a narrowed "
        "visible list, a container without all GPUs, MIG) or the job asks for more than exist",
        failure=True),
@@ -62,7 +67,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"CUDA_ERROR_(?!INVALID_DEVICE)\w+|cuda runtime error|\bAcceleratorError\b|"
        r"\bhipError(?!InvalidDevice)\w+|\bHIP error\b|\bXlaRuntimeError\b|"
        r"Unable to initialize backend '(?:cuda|rocm|gpu)')" + _NOT_FAMILY,
-       {"other": 1, "version_mismatch": 0.5},
+       prior("device-error-any"),
        "CUDA runtime API error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/"
        "group__CUDART__TYPES.html); a device error without more says little about the mapping",
        failure=True),
@@ -71,7 +76,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
        r"Watchdog caught collective operation timeout",
-       {"other": 1, "host_identity": 0.5},
+       prior("comm-error-any"),
        f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
        "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
        failure=True),
@@ -81,7 +86,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"first collective|ncclCommInit\w*|DistributedDataParallel|\bDDP\b|NCCL init|"
        r"initiali[sz]ation)|(?:init_process_group|barrier\(\)|all_?reduce|ncclCommInit\w*)"
        r"[^.\n]{0,40}(?:hangs?|hung|stuck|never returns?|freez\w*)",
-       {"other": 1.5, "host_identity": 1, "no_set_device": 0.5},
+       prior("hang-at-collective"),
        f"{NCCL} (b), (d): a hang at the first collective is ranks NCCL took for one host, an "
        f"unreachable peer, or a barrier on a guessed device ({PT} §2)",
        failure=True, where=TEXT),
@@ -91,7 +96,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"(?:another|other) process(?:es)? (?:is |are )?(?:already )?(?:using|holding|occupying|"
        r"running on) (?:the |this |that )?(?:gpu|device)|(?:gpu|device) \d+ (?:is )?already "
        r"(?:in use|occupied|busy)",
-       {"oversubscribed": 2, "no_set_device": 1.5, "container_mapping": 0.5},
+       prior("gpu-held-by-another"),
        f"{PT} §1: memory or an exclusive-mode context another process holds on the GPU: two "
        "processes on one device (CUDA compute modes: https://docs.nvidia.com/deploy/"
        "nvidia-smi/index.html)", failure=True),
@@ -101,6 +106,38 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"container_mapping": 2},
        f"{CUDA_DEV} §3: inside a container the runtime's device list comes first; a visible-devices "
        "variable per container renumbers again"),
+    _s("negative-device-index",
+       r"Device index must not be negative|\bcuda:-1\b|invalid device ordinal -1\b|"
+       r"set_device\(-1\)",
+       prior("negative-device-index"),
+       "A device index of -1 is a local rank nobody set: a script written for "
+       "torch.distributed.launch (`--local_rank`, default -1) run by torchrun, which sets "
+       f"LOCAL_RANK instead ({LAUNCHERS} §2; https://github.com/qcf-568/DocTamper/issues/87); "
+       "or get_device() of a CPU tensor", failure=True),
+    _s("init-traceback",
+       r"(?m)^\s*File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
+       r"init_process_group|_new_process_group_helper|new_group|barrier|_sync_params_and_buffers|"
+       r"_sync_module_states|_verify_param_shape_across_processes|_distributed_broadcast_coalesced|"
+       r"init_distributed|init_device|init_worker_distributed_environment|"
+       r"initialize_model_parallel|ensure_model_parallel_initialized)\b",
+       prior("init-traceback"),
+       f"{PT} §1, §7.1: a traceback through set_device, CUDA's lazy init, init_process_group or "
+       "DDP's first broadcast: the device or the communicator could not be set up (the frames "
+       "name where, not why)", failure=True, where=LOG),
+    _s("collective-timeout",
+       r"WorkNCCL\(SeqNum=[0-2],|NCCL timeout in communicator initiali[sz]ation",
+       prior("collective-timeout"),
+       f"{PT} §3: the watchdog's timeout of one of the first collectives (SeqNum 0-2) or of "
+       "the communicator's initialisation: a hang at the first collective", failure=True,
+       where=TEXT),
+    _s("rank-env-missing",
+       r"environment variable (?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|"
+       r"MASTER_PORT) expected, but not set|KeyError: ['\"](?:LOCAL_RANK|RANK|WORLD_SIZE|"
+       r"LOCAL_WORLD_SIZE|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
+       {"launcher_config": 4},
+       f"{PT} §7.1 (env:// needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and {LAUNCHERS} §9 "
+       "(who sets LOCAL_RANK): the launcher used does not set the variable the script reads",
+       failure=True),
     _s("hardware-fault", r"\bECC (?:error|errors)\b|uncorrectable ECC|CUDA_ERROR_ECC_UNCORRECTABLE|"
        r"\bXid\b|fallen off the bus|GPU is lost|GPU has fallen|NVLink (?:error|down)|"
        r"row[- ]remap\w* (?:failure|pending)|CUDA_ERROR_HARDWARE_STACK_ERROR",
@@ -129,12 +166,15 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "needs a message that names its cause", outside=True),
     _s("outside-network", r"Connection refused|DEADLINE_EXCEEDED|Deadline Exceeded|Connection reset "
        r"by peer|No route to host|Network is unreachable|\bfirewall\b|ECONNREFUSED|ETIMEDOUT|"
-       r"Connection timed out|Name or service not known|Temporary failure in name resolution",
+       r"Connection timed out|Name or service not known|Temporary failure in name resolution|"
+       r"Socket Timeout|DistNetworkError|DistStoreError|client socket has timed out|"
+       r"Timed out (?:after \d+ seconds )?waiting for clients|timed out initiali[sz]ing process "
+       r"group",
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
     _s("outside-python", r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
-       r"KeyError|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
+       r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
        "Python's own exceptions name a program or installation error "
        "(https://docs.python.org/3/library/exceptions.html)", outside=True),
@@ -173,6 +213,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "device-count-message": (
         "only",
         "found",
+        "visible",
         "detected",
         "see",
         "saw",
@@ -228,6 +269,27 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no progress",
     ),
     "ray-node-ip": ("no available node types", "node:"),
+    "init-traceback": (
+        "set_device",
+        "_lazy_init",
+        "_lazy_call",
+        "manual_seed_all",
+        "init_process_group",
+        "_new_process_group_helper",
+        "new_group",
+        "barrier",
+        "_sync_params_and_buffers",
+        "_sync_module_states",
+        "_verify_param_shape_across_processes",
+        "_distributed_broadcast_coalesced",
+        "init_distributed",
+        "init_device",
+        "init_worker_distributed_environment",
+        "model_parallel",
+    ),
+    "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
+    "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
+    "rank-env-missing": ("expected, but not set", "keyerror"),
     "gpu-held-by-another": (
         "free memory on device",
         "busy or unavailable",
@@ -263,6 +325,13 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "connection timed out",
         "name or service not known",
         "temporary failure in name resolution",
+        "socket timeout",
+        "distnetworkerror",
+        "diststoreerror",
+        "client socket has timed out",
+        "waiting for clients",
+        "timed out initializing process group",
+        "timed out initialising process group",
     ),
     "outside-python": (
         "modulenotfounderror",

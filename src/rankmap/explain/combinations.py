@@ -87,12 +87,23 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
             f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
         )
-    if doc and ordinal and "multi-node" in doc.hits:
+    if ordinal and _slurm_tasks_by_local_rank(ctx, doc):
+        s.add(
+            "per_process_visible_devices",
+            2.5,
+            "an invalid device ordinal from tasks that Slurm started and that select their device "
+            "by the local rank: with per-task GPU binding each task sees only its own GPU, so "
+            "local rank >= 1 is out of range (reference/launchers.md §5, typical Slurm "
+            "misconfigurations)",
+        )
+    nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
+    if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)):
+        how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
         s.add(
             "global_rank_as_device",
             3.0,
-            "an invalid device ordinal on a multi-node run: an index that exists on one node only "
-            f"is the global rank ({PT_SECTION})",
+            f"an invalid device ordinal and {how}: an index that exists on one node only is the "
+            f"global rank ({PT_SECTION}; reference/launchers.md §1)",
         )
 
 
@@ -116,6 +127,14 @@ def _launcher_and_binding(
             _quote(doc, "cvd-ignored"),
         )
         s.add("visible_devices_mismatch", -2.0, "the ignored list is the launcher's doing")
+    if deepspeed and ctx.env.get("CUDA_VISIBLE_DEVICES") and _ds_selects(ctx):
+        s.add(
+            "launcher_config",
+            3.5,  # below a guess on its own in a healthy log (scoring.NO_FAILURE_GUESS)
+            "CUDA_VISIBLE_DEVICES is set and the DeepSpeed launcher is given --num_gpus/"
+            "--num_nodes/--include/--exclude/a hostfile: it then ignores CVD and picks the GPUs "
+            "itself (reference/launchers.md §4, CVD interplay)",
+        )
     per_task = "gpus-per-task" in hits or bool(ctx.launch and ctx.launch.gpus_per_task == 1)
     ipc = next((k for k in ("cuda-ipc", "peer-access") if k in hits), None)
     if ipc and per_task:
@@ -135,6 +154,26 @@ def _launcher_and_binding(
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
             _quote(doc, "cvd-after-init"),
         )
+
+
+def _slurm_tasks_by_local_rank(ctx: Context, doc: DocFacts | None) -> bool:
+    slurm = bool(ctx.launch and ctx.launch.launcher == "srun") or bool(
+        doc and "slurm-tasks" in doc.hits
+    )
+    by_local = ctx.selection() == "local_rank" or bool(
+        doc and ("local-rank-as-device" in doc.hits or doc.code_kind == "local_rank")
+    )
+    return slurm and by_local
+
+
+_DS_SELECT = ("--num_gpus", "--num_accelerators", "--num_nodes", "--include", "--exclude", "-i ",
+              "-e ", "--hostfile", "-H ")  # fmt: skip
+
+
+def _ds_selects(ctx: Context) -> bool:
+    """The DeepSpeed launch passes one of the options that make it ignore CVD."""
+    cmd = f" {ctx.launch.command} " if ctx.launch else ""
+    return any(f" {opt}" in cmd or f" {opt.strip()}=" in cmd for opt in _DS_SELECT)
 
 
 def container_sees_more(doc: DocFacts, s: Scores) -> None:

@@ -15,7 +15,8 @@ class Scores:
     points: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     reasons: dict[str, list[tuple[float, str]]] = field(default_factory=lambda: defaultdict(list))
     evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    failure: bool = False
+    failure: bool = False  # a specific message or finding of this family failed
+    weak_failure: bool = False  # a failure class (a prior only: rankmap.explain.priors) matched
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
 
     def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:

@@ -18,6 +18,8 @@ from rankmap.codes import lookup
 from rankmap.explain.combinations import from_combinations
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
+from rankmap.explain.priors import HAND as CLASS_PRIORS
+from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import Scores
 from rankmap.findings import Finding, Severity, finding
 
@@ -74,13 +76,16 @@ DECIDE: dict[str, str] = {
 # Specific findings that name a symptom, not a cause: they weigh little.
 SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
 UNDECIDED_MARK = "The log alone does not say"
+# A finding that says the log cannot decide names a symptom, not its category: its own category
+# gets no more than a failure class's prior would give (rankmap.explain.priors).
+UNDECIDED_POINTS = 0.5
 # Rendezvous/store and socket errors: what every rank prints when a peer or port is unreachable.
 NETWORK_CODES = frozenset({"RM906", "RM041"})
 # Catalogue classes whose weights are priors of a generic device/communicator error.
 GENERIC_PRIORS = frozenset({"nccl-generic-error", "comm-error-any", "device-error-any"})
 PT_SECTION = "reference/pytorch_nccl.md §1"
 MIN_GUESS = 2.0  # a best guess needs at least this much support
-WEAK_GUESS = 1.0  # ... or this much when the input shows a failure of this family
+WEAK_GUESS = 0.1  # ... or any points when the input shows a failure of this family
 CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this much
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
@@ -96,7 +101,9 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
             continue
         s.failure = True
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
-        if i == 0:
+        if i == 0 and undecided and UNDECIDED_MARK in f.detail:
+            pts = UNDECIDED_POINTS  # "the log alone does not say": the class priors decide
+        elif i == 0:
             pts = 2.0 if undecided else (9.0 if f.severity is Severity.ERROR else 5.0)
         else:
             pts = 1.0 if f.severity is Severity.WARNING else 2.0
@@ -110,9 +117,14 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         f.category != "other" and f.severity is not Severity.INFO and f.code not in NETWORK_CODES
         for f in base
     )
+    lead_class = leading_class(frozenset(doc.hits))
     for hit in doc.hits.values():
         sig = hit.signal
-        if sig.failure:
+        if sig.failure and sig.id in CLASS_PRIORS:
+            s.weak_failure = True  # a failure class: of this family, but its weights are priors
+            if sig.id != lead_class:
+                continue  # one prior per failure: the most specific class's
+        elif sig.failure:
             s.failure = True
         if specific and sig.id in GENERIC_PRIORS:
             continue
@@ -235,7 +247,9 @@ def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
     if s.failure:
         return pts >= WEAK_GUESS
     outside = doc is not None and any(h.signal.outside for h in doc.hits.values())
-    if outside:
+    if s.weak_failure and not outside:
+        return pts >= WEAK_GUESS
+    if outside:  # a failure class next to a failure outside the family: the outside one wins
         return pts >= MIN_GUESS and s.strongest(cat) >= STRONG
     if doc is not None and doc.failed:
         return pts >= CONTEXT_GUESS
