@@ -59,6 +59,8 @@ def from_nccl_int(value: int) -> PciAddress:
     """Unpack NCCL's int64 (``int64ToBusId`` in NCCL's src/misc/utils.cc)."""
     if value < 0:
         raise ValueError(f"negative NCCL bus id {value}")
+    if (value >> 4) & 0xFF > 0x1F or value & 0xF > 7:  # PCI: 5-bit device, 3-bit function
+        raise ValueError(f"not a PCI address: NCCL bus id {value:x}")
     return PciAddress(
         domain=value >> 20,
         bus=(value >> 12) & 0xFF,

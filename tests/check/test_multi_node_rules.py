@@ -220,3 +220,19 @@ def test_reassignment_from_itself_reads_the_earlier_binding(tmp_path: Path) -> N
         assert report.sections["launch"]["device_selection"] == "local_rank"
         assert _errors(report) == []
         assert "RM330" in {f.code for f in report.findings}  # right, current device stays 0
+
+
+def test_a_rank_init_reached_only_on_an_undecided_branch_is_no_error(tmp_path: Path) -> None:
+    """The worker runs only under `mp.spawn` when the script's own mode says so; the torchrun
+    path (the launch checked) initialises from the launcher's variables."""
+    body = (
+        "import sys\nimport torch.multiprocessing as mp\n\n"
+        "def spawned(gpu, n):\n    torch.cuda.set_device(gpu)\n"
+        "    dist.init_process_group('nccl', init_method='tcp://10.0.0.1:23456', rank=gpu, "
+        "world_size=n)\n\n"
+        "def elastic():\n    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+        "    dist.init_process_group('nccl')\n\n"
+        "if sys.argv[-1] == 'spawn':\n    mp.spawn(spawned, nprocs=8, args=(8,))\n"
+        "else:\n    elastic()\n"
+    )
+    assert "RM905" not in [f.code for f in _errors(_report(tmp_path, body, 2))]

@@ -77,6 +77,28 @@ def test_a_port_torchrun_does_not_serve_is_an_error(tmp_path: Path, launch: list
         WRITES.format(port=12345)
         .replace("\n    ", "\n        ")
         .replace("def main():\n", "def main():\n    if 'RANK' not in os.environ:\n"),
+        # a set-up function nobody calls or hands on
+        WRITES.format(port=12345).replace("main()\n", "pass\n"),
+        # handed to mp.spawn only on a branch the analysis cannot decide
+        WRITES.format(port=12345).replace(
+            "main()\n",
+            "import sys\nimport torch.multiprocessing as mp\n"
+            "if sys.argv[-1] == 'spawn':\n    mp.spawn(main, nprocs=2)\n",
+        ),
+        # named in a table only; the call that runs it waits on an undecided branch
+        WRITES.format(port=12345).replace(
+            "main()\n",
+            "RUNNERS = {'spawn': main}\nimport sys\n"
+            "if sys.argv[-1] == 'spawn':\n    RUNNERS['spawn']()\n",
+        ),
+        # torchrun's path returns first; the fallback set-up is for a plain `python train.py`
+        "def main():\n    if 'LOCAL_RANK' in os.environ:\n        dist.init_process_group('gloo')\n"
+        "        return\n    os.environ['MASTER_PORT'] = '12345'\n"
+        "    dist.init_process_group('gloo', rank=0, world_size=1)\n\nmain()\n",
+        # only where the first init failed
+        "try:\n    dist.init_process_group('gloo')\nexcept ValueError:\n"
+        "    os.environ['MASTER_PORT'] = '12345'\n"
+        "    dist.init_process_group('gloo', rank=0, world_size=1)\n",
         # written after the init: the rendezvous has happened
         "def main():\n    dist.init_process_group('gloo')\n    os.environ['MASTER_PORT'] = '12345'\n\nmain()\n",
     ],
@@ -103,3 +125,49 @@ def test_a_loopback_address_on_two_nodes_strands_the_other_nodes(tmp_path: Path)
     assert sorted(found[0].ranks) == [2, 3]  # the ranks of the second node
     one_node = ["torchrun", "--nproc-per-node", "2", "--master-port", "29500"]
     assert _rm906(tmp_path, WRITES.format(port=29500), one_node) == []  # loopback is this host
+
+
+def test_a_function_handed_to_mp_spawn_unconditionally_is_reached(tmp_path: Path) -> None:
+    """torchrun's workers' children inherit TORCHELASTIC_USE_AGENT_STORE: still clients."""
+    body = (
+        WRITES.format(port=12345)
+        .replace("def main():\n", "def main(index):\n")
+        .replace("main()\n", "import torch.multiprocessing as mp\nmp.spawn(main, nprocs=2)\n")
+    )
+    found = _rm906(tmp_path, body, ["torchrun", "--standalone", "--nproc-per-node", "1"])
+    assert [f.severity.value for f in found] == ["error"]
+
+
+@pytest.mark.parametrize(
+    ("launch", "env", "code"),
+    [
+        # static rendezvous serves the --rdzv-endpoint's port (launcher/api.py)
+        (["torchrun", "--nproc-per-node", "2", "--rdzv-backend", "static",
+          "--rdzv-endpoint", "127.0.0.1:12345"], {}, None),
+        # sharing turned off: rank 0 serves MASTER_PORT itself
+        (["torchrun", "--standalone", "--nproc-per-node", "2"],
+         {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}, None),
+        (["torchrun", "--standalone", "--nproc-per-node", "2"], {}, "error"),
+    ],
+)  # fmt: skip
+def test_what_torchrun_serves_decides(
+    tmp_path: Path, launch: list[str], env: dict[str, str], code: str | None
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(HEAD + WRITES.format(port=12345))
+    report = check_launch(
+        [*launch, str(script)],
+        machines=load_machine("dgx-h100"),
+        env=env,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    found = [f.severity.value for f in report.findings if f.code == "RM906"]
+    assert found == ([code] if code else [])
+
+
+def test_29500_on_one_node_without_a_port_is_a_warning_naming_the_version(tmp_path: Path) -> None:
+    """torch before PR #175699 served 29500 there; torch 2.13 a free port."""
+    found = _rm906(tmp_path, WRITES.format(port=29500), ["torchrun", "--nproc-per-node", "4"])
+    assert [f.severity.value for f in found] == ["warning"]
+    assert "torch 2.13" in found[0].title and "#175699" in found[0].detail

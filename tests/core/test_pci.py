@@ -60,3 +60,10 @@ def test_packing_formula_matches_reference() -> None:
 def test_garbage_is_rejected(bad: str) -> None:
     with pytest.raises(ValueError):
         parse_bus_id(bad)
+
+
+@pytest.mark.parametrize("bad", ["4f", "222", "fff", "4ff08"])
+def test_packed_number_of_no_pci_address_is_rejected(bad: str) -> None:
+    # a PCI device has 5 bits, a function 3: "4f" would be device 4 function 15
+    with pytest.raises(ValueError):
+        parse_nccl_bus_id(bad)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +191,57 @@ def test_split_without_comm_id_is_its_own_communicator() -> None:
     ev.add_lines(iter_text_lines("\n".join(lines)))
     assert len(ev.rankmap.communicators()) == 2
     assert len(ev.rankmap.main_comm()) == 4
+
+
+def _rankmap(lines: list[str]) -> Any:
+    from rankmap.explain.collect import Evidence
+    from rankmap.explain.reader import iter_text_lines
+
+    ev = Evidence()
+    ev.add_lines(iter_text_lines("\n".join(lines)))
+    return ev.rankmap
+
+
+def _world_and_split(split_pids: tuple[int, int]) -> list[str]:
+    """World ranks 0-3 on h1, ranks 2 and 3 both on bus 38000; a split of those two processes
+    (numbered 0 and 1 in the split) with the pids given."""
+    world = INIT_SHAPES["2.23"].replace("nranks 2", "nranks 4")
+    buses = ["18000", "28000", "38000", "38000"]
+    lines = [f"h1:{10 + r}:1 [{r}] NCCL INFO " + world.format(r=r, b=buses[r]) for r in range(4)]
+    split = INIT_SHAPES["2.24-split"]
+    lines += [
+        f"h1:{pid}:1 [0] NCCL INFO " + split.format(r=r, b="38000")
+        for r, pid in enumerate(split_pids)
+    ]
+    return lines
+
+
+def test_a_split_collision_is_named_by_the_world_ranks_of_its_processes() -> None:
+    rm = _rankmap(_world_and_split((12, 13)))
+    assert [c.ranks for c in rm.collisions()] == [(2, 3)]  # not the split's 0 and 1 as well
+
+
+def test_a_split_collision_of_unknown_processes_adds_no_local_numbers() -> None:
+    rm = _rankmap(_world_and_split((98, 99)))  # pids the world group does not show
+    assert [c.ranks for c in rm.collisions()] == [(2, 3)]
+
+
+def test_a_split_alone_keeps_its_own_numbers() -> None:
+    split = INIT_SHAPES["2.24-split"]
+    rm = _rankmap([f"h1:{10 + r}:1 [0] NCCL INFO " + split.format(r=r, b="38000") for r in (0, 1)])
+    assert [c.ranks for c in rm.collisions()] == [(0, 1)]
+
+
+def test_first_finding_names_the_colliding_world_ranks() -> None:
+    report = explain_files(["-"], stdin=io.StringIO("\n".join(_world_and_split((12, 13))) + "\n"))
+    assert report.ordered_findings()[0].ranks == (2, 3)
+
+
+def test_a_split_warn_is_named_by_the_world_ranks_of_the_init_lines() -> None:
+    # the split's WARN numbers the pair 0 and 1; the world Init lines show ranks 2 and 3
+    warn = "h1:12:1 [2] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 38000"
+    text = "\n".join([*_world_and_split((12, 13)), warn]) + "\n"
+    first = explain_files(["-"], stdin=io.StringIO(text)).ordered_findings()[0]
+    assert first.ranks == (2, 3)
+    alone = explain_files(["-"], stdin=io.StringIO(warn + "\n")).ordered_findings()[0]
+    assert alone.ranks == (0, 1)  # without Init lines the WARN's own numbers are all there is

@@ -259,9 +259,16 @@ def _prefilter(text: str) -> object:
 
 
 def _named(text: str) -> object:
-    from rankmap.explain.named import devices_in, failing_ranks
+    from rankmap.explain import named
 
-    return devices_in([text]), failing_ranks(text.splitlines())
+    lines = text.splitlines()
+    return (
+        named.devices_in([text]),
+        named.failure_ranks(lines),
+        named.prose_ranks(lines),
+        named.pair_named(lines),
+        named.intra_host_ranks(lines),
+    )
 
 
 # -- inventory, profiles, topology --------------------------------------------------------------------

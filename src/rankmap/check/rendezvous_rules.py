@@ -17,7 +17,7 @@ from rankmap.check.script_scan import DeviceSelection
 from rankmap.findings import Finding, finding
 from rankmap.launchers import LaunchPlan
 
-_LOOPBACK = ("localhost", "127.", "::1", "0.0.0.0")
+_LOOPBACK = ("localhost", "127.", "::1", "[::1]", "0.0.0.0")
 
 
 def rendezvous_findings(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]:
@@ -34,13 +34,18 @@ def rendezvous_findings(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]
     served = f"port {plan.store_port}" if plan.store_port else "a port picked as it starts"
     said = ", ".join(f"{w.name}={w.value}" for w in bad)
     ranks = [p.rank for p in plan.procs if wrong_port or p.node != 0]
+    # torch before PR #175699 served 29500 on one node: a written 29500 worked there
+    older_ok = wrong_port and not wrong_addr and plan.store_port_default
+    older_ok = older_ok and port is not None and port.value == "29500"
     return [
         finding(
             "RM906",
             f"{bad[0].where} sets {said} before init_process_group: no store answers there "
-            f"under {plan.launcher}, the rendezvous times out",
+            f"under {plan.launcher}, the rendezvous times out (torch 2.13's torchrun assumed)",
             detail=f"torchrun serves its store on {served}. "
-            + _detail(wrong_port, wrong_addr, plan),
+            + _detail(wrong_port, wrong_addr, plan)
+            + (_OLDER_29500 if older_ok else ""),
+            severity="warning" if older_ok else None,
             ranks=ranks,
             fix="; ".join(f'os.environ.setdefault("{w.name}", "{w.value}")' for w in bad)
             + " (torchrun sets both; the value then applies only where no launcher did)",
@@ -50,6 +55,12 @@ def rendezvous_findings(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]
             ],
         )
     ]
+
+
+_OLDER_29500 = (
+    " Before pytorch/pytorch PR #175699 (February 2026) a single-node launch without "
+    "--master-port served 29500, where this works: a warning, not an error."
+)
 
 
 def _last(writes: tuple[RendezvousWrite, ...], name: str) -> RendezvousWrite | None:

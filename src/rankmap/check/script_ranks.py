@@ -16,6 +16,7 @@ from rankmap.check import script_models as models
 from rankmap.check.script_ast import tail
 from rankmap.check.script_flow import Flow
 from rankmap.check.script_program import Program
+from rankmap.check.script_reach import runs_whenever_reached
 from rankmap.check.script_sinks import Sink, frame_at, reachable, walk_nodes
 from rankmap.check.script_values import Choice, Dev, Rank, Seq, Value
 
@@ -63,6 +64,8 @@ def find_local_rank_init(prog: Program, flow: Flow) -> tuple[str, tuple[str, ...
             kw = {k.arg: k.value for k in node.keywords if k.arg}
             if "rank" not in kw or flow.dead(mod, node):
                 continue
+            if not runs_whenever_reached(mod, node, flow, prog, inside=False):
+                continue  # a function used only on a path the analysis cannot decide
             needs = local_index_needs(flow.value(kw["rank"], frame_at(mod, node)))
             if needs is not None:
                 return f"{mod.where(node)}: `{mod.text(node)}`", needs

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import is_environ, tail
 from rankmap.check.script_flow import Flow
-from rankmap.check.script_program import Module, Program, enclosing_ifs
-from rankmap.check.script_sinks import frame_at, reachable, walk_nodes
+from rankmap.check.script_program import Module, Program
+from rankmap.check.script_reach import block_holding, runs_whenever_reached, statement_of
+from rankmap.check.script_sinks import reachable, walk_nodes
 
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT")
 
@@ -42,43 +43,11 @@ def find_rendezvous_writes(prog: Program, flow: Flow) -> tuple[RendezvousWrite, 
                 continue
             if flow.dead(mod, node) or not _env_rendezvous(node):
                 continue
-            if not _runs_whenever_reached(mod, node, flow):
+            if not runs_whenever_reached(mod, node, flow, prog):
                 continue
             for w in _writes_before(mod, node):
                 found.setdefault((w.name, w.where), w)
     return tuple(found.values())
-
-
-def _runs_whenever_reached(mod: Module, node: ast.AST, flow: Flow) -> bool:
-    """No condition the analysis cannot decide stands between ``node`` and its function's entry
-    (the ``__main__`` test aside), and the function is called - where it is called by name - at
-    least once that way too (``if "RANK" not in os.environ: setup()`` is not positive evidence)."""
-    if not _unconditional(mod, node, flow):
-        return False
-    scope = mod.scope_of.get(id(_statement_of(mod, node)), mod.tree)
-    name = getattr(scope, "name", None)
-    sites = flow.call_sites(name) if name else []
-    return not sites or any(_unconditional(m, call, flow) for m, call in sites)
-
-
-def _unconditional(mod: Module, node: ast.AST, flow: Flow) -> bool:
-    for test_if, in_body in enclosing_ifs(mod, node):
-        if _is_main_test(test_if.test):
-            continue
-        if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
-            return False
-    return True
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
 
 
 def _env_rendezvous(call: ast.Call) -> bool:
@@ -92,8 +61,8 @@ def _env_rendezvous(call: ast.Call) -> bool:
 
 
 def _writes_before(mod: Module, call: ast.Call) -> list[RendezvousWrite]:
-    stmt = _statement_of(mod, call)
-    block = _block_holding(mod, stmt)
+    stmt = statement_of(mod, call)
+    block = block_holding(mod, stmt)
     if block is None or not isinstance(stmt, ast.stmt):
         return []
     out = []
@@ -103,24 +72,6 @@ def _writes_before(mod: Module, call: ast.Call) -> list[RendezvousWrite]:
             name, value = write
             out.append(RendezvousWrite(name, value, mod.where(earlier), mod.where(call)))
     return out
-
-
-def _statement_of(mod: Module, node: ast.AST) -> ast.AST:
-    cur = node
-    while not isinstance(cur, ast.stmt) and id(cur) in mod.parent:
-        cur = mod.parent[id(cur)]
-    return cur
-
-
-def _block_holding(mod: Module, stmt: ast.AST) -> list[ast.stmt] | None:
-    parent = mod.parent.get(id(stmt))
-    if parent is None:
-        return None
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(s is stmt for s in block):
-            return block
-    return None
 
 
 def _constant_write(stmt: ast.AST) -> tuple[str, str] | None:

@@ -14,6 +14,9 @@ from rankmap.numbers import int_or_none
 MAX_EVENTS_PER_KIND = 256
 
 
+SIGTERM_EXIT = -15  # a worker's exitcode when a signal 15 ended it
+
+
 @dataclass(frozen=True)
 class Failure:
     """One entry of torchrun's failure summary (``Root Cause`` or ``Failures:``)."""
@@ -78,6 +81,15 @@ class Evidence:
         for k in kinds:
             out.extend(self.events.get(k, ()))
         return out
+
+    def failed_ranks(self) -> list[int]:
+        """Ranks of torchrun's failure summary, in order. torchrun stops the other workers with
+        SIGTERM once one fails ("Sending process N closing signal SIGTERM",
+        torch/distributed/elastic/multiprocessing/api.py): their exitcode -15 is the aftermath,
+        named only when no worker failed by itself."""
+        failed = [f for f in self.failures if f.rank is not None]
+        failed = [f for f in failed if f.exitcode != SIGTERM_EXIT] or failed
+        return list(dict.fromkeys(f.rank for f in failed if f.rank is not None))
 
     def has(self, *kinds: str) -> bool:
         """Whether any event of these kinds was seen."""

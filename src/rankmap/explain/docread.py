@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankmap.explain import named
 from rankmap.explain.catalogue import SIGNALS, Signal
 from rankmap.explain.configs import ConfigFacts, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
@@ -56,21 +57,15 @@ def _failed(text: str) -> bool:
     return any(k in low for k in FAIL_KEYS)
 
 
-_RANK_ON_FAILURE = re.compile(r"(?:\[rank(\d+)\]|\b[Rr]ank[ =:]?(\d+)\b|--local[_-]rank[= ](\d+))")
-_FAILURE_LINE = re.compile(
-    r"error|fail|invalid|terminat|exception|abort|killed|unrecognized|ordinal", re.IGNORECASE
-)
-
-
-def _failing_ranks(seg: Segment, facts: DocFacts) -> None:
-    """Ranks a failure line names (``[rank3]:``, ``rank 4``, ``--local_rank=2``)."""
-    for _, line in seg.lines()[:5000]:
-        if "ank" not in line or "nranks" in line or not _FAILURE_LINE.search(line):
-            continue
-        for m in _RANK_ON_FAILURE.finditer(line):
-            num = next(g for g in m.groups() if g is not None)
-            if len(facts.failing_ranks) < 64 and len(num) < 6:
-                facts.failing_ranks.add(int(num))
+def _ranks(seg: Segment, facts: DocFacts) -> None:
+    """What the prose says of ranks: every rank it names and "both processes"
+    (:mod:`rankmap.explain.named`, the one reader of rank spellings; ranks on failure lines
+    are read over the whole input by the engine)."""
+    lines = [line for _, line in seg.lines()[:5000]]
+    if seg.kind == "prose":
+        facts.prose_ranks |= named.prose_ranks(lines, named.MAX_RANKS - len(facts.prose_ranks))
+    if not facts.pair_named:
+        facts.pair_named = named.pair_named(lines)
 
 
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
@@ -110,7 +105,8 @@ class DocFacts:
     gpu0_quote: str | None = None
     shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
-    failing_ranks: set[int] = field(default_factory=set)  # ranks named on failure lines
+    prose_ranks: set[int] = field(default_factory=set)  # ranks the reporter's sentences name
+    pair_named: bool = False  # "both processes" / "both ranks"
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
@@ -128,8 +124,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         _signals(seg, source, facts)
         if not facts.failed and _failed(seg.text):
             facts.failed = True
-        if seg.kind in ("log", "smi") and len(facts.failing_ranks) < 64:
-            _failing_ranks(seg, facts)
+        if seg.kind in ("log", "prose"):
+            _ranks(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)
         elif seg.kind == "env":

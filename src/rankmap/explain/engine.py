@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from rankmap.explain import named
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
-from rankmap.explain.docread import DOC_LIMIT, read_document
+from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
@@ -160,9 +160,9 @@ def explain_files(
     if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     report = diagnose(ev, ctx)
-    named = _named(ev, texts, doc.failing_ranks if doc else set())
-    findings, scores = rescore(report.findings, ctx, doc, named=named)
-    report.findings = _dedupe(findings)
+    stated = _named(ev, texts, doc)
+    findings, scores = rescore(report.findings, ctx, doc, named=stated)
+    report.findings = _host_identity_ranks(_dedupe(findings), texts)
     report.sections["explain"]["scores"] = scores_section(scores)
     if doc is not None:
         report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))
@@ -218,14 +218,43 @@ _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failur
 
 
 def _named(
-    ev: Evidence, texts: list[str], failing: set[int]
+    ev: Evidence, texts: list[str], doc: DocFacts | None
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Ranks the input names as failing (events, torchrun summaries, failure lines of the
-    document) and the GPU/MIG UUIDs in it."""
-    ranks = {e.rank for e in ev.of(*_FAILING) if e.rank is not None} | failing
-    ranks |= {f.rank for f in ev.failures if f.rank is not None}
-    ranks |= named.failing_ranks(ln for text in texts for ln in text[:DOC_LIMIT].splitlines())
+    """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
+    torchrun summaries and failure lines first (those of the failure itself over the other
+    ranks' reaction to it); else the ranks the Init lines put on cudaDev 0 of one host; else
+    the ranks the prose names; "both processes" of a job whose
+    named ranks are 0 and 1 at most adds both."""
+    first, after = named.failure_ranks(_lines(texts))
+    for e in ev.of(*_FAILING):
+        if e.rank is not None:
+            (after if named.is_aftermath(e.line.text) else first).add(e.rank)
+    first |= set(ev.failed_ranks())
+    ranks = first or after  # the failure itself, else the others' reaction to it
+    if not ranks:  # every rank of a host on cudaDev 0 nvmlDev 0 (Init lines): those ranks
+        cuda0 = set(ev.rankmap.all_cuda0())
+        ranks = {r.rank for r in ev.rankmap.main_comm() if (r.host or "?") in cuda0}
+    if doc is not None:
+        if not ranks:
+            ranks = set(doc.prose_ranks)
+        if doc.pair_named and ranks <= {0, 1}:
+            ranks |= {0, 1}
     return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
+
+
+def _lines(texts: list[str]) -> Iterable[str]:
+    return (ln for text in texts for ln in text[:DOC_LIMIT].splitlines())
+
+
+def _host_identity_ranks(findings: list[Finding], texts: list[str]) -> list[Finding]:
+    """A host-identity cause that names no ranks takes those NCCL connected inside one host
+    (P2P/SHM lines: the ranks it took for one host)."""
+    if not findings or findings[0].category != "host_identity" or findings[0].ranks:
+        return findings
+    ranks = named.intra_host_ranks(_lines(texts))
+    if not ranks:
+        return findings
+    return [replace(findings[0], ranks=tuple(sorted(ranks))), *findings[1:]]
 
 
 def _bare_invalid_usage(ev: Evidence) -> bool:

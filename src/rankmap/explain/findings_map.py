@@ -61,9 +61,13 @@ def _dup_facts(ev: Evidence) -> tuple[list[int], list[str], list[str], list[str]
     buses: list[str] = []
     hosts: list[str] = []
     quotes: list[str] = []
+    mapped = {(c.host, c.bus_id) for c in ev.rankmap.collisions()}
     for e in ev.of("duplicate_gpu"):
-        ranks.extend(e.ranks)
         bus = try_normalize_bus_id(e.bus_id)
+        # A WARN numbers ranks in the failing communicator (a split counts from 0): where Init
+        # lines map the shared GPU, their world ranks name the pair (rankmap_builder.py).
+        if not any(b == bus and e.host in (h, None) for h, b in mapped):
+            ranks.extend(e.ranks)
         if bus:
             buses.append(bus)
         if e.host:
@@ -184,7 +188,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     """Findings for ``invalid device ordinal`` in any of its forms."""
     evs = ev.of("invalid_ordinal")
     ranks = sorted({e.rank for e in evs if e.rank is not None})
-    ranks += [f.rank for f in ev.failures if f.rank is not None and f.rank not in ranks]
+    ranks += [r for r in ev.failed_ranks() if r not in ranks]
     hosts = list(
         dict.fromkeys(h for h in [*(e.host for e in evs), *(f.host for f in ev.failures)] if h)
     )

@@ -86,16 +86,27 @@ class RankMap:
         return sorted(best, key=lambda r: r.rank)
 
     def collisions(self) -> list[Collision]:
-        """Bus ids shared by two or more ranks of one communicator on one host."""
+        """Bus ids shared by two or more ranks of one communicator on one host.
+
+        A sub-communicator numbers its ranks from 0 (NCCL's ``rank`` is the rank in that
+        communicator): its ranks are named by the world rank of the same process (host, pid)
+        where the main communicator has one; where it has none and the main communicator
+        already shows a collision on that GPU, the sub-communicator's local numbers are left
+        out (the world's ranks say it)."""
         out: list[Collision] = []
         seen: set[tuple[str | None, str, tuple[int, ...]]] = set()
-        for comm, recs in self.communicators().items():
-            by: dict[tuple[str | None, str], list[RankRecord]] = defaultdict(list)
-            for r in recs:
-                if r.bus_id:
-                    by[(r.host, r.bus_id)].append(r)
-            for (host, bus), rs in by.items():
+        main = self.main_comm()
+        main_key = main[0].comm if main else None
+        world = _world_ranks(main)
+        for comm, recs in sorted(self.communicators().items(), key=lambda kv: kv[0] != main_key):
+            for (host, bus), rs in _by_gpu(recs).items():
                 ranks = tuple(sorted({r.rank for r in rs}))
+                if comm != main_key:
+                    mapped = {world.get((r.host, r.pid)) if r.pid is not None else None for r in rs}
+                    if None not in mapped:
+                        ranks = tuple(sorted(r for r in mapped if r is not None))
+                    elif any(c.host == host and c.bus_id == bus for c in out):
+                        continue
                 if len(ranks) < 2 or (host, bus, ranks) in seen:
                     continue
                 seen.add((host, bus, ranks))
@@ -138,6 +149,26 @@ class RankMap:
                 )
             )
         return out
+
+
+def _by_gpu(recs: list[RankRecord]) -> dict[tuple[str | None, str], list[RankRecord]]:
+    by: dict[tuple[str | None, str], list[RankRecord]] = defaultdict(list)
+    for r in recs:
+        if r.bus_id:
+            by[(r.host, r.bus_id)].append(r)
+    return by
+
+
+def _world_ranks(main: list[RankRecord]) -> dict[tuple[str | None, int], int]:
+    """(host, pid) -> the main communicator's rank, for processes that hold one rank of it
+    (a process driving several GPUs, as nccl-tests ``-g 2``, names no one rank)."""
+    count: dict[tuple[str | None, int], int] = defaultdict(int)
+    rank: dict[tuple[str | None, int], int] = {}
+    for r in main:
+        if r.pid is not None:
+            count[(r.host, r.pid)] += 1
+            rank[(r.host, r.pid)] = r.rank
+    return {k: v for k, v in rank.items() if count[k] == 1}
 
 
 def _record(ev: Event) -> RankRecord | None:

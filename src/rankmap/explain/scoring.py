@@ -295,7 +295,8 @@ def _guess_finding(
     if severity is Severity.WARNING or runner is None or margin < CLEAR_MARGIN:
         other = f" against {DECIDE[runner[0]]}" if runner else ""
         detail += f" What would decide: {DECIDE[cat]}{other}."
-    keep = lead if lead is not None and lead.code != "RM003" else None
+    # the rank map summary (RM042) names every rank seen, not the ranks of a cause
+    keep = lead if lead is not None and lead.code not in ("RM003", "RM042") else None
     ranks, devices = s.named
     return finding(
         code,

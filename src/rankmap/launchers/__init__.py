@@ -89,6 +89,8 @@ class LaunchPlan:
     # MASTER_PORT of the store the launcher's agent hosts and every worker joins as a client
     # (torchrun: TORCHELASTIC_USE_AGENT_STORE=True); "" when picked as the launcher starts
     store_port: str | None = None
+    store_port_default: bool = False  # "" is torch 2.13's single-node default (29500 before
+    #                                   pytorch/pytorch PR #175699, February 2026)
     gpus_per_node: int | None = (
         None  # the scheduler's GPUs per node (--gres=gpu:N, --gpus-per-node)
     )

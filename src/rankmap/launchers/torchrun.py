@@ -188,6 +188,7 @@ def plan_from_args(
             "torch.distributed.launch appends --local-rank=N to the script's arguments "
             "(PyTorch >= 2.0 spelling; before 2.0 it was --local_rank=N)."
         )
+    store = worker_store_port(args, base) if launcher in _OWN_RUN else (None, False)
     return LaunchPlan(
         launcher=launcher,
         nnodes=n_agents,
@@ -204,7 +205,8 @@ def plan_from_args(
         hosts=tuple(hosts),
         node_env={i: dict(extra_env) for i in range(len(hosts))} if extra_env else {},
         nproc_from_machine=args.nproc_per_node in ("gpu", "auto"),
-        store_port=worker_store_port(args) if launcher in _OWN_RUN else None,
+        store_port=store[0],
+        store_port_default=store[1],
     )
 
 
@@ -212,21 +214,26 @@ def plan_from_args(
 _OWN_RUN = ("torchrun", "torch.distributed.launch")
 
 
-def worker_store_port(args: TorchrunArgs) -> str | None:
-    """MASTER_PORT torchrun's workers get; every worker is a client of that store
-    (``TORCHELASTIC_USE_AGENT_STORE=True``, reference/pytorch_nccl.md §7.1). ``""``: picked
-    when torchrun starts. torch 2.13's run.py: ``--standalone`` and ``c10d`` share the
-    rendezvous' store server, started on port 0 (dynamic_rendezvous.py, PR #128096/#135957);
-    a single-node ``static`` launch with no ``--master-port`` / ``--rdzv-endpoint`` is switched
-    to c10d on ``localhost:0`` (PR #175699); otherwise static serves ``--master-port`` (29500).
-    ``None``: other backends (etcd), not modelled."""
+def worker_store_port(args: TorchrunArgs, env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """(MASTER_PORT torchrun's workers get, whether it is torch 2.13's single-node default).
+    Every worker is a client of that store (``TORCHELASTIC_USE_AGENT_STORE=True``,
+    reference/pytorch_nccl.md §7.1). ``""``: picked when torchrun starts. torch 2.13's run.py:
+    ``--standalone`` and ``c10d`` share the rendezvous' store server, started on port 0
+    (dynamic_rendezvous.py, PRs #128096/#135957; ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` turns
+    the sharing off: rank 0 serves MASTER_PORT itself); a single-node ``static`` launch with no
+    ``--master-port`` / ``--rdzv-endpoint`` is switched to c10d on ``localhost:0`` (PR #175699,
+    February 2026: before it, 29500); otherwise static serves ``--master-port``, else the port of
+    ``--rdzv-endpoint`` (launcher/api.py ``_get_addr_and_port``), else 29500.
+    ``None``: not a store every worker joins (other backends, sharing turned off)."""
     if args.standalone or args.rdzv_backend == "c10d":
-        return ""
+        shared = env.get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "0") != "1"
+        return ("" if shared else None), False
     if args.rdzv_backend != "static":
-        return None
+        return None, False
     if args.master_port is None and not args.rdzv_endpoint and nnodes_of(args.nnodes) == 1:
-        return ""
-    return args.master_port or "29500"
+        return "", True
+    endpoint_port = (args.rdzv_endpoint or "").rpartition(":")[2]
+    return args.master_port or endpoint_port or "29500", False
 
 
 def _check_node_rank(args: TorchrunArgs, nnodes: int) -> None:
