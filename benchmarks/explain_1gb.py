@@ -13,15 +13,20 @@ with hyperscan, >= 0.5 pure), the peak RSS and whether the planted collision was
 paths search every literal of the prefilter (anchors + every catalogue key) in the whole file.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE]``.
 
-Measured on the shared 2-core development box, load average 6.5, 1.07 GB, best of two runs:
+Measured on the shared 2-core development box (other agents' jobs on the same cores: CPU
+pressure ~25%, wall times swing by 2x from run to run; judge by CPU seconds), 1.07 GB, one run
+at load average 2.2 (2026-12-01, after the speed round of the pure matcher, the reader and
+start-up):
 
     tool                     wall s  vs grep  CPU s  peak RSS  collision found
-    grep (4 patterns)          3.42    1.00x   1.40      14MB  -
-    rankmap, hyperscan         3.64    0.94x   1.85      54MB  True
-    rankmap, pure Python      12.74    0.27x   5.24      26MB  True
+    grep (4 patterns)          1.46    1.00x   1.45      14MB  -
+    rankmap, hyperscan         1.46    1.00x   1.47      30MB  True
+    rankmap, pure Python       2.43    0.60x   4.18      25MB  True
 
-(targets not met on this box: the workers of both paths share 2 busy cores; see docs/explain.md
-"Speed and memory").
+Over 9 runs at load 1.7-2.5: grep 1.26-1.76 s; hyperscan 0.66-1.59x (CPU 1.47-2.57 s), pure
+0.27-0.61x (CPU 3.97-5.86 s); the spread is the box, not the input. Before that round, the
+same hour, interleaved: hyperscan 0.60-0.88x (CPU 2.02-3.16 s), pure 0.24-0.52x (CPU 4.47-7.36
+s). See docs/explain.md "Speed and memory".
 """
 
 from __future__ import annotations
