@@ -171,3 +171,14 @@ def test_29500_on_one_node_without_a_port_is_a_warning_naming_the_version(tmp_pa
     found = _rm906(tmp_path, WRITES.format(port=29500), ["torchrun", "--nproc-per-node", "4"])
     assert [f.severity.value for f in found] == ["warning"]
     assert "torch 2.13" in found[0].title and "#175699" in found[0].detail
+
+
+def test_the_fix_as_written_ends_the_finding(tmp_path: Path) -> None:
+    launch = ["torchrun", "--nnodes", "2", "--nproc-per-node", "2", "--master-addr", "node0"]
+    body = WRITES.format(port=12345)
+    fix = _rm906(tmp_path, body, launch, nodes=2)[0].fix
+    fixed = body.replace("    os.environ['MASTER_ADDR'] = 'localhost'\n", "").replace(
+        "os.environ['MASTER_PORT'] = '12345'", fix
+    )
+    compile(fixed, "train.py", "exec")  # code, not prose
+    assert _rm906(tmp_path, fixed, launch, nodes=2) == []

@@ -378,12 +378,101 @@ def _verdict_seed() -> list[str]:
     return [verdict_payload(report).decode()]
 
 
+# Python for the script analysis (check's ast data flow): statements the analysis follows -
+# env reads, guards of a name by itself, attributes, helpers with defaults, sinks, rendezvous
+# writes, spawn hand-ons - over a few shared names, so cycles (`x = f(x)`, `if x is not None:
+# x = ...`, mutual recursion) arise by chance. Shapes written for these tests.
+_NAMES = ["x", "y", "local_rank", "args.gpu", "args.local_rank", "device"]
+_EXPRS = [
+    "int(os.environ['LOCAL_RANK'])",
+    "int(os.environ.get('RANK', 0))",
+    "None",
+    "-1",
+    "0",
+    "dist.get_rank()",
+    "{a} % torch.cuda.device_count()",
+    "f'cuda:{{{a}}}'",
+    "{a}",
+    "f({a})",
+    "g({a}, {b})",
+    "[{a}, {b}]",
+    "{a} if {b} else 0",
+    "torch.device('cuda', {a})",
+    "os.environ['CUDA_VISIBLE_DEVICES'].split(',')[{a}]",
+    "parser.parse_args()",
+]
+_STMTS = [
+    "{a} = {e}",
+    "if {a} is not None:\n    {b} = {e}",
+    "if 'LOCAL_RANK' in os.environ:\n    {a} = {e}",
+    "torch.cuda.set_device({a})",
+    "model = DDP(model, device_ids=[{a}])",
+    "{a}.to({b})",
+    "dist.init_process_group('nccl', rank={a}, world_size={b})",
+    "dist.init_process_group('gloo')",
+    "os.environ['MASTER_PORT'] = '12345'",
+    "os.environ['CUDA_VISIBLE_DEVICES'] = str({a})",
+    "mp.spawn(main, nprocs=2)",
+    "return {a}",
+    "for {a} in range(2):\n    {b} = {e}",
+    "try:\n    {a} = {e}\nexcept Exception:\n    {b} = {e}",
+    "main()",
+    "f({a})",
+]
+
+
+def _filled(draw: st.DrawFn, template: str) -> str:
+    names = [n.split(".")[-1] if "=" in template[:3] else n for n in _NAMES]
+    a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+    e = draw(st.sampled_from(_EXPRS)).format(a=a, b=b) if "{e}" in template else ""
+    return template.format(a=a, b=b, e=e)
+
+
+@st.composite
+def python_script(draw: st.DrawFn) -> str:
+    """A syntactically valid script of the statements above inside a few functions."""
+    head = (
+        "import os\nimport argparse\nimport torch\nimport torch.distributed as dist\n"
+        "import torch.multiprocessing as mp\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--local_rank', type=int, default=-1)\n"
+        "args = parser.parse_args()\n"
+    )
+    blocks = []
+    for fn in draw(st.lists(st.sampled_from(["main", "f", "g", "setup"]), min_size=1, max_size=4)):
+        params = {"main": "", "f": "a=None", "g": "a, b=0", "setup": "rank=0"}[fn]
+        body = [
+            _filled(draw, draw(st.sampled_from(_STMTS))) for _ in range(draw(st.integers(1, 6)))
+        ]
+        indented = "\n".join("    " + line for stmt in body for line in stmt.splitlines())
+        blocks.append(f"def {fn}({params}):\n{indented}\n")
+    tail = [
+        _filled(draw, draw(st.sampled_from(_STMTS[:12]))) for _ in range(draw(st.integers(0, 3)))
+    ]
+    main = "if __name__ == '__main__':\n    main()\n" if draw(st.booleans()) else ""
+    return head + "\n".join(blocks) + "\n".join(tail) + "\n" + main
+
+
+def _script(source: str) -> object:
+    import ast as _ast
+
+    from rankmap.check.script_scan import scan_script
+
+    try:
+        _ast.parse(source)
+    except SyntaxError:
+        return None  # the generator's own slip: not the analysis under test
+    sel = scan_script(source, path="train.py")
+    assert sel.parse_error is None or "nested" not in sel.parse_error, sel.parse_error
+    return sel
+
+
 def targets() -> list[Target]:
     """Every fuzzed parser, named as the benchmark prints them."""
     launch = [Target(f"launch:{name}", _launch_argv(name), _check) for name in LAUNCH_FLAGS]
     return [
         *launch,
         Target("launch:shell", mutated_text(SHELL_SEEDS), _shell),
+        Target("check:script", python_script(), _script),
         Target("visibility:cvd", st.tuples(CVD, st.sampled_from([None, "PCI_BUS_ID", "x"])), _visible),
         Target("envspec", st.lists(st.one_of(short_text, hurtful, mutated_text(["A=1", "HF_TOKEN=x"])), max_size=4), _envspec),
         Target("explain:log", mutated_text(LOG_SEEDS, max_edits=6), _explain),

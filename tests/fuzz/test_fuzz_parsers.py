@@ -41,5 +41,5 @@ def test_parser_never_crashes(name: str) -> None:
 def test_every_parser_family_is_fuzzed() -> None:
     families = {name.split(":")[0] for name in TARGETS}
     assert families >= {
-        "launch", "visibility", "envspec", "explain", "inventory", "topology", "probe"
+        "launch", "check", "visibility", "envspec", "explain", "inventory", "topology", "probe"
     }  # fmt: skip

@@ -47,8 +47,7 @@ def rendezvous_findings(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]
             + (_OLDER_29500 if older_ok else ""),
             severity="warning" if older_ok else None,
             ranks=ranks,
-            fix="; ".join(f'os.environ.setdefault("{w.name}", "{w.value}")' for w in bad)
-            + " (torchrun sets both; the value then applies only where no launcher did)",
+            fix="; ".join(f'os.environ.setdefault("{w.name}", "{w.value}")' for w in bad),
             evidence=[
                 *(f"{w.where}: os.environ[{w.name!r}] = {w.value!r}" for w in bad),
                 f"{bad[0].init_where}: init_process_group (env://)",
@@ -71,7 +70,8 @@ def _detail(wrong_port: bool, wrong_addr: bool, plan: LaunchPlan) -> str:
     parts = [
         "torchrun hands each worker MASTER_ADDR/MASTER_PORT of the store its agent hosts and "
         "sets TORCHELASTIC_USE_AGENT_STORE=True, so init_process_group(env://) starts no store "
-        "of its own: every rank connects as a client to the address the script wrote."
+        "of its own: every rank connects as a client to the address the script wrote. "
+        "The fix keeps the script's value only where no launcher set one (torchrun sets both)."
     ]
     if wrong_port:
         parts.append(
