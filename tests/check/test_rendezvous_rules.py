@@ -69,9 +69,6 @@ def test_a_port_torchrun_does_not_serve_is_an_error(tmp_path: Path, launch: list
             "    os.environ['MASTER_PORT']",
             "    if 'RANK' not in os.environ:\n        os.environ['MASTER_PORT']",
         ),
-        WRITES.format(port=12345).replace(
-            "timeout=", "init_method='tcp://10.0.0.1:23456', timeout="
-        ),
         # the whole set-up only where no launcher set RANK (at the call, or around the block)
         WRITES.format(port=12345).replace("main()\n", "if 'RANK' not in os.environ:\n    main()\n"),
         WRITES.format(port=12345)
@@ -182,3 +179,26 @@ def test_the_fix_as_written_ends_the_finding(tmp_path: Path) -> None:
     )
     compile(fixed, "train.py", "exec")  # code, not prose
     assert _rm906(tmp_path, fixed, launch, nodes=2) == []
+
+
+def test_a_tcp_init_method_is_the_same_address(tmp_path: Path) -> None:
+    """init_method="tcp://H:P" goes through the same store creation as env:// (client only
+    under torchrun): the port torchrun serves decides, and env:// is the fix."""
+    body = (
+        "def main():\n    dist.init_process_group('gloo', init_method='tcp://127.0.0.1:23456', "
+        "rank=int(os.environ['RANK']), world_size=int(os.environ['WORLD_SIZE']))\n\nmain()\n"
+    )
+    standalone = ["torchrun", "--standalone", "--nproc-per-node", "2"]
+    found = _rm906(tmp_path, body, standalone)
+    assert [f.severity.value for f in found] == ["error"]
+    assert "tcp://127.0.0.1:23456" in found[0].title and found[0].fix == 'init_method="env://"'
+    fixed = body.replace("init_method='tcp://127.0.0.1:23456'", found[0].fix)
+    assert _rm906(tmp_path, fixed, standalone) == []
+    served = ["torchrun", "--nproc-per-node", "2", "--master-port", "23456"]
+    assert _rm906(tmp_path, body, served) == []
+    # without a rank, tcp:// stops with "rank parameter missing" before any connection
+    unranked = body.replace(", rank=int(os.environ['RANK'])", "")
+    assert _rm906(tmp_path, unranked, standalone) == []
+    # a URL built at run time is not followed
+    built = body.replace("'tcp://127.0.0.1:23456'", "f'tcp://{os.environ[\"HOST\"]}:23456'")
+    assert _rm906(tmp_path, built, standalone) == []

@@ -37,22 +37,38 @@ def rendezvous_findings(plan: LaunchPlan, sel: DeviceSelection) -> list[Finding]
     # torch before PR #175699 served 29500 on one node: a written 29500 worked there
     older_ok = wrong_port and not wrong_addr and plan.store_port_default
     older_ok = older_ok and port is not None and port.value == "29500"
+    via = bad[0].via
+    what = (
+        f"points init_process_group at {via}" if via else f"sets {said} before init_process_group"
+    )
     return [
         finding(
             "RM906",
-            f"{bad[0].where} sets {said} before init_process_group: no store answers there "
-            f"under {plan.launcher}, the rendezvous times out (torch 2.13's torchrun assumed)",
+            f"{bad[0].where} {what}: no store answers there under {plan.launcher}, the "
+            "rendezvous times out (torch 2.13's torchrun assumed)",
             detail=f"torchrun serves its store on {served}. "
             + _detail(wrong_port, wrong_addr, plan)
             + (_OLDER_29500 if older_ok else ""),
             severity="warning" if older_ok else None,
             ranks=ranks,
-            fix="; ".join(f'os.environ.setdefault("{w.name}", "{w.value}")' for w in bad),
-            evidence=[
-                *(f"{w.where}: os.environ[{w.name!r}] = {w.value!r}" for w in bad),
-                f"{bad[0].init_where}: init_process_group (env://)",
-            ],
+            fix=_fix(bad),
+            evidence=_evidence(bad),
         )
+    ]
+
+
+def _fix(bad: list[RendezvousWrite]) -> str:
+    if bad[0].via:  # env:// reads the MASTER_ADDR/MASTER_PORT torchrun gives every worker
+        return 'init_method="env://"'
+    return "; ".join(f'os.environ.setdefault("{w.name}", "{w.value}")' for w in bad)
+
+
+def _evidence(bad: list[RendezvousWrite]) -> list[str]:
+    if bad[0].via:
+        return [f"{bad[0].where}: init_process_group(init_method={bad[0].via!r})"]
+    return [
+        *(f"{w.where}: os.environ[{w.name!r}] = {w.value!r}" for w in bad),
+        f"{bad[0].init_where}: init_process_group (env://)",
     ]
 
 
@@ -70,8 +86,9 @@ def _detail(wrong_port: bool, wrong_addr: bool, plan: LaunchPlan) -> str:
     parts = [
         "torchrun hands each worker MASTER_ADDR/MASTER_PORT of the store its agent hosts and "
         "sets TORCHELASTIC_USE_AGENT_STORE=True, so init_process_group(env://) starts no store "
-        "of its own: every rank connects as a client to the address the script wrote. "
-        "The fix keeps the script's value only where no launcher set one (torchrun sets both)."
+        "of its own (the same for init_method='tcp://H:P'): every rank connects as a client "
+        "to the address the script names. The fix keeps the script's value only where no "
+        "launcher set one (torchrun sets both), or meets through env://."
     ]
     if wrong_port:
         parts.append(

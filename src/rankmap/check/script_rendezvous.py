@@ -1,5 +1,7 @@
 """Rendezvous addresses a script writes itself (read with ``ast`` only).
 
+Also ``init_process_group(init_method="tcp://H:P")`` with a constant URL: the same address.
+
 :func:`find_rendezvous_writes` finds ``os.environ["MASTER_ADDR"] = "127.0.0.1"`` /
 ``os.environ["MASTER_PORT"] = "12345"`` written as constants in the same block as, and before,
 an ``init_process_group`` that rendezvouses through ``env://`` (no ``init_method`` other than
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import is_environ, tail
@@ -32,6 +35,7 @@ class RendezvousWrite:
     value: str
     where: str  # path:line of the write
     init_where: str  # path:line of the init_process_group it precedes
+    via: str | None = None  # the init_method URL that names it (tcp://H:P), if not os.environ
 
 
 def find_rendezvous_writes(prog: Program, flow: Flow) -> tuple[RendezvousWrite, ...]:
@@ -41,23 +45,48 @@ def find_rendezvous_writes(prog: Program, flow: Flow) -> tuple[RendezvousWrite, 
         for node in walk_nodes(roots):
             if not isinstance(node, ast.Call) or tail(node.func) not in models.PROCESS_GROUP_INIT:
                 continue
-            if flow.dead(mod, node) or not _env_rendezvous(node):
+            if flow.dead(mod, node) or not runs_whenever_reached(mod, node, flow, prog):
                 continue
-            if not runs_whenever_reached(mod, node, flow, prog):
-                continue
-            for w in _writes_before(mod, node):
+            method = _init_method(node)
+            if method == "env://":
+                writes = _writes_before(mod, node)
+            else:
+                writes = _tcp_address(method, mod, node) if method else []
+            for w in writes:
                 found.setdefault((w.name, w.where), w)
     return tuple(found.values())
 
 
-def _env_rendezvous(call: ast.Call) -> bool:
+def _init_method(call: ast.Call) -> str | None:
+    """``env://`` (also by default), a constant ``tcp://`` URL, or None (a store, other)."""
     kw = {k.arg: k.value for k in call.keywords if k.arg}
     if "store" in kw:
-        return False
-    method = kw.get("init_method")
+        return None
+    method = kw.get("init_method", call.args[1] if len(call.args) > 1 else None)
     if method is None:
-        return len(call.args) < 2  # init_process_group(backend, init_method, ...)
-    return isinstance(method, ast.Constant) and method.value == "env://"
+        return "env://"
+    text = method.value if isinstance(method, ast.Constant) else None
+    if isinstance(text, str) and (text == "env://" or text.startswith("tcp://")):
+        return text
+    return None
+
+
+def _tcp_address(url: str, mod: Module, call: ast.Call) -> list[RendezvousWrite]:
+    """``init_method="tcp://H:P"`` meets at H:P like MASTER_ADDR/MASTER_PORT (the handler goes
+    through the same ``_create_c10d_store``, reference/pytorch_nccl.md §7.1)."""
+    try:
+        parsed = urlsplit(url)
+        host, port = parsed.hostname, parsed.port
+    except ValueError:
+        return []
+    ranked = "rank=" in parsed.query or any(k.arg == "rank" for k in call.keywords)
+    if not host or port is None or not ranked:
+        return []  # without a rank tcp:// stops first: "rank parameter missing"
+    where = mod.where(call)
+    return [
+        RendezvousWrite("MASTER_ADDR", host, where, where, via=url),
+        RendezvousWrite("MASTER_PORT", str(port), where, where, via=url),
+    ]
 
 
 def _writes_before(mod: Module, call: ast.Call) -> list[RendezvousWrite]:

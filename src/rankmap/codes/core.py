@@ -467,7 +467,8 @@ define(
     cause="MASTER_ADDR/MASTER_PORT wrong or blocked, the port already in use (a previous job, a "
     "probe server), or workers time out waiting for peers. `check` predicts it where the script "
     "writes `os.environ['MASTER_PORT']` (or a loopback `MASTER_ADDR` on > 1 node) before an "
-    "`env://` init under torchrun, whose workers are all clients of the store torchrun serves.",
+    "`env://` init, or names a constant `tcp://` init_method, under torchrun, whose workers are "
+    "all clients of the store torchrun serves.",
     fix="Choose a free `--master-port`, check MASTER_ADDR is reachable from every node.",
     example="`The server socket has failed to listen on any local network address. port: 29500`.",
 )
