@@ -227,10 +227,6 @@ class Guards:
             return []
         return self._env_test(ifs[0][0].test, frame, depth + 1)
 
-    def call_sites(self, name: str) -> list[tuple[Module, ast.Call]]:
-        """Every call of a function named ``name`` in the files read."""
-        return list(self._calls.get(name, []))
-
     def _caller_guard(self, scope: Scope) -> tuple[tuple[str, ...], bool]:
         """The environment guard every call of function ``scope`` shares (one level up), and
         whether its calls sit under conditions the analysis cannot decide."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from rankmap.check.script_ast import tail
+from rankmap.check.script_ast import stmt_of, tail
 from rankmap.check.script_flow import Flow
 from rankmap.check.script_program import Module, Program, enclosing_ifs, except_handler
 from rankmap.check.script_sinks import frame_at
@@ -30,7 +30,7 @@ def runs_whenever_reached(
     is what a multi-process launch runs)."""
     if inside and not _unconditional(mod, node, flow):
         return False
-    scope = mod.scope_of.get(id(statement_of(mod, node)), mod.tree)
+    scope = mod.scope_of.get(id(stmt_of(mod, node)), mod.tree)
     name = getattr(scope, "name", None)
     if not name:
         return True  # module level
@@ -85,7 +85,7 @@ def _unconditional(mod: Module, node: ast.AST, flow: Flow) -> bool:
 def _early_exit_before(mod: Module, node: ast.AST) -> bool:
     """An earlier ``if`` in one of ``node``'s enclosing blocks (in its function) leaves it:
     ``if "LOCAL_RANK" in os.environ: init(); return`` before a fallback set-up."""
-    child: ast.AST = statement_of(mod, node)
+    child: ast.AST = stmt_of(mod, node)
     while True:
         block = block_holding(mod, child) or []
         before = block[: next((i for i, s in enumerate(block) if s is child), 0)]
@@ -120,13 +120,6 @@ def _is_main_test(test: ast.expr) -> bool:
     )
 
 
-def statement_of(mod: Module, node: ast.AST) -> ast.AST:
-    cur = node
-    while not isinstance(cur, ast.stmt) and id(cur) in mod.parent:
-        cur = mod.parent[id(cur)]
-    return cur
-
-
 def block_holding(mod: Module, stmt: ast.AST) -> list[ast.stmt] | None:
     parent = mod.parent.get(id(stmt))
     if parent is None:
@@ -138,4 +131,4 @@ def block_holding(mod: Module, stmt: ast.AST) -> list[ast.stmt] | None:
     return None
 
 
-__all__ = ["block_holding", "runs_whenever_reached", "statement_of"]
+__all__ = ["block_holding", "runs_whenever_reached"]

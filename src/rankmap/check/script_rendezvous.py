@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from rankmap.check import script_models as models
-from rankmap.check.script_ast import is_environ, tail
+from rankmap.check.script_ast import is_environ, stmt_of, tail
 from rankmap.check.script_flow import Flow
 from rankmap.check.script_program import Module, Program
-from rankmap.check.script_reach import block_holding, runs_whenever_reached, statement_of
+from rankmap.check.script_reach import block_holding, runs_whenever_reached
 from rankmap.check.script_sinks import reachable, walk_nodes
 
 RENDEZVOUS_VARS = ("MASTER_ADDR", "MASTER_PORT")
@@ -90,7 +90,7 @@ def _tcp_address(url: str, mod: Module, call: ast.Call) -> list[RendezvousWrite]
 
 
 def _writes_before(mod: Module, call: ast.Call) -> list[RendezvousWrite]:
-    stmt = statement_of(mod, call)
+    stmt = stmt_of(mod, call)
     block = block_holding(mod, stmt)
     if block is None or not isinstance(stmt, ast.stmt):
         return []
