@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.launchers import Proc
 from rankmap.model import Host
@@ -22,9 +23,7 @@ def select_index(
 
     if sel.alternatives:
         for guard, alt in sel.alternatives:
-            if all(
-                (get(v[1:]) is None) if v.startswith("!") else (get(v) is not None) for v in guard
-            ):
+            if guard_holds(guard, get):
                 idx, err, why, dflt = select_index(alt, proc, base, n_visible)
                 said = [f"{v[1:]} unset" if v.startswith("!") else f"{v} set" for v in guard]
                 return idx, err, (f"{', '.join(said)}: " if guard else "") + why, dflt
@@ -123,12 +122,7 @@ def _cvd_entry(
 
 def branch_kind(sel: DeviceSelection, proc: Proc, base: Mapping[str, str]) -> str:
     for guard, alt in sel.alternatives:
-        if all(
-            (proc.env.get(v[1:], base.get(v[1:])) is None)
-            if v.startswith("!")
-            else (proc.env.get(v, base.get(v)) is not None)
-            for v in guard
-        ):
+        if guard_holds(guard, lambda v: proc.env.get(v, base.get(v))):
             return alt.kind
     return sel.kind
 

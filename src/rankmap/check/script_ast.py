@@ -4,6 +4,7 @@ dotted names, environment reads, and the value operations the evaluator shares."
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from rankmap.check import script_models as models
@@ -80,6 +81,11 @@ def is_name(node: ast.AST, name: str | None) -> bool:
 
 def negate(var: str) -> str:
     return var[1:] if var.startswith("!") else f"!{var}"
+
+
+def guard_holds(guard: Iterable[str], get: Callable[[str], str | None]) -> bool:
+    """Every variable of ``guard`` is set (``"X"``) or unset (``"!X"``) as ``get`` reads it."""
+    return all((get(v[1:]) is None) if v.startswith("!") else (get(v) is not None) for v in guard)
 
 
 def is_environ(node: ast.AST) -> bool:

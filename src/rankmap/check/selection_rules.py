@@ -3,9 +3,9 @@ placement costs when it is right (errors only on positive evidence, see docs/che
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.findings import Finding, finding
 from rankmap.ranks import ranks_text
@@ -165,7 +165,7 @@ def _local_ranks_across_nodes(sel: DeviceSelection, outcomes: list[RankOutcome])
     the global ranks 0..n-1."""
     if sel.local_init is None:
         return []
-    outcomes = [o for o in outcomes if all(_holds(v, o.proc.env) for v in sel.local_init_needs)]
+    outcomes = [o for o in outcomes if guard_holds(sel.local_init_needs, o.proc.env.get)]
     worlds: dict[int, set[int]] = {}
     for o in outcomes:
         worlds.setdefault(o.proc.world, set()).add(o.proc.node)
@@ -202,11 +202,6 @@ _WORLD_VARS = {
     "OMPI_COMM_WORLD_RANK": "OMPI_COMM_WORLD_SIZE",
     "PMI_RANK": "PMI_SIZE",
 }
-
-
-def _holds(need: str, env: Mapping[str, str]) -> bool:
-    """``X`` set, or ``!X`` unset, in what the launcher gives the rank."""
-    return need[1:] not in env if need.startswith("!") else need in env
 
 
 def _init_fix(o: RankOutcome) -> str:
