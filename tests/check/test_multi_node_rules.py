@@ -12,12 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_checks import check_script
 
 from rankmap.adapters.files import LocalFiles
-from rankmap.adapters.local import check_launch
 from rankmap.check.script_scan import scan_path
 from rankmap.findings import Finding, Report
-from rankmap.inventory import load_machine
 
 HEAD = (
     "import os\nimport torch\nimport torch.distributed as dist\n"
@@ -27,17 +26,8 @@ HEAD = (
 
 
 def _report(tmp_path: Path, body: str, nodes: int, launch: tuple[str, ...] = ()) -> Report:
-    script = tmp_path / "train.py"
-    script.write_text(HEAD + body)
     launch = launch or ("torchrun", "--nnodes", str(nodes), "--nproc-per-node", "8")
-    return check_launch(
-        [*launch, str(script)],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=nodes,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    return check_script(tmp_path, HEAD + body, launch, nodes=nodes)
 
 
 def _errors(report: Report) -> list[Finding]:

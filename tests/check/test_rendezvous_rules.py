@@ -11,11 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_checks import check_script
 
-from rankmap.adapters.files import LocalFiles
-from rankmap.adapters.local import check_launch
 from rankmap.findings import Finding
-from rankmap.inventory import load_machine
 
 HEAD = "import datetime\nimport os\nimport torch.distributed as dist\n\n"
 WRITES = (
@@ -28,17 +26,10 @@ WRITES = (
 )
 
 
-def _rm906(tmp_path: Path, body: str, launch: list[str], nodes: int = 1) -> list[Finding]:
-    script = tmp_path / "train.py"
-    script.write_text(HEAD + body)
-    report = check_launch(
-        [*launch, str(script)],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=nodes,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+def _rm906(
+    tmp_path: Path, body: str, launch: list[str], nodes: int = 1, env: dict[str, str] | None = None
+) -> list[Finding]:
+    report = check_script(tmp_path, HEAD + body, launch, nodes=nodes, env=env)
     return [f for f in report.findings if f.code == "RM906"]
 
 
@@ -150,16 +141,7 @@ def test_a_function_handed_to_mp_spawn_unconditionally_is_reached(tmp_path: Path
 def test_what_torchrun_serves_decides(
     tmp_path: Path, launch: list[str], env: dict[str, str], code: str | None
 ) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(HEAD + WRITES.format(port=12345))
-    report = check_launch(
-        [*launch, str(script)],
-        machines=load_machine("dgx-h100"),
-        env=env,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
-    found = [f.severity.value for f in report.findings if f.code == "RM906"]
+    found = [f.severity.value for f in _rm906(tmp_path, WRITES.format(port=12345), launch, env=env)]
     assert found == ([code] if code else [])
 
 
