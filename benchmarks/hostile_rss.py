@@ -130,6 +130,15 @@ def peak_rss(
     return child.returncode, kib / 1024, time.monotonic() - start
 
 
+def print_row(
+    name: str, kind: str, status: int | None, rss: float, secs: float, bad: bool, width: int
+) -> None:
+    """One line of the table: command, input, exit status (or hang), peak MB, seconds."""
+    shown = "hang" if status is None else str(status)
+    flag = "  <-- over the bound" if bad else ""
+    print(f"{name:<{width}} {kind:<20} {shown:>4} {rss:>8.1f} {secs:>6.2f}{flag}")
+
+
 def _hwm_of(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -167,9 +176,7 @@ def main() -> int:
                 status, rss, secs = peak_rss(argv, work, args.timeout)
                 bad = status is None or status == 3 or rss > args.limit_mb
                 failed |= bad
-                shown = "hang" if status is None else str(status)
-                print(f"{name:<26} {kind:<20} {shown:>4} {rss:>8.1f} {secs:>6.2f}" + (
-                    "  <-- over the bound" if bad else ""))  # fmt: skip
+                print_row(name, kind, status, rss, secs, bad, width=26)
                 if rss > worst[0]:
                     worst = (rss, f"{name} on {kind}")
     print(f"worst case: {worst[0]:.1f} MB ({worst[1]}); bound {args.limit_mb:g} MB")

@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from hostile_rss import make_inputs, peak_rss
+from hostile_rss import make_inputs, peak_rss, print_row
 
 MARGIN_MB = 200.0
 _IMPORT = (
@@ -137,9 +137,7 @@ def main() -> int:
                 status, rss, secs = big_record_run(work, args.payload_mb, args.peers)
             bad = status is None or rss > bound
             failed |= bad
-            shown = "hang" if status is None else str(status)
-            print(f"{name:<24} {kind:<20} {shown:>4} {rss:>8.1f} {secs:>6.2f}" + (
-                "  <-- over the bound" if bad else ""))  # fmt: skip
+            print_row(name, kind, status, rss, secs, bad, width=24)
             if rss > worst[0]:
                 worst = (rss, f"{name} on {kind}")
     print(f"worst case: {worst[0]:.1f} MB ({worst[1]}) = torch import + {worst[0] - base:.1f} MB;"

@@ -422,8 +422,7 @@ _STMTS = [
 
 
 def _filled(draw: st.DrawFn, template: str) -> str:
-    names = [n.split(".")[-1] if "=" in template[:3] else n for n in _NAMES]
-    a, b = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+    a, b = draw(st.sampled_from(_NAMES)), draw(st.sampled_from(_NAMES))
     e = draw(st.sampled_from(_EXPRS)).format(a=a, b=b) if "{e}" in template else ""
     return template.format(a=a, b=b, e=e)
 
