@@ -117,7 +117,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     text = without_template(text[:DOC_LIMIT])
     facts = DocFacts(versions=versions_in(text))
     read_config_lines(text, facts.configs)
-    facts.gpu_uuids = len(set(_GPU_UUID.findall(text[:DOC_LIMIT])))
+    facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.gpus_requested = _requested(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
