@@ -211,3 +211,16 @@ def test_a_torch_store_on_the_port_is_named_not_waited_for() -> None:
         store_client.connect("127.0.0.1", port, start + 2.0, start + 2.0)
     assert time.monotonic() - start < 2.5
     del torch_store
+
+
+@pytest.mark.torch
+@pytest.mark.usefixtures("need_torch")
+def test_rank0_on_a_taken_port_says_so() -> None:
+    from rankmap.adapters.c10d_store import open_store
+    from rankmap.errors import UnavailableError
+
+    with socket.create_server(("", 0)) as taken:
+        port = taken.getsockname()[1]
+        env = {"RANKMAP_STORE_PORT": str(port), "RANKMAP_STORE_ADDR": "127.0.0.1"}
+        with pytest.raises(UnavailableError, match=f"rank 0 cannot listen on port {port}"):
+            open_store(env, 0, time.monotonic() + 2, world_size=2)

@@ -102,7 +102,13 @@ def _own(
     from rankmap.adapters.store_data import LocalStore
 
     if rank == 0:
-        server = store_server.host(port, max_connections=world_size + 64)
+        try:
+            server = store_server.host(port, max_connections=world_size + 64)
+        except OSError as exc:
+            raise UnavailableError(
+                f"{where}: rank 0 cannot listen on port {port} ({exc.strerror or exc})",
+                hint="another program listens there: give every rank the same free port",
+            ) from None
         return StoreHandle(LocalStore(server.data), where, hosted=True)
     client = store_client.connect(addr, port, deadline, deadline + CALL_GRACE_S)
     return StoreHandle(client, where)
