@@ -224,3 +224,52 @@ def test_rank0_on_a_taken_port_says_so() -> None:
         env = {"RANKMAP_STORE_PORT": str(port), "RANKMAP_STORE_ADDR": "127.0.0.1"}
         with pytest.raises(UnavailableError, match=f"rank 0 cannot listen on port {port}"):
             open_store(env, 0, time.monotonic() + 2, world_size=2)
+
+
+def unread(srv: StoreServer, request: bytes) -> socket.socket:
+    """A peer that sends ``request`` and never reads the reply (a small receive buffer)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", srv.port))
+    sock.sendall(sf.MAGIC + request)
+    return sock
+
+
+def test_values_replaced_under_an_unread_reply_still_count(server: StoreServer) -> None:
+    # Each unread reply keeps the values it refers to; once a peer overwrites them, they are no
+    # longer in the store but still in memory: a non-reader per round of overwrites would take
+    # the whole budget again each time (connections x budget) unless the budget counts them.
+    writer = client(server)
+    keys = [f"k{i}".encode() for i in range(2)]
+    hostile = []
+    with pytest.raises(store_client.StoreRefused, match="full"):
+        for _ in range(10):
+            for key in keys:
+                writer.set(key.decode(), bytes(sf.VALUE_BYTES))
+            hostile.append(unread(server, sf.frame(sf.MULTI_GET, keys * 128)))
+            time.sleep(0.2)
+    assert len(hostile) <= 2
+    for sock in hostile:
+        sock.close()
+    end = time.monotonic() + 5
+    while len(server.connections) > 1 and time.monotonic() < end:
+        time.sleep(0.01)
+    data = server.data
+    assert data.used == sum(data.cost(k, v) for k, v in data.values.items())
+
+
+def test_an_unread_reply_of_many_values_holds_little(server: StoreServer) -> None:
+    import tracemalloc
+
+    LocalStore(server.data).set("v", bytes(sf.VALUE_BYTES))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        socks = [unread(server, sf.frame(sf.MULTI_GET, [b"v"] * 256)) for _ in range(8)]
+        time.sleep(1.0)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    for sock in socks:
+        sock.close()
+    assert held < 8 * 48 * 1024, held  # a 256 MiB reply each: pieces made as they are written

@@ -5,20 +5,22 @@ An ``asyncio.BufferedProtocol``: the transport reads into this connection's own
 only what :func:`store_frames.kept_length` allows, reserved against the store's budget first).
 While a reply is being written, reading pauses: a peer that sends requests without reading
 the replies holds one reply, not a queue of them. A reply is written in pieces of at most
-:data:`PIECE_BYTES` that refer to the stored values, the next one only once the transport's
-buffer is empty, so a peer that never reads keeps at most one piece in this process (the rest
-waits in the kernel's socket buffers or not at all). A connection costs at most
-``INPUT_BYTES + PIECE_BYTES`` and asyncio's own few KB.
+:data:`PIECE_BYTES`, each sliced out of the stored values only when the transport's buffer is
+empty, so a peer that never reads keeps at most one piece in this process (the rest waits in
+the kernel's socket buffers or not at all). The values an unsent reply refers to are pinned
+(:meth:`StoreData.pin`): one replaced meanwhile still counts against the budget until the
+reply is sent or its peer is gone. A connection costs at most ``INPUT_BYTES + PIECE_BYTES``
+and asyncio's own few KB.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 from rankmap.adapters import store_frames as sf
-from rankmap.adapters.store_data import ENTRY_BYTES, run_request
+from rankmap.adapters.store_data import ENTRY_BYTES, StoreData, run_request
 
 INPUT_BYTES = 4 * 1024
 PIECE_BYTES = 16 * 1024
@@ -29,6 +31,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(self, server: Any) -> None:
         self.server = server
+        self.data: StoreData = server.data  # what this connection reserves and pins in
         self.transport: Any = None
         self.inbuf = bytearray(INPUT_BYTES)
         self.start = self.end = 0
@@ -37,7 +40,9 @@ class Connection(asyncio.BufferedProtocol):
         self.arg: bytearray | None = None
         self.arg_left = 0
         self.arg_keep = 0
-        self.out: deque[bytes | memoryview] = deque()
+        self.pending = False  # a reply is being written
+        self.rest: Iterator[bytes] = iter(())  # its pieces not yet written, made one at a time
+        self.pinned: list[bytes] = []  # the values the reply refers to
         self.buffered = 0  # bytes of this connection's reply waiting in its transport
         self.closed = False
 
@@ -72,9 +77,11 @@ class Connection(asyncio.BufferedProtocol):
         self.closed = True
         self.server.out_bytes -= self.buffered
         self.buffered = 0
-        self.out.clear()
+        self.pending, self.rest = False, iter(())
+        self.data.unpin(self.pinned)
+        self.pinned = []
         if self.request is not None:
-            self.server.data.release(self.request.reserved)
+            self.data.release(self.request.reserved)
             self.request = None
         self.server.forget(self)
 
@@ -83,16 +90,15 @@ class Connection(asyncio.BufferedProtocol):
         """Read what the buffer holds; reading pauses while a reply cannot be written at once."""
         while not self.closed:
             try:
-                while not self.out and self.step():
+                while not self.pending and self.step():
                     pass
             except sf.ProtocolError:
                 self.closed = True
                 self.transport.abort()
                 return
-            if not self.out:
+            if not self.pending:
                 return  # more input needed
-            self.flush()
-            if self.out or self.buffered:
+            if not self.flush():
                 self.transport.pause_reading()  # until resume_writing
                 return
 
@@ -112,7 +118,7 @@ class Connection(asyncio.BufferedProtocol):
             if magic != sf.MAGIC:
                 raise sf.ProtocolError("not a rankmap store client")
             self.greeted = True
-            self.out.append(sf.MAGIC)
+            self.reply(iter([sf.MAGIC]), [])
             return True
         if self.request is None:
             return self.read_head()
@@ -127,7 +133,7 @@ class Connection(asyncio.BufferedProtocol):
         op, count = sf.HEAD.unpack(head)
         sf.check_head(op, count)
         request = sf.Request(op, count, [])
-        request.refused = not self.server.data.reserve(ENTRY_BYTES)
+        request.refused = not self.data.reserve(ENTRY_BYTES)
         request.reserved = 0 if request.refused else ENTRY_BYTES
         self.request = request
         return True
@@ -139,7 +145,7 @@ class Connection(asyncio.BufferedProtocol):
             return False
         (length,) = sf.LENGTH.unpack(raw)
         keep = sf.kept_length(self.request, length)
-        if self.request.refused or not self.server.data.reserve(keep):
+        if self.request.refused or not self.data.reserve(keep):
             self.request.refused, keep = True, 0
         else:
             self.request.reserved += keep
@@ -168,9 +174,11 @@ class Connection(asyncio.BufferedProtocol):
         self.arg = None
         if len(self.request.args) == self.request.count:
             request, self.request = self.request, None
-            status, args = run_request(self.server.data, request)
-            for piece in sf.frame_pieces(status, args):
-                self.out.extend(_split(piece))
+            status, args = run_request(self.data, request)
+            self.reply(_pieces(status, args), args)  # run_request pinned args
+
+    def reply(self, pieces: Iterator[bytes], pinned: list[bytes]) -> None:
+        self.pending, self.rest, self.pinned = True, pieces, pinned
 
     # writing ------------------------------------------------------------------------------
     def sync_buffered(self) -> None:
@@ -178,25 +186,34 @@ class Connection(asyncio.BufferedProtocol):
         self.server.out_bytes += now - self.buffered
         self.buffered = now
 
-    def flush(self) -> None:
-        """Write pieces while the socket takes them at once."""
-        while self.out and not self.closed and self.buffered == 0:
-            self.transport.write(self.out.popleft())
+    def flush(self) -> bool:
+        """Write pieces while the socket takes them at once; True when the reply is all sent."""
+        while self.pending and not self.closed and self.buffered == 0:
+            piece = next(self.rest, None)
+            if piece is None:  # all of it written: its values are unpinned
+                self.pending, self.rest = False, iter(())
+                self.data.unpin(self.pinned)
+                self.pinned = []
+                break
+            self.transport.write(piece)
             self.sync_buffered()
+        return not self.pending and self.buffered == 0
 
     def drained(self) -> None:
         """The transport took everything: the rest of the reply, then the next request."""
         if self.closed:
             return
-        self.flush()
-        if not self.out and self.buffered == 0:
+        if self.flush():
             self.parse()  # the requests already read, then
-            if not self.closed and not self.out and self.buffered == 0:
+            if not self.closed and not self.pending and self.buffered == 0:
                 self.transport.resume_reading()
 
 
-def _split(piece: bytes | memoryview) -> list[bytes | memoryview]:
-    if len(piece) <= PIECE_BYTES:
-        return [piece]
-    view = memoryview(piece)
-    return [view[i : i + PIECE_BYTES] for i in range(0, len(view), PIECE_BYTES)]
+def _pieces(status: int, args: list[bytes]) -> Iterator[bytes]:
+    """A reply's bytes in pieces of at most :data:`PIECE_BYTES`, each made only when the one
+    before has left the transport (a reply of 256 values of 1 MiB is 16,000 pieces)."""
+    yield sf.HEAD.pack(status, len(args))
+    for arg in args:
+        yield sf.LENGTH.pack(len(arg))
+        for i in range(0, len(arg), PIECE_BYTES):
+            yield arg[i : i + PIECE_BYTES]

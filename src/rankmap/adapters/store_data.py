@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from rankmap.adapters import store_frames as sf
 
@@ -23,6 +24,9 @@ class StoreData:
         self.budget = budget
         self.used = 0
         self.lock = threading.Lock()
+        # values that unsent replies refer to: id -> [value, replies, cost of entries replaced
+        # meanwhile] - a replaced value stays in memory (and in ``used``) until they are sent
+        self.pins: dict[int, list[Any]] = {}
 
     @staticmethod
     def cost(key: bytes, value: bytes) -> int:
@@ -39,12 +43,38 @@ class StoreData:
         with self.lock:
             self.used -= size
 
+    def pin(self, values: Sequence[bytes]) -> None:
+        """A reply refers to ``values`` until :meth:`unpin`."""
+        with self.lock:
+            self._pin(values)
+
+    def _pin(self, values: Sequence[bytes]) -> None:
+        for value in values:
+            self.pins.setdefault(id(value), [value, 0, 0])[1] += 1
+
+    def unpin(self, values: Sequence[bytes]) -> None:
+        with self.lock:
+            for value in values:
+                pin = self.pins[id(value)]
+                pin[1] -= 1
+                if pin[1] == 0:
+                    del self.pins[id(value)]
+                    self.used -= pin[2]
+
+    def _drop(self, key: bytes, old: bytes | None) -> None:
+        """``key``'s entry ``old`` is replaced (under the lock)."""
+        if old is None:
+            return
+        pin = self.pins.get(id(old))
+        if pin is None:
+            self.used -= self.cost(key, old)
+        else:
+            pin[2] += self.cost(key, old)
+
     def put(self, key: bytes, value: bytes, reserved: int = 0) -> None:
         """Store ``value`` (``reserved``: what its request already counted)."""
         with self.lock:
-            old = self.values.get(key)
-            if old is not None:
-                self.used -= self.cost(key, old)
+            self._drop(key, self.values.get(key))
             self.values[key] = value
             self.used += self.cost(key, value) - reserved
 
@@ -53,16 +83,21 @@ class StoreData:
             old = self.values.get(key)
             total = sf.clamp_counter(sf.counter_value(old) + delta)
             text = str(total).encode("ascii")
-            if old is not None:
-                self.used -= self.cost(key, old)
+            self._drop(key, old)
             self.values[key] = text
             self.used += self.cost(key, text) - reserved
             return total
 
-    def get_many(self, keys: Sequence[bytes]) -> list[bytes] | None:
+    def get_many(self, keys: Sequence[bytes], pin: bool = False) -> list[bytes] | None:
+        """The values of ``keys``, None when one is missing (``pin``: pinned, in one step)."""
         with self.lock:
             found = [self.values.get(k) for k in keys]
-        return None if any(v is None for v in found) else [v for v in found if v is not None]
+            if any(v is None for v in found):
+                return None
+            values = [v for v in found if v is not None]
+            if pin:
+                self._pin(values)
+        return values
 
 
 class LocalStore:
@@ -95,21 +130,27 @@ class LocalStore:
 
 
 def run_request(data: StoreData, request: sf.Request) -> tuple[int, list[bytes]]:
-    """The reply to one complete request; its reservation is spent or released."""
+    """The reply to one complete request; its reservation is spent or released, and the values
+    of the reply are pinned (the caller unpins them once the reply is sent or dropped)."""
     if request.refused:
         data.release(request.reserved)
-        return sf.REFUSED, [b"the rankmap store is full"]
+        return _made(data, sf.REFUSED, [b"the rankmap store is full"])
     args = request.args
     if request.op == sf.SET:
         data.put(args[0], args[1], request.reserved)
         return sf.OK, []
     if request.op == sf.ADD:
         total = data.add(args[0], sf.counter_delta(args[1]), request.reserved)
-        return sf.OK, [sf.COUNTER.pack(total)]
+        return _made(data, sf.OK, [sf.COUNTER.pack(total)])
     data.release(request.reserved)
-    found = data.get_many(args)
     if request.op == sf.CHECK:
-        return sf.OK, [b"\x01" if found is not None else b"\x00"]
+        return _made(data, sf.OK, [b"\x01" if data.get_many(args) is not None else b"\x00"])
+    found = data.get_many(args, pin=True)
     if found is None:
         return sf.MISSING, []
     return sf.OK, found
+
+
+def _made(data: StoreData, status: int, values: list[bytes]) -> tuple[int, list[bytes]]:
+    data.pin(values)
+    return status, values

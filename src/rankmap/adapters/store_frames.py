@@ -57,15 +57,6 @@ def frame(code: int, args: Sequence[bytes]) -> bytes:
     return b"".join(parts)
 
 
-def frame_pieces(code: int, args: Sequence[bytes]) -> list[bytes | memoryview]:
-    """One reply as pieces that refer to the stored values (nothing copied)."""
-    pieces: list[bytes | memoryview] = [HEAD.pack(code, len(args))]
-    for arg in args:
-        pieces.append(LENGTH.pack(len(arg)))
-        pieces.append(memoryview(arg))
-    return pieces
-
-
 def counter_delta(raw: bytes) -> int:
     if len(raw) != COUNTER.size:
         raise ProtocolError("an ADD delta is 8 bytes")
