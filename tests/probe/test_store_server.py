@@ -273,3 +273,30 @@ def test_an_unread_reply_of_many_values_holds_little(server: StoreServer) -> Non
     for sock in socks:
         sock.close()
     assert held < 8 * 48 * 1024, held  # a 256 MiB reply each: pieces made as they are written
+
+
+def fill(srv: StoreServer) -> None:
+    """A peer fills the budget to the last byte with empty values."""
+    hostile = client(srv)
+    big = srv.data.budget // 2
+    with pytest.raises(store_client.StoreRefused):
+        for i in range(10**6):
+            hostile.set(f"f{i}", b"" if srv.data.budget - srv.data.used < big else bytes(big // 2))
+    hostile.close()
+
+
+def test_a_full_store_still_serves_reads_and_counters(server: StoreServer) -> None:
+    # The peers' side of the probe after they published: poll for the verdict, read it, count
+    # the read. A peer that filled the budget must not make every other peer fail.
+    local = LocalStore(server.data)
+    peer = client(server)
+    peer.add("read", 0)
+    fill(server)
+    local.set("verdict", b"the verdict")
+    assert peer.check(["verdict"]) and peer.get("verdict") == b"the verdict"
+    assert peer.multi_get(["verdict"]) == [b"the verdict"]
+    assert peer.add("read", 1) == 1
+    with pytest.raises(store_client.StoreRefused):
+        peer.add("a new counter", 1)  # a new entry is still refused
+    data = server.data
+    assert data.used == sum(data.cost(k, v) for k, v in data.values.items())

@@ -133,8 +133,9 @@ class Connection(asyncio.BufferedProtocol):
         op, count = sf.HEAD.unpack(head)
         sf.check_head(op, count)
         request = sf.Request(op, count, [])
-        request.refused = not self.data.reserve(ENTRY_BYTES)
-        request.reserved = 0 if request.refused else ENTRY_BYTES
+        if op == sf.SET:  # only a SET is sure to make an entry (an ADD's is counted as it runs)
+            request.refused = not self.data.reserve(ENTRY_BYTES)
+            request.reserved = 0 if request.refused else ENTRY_BYTES
         self.request = request
         return True
 
@@ -145,7 +146,9 @@ class Connection(asyncio.BufferedProtocol):
             return False
         (length,) = sf.LENGTH.unpack(raw)
         keep = sf.kept_length(self.request, length)
-        if self.request.refused or not self.data.reserve(keep):
+        if self.request.op != sf.SET and self.request.unreserved + keep <= sf.UNRESERVED_BYTES:
+            self.request.unreserved += keep
+        elif self.request.refused or not self.data.reserve(keep):
             self.request.refused, keep = True, 0
         else:
             self.request.reserved += keep

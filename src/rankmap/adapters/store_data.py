@@ -78,11 +78,16 @@ class StoreData:
             self.values[key] = value
             self.used += self.cost(key, value) - reserved
 
-    def add(self, key: bytes, delta: int, reserved: int = 0) -> int:
+    def add(self, key: bytes, delta: int, reserved: int = 0, *, bounded: bool = True) -> int | None:
+        """The counter's new total; None (nothing changed) when ``bounded`` and what it adds to
+        the store does not fit in the budget."""
         with self.lock:
             old = self.values.get(key)
             total = sf.clamp_counter(sf.counter_value(old) + delta)
             text = str(total).encode("ascii")
+            grows = self.cost(key, text) - (0 if old is None else self.cost(key, old)) - reserved
+            if bounded and grows > 0 and self.used + grows > self.budget:
+                return None
             self._drop(key, old)
             self.values[key] = text
             self.used += self.cost(key, text) - reserved
@@ -117,7 +122,9 @@ class LocalStore:
         return found[0]
 
     def add(self, key: str, amount: int) -> int:
-        return self._data.add(key.encode(), int(amount))
+        total = self._data.add(key.encode(), int(amount), bounded=False)  # rank 0's own
+        assert total is not None
+        return total
 
     def check(self, keys: Sequence[str]) -> bool:
         return self._data.get_many([k.encode() for k in keys]) is not None
@@ -129,18 +136,24 @@ class LocalStore:
         return found
 
 
+FULL = b"the rankmap store is full"
+
+
 def run_request(data: StoreData, request: sf.Request) -> tuple[int, list[bytes]]:
     """The reply to one complete request; its reservation is spent or released, and the values
     of the reply are pinned (the caller unpins them once the reply is sent or dropped)."""
     if request.refused:
         data.release(request.reserved)
-        return _made(data, sf.REFUSED, [b"the rankmap store is full"])
+        return _made(data, sf.REFUSED, [FULL])
     args = request.args
     if request.op == sf.SET:
         data.put(args[0], args[1], request.reserved)
         return sf.OK, []
     if request.op == sf.ADD:
         total = data.add(args[0], sf.counter_delta(args[1]), request.reserved)
+        if total is None:
+            data.release(request.reserved)
+            return _made(data, sf.REFUSED, [FULL])
         return _made(data, sf.OK, [sf.COUNTER.pack(total)])
     data.release(request.reserved)
     if request.op == sf.CHECK:

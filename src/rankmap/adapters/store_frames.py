@@ -42,6 +42,10 @@ VALUE_BYTES = max(MAX_OWN_BYTES, MAX_SHARED_BYTES)  # what the record decoder ac
 ARGS_PER_REQUEST = 256  # the client splits longer CHECK / MULTI_GET lists
 REPLY_ARG_BYTES = 256 * 2**20  # a client's bound on one value it receives (the verdict)
 COUNTER_LIMIT = 2**62
+# What a request other than SET holds while it arrives without reserving it from the budget
+# (one key and a delta: every request the probe's peers send), so a full store still answers
+# the peers' polls, reads and counts (the ``read`` counter after the verdict).
+UNRESERVED_BYTES = KEY_BYTES + COUNTER.size
 
 
 class ProtocolError(ValueError):
@@ -86,6 +90,7 @@ class Request:
     args: list[bytes]
     reserved: int = 0
     refused: bool = False
+    unreserved: int = 0  # bytes held within UNRESERVED_BYTES (not SET)
 
 
 def check_head(op: int, count: int) -> None:
