@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from probe_helpers import black_hole, free_port
@@ -300,3 +301,52 @@ def test_a_full_store_still_serves_reads_and_counters(server: StoreServer) -> No
         peer.add("a new counter", 1)  # a new entry is still refused
     data = server.data
     assert data.used == sum(data.cost(k, v) for k, v in data.values.items())
+
+
+def test_repeated_verify_calls_do_not_fill_the_store(tmp_path: Path) -> None:
+    # verify() in a loop (every epoch) under RANKMAP_STORE_PORT: rank 0 hosts one server for the
+    # life of the process, and each call's keys stayed in it, so the budget filled up after a
+    # few calls at thousands of ranks and the peers' records were then refused.
+    import subprocess
+    import sys
+
+    from probe_helpers import base_env
+
+    code = (
+        "import rankmap, os\n"
+        "from rankmap.adapters import store_server\n"
+        "for i in range(12):\n"
+        "    r = rankmap.verify(timeout=30)\n"
+        "    if os.environ['RANK'] == '0' and i in (1, 11):\n"
+        "        print('used', list(store_server._HOSTED.values())[0].data.used)\n"
+        "print('ok', r.verdict)\n"
+    )
+    port = free_port()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=base_env(
+                RANK=str(rank),
+                LOCAL_RANK=str(rank),
+                WORLD_SIZE="2",
+                RANKMAP_MACHINE="workstation-4gpu",
+                RANKMAP_STORE_PORT=str(port),
+                RANKMAP_STORE_ADDR="127.0.0.1",
+            ),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=120)
+        finally:
+            p.kill()
+        assert p.returncode == 0 and "ok ok" in out, err[-2000:]
+        outs.append(out)
+    used = [int(line.split()[1]) for line in outs[0].splitlines() if line.startswith("used")]
+    assert len(used) == 2 and used[1] <= used[0] + 1000, used  # not 10 more calls' records

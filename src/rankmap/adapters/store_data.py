@@ -93,6 +93,12 @@ class StoreData:
             self.used += self.cost(key, text) - reserved
             return total
 
+    def drop_prefix(self, prefix: bytes) -> None:
+        """Remove every key that starts with ``prefix``."""
+        with self.lock:
+            for key in [k for k in self.values if k.startswith(prefix)]:
+                self._drop(key, self.values.pop(key))
+
     def get_many(self, keys: Sequence[bytes], pin: bool = False) -> list[bytes] | None:
         """The values of ``keys``, None when one is missing (``pin``: pinned, in one step)."""
         with self.lock:
@@ -125,6 +131,9 @@ class LocalStore:
         total = self._data.add(key.encode(), int(amount), bounded=False)  # rank 0's own
         assert total is not None
         return total
+
+    def drop_prefix(self, prefix: str) -> None:
+        self._data.drop_prefix(prefix.encode())
 
     def check(self, keys: Sequence[str]) -> bool:
         return self._data.get_many([k.encode() for k in keys]) is not None

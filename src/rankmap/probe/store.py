@@ -176,6 +176,15 @@ def publish(store: Any, prefix: str, rank: int, record: RankRecord) -> None:
     store.add(f"{prefix}/arrived", 1)
 
 
+def _forget_call(store: Any, prefix: str) -> None:
+    """Every rank came and read the verdict: drop the call's keys where rank 0 holds them in
+    process (rankmap's own store lives as long as the process, and ``verify()`` may run every
+    epoch); a torch store keeps them, as before."""
+    drop = getattr(store, "drop_prefix", None)
+    if drop is not None:
+        drop(f"{prefix}/")
+
+
 def exchange(
     handle: StoreHandle,
     prefix: str,
@@ -215,7 +224,11 @@ def exchange(
         said.phase = "waiting for the other ranks to read the verdict"
         readers = max(0, min(gathered.arrivals, world_size) - 1)
         if readers:
-            wait_count(store, f"{prefix}/read", readers, min(ack_until, time.monotonic() + 1.5))
+            read = wait_count(
+                store, f"{prefix}/read", readers, min(ack_until, time.monotonic() + 1.5)
+            )
+            if gathered.arrivals >= world_size and read >= readers:
+                _forget_call(store, prefix)
         return verdict
     said.phase = "waiting for rank 0's verdict"
     if not wait_verdict(store, prefix, deadline, zero_budget, said):
