@@ -119,13 +119,18 @@ def connect(host: str, port: int, connect_by: float, until: float) -> StoreClien
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(client._left())
             sock.sendall(sf.MAGIC)
-            if client._recv(len(sf.MAGIC)) != sf.MAGIC:
-                raise ConnectionError("not a rankmap store")
+            greeting = client._recv(len(sf.MAGIC))
         except OSError as exc:
             sock.close()
-            if isinstance(exc, ConnectionError) and "not a rankmap store" in str(exc):
-                raise
             raise ConnectionError(_greeting_failure(exc)) from None
+        if greeting == sf.BUSY:  # a connection may be freed before the deadline
+            sock.close()
+            last = "the rankmap store has all the connections it takes (world size + 64)"
+            time.sleep(min(RETRY_S, max(0.0, connect_by - time.monotonic())))
+            continue
+        if greeting != sf.MAGIC:
+            sock.close()
+            raise ConnectionError("not a rankmap store")
         return client
 
 

@@ -51,7 +51,8 @@ class Connection(asyncio.BufferedProtocol):
         self.transport = transport
         if not self.server.admit(self):
             self.closed = True
-            transport.abort()
+            transport.write(sf.BUSY)  # the client says so and tries again until its deadline
+            transport.close()
             return
         transport.set_write_buffer_limits(high=0)  # resume_writing once the buffer is empty
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from rankmap.probe.wire import MAX_OWN_BYTES, MAX_SHARED_BYTES
 
 MAGIC = b"rankmap-store/1\n"
+BUSY = b"rankmap-store/0\n"  # instead of MAGIC: every connection the server takes is in use
 
 SET, GET, ADD, CHECK, MULTI_GET = 1, 2, 3, 4, 5
 OPS = frozenset({SET, GET, ADD, CHECK, MULTI_GET})
