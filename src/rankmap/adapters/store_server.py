@@ -5,12 +5,14 @@ Where a rankmap process hosts the exchange itself - rank 0 under ``RANKMAP_STORE
 keeps whatever its peers store (up to 8 MiB per value, any number of keys), so hostile or broken
 peers could take rank 0's memory without bound. This one holds at most:
 
-- ``store_data.BUDGET`` bytes of what peers store (keys, values, an allowance per entry, and the bytes
-  of requests still arriving); a SET beyond it is refused, and that peer's probe fails;
+- ``store_data.BUDGET`` bytes of what peers store (keys, values, an allowance per entry, the
+  bytes of SETs still arriving, and replaced values an unsent reply still refers to); a SET
+  or a new counter beyond it is refused, and that peer's probe fails (a read, a poll or a count
+  of an existing counter is still answered: it holds one key outside the budget);
 - one value to ``VALUE_BYTES + 1`` bytes (the rest is read and dropped);
-- per connection, 4 KiB of unread input and one 16 KiB piece of a reply (a peer that never
-  reads its replies holds no more), and at most ``max_connections`` connections (the world
-  size + 64).
+- per connection, 4 KiB of unread input, one key, and one 16 KiB piece of a reply (a peer that
+  never reads its replies holds no more), and at most ``max_connections`` connections (the
+  world size + 64; one over it is told so, and its client tries again until its deadline).
 
 Rank 0 itself reads and writes the data in-process (:class:`LocalStore`), not over a socket.
 The server runs an asyncio loop in a daemon thread for the life of the process.
