@@ -39,7 +39,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 
 PURE = "RANKMAP_PURE_SCAN"
 
@@ -111,18 +113,42 @@ _RSS_WRAPPER = (
 )
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
-    """Best of two runs (the first warms the page cache): wall seconds, CPU seconds (all its
-    processes), peak RSS (KiB, the largest process of the run, workers included), stdout."""
-    best, cpu, rss, out = float("inf"), float("inf"), 0, ""
-    for _ in range(2):
+@dataclass
+class Tool:
+    """One command timed in every round: wall and CPU seconds (user + system of all its
+    processes), the peak RSS (KiB, the largest process, workers included), its last stdout."""
+
+    label: str
+    cmd: list[str]
+    env: dict[str, str] | None = None
+    target: str = ""
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss: int = 0
+    out: str = ""
+
+    def run(self) -> None:
         proc = subprocess.run(
-            [sys.executable, "-c", _RSS_WRAPPER, *cmd], capture_output=True, text=True, env=env
+            [sys.executable, "-c", _RSS_WRAPPER, *self.cmd],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=False,
         )
-        head, _, out = proc.stdout.partition("\n")
+        head, _, self.out = proc.stdout.partition("\n")
         secs, cpus, peak = head.split()
-        best, cpu, rss = min(best, float(secs)), min(cpu, float(cpus)), max(rss, int(peak))
-    return best, cpu, rss, out
+        self.wall.append(float(secs))
+        self.cpu.append(float(cpus))
+        self.rss = max(self.rss, int(peak))
+
+
+def _spread(values: list[float]) -> str:
+    return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def _ratios(grep: list[float], ours: list[float]) -> list[float]:
+    """grep's time / ours, round by round (both ran in the same round, under the same load)."""
+    return [g / o for g, o in zip(grep, ours, strict=True)]
 
 
 def _found(doc: dict[str, object]) -> bool:
@@ -130,11 +156,37 @@ def _found(doc: dict[str, object]) -> bool:
     return bool(0 in first["ranks"] and 4 in first["ranks"] and "0000:4F:00.0" in first["devices"])
 
 
+def _report(grep: Tool, tools: list[Tool], runs: int) -> bool:
+    """Print the table (medians, ranges in brackets); True when every tool found the collision."""
+    print(f"median (min-max) of {runs} interleaved rounds; ratios are grep's time / ours per round")
+    print(
+        f"{'tool':<22}{'wall s':>18}{'vs grep (wall)':>20}{'CPU s':>18}"
+        f"{'vs grep (CPU)':>20}{'peak RSS':>10}  found"
+    )
+    print(
+        f"{grep.label:<22}{_spread(grep.wall):>18}{'1.00x':>20}{_spread(grep.cpu):>18}"
+        f"{'1.00x':>20}{grep.rss / 1024:>8.0f}MB  -"
+    )
+    found_all = True
+    for tool in tools:
+        doc = json.loads(tool.out)
+        found = _found(doc)
+        found_all = found_all and found
+        wall_r, cpu_r = _ratios(grep.wall, tool.wall), _ratios(grep.cpu, tool.cpu)
+        print(
+            f"{tool.label:<22}{_spread(tool.wall):>18}{_spread(wall_r):>19}x"
+            f"{_spread(tool.cpu):>18}{_spread(cpu_r):>19}x{tool.rss / 1024:>8.0f}MB  {found}"
+            f"   (target {tool.target}; {len(doc['placements'])} ranks mapped)"
+        )
+    return found_all
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MB (default 1024)")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
     parser.add_argument("--log", help="use this log (made by --keep) instead of generating one")
+    parser.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
     args = parser.parse_args(argv)
     src = Path(__file__).resolve().parents[1] / "src"
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,38 +199,30 @@ def main(argv: list[str] | None = None) -> int:
             generate(log, args.size_mb)
             print(f"generated in {time.perf_counter() - t0:.1f}s: {log}")
         size = log.stat().st_size
-        print(f"{size / 1e6:.0f} MB, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        grep = "LC_ALL=C grep -n -e 'NCCL WARN' -e 'Init START' -e 'Init COMPLETE' -e Error"
-        grep_s, grep_cpu, grep_rss, _ = timed(["sh", "-c", f"{grep} '{log}' | wc -l"])
+        cpus = os.cpu_count() or 1
+        print(f"{size / 1e6:.0f} MB, {cpus} CPUs, load average {os.getloadavg()[0]:.1f}")
+        grep_sh = "LC_ALL=C grep -n -e 'NCCL WARN' -e 'Init START' -e 'Init COMPLETE' -e Error"
+        grep = Tool("grep (4 patterns)", ["sh", "-c", f"{grep_sh} '{log}' | wc -l"])
+        rankmap = [sys.executable, "-m", "rankmap", "explain", str(log), "--json"]
+        tools = [Tool("rankmap, pure Python", rankmap, {**env, PURE: "1"}, ">= 0.5")]
+        if _has_hyperscan(env):
+            tools.insert(0, Tool("rankmap, hyperscan", rankmap, env, ">= 1.0"))
+        else:
+            print("rankmap, hyperscan: skipped, `pip install 'rankmap[fast]'` (hyperscan) first")
+        for tool in [grep, *tools]:  # untimed: the page cache, the compiled modules
+            tool.run()
+            tool.wall.clear()
+            tool.cpu.clear()
+        for _ in range(max(1, args.runs)):
+            for tool in [grep, *tools]:
+                tool.run()
+        found_all = _report(grep, tools, max(1, args.runs))
         print(
-            f"{'tool':<24}{'wall s':>7}{'vs grep':>9}{'CPU s':>7}{'peak RSS':>10}  collision found"
+            f"both paths search every literal of the prefilter ({_literal_count(env)}) everywhere;"
+            f" rankmap scans a file over 64 MiB with {min(cpus, 8)} processes, grep with one:"
+            " the wall ratio depends on free cores, the CPU ratio is the one-core figure"
         )
-        print(
-            f"{'grep (4 patterns)':<24}{grep_s:>7.2f}{'1.00x':>9}{grep_cpu:>7.2f}"
-            f"{grep_rss / 1024:>8.0f}MB  -"
-        )
-        found_all = True
-        runs = (
-            ("rankmap, hyperscan", {}, ">= 1.0"),
-            ("rankmap, pure Python", {PURE: "1"}, ">= 0.5"),
-        )
-        for label, extra, target in runs:
-            if not extra and not _has_hyperscan(env):
-                print(f"{label:<24}   skipped: `pip install 'rankmap[fast]'` (hyperscan) first")
-                continue
-            cmd = [sys.executable, "-m", "rankmap", "explain", str(log), "--json"]
-            rm_s, rm_cpu, rm_rss, rm_out = timed(cmd, env={**env, **extra})
-            doc = json.loads(rm_out)
-            found = _found(doc)
-            found_all = found_all and found
-            print(
-                f"{label:<24}{rm_s:>7.2f}{grep_s / rm_s:>8.2f}x{rm_cpu:>7.2f}"
-                f"{rm_rss / 1024:>8.0f}MB  {found}"
-                f"   (target {target}; {len(doc['placements'])} ranks mapped)"
-            )
-        print(
-            f"both paths search every literal of the prefilter ({_literal_count(env)}) everywhere"
-        )
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
         if args.keep and not args.log:
             keep = Path.cwd() / log.name
             log.replace(keep)
