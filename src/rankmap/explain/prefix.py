@@ -150,8 +150,9 @@ def split_messages(text: str) -> list[str]:
     """Split a line holding several messages (lost newlines) at known message starts."""
     if len(text) < 120:
         return [text]
-    # (a line of only whitespace holds two whitespace characters: the gate lets it through)
-    parts = [p for p in _SPLIT.split(text) if p and p.strip()] if _may_split(text) else [text]
+    if not _may_split(text):  # one message (or prefixes only: strip_prefixes sees the same)
+        return [text]
+    parts = [p for p in _SPLIT.split(text) if p and p.strip()]
     # A part that is only prefixes ("0: [rank3]:") belongs to the message after it.
     out: list[str] = []
     carry = ""
