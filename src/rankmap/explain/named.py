@@ -122,11 +122,12 @@ def devices_in(texts: Iterable[str], limit: int = MAX_NAMED) -> tuple[str, ...]:
             _add(buses, try_normalize_bus_id(m.group(0)), limit)
         for m in _BUS_AFTER_WORD.finditer(text):
             _add(buses, try_normalize_bus_id(m.group("v") or m.group("w")), limit)
-        for m in _TORCH_PROPS.finditer(text):
+        # (each pattern runs only where the literal every match of it holds is in the text)
+        for m in _TORCH_PROPS.finditer(text) if "pci_bus_id=" in text else ():
             dom, bus, dev = int(m.group("dom")), int(m.group("bus")), int(m.group("dev"))
             if bus < 256 and dev < 32 and dom < 65536:
                 _add(buses, try_normalize_bus_id(f"{dom:04x}:{bus:02x}:{dev:02x}.0"), limit)
-        for m in _UUID.finditer(text):
+        for m in _UUID.finditer(text) if "MIG-" in text or "GPU-" in text else ():
             _add(uuids, m.group(0), limit)
     return tuple(buses + uuids)
 

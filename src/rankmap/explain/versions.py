@@ -91,7 +91,7 @@ def _nccl_matches(text: str, low: str) -> Iterator[re.Match[str]]:
     i = low.find("nccl")
     while i != -1:
         # "libnccl…" starts 3 before; "NCCL version", "nccl-2.18.1", "nccl_v2…" at the word
-        starts = (i - 3,) if low.startswith("lib", i - 3) and i >= 3 else ()
+        starts: tuple[int, ...] = (i - 3,) if i >= 3 and low.startswith("lib", i - 3) else ()
         starts += (i,) if low.startswith(_AT_NCCL, i) else ()
         for start in starts:
             if start >= done and (m := _NCCL.match(text, start)):
