@@ -8,25 +8,27 @@ both on bus 4f000 of node-000, with their NCCL WARN). Then runs, side by side:
     rankmap explain FILE --json            (hyperscan, the [fast] extra; skipped without it)
     RANKMAP_PURE_SCAN=1 rankmap explain FILE --json     (pure Python)
 
-and prints wall and CPU seconds, the speed ratio (grep's wall time / rankmap's; targets >= 1.0
-with hyperscan, >= 0.5 pure), the peak RSS and whether the planted collision was found. Both
-paths search every literal of the prefilter (anchors + every catalogue key) in the whole file.
-Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE]``.
+and prints, over ``--runs`` interleaved rounds (default 5, after one untimed round), the median
+and range of wall and CPU seconds (user + system of all its processes) and of the ratios to grep
+(grep's time / ours, round by round; targets >= 1.0 with hyperscan, >= 0.5 pure, on wall time),
+the peak RSS and whether the planted collision was found. Both paths search every literal of the
+prefilter (anchors + every catalogue key) in the whole file. rankmap scans a file this size on
+every core (hyperscan: threads; pure: forked processes), grep on one: the wall ratio depends on
+the free cores, the CPU ratio is what it would be on one core.
+Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
-Measured on the shared 2-core development box (other agents' jobs on the same cores: CPU
-pressure ~25%, wall times swing by 2x from run to run; judge by CPU seconds), 1.07 GB, one run
-at load average 2.2 (2026-12-01, after the speed round of the pure matcher, the reader and
-start-up):
+Measured on the shared 2-core development box (other agents' jobs on the same cores), 1.07 GB,
+7 rounds at load average 1.7 (2026-12-01, after the round of threads for hyperscan, the NUL
+translate and the per-line gates):
 
-    tool                     wall s  vs grep  CPU s  peak RSS  collision found
-    grep (4 patterns)          1.46    1.00x   1.45      14MB  -
-    rankmap, hyperscan         1.46    1.00x   1.47      30MB  True
-    rankmap, pure Python       2.43    0.60x   4.18      25MB  True
+    tool                  wall s (range)    vs grep (wall)     CPU s (range)     vs grep (CPU)  RSS
+    grep (4 patterns)     1.67 (1.41-1.91)  1.00x              1.67 (1.41-1.89)  1.00x          14MB
+    rankmap, hyperscan    1.19 (1.01-1.45)  1.48 (1.00-1.65)x  1.75 (1.52-1.91)  0.99 (0.83-1.10)x  31MB
+    rankmap, pure Python  2.89 (2.61-3.48)  0.56 (0.46-0.68)x  5.10 (4.64-5.14)  0.33 (0.27-0.38)x  27MB
 
-Over 9 runs at load 1.7-2.5: grep 1.26-1.76 s; hyperscan 0.66-1.59x (CPU 1.47-2.57 s), pure
-0.27-0.61x (CPU 3.97-5.86 s); the spread is the box, not the input. Before that round, the
-same hour, interleaved: hyperscan 0.60-0.88x (CPU 2.02-3.16 s), pure 0.24-0.52x (CPU 4.47-7.36
-s). See docs/explain.md "Speed and memory".
+Before that round (7 rounds, load 1.6-2.7): hyperscan 0.68x wall (0.61-1.13), 0.72x CPU; pure
+0.37x wall (0.24-0.45), 0.30x CPU. The pure path needs three times grep's CPU time: it meets
+0.5x only with two free cores. See docs/explain.md "Speed and memory".
 """
 
 from __future__ import annotations
@@ -219,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         found_all = _report(grep, tools, max(1, args.runs))
         print(
             f"both paths search every literal of the prefilter ({_literal_count(env)}) everywhere;"
-            f" rankmap scans a file over 64 MiB with {min(cpus, 8)} processes, grep with one:"
-            " the wall ratio depends on free cores, the CPU ratio is the one-core figure"
+            f" rankmap scans a file over 64 MiB on {min(cpus, 8)} cores (hyperscan: threads,"
+            " pure: processes), grep on one: the wall ratio depends on the free cores, the CPU"
+            " ratio is what it would be on one core"
         )
         print(f"load average after: {os.getloadavg()[0]:.1f}")
         if args.keep and not args.log:

@@ -3,7 +3,7 @@
 The scanning itself (anchors, spans, cleaning) is pure and lives in
 :mod:`rankmap.explain.reader`; this module only opens (regular files only, via
 :func:`rankmap.adapters.files.open_regular`), decodes UTF-16 with a BOM on files and stdin alike,
-and fans a huge file out to one process per CPU.
+and fans a huge file out to every CPU (threads with hyperscan, forked processes otherwise).
 """
 
 from __future__ import annotations
