@@ -152,6 +152,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(multi-NIC hosts register under another IP; https://github.com/vllm-project/vllm/"
        "issues/7815)",
        failure=True, framework="ray"),
+    _s("exception-any",
+       r"(?m)^\s*(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?(?::|$)|"
+       r"^\s*Traceback \(most recent call last\)",
+       prior("exception-any"),
+       "An exception a program raised: something failed, the message says what "
+       "(https://docs.python.org/3/library/exceptions.html); its class alone names no cause",
+       failure=True, where=LOG),
     # --- failures outside this family: they never add points; without a failure of the family
     # they keep context alone (docker, a launcher, a CVD) from making a mapping guess ----------
     _s("outside-oom", r"CUDA out of memory|OutOfMemoryError|\bout of memory\b|\bOOM\b", {},
@@ -173,7 +180,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
-    _s("outside-python", r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
+    _s("outside-python", r"(?m)^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
        "Python's own exceptions name a program or installation error "
@@ -290,6 +297,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
     "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
     "rank-env-missing": ("expected, but not set", "keyerror"),
+    "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
         "free memory on device",
         "busy or unavailable",

@@ -33,6 +33,7 @@ MASS: dict[str, float] = {
     "init-traceback": 2.0,
     "collective-timeout": 2.0,
     "negative-device-index": 2.5,
+    "exception-any": 0.5,
 }
 
 # The prior before data: what reference/*.md makes likely for each class (relative weights).
@@ -71,6 +72,8 @@ HAND: dict[str, dict[str, float]] = {
     "collective-timeout": {"other": 1.5, "host_identity": 1, "no_set_device": 1},
     # launchers.md §2: --local_rank (default -1) is not passed by torchrun
     "negative-device-index": {"launcher_config": 1.5, "other": 1},
+    # an exception without a message of this family: something failed, nothing says what
+    "exception-any": {"other": 1},
 }
 
 # Most specific first: a failure's prior is that of the most specific class it shows (an
@@ -85,6 +88,7 @@ ORDER: tuple[str, ...] = (
     "comm-error-any",
     "device-error-any",
     "init-traceback",  # where it failed, not what: only when no message class matched
+    "exception-any",  # an exception and nothing else: the weakest mark of a failure
 )
 
 
@@ -105,6 +109,8 @@ COUNTS: dict[str, dict[str, float]] = {
         "visible_devices_mismatch": 0.5,
     },
     "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 0.5},
+    "device-error-any": {"other": 2.0},
+    "exception-any": {"host_identity": 0.5, "other": 5.5},
     "gpu-held-by-another": {"container_mapping": 0.25, "oversubscribed": 0.25},
     "hang-at-collective": {"launcher_config": 0.5},
     "init-traceback": {"visible_devices_mismatch": 1.0},
