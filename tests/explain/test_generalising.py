@@ -1,0 +1,49 @@
+"""Generalising round 4: one vocabulary for the prose symptoms, log prefixes before line-anchored
+classes, and the weakest failure class.
+
+Every line below is a shape written for these tests (no reporter's text).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rankmap.explain.catalogue import SIGNALS
+from rankmap.explain.docread import _search
+
+BY_ID = {s.id: s for s in SIGNALS}
+
+
+def _hit(sid: str, line: str) -> bool:
+    text = "noise\n" * 5 + line + "\n" + "noise\n" * 5
+    return _search(BY_ID[sid], text, text.lower()) is not None
+
+
+@pytest.mark.parametrize(
+    ("sid", "line"),
+    [
+        ("same-gpu", "all processes on the node used the same GPU"),
+        ("same-gpu", "both engines were placed on the same device"),
+        ("same-gpu", "the 4 tasks shared the same card"),
+        ("same-gpu", "several actors are running on the same GPU"),
+        ("all-on-gpu0", "all 4 tasks were running on GPU 0"),
+        ("all-on-gpu0", "each of the workers selected device 0"),
+        ("all-on-gpu0", "every rank ended up on cuda:0"),
+        ("all-on-gpu0", "both replicas landed on GPU-0"),
+    ],
+)
+def test_every_inflection_and_every_name_of_a_process_reads_alike(sid: str, line: str) -> None:
+    assert _hit(sid, line), (sid, line)
+
+
+@pytest.mark.parametrize(
+    ("sid", "line"),
+    [
+        ("same-gpu", "every process uses its own GPU"),
+        ("same-gpu", "each task sees a different device"),
+        ("all-on-gpu0", "each process uses GPU 0 and GPU 1"),
+        ("all-on-gpu0", "all 4 tasks were running on GPU 0-3"),
+    ],
+)
+def test_what_is_no_shared_gpu_stays_unmatched(sid: str, line: str) -> None:
+    assert not _hit(sid, line), (sid, line)
