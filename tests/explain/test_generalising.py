@@ -47,3 +47,27 @@ def test_every_inflection_and_every_name_of_a_process_reads_alike(sid: str, line
 )
 def test_what_is_no_shared_gpu_stays_unmatched(sid: str, line: str) -> None:
     assert not _hit(sid, line), (sid, line)
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "",
+        "[rank3]: ",
+        "[default0]:",
+        "[1,3]<stderr>: ",
+        "(RayWorkerWrapper pid=12, ip=10.0.0.2) ERROR 06-11 19:21:45 [worker.py:62] ",
+        "3: ",
+        "node-07: ",
+    ],
+)
+def test_line_anchored_classes_read_past_launcher_and_logger_prefixes(prefix: str) -> None:
+    frame = '  File "/venv/torch/cuda/__init__.py", line 399, in set_device'
+    assert _hit("init-traceback", prefix + frame), prefix
+    assert _hit("exception-any", prefix + "RuntimeError: worker setup failed"), prefix
+    assert _hit("exception-any", prefix + "Traceback (most recent call last):"), prefix
+
+
+def test_a_frame_outside_set_up_is_still_no_set_up_traceback() -> None:
+    assert not _hit("init-traceback", '[rank3]:   File "train.py", line 12, in forward')
+    assert not _hit("exception-any", "[rank3]: the error rate is low")

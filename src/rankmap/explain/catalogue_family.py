@@ -27,6 +27,12 @@ _NOT_FAMILY = (
     r"CUBLAS_STATUS|CUDNN_STATUS|misaligned address|launch failure))"
 )
 
+# The start of a log line, past the prefixes launchers and loggers add (rankmap.explain.prefix:
+# PyTorch's "[rank3]: ", torchrun's "[default0]:", Open MPI's "[1,3]<stderr>: ", Ray's
+# "(RayWorkerWrapper pid=12, ip=10.0.0.2) ", a logger's "ERROR 06-11 19:21:45 [worker.py:62] ",
+# srun's "3: " and pdsh's "host: "): a frame or an exception printed by one rank of many.
+_LINE = r"(?m)^(?:[^\n]{0,200}?[\])>]:?|[\w.-]{1,64}:[ \t])?[ \t]*"
+
 # fmt: off
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
@@ -115,7 +121,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"LOCAL_RANK instead ({LAUNCHERS} §2; https://github.com/qcf-568/DocTamper/issues/87); "
        "or get_device() of a CPU tensor", failure=True),
     _s("init-traceback",
-       r"(?m)^\s*File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
+       _LINE + r"File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
        r"init_process_group|_new_process_group_helper|new_group|barrier|_sync_params_and_buffers|"
        r"_sync_module_states|_verify_param_shape_across_processes|_distributed_broadcast_coalesced|"
        r"init_distributed|init_device|init_worker_distributed_environment|"
@@ -153,8 +159,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "issues/7815)",
        failure=True, framework="ray"),
     _s("exception-any",
-       r"(?m)^\s*(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?(?::|$)|"
-       r"^\s*Traceback \(most recent call last\)",
+       _LINE + r"(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?:|"
+       r"Traceback \(most recent call last\)",
        prior("exception-any"),
        "An exception a program raised: something failed, the message says what "
        "(https://docs.python.org/3/library/exceptions.html); its class alone names no cause",
