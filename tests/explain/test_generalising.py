@@ -66,6 +66,7 @@ def test_line_anchored_classes_read_past_launcher_and_logger_prefixes(prefix: st
     assert _hit("init-traceback", prefix + frame), prefix
     assert _hit("exception-any", prefix + "RuntimeError: worker setup failed"), prefix
     assert _hit("exception-any", prefix + "Traceback (most recent call last):"), prefix
+    assert _hit("outside-python", prefix + "ModuleNotFoundError: No module named 'apex'"), prefix
 
 
 def test_a_frame_outside_set_up_is_still_no_set_up_traceback() -> None:

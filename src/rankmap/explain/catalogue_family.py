@@ -186,7 +186,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
-    _s("outside-python", r"(?m)^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
+    _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
        "Python's own exceptions name a program or installation error "
