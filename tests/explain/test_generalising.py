@@ -72,3 +72,22 @@ def test_line_anchored_classes_read_past_launcher_and_logger_prefixes(prefix: st
 def test_a_frame_outside_set_up_is_still_no_set_up_traceback() -> None:
     assert not _hit("init-traceback", '[rank3]:   File "train.py", line 12, in forward')
     assert not _hit("exception-any", "[rank3]: the error rate is low")
+
+
+def test_a_bare_nccl_internal_error_is_no_shared_gpu() -> None:
+    import io
+    from pathlib import Path
+
+    from rankmap.adapters.local import explain_files
+    from rankmap.findings import Severity
+
+    text = "ncclInternalError: Internal check failed. Proxy Call to rank 0 failed (Connect)\n"
+    fs = explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
+    assert all(f.code != "RM103" for f in fs)
+    assert not [f for f in fs if f.category != "other" and f.severity is Severity.ERROR]
+    # the code NCCL's duplicate check returns still is (reference/nccl.md (a))
+    usage = (
+        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1, invalid usage, NCCL version 2.18.1\n"
+    )
+    fs = explain_files([Path("-")], stdin=io.StringIO(usage)).ordered_findings()
+    assert fs[0].code == "RM103"
