@@ -91,3 +91,47 @@ def test_a_bare_nccl_internal_error_is_no_shared_gpu() -> None:
     )
     fs = explain_files([Path("-")], stdin=io.StringIO(usage)).ordered_findings()
     assert fs[0].code == "RM103"
+
+
+@pytest.mark.parametrize(
+    ("sid", "line"),
+    [
+        (
+            "device-placement",
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+            "devices, cuda:1 and cuda:0!",
+        ),
+        (
+            "device-placement",
+            "RuntimeError: module must have its parameters and buffers on device cuda:0 "
+            "(device_ids[0]) but found one of them on device: cuda:2",
+        ),
+        (
+            "device-placement",
+            "ValueError: DistributedDataParallel device_ids and output_device arguments only work "
+            "with single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+            "[1], output_device 1, and module parameters {device(type='cuda', index=0)}.",
+        ),
+        (
+            "no-kernel-image",
+            "I gpu_device.cc:1700] Ignoring visible gpu device (device: 0, name: Tesla K10, pci bus "
+            "id: 0000:05:00.0, compute capability: 3.0) with Cuda compute capability 3.0. The "
+            "minimum required Cuda capability is 3.5.",
+        ),
+        (
+            "no-kernel-image",
+            "Found GPU0 Tesla K40c which is of cuda capability 3.5. PyTorch no longer supports "
+            "this GPU because it is too old.",
+        ),
+    ],
+)
+def test_placement_and_architecture_messages_are_recognised(sid: str, line: str) -> None:
+    assert _hit(sid, line), (sid, line)
+
+
+def test_tensors_on_two_devices_are_no_shared_gpu() -> None:
+    line = "RuntimeError: Expected all tensors to be on the same device, but found at least two"
+    assert not _hit("same-gpu", line)
+    assert not _hit(
+        "device-placement", "Expected all tensors to be on the same device, cpu and cuda:0"
+    )

@@ -267,7 +267,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
     _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
        r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
-       r"on the same (?:gpu|device|cuda device)|"
+       r"(?<!to be )on the same (?:gpu|device|cuda device)|"
        rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the |one )?"
        r"(?:very )?same (?:\w+ )?(?:gpus?|devices?|cards?|cuda devices?)\b",
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},

@@ -106,6 +106,15 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{PT} §1: memory or an exclusive-mode context another process holds on the GPU: two "
        "processes on one device (CUDA compute modes: https://docs.nvidia.com/deploy/"
        "nvidia-smi/index.html)", failure=True),
+    _s("device-placement",
+       r"found at least two devices, cuda:\d+ and cuda:\d+|module must have its parameters and "
+       r"buffers on device cuda:\d+[^\n]{0,60}found one of them on device: cuda:\d+|"
+       r"device_ids and output_device arguments only work with single-device[^\n]{0,200}"
+       r"(?:device\(type='cuda', index=\d+\)|cuda:\d+)",
+       prior("device-placement"),
+       f"{PT} §1: tensors created with 'cuda' / .cuda() go to the current device, cuda:0 unless "
+       "set_device was called, so a rank's model and its data (or DDP's device_ids) end up on "
+       "two GPUs; a visible-devices list that renumbers does the same", failure=True),
     _s("visible-in-container",
        r"(?:container|pod|compose|service)s?\b[^.\n]{0,60}\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES|"
        r"(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES[^.\n]{0,60}\b(?:container|pod|compose service)s?\b",
@@ -312,6 +321,11 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "already in use",
         "already occupied",
         "already busy",
+    ),
+    "device-placement": (
+        "found at least two devices",
+        "must have its parameters and buffers on device",
+        "device_ids and output_device",
     ),
     "visible-in-container": ("_visible_devices",),
     "hardware-fault": (

@@ -34,6 +34,7 @@ MASS: dict[str, float] = {
     "collective-timeout": 2.0,
     "negative-device-index": 2.5,
     "exception-any": 0.5,
+    "device-placement": 3.0,
 }
 
 # The prior before data: what reference/*.md makes likely for each class (relative weights).
@@ -72,6 +73,9 @@ HAND: dict[str, dict[str, float]] = {
     "collective-timeout": {"other": 1.5, "host_identity": 1, "no_set_device": 1},
     # launchers.md §2: --local_rank (default -1) is not passed by torchrun
     "negative-device-index": {"launcher_config": 1.5, "other": 1},
+    # pytorch_nccl.md §1: 'cuda' without an index is the current device (cuda:0 without
+    # set_device); a visible-devices list renumbers (cuda_devices.md §1)
+    "device-placement": {"no_set_device": 1.5, "visible_devices_mismatch": 1, "other": 1},
     # an exception without a message of this family: something failed, nothing says what
     "exception-any": {"other": 1},
 }
@@ -83,6 +87,7 @@ ORDER: tuple[str, ...] = (
     "invalid-device-any",
     "device-count-message",
     "gpu-held-by-another",
+    "device-placement",
     "collective-timeout",
     "hang-at-collective",
     "comm-error-any",
