@@ -58,6 +58,7 @@ NEW_CLASS_EXAMPLES = {
         "RuntimeError: Found 4 GPUs but only 2 are visible",
         "ValueError: The number of required GPUs exceeds the total number of available GPUs",
         "the node is only seeing one gpu in the allocation",
+        "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found",
     ],
     "no-cuda-device": ["RuntimeError: No HIP GPUs are available", "hipErrorNoDevice"],
     "exception-any": [
