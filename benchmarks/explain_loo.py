@@ -12,7 +12,10 @@ scores far lower. This estimate removes from each dev thread what was learnt fro
 - every catalogue signal that fires in that thread and in fewer than ``K`` (default 1) *other* dev
   threads (a phrase written for one thread is no rule yet) is switched off for it;
 - the failure-class priors are re-estimated without that thread's counts (the same counting as
-  ``explain_priors.py``).
+  ``explain_priors.py``; a thread of a batch the priors were not estimated from has none).
+
+``--batch`` (``1``, ``1,b2,b3``, ``all``) chooses the threads, which are also the corpus "other
+threads" are counted in.
 
 Then the thread is explained again (both feeds) and scored like ``explain_corpus.py``. A change
 that only fits dev threads leaves this estimate unchanged; a general one (a rule that fires in
@@ -98,13 +101,14 @@ def main() -> int:
     from rankmap.explain import priors
 
     rows = [r for r in load_labels(args.folder, None) if r.get("split") == "dev"]
-    fired, contrib = survey(rows, args.folder)  # every dev thread: what is learnt from each
+    if args.batch != "all":  # one batch or several: "1,b2,b3"
+        rows = [r for r in rows if r.get("batch") in args.batch.split(",")]
+    fired, contrib = survey(rows, args.folder)  # every thread: what is learnt from each
     df: dict[str, int] = defaultdict(int)
     for sigs in fired.values():
         for s in sigs:
             df[s] += 1
-    if args.batch != "all":
-        rows = [r for r in rows if r.get("batch") == args.batch]
+    counted = set(getattr(priors, "BATCHES", "all").split(","))
     modes = ("paste", "log+flags") if args.mode == "both" else (args.mode,)
     results = {m: {"rows": []} for m in modes}
     dropped = 0
@@ -112,8 +116,9 @@ def main() -> int:
         tid = row["id"]
         drop = {s for s in fired[tid] if df[s] - 1 < args.min_others} - set(priors.HAND)
         dropped += bool(drop)
+        mine = contrib[tid] if counted & {"all", row.get("batch")} else {}  # in the priors?
         counts = {
-            cls: {c: v - contrib[tid].get(cls, {}).get(c, 0.0) for c, v in d.items()}
+            cls: {c: v - mine.get(cls, {}).get(c, 0.0) for c, v in d.items()}
             for cls, d in priors.COUNTS.items()
         }
         with without(drop, counts):

@@ -122,7 +122,9 @@ def main() -> int:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     n, counts, caps = count(args.folder, args.batch)
-    body = f"DEV_THREADS = {n}  # batch {args.batch}\nCOUNTS: dict[str, dict[str, float]] = "
+    body = f"DEV_THREADS = {n}  # batch {args.batch}\n"
+    body += f"BATCHES = {args.batch!r}  # the dev batches counted\n"
+    body += "COUNTS: dict[str, dict[str, float]] = "
     body += pprint.pformat(counts, width=96, sort_dicts=True) + "\n"
     body += "# measured precision of noisy context supports (signal -> category -> precision)\n"
     body += "NOISY: dict[str, dict[str, float]] = "
