@@ -135,3 +135,14 @@ def test_tensors_on_two_devices_are_no_shared_gpu() -> None:
     assert not _hit(
         "device-placement", "Expected all tensors to be on the same device, cpu and cuda:0"
     )
+
+
+def test_one_gpu_visible_to_each_worker_is_the_design_not_a_count_failure() -> None:
+    assert not _hit("device-count-message", "so only one GPU is visible to each worker, right?")
+    assert _hit("device-count-message", "RuntimeError: only 2 GPUs are visible")
+    assert _hit("device-count-message", "but only 1 GPU is available to the process group")
+
+
+def test_a_framework_named_is_context_not_a_cause() -> None:
+    # the catalogue's scale: 1-2 for context that makes a category plausible
+    assert max(w for _, w in BY_ID["dask-cuda"].supports) <= 2

@@ -180,7 +180,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
-    _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 4},
+    _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 2},
        "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
        "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
     _s("jax-distributed", r"jax\.distributed|local_device_ids|jax\.local_devices",
