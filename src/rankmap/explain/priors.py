@@ -110,12 +110,12 @@ COUNTS: dict[str, dict[str, float]] = {
     "comm-error-any": {
         "global_rank_as_device": 0.5,
         "other": 2.5,
-        "per_process_visible_devices": 0.5,
+        "per_process_visible_devices": 1.0,
         "version_mismatch": 1.0,
         "visible_devices_mismatch": 0.5,
     },
     "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 0.5},
-    "device-error-any": {"other": 1.0},
+    "device-error-any": {"other": 2.0},
     "exception-any": {
         "global_rank_as_device": 0.5,
         "host_identity": 0.5,
