@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--split", default="dev", choices=("dev", "test", "all"))
     ap.add_argument("--labels", type=Path)
-    ap.add_argument("--batch", default="all", help="1 (the first collection), b2, ..., a list (1,b2,b3) or all")
+    ap.add_argument(
+        "--batch", default="all", help="1 (the first collection), b2, ..., a list (1,b2,b3) or all"
+    )
     ap.add_argument("--mode", choices=("paste", "log+flags", "both"), default="both")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--json", action="store_true")
