@@ -258,3 +258,40 @@ def test_separate_store_by_env(tmp_path: Path, kind: str) -> None:
             p.kill()
         assert p.returncode == 0, err[-2000:]
         assert "ok ok" in out
+
+
+def test_probe_command_under_mpirun_hosts_rankmaps_own_store(tmp_path: Path) -> None:
+    """``rankmap probe`` in the srun/mpirun shape (MASTER_ADDR/PORT, no torchrun): the command
+    exits after, so rank 0 hosts rankmap's own store (bounded memory) on MASTER_PORT, not a
+    TCPStore, and every rank gets the verdict through it."""
+    import subprocess
+
+    port = free_port()
+    procs = []
+    for rank in range(2):
+        env = base_env(
+            OMPI_COMM_WORLD_RANK=str(rank),
+            OMPI_COMM_WORLD_SIZE="2",
+            OMPI_COMM_WORLD_LOCAL_RANK=str(rank),
+            OMPI_COMM_WORLD_LOCAL_SIZE="2",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            RANKMAP_MACHINE="workstation-4gpu",
+        )
+        argv = [sys.executable, "-m", "rankmap", "probe", "--json", "--timeout", "60"]
+        procs.append(
+            subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        )  # fmt: skip
+    outs = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=120)
+        finally:
+            p.kill()
+        assert p.returncode == 0, err[-2000:]
+        outs.append(out)
+    doc = json.loads(outs[0])  # rank 0 reports; rank 1 exits with the verdict's status
+    assert doc["verdict"] == "ok" and outs[1] == ""
+    assert doc["store"] == f"rankmap store 127.0.0.1:{port} (hosted by rank 0)"
+    assert sorted(pl["rank"] for pl in doc["placements"]) == [0, 1]

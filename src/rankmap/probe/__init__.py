@@ -37,8 +37,8 @@ class ProbePorts:
     """What the probe needs from the outside world (the real ones: ``rankmap.adapters.job``).
 
     ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
-    ``open_store(environ, rank, deadline, progress)`` connects the job's store (naming it in
-    ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
+    ``open_store(environ, rank, deadline, progress, world_size=)`` connects the job's store
+    (naming it in ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
     has a default process group; ``load_store_library()`` loads torch's c10d in the caller's
     thread before the deadline starts (loading it holds the GIL for seconds, which would keep the
     watchdog from waking up in time).
@@ -170,7 +170,9 @@ def run_probe(
         return verdict_payload(report)
 
     def talk(progress: Progress) -> tuple[str, bytes | None]:
-        handle = ports.open_store(environ, record.rank, deadline, progress)
+        handle = ports.open_store(
+            environ, record.rank, deadline, progress, world_size=record.world_size
+        )
         progress.connected = True
         mine = record
         if handle.rank is not None and handle.world_size is not None:
