@@ -90,7 +90,7 @@ def _port(environ: Mapping[str, str], name: str) -> int:
 
 
 # A rankmap store client's calls end this long after the deadline (the watchdog abandons the
-# store work at the deadline + HARD_GRACE, 1.8 s; the client then ends on its own).
+# store work at the deadline + HARD_GRACE, 1.5 s; the client then ends on its own).
 CALL_GRACE_S = 2.0
 
 

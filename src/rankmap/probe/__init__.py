@@ -135,7 +135,7 @@ def run_probe(
 
     One deadline - ``timeout`` seconds from when this rank's record is built and torch is
     loaded - covers connecting (retries included), publishing, waiting and reading; the store
-    work is abandoned at the timeout + 1.8 s
+    work is abandoned at the timeout + 1.5 s
     (:mod:`rankmap.probe.watchdog`). Raises ``InputError`` (bad ``machine``),
     ``UnavailableError`` (no store, unreachable, or no answer while connecting) and
     ``ProbeTimeout`` (rank 0 published no verdict; the store stopped answering or went away).
@@ -233,8 +233,8 @@ def _check_world(record: RankRecord) -> None:
 
 
 # The store work is abandoned this long after the timeout: non-zero ranks wait for the verdict
-# until the timeout + 1 s, rank 0 for the readers until the timeout + 1.6 s at most.
-HARD_GRACE = 1.8
+# until the timeout + 1 s, rank 0 for the readers until the timeout + 1.3 s at most.
+HARD_GRACE = 1.5
 # Connecting ends here: torch's connect retries overshoot the timeout they are given (1.5-2x),
 # and a port that accepts but never answers blocks the client forever.
 CONNECT_GRACE = 0.25
