@@ -9,9 +9,10 @@ below 1.0 meets it). Nothing here asserts: speed is measured, not tested.
    the real system (NVML/CUDA where present) - target 50 ms;
 2. rank-0 collation of 100,000 synthetic records from JSON bytes (12,500 nodes x 8 ranks, one
    duplicate GPU planted) to the finished report - target 2 s;
-3. the store round trip: 256 concurrent clients (threads, each its own TCPStore connection, as
-   the ranks of one job would be) publish, rank 0 gathers + collates + publishes the verdict, all
-   read it - measured on this machine (no target in the issue; printed for comparison).
+3. the store round trip: 256 concurrent clients (threads, each its own connection, as the ranks
+   of one job would be) publish, rank 0 gathers + collates + publishes the verdict, all read it -
+   through rankmap's own store (rank 0 in-process, the others over sockets) and through torch's
+   TCPStore; measured on this machine (no target in the issue; printed for comparison).
 
 Figures (2026-12-01, this 2-core VM at a load average of 6.5, so wall ~3x CPU): collation of
 10,000 records 0.34 s CPU / 1.35 s wall, 100,000 records 3.44 s CPU / 10.8 s wall; the
@@ -121,19 +122,16 @@ def collation(n: int, repeats: int = 3) -> None:
     print(f"{'':<58} findings {codes}, {len(report.sections['node_groups'])} node layouts")
 
 
-def round_trip(clients: int) -> None:
+def torch_stores(clients: int) -> tuple[object, list[object]]:
+    """A TCPStore server and one client connection per rank (rank 0's included)."""
     import torch.distributed as dist
-
-    from rankmap.probe import store as st
 
     server = dist.TCPStore("127.0.0.1", 0, None, True, timeout=timedelta(seconds=60),  # type: ignore[attr-defined]
                            wait_for_workers=False, multi_tenant=True)  # fmt: skip
-    port = server.port
-    records = synthetic_records(clients)
     stores = [
         dist.TCPStore(
             "127.0.0.1",
-            port,
+            server.port,
             None,
             False,
             timeout=timedelta(seconds=60),  # type: ignore[attr-defined]
@@ -141,7 +139,33 @@ def round_trip(clients: int) -> None:
         )  # fmt: skip
         for _ in range(clients)
     ]
-    prefix = st.call_prefix("bench", 0)
+    return server, stores
+
+
+def rankmap_stores(clients: int) -> tuple[object, list[object]]:
+    """rankmap's own store: rank 0 reads it in-process, the others connect (as in the probe)."""
+    import socket
+
+    from rankmap.adapters import store_client
+    from rankmap.adapters.store_data import LocalStore
+    from rankmap.adapters.store_server import StoreServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = StoreServer(port, max_connections=clients + 64)
+    server.start()
+    until = time.monotonic() + 120
+    peers = [store_client.connect("127.0.0.1", port, until, until) for _ in range(clients - 1)]
+    return server, [LocalStore(server.data), *peers]
+
+
+def round_trip(clients: int, kind: str) -> None:
+    from rankmap.probe import store as st
+
+    server, stores = (torch_stores if kind == "torch" else rankmap_stores)(clients)
+    records = synthetic_records(clients)
+    prefix = st.call_prefix(f"bench-{kind}", 0)
     results: list[float] = [0.0] * clients
     barrier = threading.Barrier(clients + 1)
 
@@ -172,8 +196,8 @@ def round_trip(clients: int) -> None:
     for t in threads:
         t.join()
     wall = time.perf_counter() - start
-    _line(f"store round trip, {clients} concurrent clients, wall (s)", wall, "s", None)
-    _line(f"store round trip, {clients} clients, slowest rank (s)", max(results), "s", None)
+    _line(f"{kind} store round trip, {clients} concurrent clients, wall (s)", wall, "s", None)
+    _line(f"{kind} store round trip, {clients} clients, slowest rank (s)", max(results), "s", None)
     del server
 
 
@@ -183,12 +207,14 @@ def main() -> None:
     args = parser.parse_args()
     per_rank_cost(repeats=20 if args.quick else 100)
     collation(10_000 if args.quick else 100_000)
+    clients = 64 if args.quick else 256
+    round_trip(clients, "rankmap")
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("store round trip: skipped (torch is not installed)")
+        print("torch store round trip: skipped (torch is not installed)")
         return
-    round_trip(64 if args.quick else 256)
+    round_trip(clients, "torch")
 
 
 if __name__ == "__main__":

@@ -5,16 +5,20 @@ The bound (issue 11): no input makes ``rankmap probe``/``run``/``bench`` exceed 
 reports its own ``VmHWM`` (as in benchmarks/hostile_rss.py, whose hostile files it reuses):
 ``--machine`` / ``RANKMAP_MACHINE`` files (2 GB sparse, /dev/zero, FIFO, 24 MB line, binary,
 UTF-16, 5,000-digit numbers), ``--script`` files, 16 ``--env`` values of 100 KB (the kernel caps arguments at 2 MB), a
-``WORLD_SIZE`` of 10^11, and rank 0 of a two-rank probe whose peer stores big records
-(``--peers`` x ``--payload-mb``, default 8 x 7 MB) in the store rank 0 hosts. Prints one row per run and the worst
+``WORLD_SIZE`` of 10^11, and rank 0 of a probe whose peers store big records
+(``--peers`` x ``--payload-mb``, default 8 x 7 MB) and flood rankmap's own store, which rank 0
+hosts. Prints one row per run and the worst
 case against the bound; exits 1 when a run goes over it or hangs.
 
 Usage: ``PYTHONPATH=src python benchmarks/torch_rss.py [--peers 8] [--payload-mb 7]
 [--only probe]``.
 
-Figures (2026-12-01, torch 2.13 CPU, this 2-core VM): torch import 219.5 MB, bound 419.5 MB.
-Worst case 404.7 MB = torch import + 185.2 MB: rank 0 hosting the store while 8 peers store
-7 MB records (the store's server holds them in rank 0). Otherwise: ``probe`` with a bad
+Figures (2026-12-01, torch 2.13 CPU, this 2-core VM): torch import 219.4 MB, bound 419.4 MB.
+Rank 0 hosting rankmap's own store while 8 peers store 7 MB records and one floods it with
+1 MiB values until refused: 290.4 MB = torch import + 71.0 MB (64 MiB budget, 1 MiB + 1 kept
+per value; torch's TCPStore server, used before, took torch import + 185.2 MB for the records
+alone and had no bound for a flood). Otherwise (measured before the store change, which they
+do not touch): ``probe`` with a bad
 ``--machine``/``RANKMAP_MACHINE`` 221-350 MB (it loads torch before it reads the file; the
 2 GB sparse file, read up to the 64 MiB cap: 350 MB), ``bench`` up to 314 MB (UTF-16 profile:
 it runs on CPU), ``run`` at most 146 MB (it does not load torch for these inputs), ``probe``
@@ -73,14 +77,14 @@ def runs(inputs: dict[str, Path]) -> list[tuple[str, str, list[str], dict[str, s
 
 
 def big_record_run(work: Path, payload_mb: int, peers: int) -> tuple[int | None, float, float]:
-    """Rank 0 (``rankmap probe``, hosting the store on RANKMAP_STORE_PORT) while this process,
-    as ranks 1..``peers``, stores a ``payload_mb`` MB record under each key (torch's store takes
-    at most 8 MiB per value) and counts their arrivals. The store's server lives in rank 0 in
-    this shape, so it holds ``peers`` x ``payload_mb`` whatever rankmap does."""
+    """Rank 0 (``rankmap probe``, hosting rankmap's own store on RANKMAP_STORE_PORT) while this
+    process, as ranks 1..``peers`` (one connection each, as real peers), stores a
+    ``payload_mb`` MB record under each rank's key, then floods the store with 1 MiB values
+    under keys of its own until the store refuses, then counts the arrivals. The store keeps
+    one value to 1 MiB + 1 and what peers store to its 64 MiB budget."""
     import socket
-    from datetime import timedelta
 
-    import torch.distributed as dist
+    from rankmap.adapters import store_client
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,31 +93,30 @@ def big_record_run(work: Path, payload_mb: int, peers: int) -> tuple[int | None,
            "RANKMAP_STORE_PORT": str(port),
            "RANKMAP_STORE_ADDR": "127.0.0.1", "TORCHELASTIC_RUN_ID": "rss",
            "RANKMAP_MACHINE": "dgx-h100", "TORCH_CPP_LOG_LEVEL": "FATAL"}  # fmt: skip
+    prefix = "rankmap/rss/0/call1"
+    value = b'["rankmap-own/1","' + b"x" * (payload_mb * 2**20) + b'"]'
 
-    def peer() -> None:
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            try:
-                store = dist.TCPStore("127.0.0.1", port, None, False,
-                                      timeout=timedelta(seconds=30))  # fmt: skip
-                break
-            except (RuntimeError, OSError):
-                time.sleep(0.1)
-        else:
-            return
-        prefix = "rankmap/rss/0/call1"
-        value = b'["rankmap-own/1","' + b"x" * (payload_mb * 2**20) + b'"]'
-        for rank in range(1, peers + 1):
+    def peer(rank: int) -> None:
+        now = time.monotonic()
+        try:
+            store = store_client.connect("127.0.0.1", port, now + 60, now + 90)
             store.set(f"{prefix}/rec/{rank}", value)
-        store.add(f"{prefix}/arrived", peers)
+            if rank == 1:
+                for i in range(10_000):
+                    store.set(f"{prefix}/shared/flood{i}", b"f" * 2**20)
+        except (OSError, store_client.StoreRefused):
+            pass
+        else:
+            store.add(f"{prefix}/arrived", 1)
 
-    threading.Thread(target=peer, daemon=True).start()
+    for rank in range(1, peers + 1):
+        threading.Thread(target=peer, args=(rank,), daemon=True).start()
     return peak_rss(["probe", "--timeout", "20", "--json"], work, 120, env)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--payload-mb", type=int, default=7, help="per peer (torch: < 8 MiB)")
+    ap.add_argument("--payload-mb", type=int, default=7, help="per peer")
     ap.add_argument("--peers", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--only", metavar="COMMAND", help="runs whose command starts with this")
@@ -127,7 +130,7 @@ def main() -> int:
         inputs = make_inputs(work, 1)
         print(f"{'command':<24} {'input':<20} {'exit':>4} {'peak MB':>8} {'s':>6}")
         table = runs(inputs)
-        table.append(("probe rank 0", f"{args.peers} x {args.payload_mb} MB records", [], {}))
+        table.append(("probe rank 0", f"{args.peers}x{args.payload_mb} MB + flood", [], {}))
         for name, kind, argv, env in table:
             if args.only and not name.startswith(args.only):
                 continue

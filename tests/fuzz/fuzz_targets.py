@@ -378,6 +378,84 @@ def _verdict_seed() -> list[str]:
     return [verdict_payload(report).decode()]
 
 
+# Byte streams for rankmap's own store server (probe:store-frames): frames of every op with
+# keys, counters and values around the limits, a greeting or none, then cut, flipped or padded.
+_STORE_ARGS = [b"k", b"rankmap/r/0/call1/rec/1", b"x" * 600, b"\x00" * 8, b"", b"\xff" * 9]
+
+
+@st.composite
+def store_stream(draw: st.DrawFn) -> bytes:
+    from rankmap.adapters import store_frames as sf
+
+    arg = st.one_of(st.sampled_from(_STORE_ARGS), st.binary(max_size=24),
+                    st.just(b"v" * (sf.VALUE_BYTES + 7)))  # fmt: skip
+    frames = [
+        sf.frame(
+            draw(st.sampled_from([sf.SET, sf.GET, sf.ADD, sf.CHECK, sf.MULTI_GET, 0, 200])),
+            draw(st.lists(arg, max_size=4)),
+        )  # fmt: skip
+        for _ in range(draw(st.integers(1, 6)))
+    ]
+    head = sf.MAGIC if draw(st.integers(0, 3)) else draw(st.binary(max_size=20))
+    stream = bytearray(head + b"".join(frames))
+    if draw(st.booleans()):  # the peer goes away in the middle of a frame
+        del stream[draw(st.integers(len(head), len(stream))) :]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(stream)))
+        edit = draw(st.sampled_from(["cut", "flip", "insert"]))
+        if edit == "cut":
+            del stream[at:]
+        elif edit == "flip" and at < len(stream):
+            stream[at] ^= draw(st.integers(1, 255))
+        else:
+            stream[at:at] = draw(st.binary(min_size=1, max_size=8))
+    return bytes(stream)
+
+
+_STORE_SERVER: list[Any] = []
+
+
+def _store_frames(stream: bytes) -> object:
+    """Send ``stream`` to a real server, read what it answers, then check it still serves and
+    that its budget counts exactly the entries it holds (nothing reserved is left behind)."""
+    import socket
+    import time
+
+    from rankmap.adapters import store_client
+    from rankmap.adapters.store_data import StoreData
+    from rankmap.adapters.store_server import StoreServer
+
+    if not _STORE_SERVER:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        _STORE_SERVER.append(StoreServer(port, max_connections=16))
+        _STORE_SERVER[0].start()
+    server = _STORE_SERVER[0]
+    server.data = StoreData(budget=4 * 2**20)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=2) as sock:
+        try:
+            sock.sendall(stream)
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(1 << 16):
+                pass
+        except OSError:
+            pass  # reset by the server: a protocol error closes the connection
+    end = time.monotonic() + 5
+    while server.connections and time.monotonic() < end:
+        time.sleep(0.005)
+    data = server.data
+    assert not server.connections, "the server never closed the connection"
+    assert data.used == sum(data.cost(k, v) for k, v in data.values.items()), data.used
+    now = time.monotonic()
+    client = store_client.connect("127.0.0.1", server.port, now + 5, now + 5)
+    try:
+        assert client.add("fuzz/alive", 1) >= 1  # the server's loop survived the stream
+    finally:
+        client.close()
+    return data.used
+
+
 # Python for the script analysis (check's ast data flow): statements the analysis follows -
 # env reads, guards of a name by itself, attributes, helpers with defaults, sinks, rendezvous
 # writes, spawn hand-ons - over a few shared names, so cycles (`x = f(x)`, `if x is not None:
@@ -485,6 +563,7 @@ def targets() -> list[Target]:
         Target("topology:json", mutated_json(TOPO_SEEDS), _topology),
         Target("topology:smi-matrix", mutated_text(TOPO_MATRIX, max_edits=6), _topo_matrix),
         Target("probe:records", probe_exchange(), _probe),
+        Target("probe:store-frames", store_stream(), _store_frames),
         Target("probe:verdict", mutated_text(_verdict_seed()).map(lambda t: t.encode("utf-8", "surrogatepass")), _verdict),
     ]  # fmt: skip
 

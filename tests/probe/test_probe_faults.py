@@ -164,22 +164,27 @@ def test_store_host_dies_or_stops_mid_exchange(
         host.close()
 
 
-def _peer(port: int, run_id: str, rank: int, own: bytes) -> Callable[[], bytes | None]:
-    """A hand-written rank that stores ``own`` as its record and reads the verdict back."""
-    from datetime import timedelta
-
-    import torch.distributed as dist
+def _peer(
+    port: int, run_id: str, rank: int, own: bytes, call: int = 1
+) -> Callable[[], bytes | None]:
+    """A hand-written rank that stores ``own`` as its record (for the ``call``-th probe of rank
+    0's process: keys ``call<N>``) and reads the verdict back, as a peer of rank 0's rankmap
+    store would."""
+    from rankmap.adapters import store_client
 
     box: dict[str, bytes | None] = {}
 
     def work() -> None:
-        store = dist.TCPStore("127.0.0.1", port, None, False, timeout=timedelta(seconds=20))
-        prefix = f"rankmap/{run_id}/0/call1"
+        now = time.monotonic()
+        store = store_client.connect("127.0.0.1", port, now + 20, now + 30)
+        prefix = f"rankmap/{run_id}/0/call{call}"
         store.set(f"{prefix}/rec/{rank}", own)
         store.add(f"{prefix}/arrived", 1)
-        store.wait([f"{prefix}/verdict"])
-        box["verdict"] = bytes(store.get(f"{prefix}/verdict"))
+        while not store.check([f"{prefix}/verdict"]):
+            time.sleep(0.02)
+        box["verdict"] = store.get(f"{prefix}/verdict")
         store.add(f"{prefix}/read", 1)
+        store.close()
 
     thread = threading.Thread(target=work, daemon=True)
     thread.start()
@@ -199,8 +204,9 @@ def _peer(port: int, run_id: str, rank: int, own: bytes) -> Callable[[], bytes |
         b'["rankmap-own/1","0123456789abcdef",1,null]',
         b"[" * 100_000,
         b'["rankmap-own/1","0123456789abcdef",' + b"9" * 5000 + b"]",
+        b'["rankmap-own/1","' + b"x" * (3 * 2**20) + b'"]',  # the store keeps 1 MiB + 1
     ],
-    ids=["bad-utf8", "not-this-format", "unknown-node-part", "deep", "huge-int"],
+    ids=["bad-utf8", "not-this-format", "unknown-node-part", "deep", "huge-int", "over-limit"],
 )
 def test_corrupt_record_is_a_finding_and_every_rank_agrees(rank_env, store_job, own: bytes) -> None:  # type: ignore[no-untyped-def]
     rank_env(**store_job.env(0, 2))
@@ -292,34 +298,7 @@ def test_rank0_internal_error_is_one_verdict_for_every_rank(
     assert [f["code"] for f in theirs["findings"]] == ["RM061"]
     assert "planted collation bug" in theirs["findings"][0]["title"]
     # the CLI: exit 3 with the reason (a second call: its own keys, call2)
-    peer_verdict = _peer_call(port, run_id, 2)
+    peer_verdict = _peer(port, run_id, 1, b"[]", call=2)
     status, out, _ = cli_in_process(env, T + 4)
     assert status == 3 and "planted collation bug" in " ".join(out.split())
     assert peer_verdict() is not None
-
-
-def _peer_call(port: int, run_id: str, call: int) -> Callable[[], bytes | None]:
-    """Like _peer, for the ``call``-th probe of this process (keys ``call<N>``)."""
-    from datetime import timedelta
-
-    import torch.distributed as dist
-
-    box: dict[str, bytes] = {}
-
-    def work() -> None:
-        store = dist.TCPStore("127.0.0.1", port, None, False, timeout=timedelta(seconds=20))
-        prefix = f"rankmap/{run_id}/0/call{call}"
-        store.set(f"{prefix}/rec/1", b"[]")
-        store.add(f"{prefix}/arrived", 1)
-        store.wait([f"{prefix}/verdict"])
-        box["verdict"] = bytes(store.get(f"{prefix}/verdict"))
-        store.add(f"{prefix}/read", 1)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-
-    def verdict() -> bytes | None:
-        thread.join(20)
-        return box.get("verdict")
-
-    return verdict

@@ -4,14 +4,18 @@ Which store (reference/pytorch_nccl.md §7.4), first match wins:
 
 1. ``RANKMAP_STORE_FILE=PATH`` - a ``FileStore`` on a shared filesystem (every rank).
 2. ``RANKMAP_STORE_PORT=PORT`` (+ ``RANKMAP_STORE_ADDR``, default ``MASTER_ADDR``): a separate
-   TCPStore that rank 0 hosts - for jobs whose own code binds ``MASTER_PORT`` without
-   ``multi_tenant``.
+   store that rank 0 hosts - for jobs whose own code binds ``MASTER_PORT`` without
+   ``multi_tenant``. It is rankmap's own (:mod:`rankmap.adapters.store_server`), with bounded
+   memory, not a TCPStore: nothing of the job reuses it.
 3. After ``init_process_group``: the default group's store.
 4. torchrun (``TORCHELASTIC_USE_AGENT_STORE=True``): clients of the agent's store at
    ``MASTER_ADDR:MASTER_PORT`` with ``world_size=None`` (no ``init/`` counter is touched).
-5. Otherwise (srun, mpirun with MASTER_ADDR/PORT): rank 0 hosts a ``multi_tenant`` TCPStore
-   on ``MASTER_ADDR:MASTER_PORT`` and keeps it alive (module global) so the job's own
-   ``init_process_group`` reuses the same server instead of failing with EADDRINUSE.
+5. Otherwise (srun, mpirun with MASTER_ADDR/PORT): rank 0 hosts a store on
+   ``MASTER_ADDR:MASTER_PORT``. Inside the job (``verify()``, ``job_reuses_store``) it is a
+   ``multi_tenant`` TCPStore kept alive (module global), so the job's own
+   ``init_process_group`` reuses the same server instead of failing with EADDRINUSE - the
+   server the job's rank 0 would host anyway. For ``rankmap probe``, which exits after, it is
+   rankmap's own store, as in 2.
 
 Keys live under ``rankmap/<run id>/<restart>/<call>`` - never ``default_pg``, ``torchelastic``
 or ``init``. Waiting polls ``add(key, 0)`` / ``check`` so nothing blocks past the deadline.
@@ -85,12 +89,45 @@ def _port(environ: Mapping[str, str], name: str) -> int:
     return port
 
 
+# A rankmap store client's calls end this long after the deadline (the watchdog abandons the
+# store work at the deadline + HARD_GRACE, 1.5 s; the client then ends on its own).
+CALL_GRACE_S = 2.0
+
+
+def _own(
+    addr: str, port: int, rank: int, world_size: int, deadline: float, where: str
+) -> StoreHandle:
+    """rankmap's own store: rank 0 hosts it (and reads it in-process), the others connect."""
+    from rankmap.adapters import store_client, store_server
+    from rankmap.adapters.store_data import LocalStore
+
+    if rank == 0:
+        try:
+            server = store_server.host(port, max_connections=world_size + 64)
+        except OSError as exc:
+            raise UnavailableError(
+                f"{where}: rank 0 cannot listen on port {port} ({exc.strerror or exc})",
+                hint="another program listens there: give every rank the same free port",
+            ) from None
+        return StoreHandle(LocalStore(server.data), where, hosted=True)
+    client = store_client.connect(addr, port, deadline, deadline + CALL_GRACE_S)
+    return StoreHandle(client, where)
+
+
 def open_store(
-    environ: Mapping[str, str], rank: int, deadline: float, progress: Progress | None = None
+    environ: Mapping[str, str],
+    rank: int,
+    deadline: float,
+    progress: Progress | None = None,
+    *,
+    world_size: int = 1,
+    job_reuses_store: bool = True,
 ) -> StoreHandle:
     """Connect (or host) the store for this job; ``UnavailableError`` names address and reason.
 
     ``progress.where`` names the store as soon as it is known (for a stall while connecting).
+    ``job_reuses_store``: the job's own ``init_process_group`` may follow in this process (so
+    a store rank 0 hosts on ``MASTER_PORT`` must be torch's); False for ``rankmap probe``.
     """
     dist: Any = importlib.import_module("torch.distributed")
 
@@ -107,10 +144,7 @@ def open_store(
             addr = environ.get("RANKMAP_STORE_ADDR") or environ.get("MASTER_ADDR") or "127.0.0.1"
             port = _port(environ, "RANKMAP_STORE_PORT")
             where = said.where = f"rankmap store {addr}:{port}"
-            store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
-            if rank == 0:
-                _KEEPALIVE.append(store)
-            return StoreHandle(store, where, hosted=rank == 0)
+            return _own(addr, port, rank, world_size, deadline, where)
         if dist.is_available() and dist.is_initialized():
             c10d: Any = importlib.import_module("torch.distributed.distributed_c10d")
             said.where = "the default process group's store"
@@ -133,6 +167,9 @@ def open_store(
             return StoreHandle(
                 _tcp(addr, port, master=False, deadline=deadline, multi_tenant=False), where
             )
+        if not job_reuses_store:
+            where = said.where = f"rankmap store {addr}:{port} (hosted by rank 0)"
+            return _own(addr, port, rank, world_size, deadline, where)
         where = said.where = f"store {addr}:{port} (hosted by rank 0)"
         store = _tcp(addr, port, master=rank == 0, deadline=deadline, multi_tenant=True)
         if rank == 0:

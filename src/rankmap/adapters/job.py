@@ -13,14 +13,17 @@ from rankmap.findings import Report
 from rankmap.probe import ProbePorts
 
 
-def local_ports() -> ProbePorts:
-    """The real ports: record from this process, torch's c10d store."""
+def local_ports(*, job_reuses_store: bool = True) -> ProbePorts:
+    """The real ports: record from this process, the job's store (``job_reuses_store``: see
+    :func:`rankmap.adapters.c10d_store.open_store`; False for ``rankmap probe``)."""
+    from functools import partial
+
     from rankmap.adapters.c10d_store import load_store_library, open_store, pg_initialized
     from rankmap.adapters.rank_record import collect_record
 
     return ProbePorts(
         collect_record=collect_record,
-        open_store=open_store,
+        open_store=partial(open_store, job_reuses_store=job_reuses_store),
         pg_initialized=pg_initialized,
         load_store_library=load_store_library,
     )

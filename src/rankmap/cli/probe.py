@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
 
     outcome = run_probe(
         ctx.environ,
-        ports=local_ports(),
+        ports=local_ports(job_reuses_store=False),  # the command exits after: nothing reuses it
         device=_device(args.device),
         machine=args.machine,
         timeout=timeout,

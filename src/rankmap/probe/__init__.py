@@ -37,8 +37,8 @@ class ProbePorts:
     """What the probe needs from the outside world (the real ones: ``rankmap.adapters.job``).
 
     ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
-    ``open_store(environ, rank, deadline, progress)`` connects the job's store (naming it in
-    ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
+    ``open_store(environ, rank, deadline, progress, world_size=)`` connects the job's store
+    (naming it in ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
     has a default process group; ``load_store_library()`` loads torch's c10d in the caller's
     thread before the deadline starts (loading it holds the GIL for seconds, which would keep the
     watchdog from waking up in time).
@@ -135,7 +135,7 @@ def run_probe(
 
     One deadline - ``timeout`` seconds from when this rank's record is built and torch is
     loaded - covers connecting (retries included), publishing, waiting and reading; the store
-    work is abandoned at the timeout + 1.8 s
+    work is abandoned at the timeout + 1.5 s
     (:mod:`rankmap.probe.watchdog`). Raises ``InputError`` (bad ``machine``),
     ``UnavailableError`` (no store, unreachable, or no answer while connecting) and
     ``ProbeTimeout`` (rank 0 published no verdict; the store stopped answering or went away).
@@ -170,7 +170,9 @@ def run_probe(
         return verdict_payload(report)
 
     def talk(progress: Progress) -> tuple[str, bytes | None]:
-        handle = ports.open_store(environ, record.rank, deadline, progress)
+        handle = ports.open_store(
+            environ, record.rank, deadline, progress, world_size=record.world_size
+        )
         progress.connected = True
         mine = record
         if handle.rank is not None and handle.world_size is not None:
@@ -231,8 +233,8 @@ def _check_world(record: RankRecord) -> None:
 
 
 # The store work is abandoned this long after the timeout: non-zero ranks wait for the verdict
-# until the timeout + 1 s, rank 0 for the readers until the timeout + 1.6 s at most.
-HARD_GRACE = 1.8
+# until the timeout + 1 s, rank 0 for the readers until the timeout + 1.3 s at most.
+HARD_GRACE = 1.5
 # Connecting ends here: torch's connect retries overshoot the timeout they are given (1.5-2x),
 # and a port that accepts but never answers blocks the client forever.
 CONNECT_GRACE = 0.25

@@ -1,0 +1,202 @@
+"""One peer's connection to rankmap's own store: read frames as they arrive, reply in turn.
+
+An ``asyncio.BufferedProtocol``: the transport reads into this connection's own
+:data:`INPUT_BYTES` buffer, and the parser moves each argument out of it as it arrives (keeping
+only what :func:`store_frames.kept_length` allows, reserved against the store's budget first).
+While a reply is being written, reading pauses: a peer that sends requests without reading
+the replies holds one reply, not a queue of them. A reply is written in pieces of at most
+:data:`PIECE_BYTES` that refer to the stored values, the next one only once the transport's
+buffer is empty, so a peer that never reads keeps at most one piece in this process (the rest
+waits in the kernel's socket buffers or not at all). A connection costs at most
+``INPUT_BYTES + PIECE_BYTES`` and asyncio's own few KB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from rankmap.adapters import store_frames as sf
+from rankmap.adapters.store_data import ENTRY_BYTES, run_request
+
+INPUT_BYTES = 4 * 1024
+PIECE_BYTES = 16 * 1024
+
+
+class Connection(asyncio.BufferedProtocol):
+    """The parser state of one connection and its pending reply."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.transport: Any = None
+        self.inbuf = bytearray(INPUT_BYTES)
+        self.start = self.end = 0
+        self.greeted = False
+        self.request: sf.Request | None = None
+        self.arg: bytearray | None = None
+        self.arg_left = 0
+        self.arg_keep = 0
+        self.out: deque[bytes | memoryview] = deque()
+        self.buffered = 0  # bytes of this connection's reply waiting in its transport
+        self.closed = False
+
+    # asyncio callbacks --------------------------------------------------------------------
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        if not self.server.admit(self):
+            self.closed = True
+            transport.abort()
+            return
+        transport.set_write_buffer_limits(high=0)  # resume_writing once the buffer is empty
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.start:
+            rest = self.end - self.start
+            self.inbuf[:rest] = self.inbuf[self.start : self.end]
+            self.start, self.end = 0, rest
+        return memoryview(self.inbuf)[self.end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.end += nbytes
+        self.parse()
+
+    def eof_received(self) -> bool:
+        return False
+
+    def resume_writing(self) -> None:
+        self.sync_buffered()
+        self.drained()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.closed = True
+        self.server.out_bytes -= self.buffered
+        self.buffered = 0
+        self.out.clear()
+        if self.request is not None:
+            self.server.data.release(self.request.reserved)
+            self.request = None
+        self.server.forget(self)
+
+    # parsing ------------------------------------------------------------------------------
+    def parse(self) -> None:
+        """Read what the buffer holds; reading pauses while a reply cannot be written at once."""
+        while not self.closed:
+            try:
+                while not self.out and self.step():
+                    pass
+            except sf.ProtocolError:
+                self.closed = True
+                self.transport.abort()
+                return
+            if not self.out:
+                return  # more input needed
+            self.flush()
+            if self.out or self.buffered:
+                self.transport.pause_reading()  # until resume_writing
+                return
+
+    def take(self, size: int) -> bytes | None:
+        if self.end - self.start < size:
+            return None
+        part = bytes(self.inbuf[self.start : self.start + size])
+        self.start += size
+        return part
+
+    def step(self) -> bool:
+        """One step of the parser; False when it needs more input."""
+        if not self.greeted:
+            magic = self.take(len(sf.MAGIC))
+            if magic is None:
+                return False
+            if magic != sf.MAGIC:
+                raise sf.ProtocolError("not a rankmap store client")
+            self.greeted = True
+            self.out.append(sf.MAGIC)
+            return True
+        if self.request is None:
+            return self.read_head()
+        if self.arg is None:
+            return self.read_length()
+        return self.read_body()
+
+    def read_head(self) -> bool:
+        head = self.take(sf.HEAD.size)
+        if head is None:
+            return False
+        op, count = sf.HEAD.unpack(head)
+        sf.check_head(op, count)
+        request = sf.Request(op, count, [])
+        request.refused = not self.server.data.reserve(ENTRY_BYTES)
+        request.reserved = 0 if request.refused else ENTRY_BYTES
+        self.request = request
+        return True
+
+    def read_length(self) -> bool:
+        assert self.request is not None
+        raw = self.take(sf.LENGTH.size)
+        if raw is None:
+            return False
+        (length,) = sf.LENGTH.unpack(raw)
+        keep = sf.kept_length(self.request, length)
+        if self.request.refused or not self.server.data.reserve(keep):
+            self.request.refused, keep = True, 0
+        else:
+            self.request.reserved += keep
+        self.arg, self.arg_left, self.arg_keep = bytearray(), length, keep
+        if length == 0:
+            self.end_arg()
+        return True
+
+    def read_body(self) -> bool:
+        assert self.arg is not None
+        size = min(self.end - self.start, self.arg_left)
+        if size == 0:
+            return False
+        room = self.arg_keep - len(self.arg)
+        if room > 0:
+            self.arg += self.inbuf[self.start : self.start + min(room, size)]
+        self.start += size
+        self.arg_left -= size
+        if self.arg_left == 0:
+            self.end_arg()
+        return True
+
+    def end_arg(self) -> None:
+        assert self.request is not None and self.arg is not None
+        self.request.args.append(bytes(self.arg))
+        self.arg = None
+        if len(self.request.args) == self.request.count:
+            request, self.request = self.request, None
+            status, args = run_request(self.server.data, request)
+            for piece in sf.frame_pieces(status, args):
+                self.out.extend(_split(piece))
+
+    # writing ------------------------------------------------------------------------------
+    def sync_buffered(self) -> None:
+        now = self.transport.get_write_buffer_size()
+        self.server.out_bytes += now - self.buffered
+        self.buffered = now
+
+    def flush(self) -> None:
+        """Write pieces while the socket takes them at once."""
+        while self.out and not self.closed and self.buffered == 0:
+            self.transport.write(self.out.popleft())
+            self.sync_buffered()
+
+    def drained(self) -> None:
+        """The transport took everything: the rest of the reply, then the next request."""
+        if self.closed:
+            return
+        self.flush()
+        if not self.out and self.buffered == 0:
+            self.parse()  # the requests already read, then
+            if not self.closed and not self.out and self.buffered == 0:
+                self.transport.resume_reading()
+
+
+def _split(piece: bytes | memoryview) -> list[bytes | memoryview]:
+    if len(piece) <= PIECE_BYTES:
+        return [piece]
+    view = memoryview(piece)
+    return [view[i : i + PIECE_BYTES] for i in range(0, len(view), PIECE_BYTES)]
