@@ -18,14 +18,16 @@ the free cores, the CPU ratio is what it would be on one core.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
 Measured on the shared 2-core development box (other agents' jobs on the same cores), 1.07 GB,
-7 rounds at load average 1.7 (2026-12-01, after the round of threads for hyperscan, the NUL
-translate and the per-line gates):
+489 literals, 7 rounds at load average 1.4-1.8 (2026-12-01, after the round of threads for
+hyperscan, the NUL translate and the per-line gates):
 
     tool                  wall s (range)    vs grep (wall)     CPU s (range)     vs grep (CPU)  RSS
-    grep (4 patterns)     1.67 (1.41-1.91)  1.00x              1.67 (1.41-1.89)  1.00x          14MB
-    rankmap, hyperscan    1.19 (1.01-1.45)  1.48 (1.00-1.65)x  1.75 (1.52-1.91)  0.99 (0.83-1.10)x  31MB
-    rankmap, pure Python  2.89 (2.61-3.48)  0.56 (0.46-0.68)x  5.10 (4.64-5.14)  0.33 (0.27-0.38)x  27MB
+    grep (4 patterns)     1.65 (1.54-1.79)  1.00x              1.65 (1.53-1.77)  1.00x          14MB
+    rankmap, hyperscan    1.42 (1.04-2.80)  1.11 (0.59-1.70)x  1.89 (1.59-2.11)  0.82 (0.76-1.11)x  32MB
+    rankmap, pure Python  2.98 (2.30-4.25)  0.56 (0.39-0.71)x  4.72 (3.99-5.14)  0.35 (0.31-0.40)x  27MB
 
+The run before (480 literals, load 1.7): hyperscan 1.48x wall (1.00-1.65), 0.99x CPU; pure 0.56x
+wall (0.46-0.68), 0.33x CPU.
 Before that round (7 rounds, load 1.6-2.7): hyperscan 0.68x wall (0.61-1.13), 0.72x CPU; pure
 0.37x wall (0.24-0.45), 0.30x CPU. The pure path needs three times grep's CPU time: it meets
 0.5x only with two free cores. See docs/explain.md "Speed and memory".
