@@ -8,25 +8,29 @@ both on bus 4f000 of node-000, with their NCCL WARN). Then runs, side by side:
     rankmap explain FILE --json            (hyperscan, the [fast] extra; skipped without it)
     RANKMAP_PURE_SCAN=1 rankmap explain FILE --json     (pure Python)
 
-and prints wall and CPU seconds, the speed ratio (grep's wall time / rankmap's; targets >= 1.0
-with hyperscan, >= 0.5 pure), the peak RSS and whether the planted collision was found. Both
-paths search every literal of the prefilter (anchors + every catalogue key) in the whole file.
-Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE]``.
+and prints, over ``--runs`` interleaved rounds (default 5, after one untimed round), the median
+and range of wall and CPU seconds (user + system of all its processes) and of the ratios to grep
+(grep's time / ours, round by round; targets >= 1.0 with hyperscan, >= 0.5 pure, on wall time),
+the peak RSS and whether the planted collision was found. Both paths search every literal of the
+prefilter (anchors + every catalogue key) in the whole file. rankmap scans a file this size on
+every core (hyperscan: threads; pure: forked processes), grep on one: the wall ratio depends on
+the free cores, the CPU ratio is what it would be on one core.
+Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
-Measured on the shared 2-core development box (other agents' jobs on the same cores: CPU
-pressure ~25%, wall times swing by 2x from run to run; judge by CPU seconds), 1.07 GB, one run
-at load average 2.2 (2026-12-01, after the speed round of the pure matcher, the reader and
-start-up):
+Measured on the shared 2-core development box (other agents' jobs on the same cores), 1.07 GB,
+489 literals, 7 rounds at load average 1.4-1.8 (2026-12-01, after the round of threads for
+hyperscan, the NUL translate and the per-line gates):
 
-    tool                     wall s  vs grep  CPU s  peak RSS  collision found
-    grep (4 patterns)          1.46    1.00x   1.45      14MB  -
-    rankmap, hyperscan         1.46    1.00x   1.47      30MB  True
-    rankmap, pure Python       2.43    0.60x   4.18      25MB  True
+    tool                  wall s (range)    vs grep (wall)     CPU s (range)     vs grep (CPU)  RSS
+    grep (4 patterns)     1.65 (1.54-1.79)  1.00x              1.65 (1.53-1.77)  1.00x          14MB
+    rankmap, hyperscan    1.42 (1.04-2.80)  1.11 (0.59-1.70)x  1.89 (1.59-2.11)  0.82 (0.76-1.11)x  32MB
+    rankmap, pure Python  2.98 (2.30-4.25)  0.56 (0.39-0.71)x  4.72 (3.99-5.14)  0.35 (0.31-0.40)x  27MB
 
-Over 9 runs at load 1.7-2.5: grep 1.26-1.76 s; hyperscan 0.66-1.59x (CPU 1.47-2.57 s), pure
-0.27-0.61x (CPU 3.97-5.86 s); the spread is the box, not the input. Before that round, the
-same hour, interleaved: hyperscan 0.60-0.88x (CPU 2.02-3.16 s), pure 0.24-0.52x (CPU 4.47-7.36
-s). See docs/explain.md "Speed and memory".
+The run before (480 literals, load 1.7): hyperscan 1.48x wall (1.00-1.65), 0.99x CPU; pure 0.56x
+wall (0.46-0.68), 0.33x CPU.
+Before that round (7 rounds, load 1.6-2.7): hyperscan 0.68x wall (0.61-1.13), 0.72x CPU; pure
+0.37x wall (0.24-0.45), 0.30x CPU. The pure path needs three times grep's CPU time: it meets
+0.5x only with two free cores. See docs/explain.md "Speed and memory".
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 
 PURE = "RANKMAP_PURE_SCAN"
 
@@ -111,18 +117,42 @@ _RSS_WRAPPER = (
 )
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
-    """Best of two runs (the first warms the page cache): wall seconds, CPU seconds (all its
-    processes), peak RSS (KiB, the largest process of the run, workers included), stdout."""
-    best, cpu, rss, out = float("inf"), float("inf"), 0, ""
-    for _ in range(2):
+@dataclass
+class Tool:
+    """One command timed in every round: wall and CPU seconds (user + system of all its
+    processes), the peak RSS (KiB, the largest process, workers included), its last stdout."""
+
+    label: str
+    cmd: list[str]
+    env: dict[str, str] | None = None
+    target: str = ""
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss: int = 0
+    out: str = ""
+
+    def run(self) -> None:
         proc = subprocess.run(
-            [sys.executable, "-c", _RSS_WRAPPER, *cmd], capture_output=True, text=True, env=env
+            [sys.executable, "-c", _RSS_WRAPPER, *self.cmd],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            check=False,
         )
-        head, _, out = proc.stdout.partition("\n")
+        head, _, self.out = proc.stdout.partition("\n")
         secs, cpus, peak = head.split()
-        best, cpu, rss = min(best, float(secs)), min(cpu, float(cpus)), max(rss, int(peak))
-    return best, cpu, rss, out
+        self.wall.append(float(secs))
+        self.cpu.append(float(cpus))
+        self.rss = max(self.rss, int(peak))
+
+
+def _spread(values: list[float]) -> str:
+    return f"{median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def _ratios(grep: list[float], ours: list[float]) -> list[float]:
+    """grep's time / ours, round by round (both ran in the same round, under the same load)."""
+    return [g / o for g, o in zip(grep, ours, strict=True)]
 
 
 def _found(doc: dict[str, object]) -> bool:
@@ -130,11 +160,37 @@ def _found(doc: dict[str, object]) -> bool:
     return bool(0 in first["ranks"] and 4 in first["ranks"] and "0000:4F:00.0" in first["devices"])
 
 
+def _report(grep: Tool, tools: list[Tool], runs: int) -> bool:
+    """Print the table (medians, ranges in brackets); True when every tool found the collision."""
+    print(f"median (min-max) of {runs} interleaved rounds; ratios are grep's time / ours per round")
+    print(
+        f"{'tool':<22}{'wall s':>18}{'vs grep (wall)':>20}{'CPU s':>18}"
+        f"{'vs grep (CPU)':>20}{'peak RSS':>10}  found"
+    )
+    print(
+        f"{grep.label:<22}{_spread(grep.wall):>18}{'1.00x':>20}{_spread(grep.cpu):>18}"
+        f"{'1.00x':>20}{grep.rss / 1024:>8.0f}MB  -"
+    )
+    found_all = True
+    for tool in tools:
+        doc = json.loads(tool.out)
+        found = _found(doc)
+        found_all = found_all and found
+        wall_r, cpu_r = _ratios(grep.wall, tool.wall), _ratios(grep.cpu, tool.cpu)
+        print(
+            f"{tool.label:<22}{_spread(tool.wall):>18}{_spread(wall_r):>19}x"
+            f"{_spread(tool.cpu):>18}{_spread(cpu_r):>19}x{tool.rss / 1024:>8.0f}MB  {found}"
+            f"   (target {tool.target}; {len(doc['placements'])} ranks mapped)"
+        )
+    return found_all
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MB (default 1024)")
     parser.add_argument("--keep", action="store_true", help="keep the generated log")
     parser.add_argument("--log", help="use this log (made by --keep) instead of generating one")
+    parser.add_argument("--runs", type=int, default=5, help="timed rounds (default 5)")
     args = parser.parse_args(argv)
     src = Path(__file__).resolve().parents[1] / "src"
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,38 +203,31 @@ def main(argv: list[str] | None = None) -> int:
             generate(log, args.size_mb)
             print(f"generated in {time.perf_counter() - t0:.1f}s: {log}")
         size = log.stat().st_size
-        print(f"{size / 1e6:.0f} MB, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        grep = "LC_ALL=C grep -n -e 'NCCL WARN' -e 'Init START' -e 'Init COMPLETE' -e Error"
-        grep_s, grep_cpu, grep_rss, _ = timed(["sh", "-c", f"{grep} '{log}' | wc -l"])
+        cpus = os.cpu_count() or 1
+        print(f"{size / 1e6:.0f} MB, {cpus} CPUs, load average {os.getloadavg()[0]:.1f}")
+        grep_sh = "LC_ALL=C grep -n -e 'NCCL WARN' -e 'Init START' -e 'Init COMPLETE' -e Error"
+        grep = Tool("grep (4 patterns)", ["sh", "-c", f"{grep_sh} '{log}' | wc -l"])
+        rankmap = [sys.executable, "-m", "rankmap", "explain", str(log), "--json"]
+        tools = [Tool("rankmap, pure Python", rankmap, {**env, PURE: "1"}, ">= 0.5")]
+        if _has_hyperscan(env):
+            tools.insert(0, Tool("rankmap, hyperscan", rankmap, env, ">= 1.0"))
+        else:
+            print("rankmap, hyperscan: skipped, `pip install 'rankmap[fast]'` (hyperscan) first")
+        for tool in [grep, *tools]:  # untimed: the page cache, the compiled modules
+            tool.run()
+            tool.wall.clear()
+            tool.cpu.clear()
+        for _ in range(max(1, args.runs)):
+            for tool in [grep, *tools]:
+                tool.run()
+        found_all = _report(grep, tools, max(1, args.runs))
         print(
-            f"{'tool':<24}{'wall s':>7}{'vs grep':>9}{'CPU s':>7}{'peak RSS':>10}  collision found"
+            f"both paths search every literal of the prefilter ({_literal_count(env)}) everywhere;"
+            f" rankmap scans a file over 64 MiB on {min(cpus, 8)} cores (hyperscan: threads,"
+            " pure: processes), grep on one: the wall ratio depends on the free cores, the CPU"
+            " ratio is what it would be on one core"
         )
-        print(
-            f"{'grep (4 patterns)':<24}{grep_s:>7.2f}{'1.00x':>9}{grep_cpu:>7.2f}"
-            f"{grep_rss / 1024:>8.0f}MB  -"
-        )
-        found_all = True
-        runs = (
-            ("rankmap, hyperscan", {}, ">= 1.0"),
-            ("rankmap, pure Python", {PURE: "1"}, ">= 0.5"),
-        )
-        for label, extra, target in runs:
-            if not extra and not _has_hyperscan(env):
-                print(f"{label:<24}   skipped: `pip install 'rankmap[fast]'` (hyperscan) first")
-                continue
-            cmd = [sys.executable, "-m", "rankmap", "explain", str(log), "--json"]
-            rm_s, rm_cpu, rm_rss, rm_out = timed(cmd, env={**env, **extra})
-            doc = json.loads(rm_out)
-            found = _found(doc)
-            found_all = found_all and found
-            print(
-                f"{label:<24}{rm_s:>7.2f}{grep_s / rm_s:>8.2f}x{rm_cpu:>7.2f}"
-                f"{rm_rss / 1024:>8.0f}MB  {found}"
-                f"   (target {target}; {len(doc['placements'])} ranks mapped)"
-            )
-        print(
-            f"both paths search every literal of the prefilter ({_literal_count(env)}) everywhere"
-        )
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
         if args.keep and not args.log:
             keep = Path.cwd() / log.name
             log.replace(keep)

@@ -215,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--split", default="dev", choices=("dev", "test", "all"))
     ap.add_argument("--labels", type=Path)
-    ap.add_argument("--batch", default="all", help="1 (the first collection), b2, ... or all")
+    ap.add_argument(
+        "--batch", default="all", help="1 (the first collection), b2, ..., a list (1,b2,b3) or all"
+    )
     ap.add_argument("--mode", choices=("paste", "log+flags", "both"), default="both")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -223,8 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_labels(args.folder, args.labels)
     if args.split != "all":
         rows = [r for r in rows if r.get("split") == args.split]
-    if args.batch != "all":
-        rows = [r for r in rows if r.get("batch") == args.batch]
+    if args.batch != "all":  # one batch or several: "1,b2,b3"
+        rows = [r for r in rows if r.get("batch") in args.batch.split(",")]
     modes = ("paste", "log+flags") if args.mode == "both" else (args.mode,)
     results = [score(rows, args.folder, m, args.show_misses) for m in modes]
     if args.json:

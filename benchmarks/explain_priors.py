@@ -12,8 +12,8 @@ counted for the most specific class that matched (``priors.ORDER``; each feed co
 to each; a negative thread counts to ``other``): the prior is what the class alone makes likely
 when it is all there is. ``--write`` replaces the generated
 block of ``src/rankmap/explain/priors.py``; without it the counts and the resulting priors are
-printed. ``--batch`` estimates from one batch only (for a leave-one-batch-out check: estimate on
-batch 1, score ``explain_corpus.py --batch b2``).
+printed. ``--batch`` estimates from some batches only (``1`` or ``1,b2,b3``: for a leave-one-batch-out
+check, estimate on batch 1, score ``explain_corpus.py --batch b2``; or keep a new batch held out).
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def count(
     from rankmap.explain.priors import HAND, leading_class
 
     rows = [r for r in load_labels(folder, None) if r.get("split") == "dev"]
-    if batch != "all":
-        rows = [r for r in rows if r.get("batch") == batch]
+    if batch != "all":  # one batch or several: "1,b2,b3"
+        rows = [r for r in rows if r.get("batch") in batch.split(",")]
     counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     fired: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])  # (signal, cat): n, right
     for row in rows:
@@ -122,7 +122,9 @@ def main() -> int:
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     n, counts, caps = count(args.folder, args.batch)
-    body = f"DEV_THREADS = {n}  # batch {args.batch}\nCOUNTS: dict[str, dict[str, float]] = "
+    body = f"DEV_THREADS = {n}  # batch {args.batch}\n"
+    body += f"BATCHES = {args.batch!r}  # the dev batches counted\n"
+    body += "COUNTS: dict[str, dict[str, float]] = "
     body += pprint.pformat(counts, width=96, sort_dicts=True) + "\n"
     body += "# measured precision of noisy context supports (signal -> category -> precision)\n"
     body += "NOISY: dict[str, dict[str, float]] = "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _FULL = re.compile(
     r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<device>[0-9a-fA-F]{1,2})"
@@ -113,10 +114,19 @@ def try_normalize_bus_id(text: str | None) -> str | None:
     """Like :func:`normalize_bus_id` but returns ``None`` for ``None``/``N/A``/garbage."""
     if not text:
         return None
+    if len(text) <= 64:  # a log names a few GPUs on every line: each spelling parsed once
+        return _try_normalize_short(text)
+    return _try_normalize(text)
+
+
+def _try_normalize(text: str) -> str | None:
     try:
         return normalize_bus_id(text)
     except ValueError:
         return None
+
+
+_try_normalize_short = lru_cache(maxsize=1024)(_try_normalize)
 
 
 def nccl_form(bus_id: str) -> str:

@@ -7,11 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankmap.explain.named import (
+    _FAILURE,
     devices_in,
     failing_ranks,
     intra_host_ranks,
     pair_named,
     prose_ranks,
+    reports_failure,
 )
 
 
@@ -217,3 +219,47 @@ def test_the_failure_itself_wins_over_the_others_reaction() -> None:
     ]
     assert failing_ranks(lines) == {3}
     assert failing_ranks(lines[:2]) == {0, 1}  # only reactions: they are all there is
+
+
+_FAILURE_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "Error",
+            "ERROR",
+            "timed out",
+            "time out",
+            "timeout",
+            "TimedOut",
+            "hang",
+            "shang",
+            "Stuck",
+            "NCCL WARN",
+            "exit code",
+            "Init START",
+            "rank 3",
+            "ſignal",
+            "Killed",
+            "\u212ailled",
+            "ok",
+            " ",
+            "-",
+            "é",
+        ]
+    )
+    | st.text(max_size=12),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_FAILURE_TEXT)
+def test_the_failure_gate_never_changes_the_answer(line: str) -> None:
+    assert reports_failure(line) == (_FAILURE.search(line) is not None)
+
+
+def test_the_failure_gate_on_the_lines_that_matter() -> None:
+    init = "h:1:2 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 8 busId 4f000 - Init START"
+    assert not reports_failure(init)
+    assert reports_failure("h:1:2 [0] NCCL WARN Duplicate GPU detected : rank 4 and rank 0")
+    assert reports_failure("collective operation TIMED OUT after 600000 ms")
+    assert reports_failure("\u017fignal 9")  # caseless regex folds the long s: so does the gate

@@ -3,13 +3,18 @@ with a sliding window of segments (memory bound: a few segments, not every match
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rankmap.adapters import logs
 from rankmap.adapters.matcher import big_input_matcher
+from rankmap.adapters.threaded_scan import lines_threaded
 from rankmap.explain.anchors import ANCHORS, JOIN_ANCHORS
+from rankmap.explain.prefilter import LineSetMatcher
 from rankmap.explain.reader import scan_stream
 
 
@@ -106,3 +111,71 @@ def test_window_bounds_the_segments_held(tmp_path: Path, monkeypatch: pytest.Mon
     assert pool.submitted == len(jobs) > 30 and pool.most_outstanding == 3
     assert sum("Init COMPLETE" in t for t in texts) == 10_000
     assert "Duplicate GPU detected" in texts[-1]
+
+
+class _PerThread(LineSetMatcher):
+    """The pure matcher as a ThreadMatcher (one instance per thread): the threaded path without
+    hyperscan installed."""
+
+    def for_thread(self) -> LineSetMatcher:
+        return LineSetMatcher()
+
+
+def test_threaded_scan_gives_the_process_pool_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _log(tmp_path / "big.log")
+    size = path.stat().st_size
+    monkeypatch.setattr(logs, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(logs, "SEGMENT_BYTES", 64 * 1024)
+    monkeypatch.setattr(logs.os, "cpu_count", lambda: 3)
+    assert isinstance(_PerThread(), logs.ThreadMatcher)
+    assert not isinstance(LineSetMatcher(), logs.ThreadMatcher)
+    threaded = logs.scan_file_parallel(str(path), size, _PerThread())
+    forked = logs.scan_file_parallel(str(path), size, LineSetMatcher())
+    assert threaded is not None and forked is not None
+    assert [line.text for line in threaded] == [line.text for line in forked]
+
+
+def _jobs(n: int) -> list[tuple[str, int, int]]:
+    return [("f", i, i + 1) for i in range(n)]
+
+
+def test_threads_hold_a_bounded_window_of_segments() -> None:
+    """At most workers + 1 segments scanned and not yet consumed, however slow the consumer."""
+    lock = threading.Lock()
+    state = {"scanned": 0, "consumed": 0, "most": 0}
+
+    def scan(_m: object, _p: str, start: int, _e: int) -> list[bytes]:
+        with lock:
+            state["scanned"] += 1
+            state["most"] = max(state["most"], state["scanned"] - state["consumed"])
+        return [b"%d" % start]
+
+    def to_lines(part: list[bytes], _path: str) -> Iterator[int]:
+        time.sleep(0.002)
+        with lock:
+            state["consumed"] += 1
+        yield int(part[0])
+
+    out = list(lines_threaded(_PerThread(), _jobs(60), 3, scan, to_lines))
+    assert out == list(range(60))
+    assert state["most"] <= 4
+
+
+def test_a_failing_segment_raises_in_the_reader_and_closing_stops_the_threads() -> None:
+    def scan(_m: object, _p: str, start: int, _e: int) -> list[bytes]:
+        if start == 5:
+            raise OSError("disk gone")
+        return [b"x"]
+
+    got = []
+    with pytest.raises(OSError, match="disk gone"):
+        for part in lines_threaded(_PerThread(), _jobs(40), 2, scan, lambda p, _: iter(p)):
+            got.append(part)
+    assert got == [b"x"] * 5
+    before = threading.active_count()
+    gen = lines_threaded(_PerThread(), _jobs(40), 2, lambda *_: [b"y"], lambda p, _: iter(p))
+    assert next(gen) == b"y"
+    gen.close()  # the reader stops early: every scanning thread ends
+    assert threading.active_count() == before

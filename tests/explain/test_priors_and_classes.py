@@ -58,8 +58,15 @@ NEW_CLASS_EXAMPLES = {
         "RuntimeError: Found 4 GPUs but only 2 are visible",
         "ValueError: The number of required GPUs exceeds the total number of available GPUs",
         "the node is only seeing one gpu in the allocation",
+        "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found",
     ],
     "no-cuda-device": ["RuntimeError: No HIP GPUs are available", "hipErrorNoDevice"],
+    "exception-any": [
+        "RuntimeError: worker setup failed",
+        "ray.exceptions.RayTaskError(RuntimeError): ray::Worker.init() (pid=7, ip=10.0.0.2)",
+        "Traceback (most recent call last):",
+        "  torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    ],
     "cuda-init-unknown": [
         "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an "
         "incorrectly set up environment. Setting the available devices to be zero.",
@@ -73,6 +80,7 @@ NOT_OF_THE_CLASS = {
     "invalid-device-any": ["RuntimeError: Invalid device string: 'cuda:abc'"],
     "docker-daemon": ["module must have its parameters on device cuda:0 (device_ids[0])"],
     "outside-python": ["KeyError: 'LOCAL_RANK'"],
+    "exception-any": ["an error occurred in the loss", "raise RuntimeError(msg)"],
 }
 
 
@@ -164,6 +172,21 @@ def test_a_missing_rank_variable_is_the_launcher() -> None:
 
 def test_an_unrelated_key_error_stays_outside_the_family() -> None:
     fs = _findings("Traceback (most recent call last):\nKeyError: 'learning_rate'\n")
+    assert fs[0].code == "RM003"
+
+
+def test_an_exception_alone_is_a_weak_failure_leaning_to_other_and_python_errors_stay_outside() -> (
+    None
+):
+    # an exception of no known class: a failure, but its prior names no mapping category
+    fs = _findings("Traceback (most recent call last):\nRuntimeError: worker setup failed\n")
+    assert fs[0].code != "RM003"
+    assert not _alarms(fs)
+    # Python's own exceptions are read on every line, not only on the first of a segment
+    sig = BY_ID["outside-python"]
+    text = "INFO starting\nINFO step 1\nModuleNotFoundError: No module named 'apex'\n"
+    assert _search(sig, text, text.lower())
+    fs = _findings("Traceback (most recent call last):\n" + text)
     assert fs[0].code == "RM003"
 
 

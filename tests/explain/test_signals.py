@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from unittest.mock import patch
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankmap.adapters.local import explain_files
+from rankmap.explain import prefix
 from rankmap.explain.prefix import split_messages, strip_prefixes
 from rankmap.findings import Finding
 
@@ -184,3 +189,40 @@ def test_given_launch_wins_over_the_pasted_one_and_secrets_are_redacted(tmp_path
     given = explain_files([path], launch="torchrun --nproc_per_node=2 train.py")
     assert given.sections["explain"]["launch"]["nproc_per_node"] == 2
     assert "context_from_log" not in given.sections["explain"]
+
+
+_PIECES = st.sampled_from(
+    [
+        "node-0:12:34 [3] ",
+        "node-0:12:34 [3] init.cc:824 ",
+        "[2025-01-02 10:11:12] ",
+        "2025-01-02 10:11:12 ",
+        "NCCL INFO ",
+        "NCCL WARN ",
+        "ncclCommInitRank comm 0x55 rank 3 nranks 8 busId 4f000 - Init START",
+        "ncclInvalidUsage: bad",
+        "RuntimeError: x",
+        "[rank1]: ",
+        "[1,2]<stderr>: ",
+        "Last error:",
+        "Traceback (most recent call last):",
+        "  time  : 12",
+        "\t",
+        " ",
+        "0: ",
+        "x" * 60,
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES | st.text(max_size=8), min_size=1, max_size=10).map("".join))
+def test_the_split_gate_never_changes_the_split(text: str) -> None:
+    line = text if len(text) >= 120 else text + " " + "y" * 120
+    gated = split_messages(line)
+    with patch.object(prefix, "_may_split", lambda _text: True):
+        full = split_messages(line)
+    # what a line of prefixes only comes back as differs by trailing blanks, which
+    # strip_prefixes (the reader of each part) drops
+    assert gated == full or [line] == gated and [p.strip() for p in full] == [line.strip()]
+    assert [strip_prefixes(p) for p in gated] == [strip_prefixes(p) for p in full]

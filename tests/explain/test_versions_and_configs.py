@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rankmap.adapters.local import explain_files
 from rankmap.explain.configs import ConfigFacts, config_points, read_parsed, read_text
 from rankmap.explain.docread import read_document
-from rankmap.explain.versions import conflicts, versions_in
+from rankmap.explain.versions import _NCCL, _nccl_matches, conflicts, versions_in
 
 FENCE = "`" * 3
 
@@ -133,3 +133,33 @@ def test_config_readers_never_crash(doc: object, nproc: int | None, gpus: int | 
 def test_version_and_line_readers_never_crash(text: str) -> None:
     conflicts(versions_in(text))
     read_text(text, ConfigFacts())
+
+
+_NCCL_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "NCCL version 2.18.1",
+            "nccl version: v2.21.5",
+            "libnccl2=2.19.3",
+            "libnccl.so.2.20.5",
+            "nccl_2.17.1",
+            "NCCL INFO ncclCommInitRank",
+            "libnccl",
+            "nccl",
+            " ",
+            "\n",
+            "x",
+            "İ",
+            "2.1",
+        ]
+    )
+    | st.text(max_size=6),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NCCL_TEXT)
+def test_nccl_versions_where_nccl_is_said_are_all_of_them(text: str) -> None:
+    fast = [m.span() for m in _nccl_matches(text, text.lower())]
+    assert fast == [m.span() for m in _NCCL.finditer(text)]

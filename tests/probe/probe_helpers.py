@@ -69,6 +69,26 @@ def run_group(argv: list[str], env: Mapping[str, str], *, timeout: float, cwd: P
     return Run(proc.returncode, out, err)
 
 
+def run_ranks(
+    argv: list[str], envs: list[dict[str, str]], *, timeout: float, cwd: Path
+) -> list[Run]:
+    """One process per environment (each in its own session, killed at the end), all started
+    before any is waited for - the ranks of one job; their runs in rank order."""
+    procs = [
+        subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+        for env in envs
+    ]  # fmt: skip
+    runs = []
+    for proc in procs:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:
+            proc.kill()
+        runs.append(Run(proc.returncode, out, err))
+    return runs
+
+
 _STARTUP: list[float] = []
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from probe_helpers import JOB, base_env, free_port, rank_results, run_group, torchrun
+from probe_helpers import JOB, base_env, free_port, rank_results, run_group, run_ranks, torchrun
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("need_torch")]
 
@@ -174,9 +174,6 @@ def test_verify_fails_open_when_store_unreachable(tmp_path: Path) -> None:
 def test_hosted_store_without_torchrun_then_job_init_reuses_it(tmp_path: Path) -> None:
     """srun/mpirun shape: rank 0 hosts the store on MASTER_PORT; the job's init works after."""
     port = free_port()
-    procs = []
-    import subprocess
-
     code = (
         "import os, torch, torch.distributed as dist, rankmap\n"
         "r = rankmap.verify(timeout=60)\n"
@@ -185,113 +182,59 @@ def test_hosted_store_without_torchrun_then_job_init_reuses_it(tmp_path: Path) -
         "dist.destroy_process_group()\n"
         "print('ok', r.verdict, t.item())\n"
     )
-    for rank in range(2):
-        env = base_env(
-            OMPI_COMM_WORLD_RANK=str(rank),
-            OMPI_COMM_WORLD_SIZE="2",
-            OMPI_COMM_WORLD_LOCAL_RANK=str(rank),
-            OMPI_COMM_WORLD_LOCAL_SIZE="2",
-            RANK=str(rank),
-            WORLD_SIZE="2",
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-            RANKMAP_MACHINE="workstation-4gpu",
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", code],
-                env=env,
-                cwd=tmp_path,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-        )
-    outs = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=120)
-        finally:
-            p.kill()
-        outs.append((p.returncode, out, err))
-    for status, out, err in outs:
-        assert status == 0, err[-2000:]
-        assert "ok ok 2.0" in out
+    envs = [
+        base_env(**_mpirun_vars(rank, 2, port), RANK=str(rank), WORLD_SIZE="2",
+                 RANKMAP_MACHINE="workstation-4gpu")
+        for rank in range(2)
+    ]  # fmt: skip
+    for run in run_ranks([sys.executable, "-c", code], envs, timeout=120, cwd=tmp_path):
+        assert run.status == 0, run.stderr[-2000:]
+        assert "ok ok 2.0" in run.stdout
+
+
+def _mpirun_vars(rank: int, world: int, port: int) -> dict[str, str]:
+    """What Open MPI's mpirun sets for a rank of one node, with the rendezvous address."""
+    return {
+        "OMPI_COMM_WORLD_RANK": str(rank),
+        "OMPI_COMM_WORLD_SIZE": str(world),
+        "OMPI_COMM_WORLD_LOCAL_RANK": str(rank),
+        "OMPI_COMM_WORLD_LOCAL_SIZE": str(world),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }
 
 
 @pytest.mark.parametrize("kind", ["file", "port"])
 def test_separate_store_by_env(tmp_path: Path, kind: str) -> None:
     """RANKMAP_STORE_FILE / RANKMAP_STORE_PORT: plain processes, no launcher store at all."""
-    import subprocess
-
     extra = (
         {"RANKMAP_STORE_FILE": str(tmp_path / "store")}
         if kind == "file"
         else {"RANKMAP_STORE_PORT": str(free_port()), "RANKMAP_STORE_ADDR": "127.0.0.1"}
     )
     code = "import rankmap; r = rankmap.verify(timeout=60); print('ok', r.verdict)\n"
-    procs = []
-    for rank in range(2):
-        env = base_env(
-            RANK=str(rank),
-            LOCAL_RANK=str(rank),
-            WORLD_SIZE="2",
-            RANKMAP_MACHINE="workstation-4gpu",
-            **extra,
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-c", code],
-                env=env,
-                cwd=tmp_path,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-        )
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=120)
-        finally:
-            p.kill()
-        assert p.returncode == 0, err[-2000:]
-        assert "ok ok" in out
+    envs = [
+        base_env(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2",
+                 RANKMAP_MACHINE="workstation-4gpu", **extra)
+        for rank in range(2)
+    ]  # fmt: skip
+    for run in run_ranks([sys.executable, "-c", code], envs, timeout=120, cwd=tmp_path):
+        assert run.status == 0, run.stderr[-2000:]
+        assert "ok ok" in run.stdout
 
 
 def test_probe_command_under_mpirun_hosts_rankmaps_own_store(tmp_path: Path) -> None:
     """``rankmap probe`` in the srun/mpirun shape (MASTER_ADDR/PORT, no torchrun): the command
     exits after, so rank 0 hosts rankmap's own store (bounded memory) on MASTER_PORT, not a
     TCPStore, and every rank gets the verdict through it."""
-    import subprocess
-
     port = free_port()
-    procs = []
-    for rank in range(2):
-        env = base_env(
-            OMPI_COMM_WORLD_RANK=str(rank),
-            OMPI_COMM_WORLD_SIZE="2",
-            OMPI_COMM_WORLD_LOCAL_RANK=str(rank),
-            OMPI_COMM_WORLD_LOCAL_SIZE="2",
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(port),
-            RANKMAP_MACHINE="workstation-4gpu",
-        )
-        argv = [sys.executable, "-m", "rankmap", "probe", "--json", "--timeout", "60"]
-        procs.append(
-            subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-        )  # fmt: skip
-    outs = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=120)
-        finally:
-            p.kill()
-        assert p.returncode == 0, err[-2000:]
-        outs.append(out)
-    doc = json.loads(outs[0])  # rank 0 reports; rank 1 exits with the verdict's status
-    assert doc["verdict"] == "ok" and outs[1] == ""
+    envs = [base_env(**_mpirun_vars(rank, 2, port), RANKMAP_MACHINE="workstation-4gpu")
+            for rank in range(2)]  # fmt: skip
+    argv = [sys.executable, "-m", "rankmap", "probe", "--json", "--timeout", "60"]
+    runs = run_ranks(argv, envs, timeout=120, cwd=tmp_path)
+    for run in runs:
+        assert run.status == 0, run.stderr[-2000:]
+    doc = json.loads(runs[0].stdout)  # rank 0 reports; rank 1 exits with the verdict's status
+    assert doc["verdict"] == "ok" and runs[1].stdout == ""
     assert doc["store"] == f"rankmap store 127.0.0.1:{port} (hosted by rank 0)"
     assert sorted(pl["rank"] for pl in doc["placements"]) == [0, 1]

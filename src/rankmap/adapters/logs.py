@@ -3,7 +3,7 @@
 The scanning itself (anchors, spans, cleaning) is pure and lives in
 :mod:`rankmap.explain.reader`; this module only opens (regular files only, via
 :func:`rankmap.adapters.files.open_regular`), decodes UTF-16 with a BOM on files and stdin alike,
-and fans a huge file out to one process per CPU.
+and fans a huge file out to every CPU (threads with hyperscan, forked processes otherwise).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from rankmap.adapters.files import binary_stream, open_regular, put_back, utf8_stream
 from rankmap.adapters.matcher import big_input_matcher
@@ -110,14 +110,27 @@ def open_input(path: str) -> tuple[BinaryIO, int]:
     return open_regular(path, path)
 
 
+@runtime_checkable
+class ThreadMatcher(Matcher, Protocol):
+    """A matcher that scans without holding the GIL; ``for_thread`` gives one for another
+    thread (its own scratch space)."""
+
+    def for_thread(self) -> Matcher: ...
+
+
 _WORKER_MATCHER: Matcher | None = None  # set before the pool forks: inherited by the workers
 
 
 def _scan_segment(args: tuple[str, int, int]) -> list[bytes]:
-    """Worker: candidate lines of ``path[start:end]`` (both at line starts)."""
-    path, start, end = args
+    """Worker process: candidate lines of ``path[start:end]`` (both at line starts)."""
     matcher = _WORKER_MATCHER
     assert matcher is not None
+    return scan_range(matcher, *args)
+
+
+def scan_range(matcher: Matcher, path: str, start: int, end: int) -> list[bytes]:
+    """Candidate lines of ``path[start:end]`` (both at line starts), read ``chunk_size`` at a
+    time."""
     out: list[bytes] = []
     step = chunk_size(matcher)
     with open(path, "rb", buffering=0) as f:
@@ -147,22 +160,19 @@ SEGMENT_BYTES = 16 * 1024 * 1024  # one worker job; at most WINDOW jobs' lines a
 
 
 def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line] | None:
-    """Scan a huge file with one process per CPU (each its own segments, every literal of the
+    """Scan a huge file on every CPU (each worker its own segments, every literal of the
     ``matcher``); None when not worth it or not possible (then it is scanned in this process).
 
-    Segments are handed out in a sliding window and their lines yielded in file order, so the
-    memory held is a few segments' candidate lines however big the file and however many of
-    its lines match (a log of nothing but Init lines is all candidates).
+    A matcher that scans without the GIL (hyperscan: ``for_thread``) runs in threads, one
+    scratch space each: no fork, no copy of the results between processes. The others
+    (the pure-Python matcher) run in forked processes. Segments are handed out in a sliding
+    window and their lines yielded in file order, so the memory held is a few segments'
+    candidate lines however big the file and however many of its lines match (a log of
+    nothing but Init lines is all candidates).
     """
     global _WORKER_MATCHER
     cpus = os.cpu_count() or 1
     if size < PARALLEL_MIN_BYTES or cpus < 2:
-        return None
-    try:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork")
-    except (ImportError, ValueError):
         return None
     n = min(cpus, 8)
     parts = max(n, -(-size // SEGMENT_BYTES))
@@ -170,6 +180,16 @@ def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line]
         check_text(f.read(_SNIFF), path)
         cuts = [0] + [_line_start(f, i * size // parts) for i in range(1, parts)] + [size]
     jobs = [(path, cuts[i], cuts[i + 1]) for i in range(parts) if cuts[i] < cuts[i + 1]]
+    if isinstance(matcher, ThreadMatcher):
+        from rankmap.adapters.threaded_scan import lines_threaded
+
+        return lines_threaded(matcher, jobs, n, scan_range, _to_lines)
+    try:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+    except (ImportError, ValueError):
+        return None
     _WORKER_MATCHER = matcher  # the forked workers inherit it (compiled once, in the parent)
     try:
         pool = ctx.Pool(n)
@@ -178,6 +198,12 @@ def scan_file_parallel(path: str, size: int, matcher: Matcher) -> Iterator[Line]
     finally:
         _WORKER_MATCHER = None
     return _lines_in_order(pool, jobs, path, window=n + 1)
+
+
+def _to_lines(part: list[bytes], path: str) -> Iterator[Line]:
+    for raw in part:
+        if (text := clean(raw)).strip():
+            yield Line(text, path, None)
 
 
 def _lines_in_order(
@@ -194,9 +220,7 @@ def _lines_in_order(
             following = next(todo, None)
             if following is not None:
                 pending.append(pool.apply_async(_scan_segment, (following,)))
-            for raw in part:
-                if (text := clean(raw)).strip():
-                    yield Line(text, path, None)
+            yield from _to_lines(part, path)
             del part
     finally:
         pool.terminate()

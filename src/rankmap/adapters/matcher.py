@@ -28,10 +28,20 @@ PURE_ENV = "RANKMAP_PURE_SCAN"
 class HyperscanMatcher:
     """Positions of every anchor and catalogue regex in a buffer (end offsets), join subset."""
 
-    def __init__(self, db: Any, join_ids: frozenset[int], count: int) -> None:
+    def __init__(self, db: Any, join_ids: frozenset[int], count: int, scratch: Any = None) -> None:
         self._db = db
         self._join_ids = join_ids
         self.patterns = count
+        self._scratch = scratch  # None: the database's own (one thread at a time)
+
+    def for_thread(self) -> HyperscanMatcher:
+        """The same matcher with its own scratch space, for another thread (hyperscan scans
+        without the GIL; a scratch space serves one scan at a time)."""
+        import hyperscan
+
+        return HyperscanMatcher(
+            self._db, self._join_ids, self.patterns, hyperscan.Scratch(self._db)
+        )
 
     def hits(
         self, buf: bytes, start: int = 0, end: int | None = None
@@ -50,7 +60,7 @@ class HyperscanMatcher:
                 if pid in join_ids:
                     joins.add(pos)
 
-        self._db.scan(buf, match_event_handler=on_match)
+        self._db.scan(buf, match_event_handler=on_match, scratch=self._scratch)
         out.sort()
         return out, joins
 

@@ -211,6 +211,9 @@ KEYS: dict[str, tuple[str, ...]] = {
         "hiperrornobinaryforgpu",
         "invalid device function",
         "cudaerrornokernelimagefordevice",
+        "cuda capability",
+        "no longer supports this gpu",
+        "ignoring visible gpu device",
     ),
     "driver-too-old": (
         "insufficient",

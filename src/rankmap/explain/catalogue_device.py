@@ -16,6 +16,24 @@ from rankmap.explain.signal_model import (
 )
 from rankmap.explain.signal_model import sig as _s
 
+# The words prose uses for "the processes of a job" and for "run on / use" (every inflection):
+# one vocabulary for the symptoms below, so "all 4 tasks were running on GPU 0", "the workers
+# used the same GPU" and "both ranks share one device" read alike.
+_AGENTS = (
+    r"(?:processes|process|ranks|rank|workers|worker|tasks|task|jobs|job|instances|instance|"
+    r"actors|actor|engines|engine|replicas|replica|trainers|trainer|models|model|programs|"
+    r"pods|containers|threads)"
+)
+_ON = (
+    r"(?:(?:are|were|is|was|get|gets|got|ended up|end up|ends up|go|goes|went|land|lands|landed|"
+    r"(?:are |were |is |was |all )?(?:running|placed|allocated|assigned|scheduled|bound|mapped|"
+    r"put|pinned|started|launched|created)|run|runs|ran|sit|sits|sat|stay|stays|stayed|all)"
+    r"(?: all)? (?:on|to|onto|in)|use|uses|used|using|share|shares|shared|sharing|occupy|"
+    r"occupies|occupied|occupying|select|selects|selected|pick|picks|picked|choose|chooses|chose|"
+    r"see|sees|saw|allocate|allocates|allocated|allocating)"
+)
+_QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
+
 # fmt: off
 DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- invalid device / visibility, every framework's spelling --------------------------------
@@ -162,7 +180,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
-    _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 4},
+    _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 2},
        "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
        "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
     _s("jax-distributed", r"jax\.distributed|local_device_ids|jax\.local_devices",
@@ -214,7 +232,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
-       r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b|"
+       r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
+       r"(?!\s?[-,]\s?\d| and| or)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
@@ -224,7 +243,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|"
        r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
        r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
-       r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0",
+       r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0|"
+       rf"\b(?:all|both|two|several|multiple|many|\d+|every|each) (?:of (?:the|my|our) )?(?:\w+ )?"
+       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
+       r"(?!\s?[-,]\s?\d| and| or)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
@@ -245,7 +267,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
     _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
        r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
-       r"on the same (?:gpu|device|cuda device)",
+       r"(?<!to be )on the same (?:gpu|device|cuda device)|"
+       rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the |one )?"
+       r"(?:very )?same (?:\w+ )?(?:gpus?|devices?|cards?|cuda devices?)\b",
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
        f"{NCCL} (a): two ranks on one GPU", failure=True),
     _s("jobs-share-gpus", r"(?:two|several|multiple|\d+) (?:\w+ ){0,2}(?:jobs|trainings|training "

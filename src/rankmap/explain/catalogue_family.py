@@ -27,6 +27,12 @@ _NOT_FAMILY = (
     r"CUBLAS_STATUS|CUDNN_STATUS|misaligned address|launch failure))"
 )
 
+# The start of a log line, past the prefixes launchers and loggers add (rankmap.explain.prefix:
+# PyTorch's "[rank3]: ", torchrun's "[default0]:", Open MPI's "[1,3]<stderr>: ", Ray's
+# "(RayWorkerWrapper pid=12, ip=10.0.0.2) ", a logger's "ERROR 06-11 19:21:45 [worker.py:62] ",
+# srun's "3: " and pdsh's "host: "): a frame or an exception printed by one rank of many.
+_LINE = r"(?m)^(?:[^\n]{0,200}?[\])>]:?|[\w.-]{1,64}:[ \t])?[ \t]*"
+
 # fmt: off
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
@@ -48,9 +54,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
     _s("device-count-message",
        r"(?:only|but) (?:\d+|one|two|a single)(?: (?:gpus?|devices?|cuda devices?))?(?: (?:is|are|"
-       r"was|were))? (?:available|visible|found|detected)\b|only (?:see|sees|seeing|saw|seen|"
+       r"was|were))? (?:available|visible|found|detected)\b(?! (?:to|for|in|per|on) (?:each|every|"
+       r"one|a single|a|per) (?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
+       r"only (?:see|sees|seeing|saw|seen|"
        r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
-       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:gpus?|cuda devices?|devices?) (?:were |"
+       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:(?:supported|usable|visible|available|"
+       r"compatible|cuda|gpu) )?(?:gpus?|cuda devices?|devices?) (?:were |"
        r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
        r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
        r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
@@ -100,6 +109,15 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{PT} §1: memory or an exclusive-mode context another process holds on the GPU: two "
        "processes on one device (CUDA compute modes: https://docs.nvidia.com/deploy/"
        "nvidia-smi/index.html)", failure=True),
+    _s("device-placement",
+       r"found at least two devices, cuda:\d+ and cuda:\d+|module must have its parameters and "
+       r"buffers on device cuda:\d+[^\n]{0,60}found one of them on device: cuda:\d+|"
+       r"device_ids and output_device arguments only work with single-device[^\n]{0,200}"
+       r"(?:device\(type='cuda', index=\d+\)|cuda:\d+)",
+       prior("device-placement"),
+       f"{PT} §1: tensors created with 'cuda' / .cuda() go to the current device, cuda:0 unless "
+       "set_device was called, so a rank's model and its data (or DDP's device_ids) end up on "
+       "two GPUs; a visible-devices list that renumbers does the same", failure=True),
     _s("visible-in-container",
        r"(?:container|pod|compose|service)s?\b[^.\n]{0,60}\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES|"
        r"(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES[^.\n]{0,60}\b(?:container|pod|compose service)s?\b",
@@ -115,7 +133,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"LOCAL_RANK instead ({LAUNCHERS} §2; https://github.com/qcf-568/DocTamper/issues/87); "
        "or get_device() of a CPU tensor", failure=True),
     _s("init-traceback",
-       r"(?m)^\s*File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
+       _LINE + r"File \"[^\"\n]+\", line \d+, in (?:set_device|_lazy_init|_lazy_call|manual_seed_all|"
        r"init_process_group|_new_process_group_helper|new_group|barrier|_sync_params_and_buffers|"
        r"_sync_module_states|_verify_param_shape_across_processes|_distributed_broadcast_coalesced|"
        r"init_distributed|init_device|init_worker_distributed_environment|"
@@ -152,6 +170,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(multi-NIC hosts register under another IP; https://github.com/vllm-project/vllm/"
        "issues/7815)",
        failure=True, framework="ray"),
+    _s("exception-any",
+       _LINE + r"(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?:|"
+       r"Traceback \(most recent call last\)",
+       prior("exception-any"),
+       "An exception a program raised: something failed, the message says what "
+       "(https://docs.python.org/3/library/exceptions.html); its class alone names no cause",
+       failure=True, where=LOG),
     # --- failures outside this family: they never add points; without a failure of the family
     # they keep context alone (docker, a launcher, a CVD) from making a mapping guess ----------
     _s("outside-oom", r"CUDA out of memory|OutOfMemoryError|\bout of memory\b|\bOOM\b", {},
@@ -173,7 +198,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
-    _s("outside-python", r"^\s*(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
+    _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
        "Python's own exceptions name a program or installation error "
@@ -290,6 +315,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
     "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
     "rank-env-missing": ("expected, but not set", "keyerror"),
+    "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
         "free memory on device",
         "busy or unavailable",
@@ -298,6 +324,11 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "already in use",
         "already occupied",
         "already busy",
+    ),
+    "device-placement": (
+        "found at least two devices",
+        "must have its parameters and buffers on device",
+        "device_ids and output_device",
     ),
     "visible-in-container": ("_visible_devices",),
     "hardware-fault": (

@@ -49,7 +49,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("no-kernel-image", r"no kernel image is available|not compatible with the current PyTorch "
        r"installation|CUDA capability sm_\d+ is not compatible|sm_\d+ is not compatible|"
        r"no binary for gpu|hipErrorNoBinaryForGpu|invalid device function|"
-       r"cudaErrorNoKernelImageForDevice",
+       r"cudaErrorNoKernelImageForDevice|minimum (?:required )?cuda capability|no longer supports "
+       r"this GPU because it is too old|Ignoring visible gpu device[^\n]{0,200}compute capability",
        {"version_mismatch": 6}, f"{NCCL} (g): binaries carry code for a list of architectures",
        failure=True),
     _s("driver-too-old", r"driver version is insufficient|CUDA driver version is insufficient|"

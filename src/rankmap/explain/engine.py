@@ -258,12 +258,12 @@ def _host_identity_ranks(findings: list[Finding], texts: list[str]) -> list[Find
 
 
 def _bare_invalid_usage(ev: Evidence) -> bool:
+    """NCCL's duplicate-GPU check returns ncclInvalidUsage (reference/nccl.md (a)); an internal
+    error (a failed proxy connection, an IB error, ...) is no sign of a shared GPU."""
     for e in ev.of("torch_nccl_error"):
-        if (e.get("err") or "").startswith(("invalid usage", "internal error")):
+        if (e.get("err") or "").startswith("invalid usage"):
             return True
-    return any(
-        e.get("code") in ("ncclInvalidUsage", "ncclInternalError") for e in ev.of("nccl_result")
-    )
+    return any(e.get("code") == "ncclInvalidUsage" for e in ev.of("nccl_result"))
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -118,7 +118,9 @@ class LineSetMatcher:
         return out, joins
 
     def _block(self, block: bytes, offset: int, out: list[int], joins: set[int]) -> None:
-        norm = block.translate(self._table)
+        # Deleting NUL takes CPython's other translate loop, a third faster (1.1 vs 1.6 ms/MB):
+        # no literal holds a NUL, and offsets in ``norm`` are never used (_locate reads ``block``)
+        norm = block.translate(self._table, b"\x00")
         lines = set(norm.split(b"\n"))  # no literal holds a newline; a CR stays in its line
         unseen = lines - self._seen  # lines holding a literal, and lines never seen
         wanted: set[int] = set()

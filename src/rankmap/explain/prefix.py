@@ -114,9 +114,43 @@ def _strip_prefixes(text: str) -> tuple[Prefix, str]:
     return Prefix(host, pid, tid, dev, rank, task, ip, nccl, ray), msg
 
 
+# What a split point of _SPLIT needs after it: one of these literals, a run of two whitespace
+# characters, or an NCCL message start other than the line's own (the gate of _may_split).
+_SPLIT_WORDS = (
+    "Last error:",
+    "[rank",
+    "]<std",
+    "Traceback (most recent",
+    "Error",
+    "ncclInvalid",
+    "Root Cause (",
+    "Failures:",
+)
+_TWO_SPACES = re.compile(r"\s\s")
+_NCCL_MESSAGES = ("NCCL INFO", "NCCL WARN")
+_OWN_NCCL_PREFIX = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./]+:\d+ )?")
+
+
+def _may_split(text: str) -> bool:
+    """False where :data:`_SPLIT` cannot split ``text`` (a gate: the regex costs ~25 us on a
+    200-character NCCL line, and a big log's candidate lines are mostly Init lines). The only
+    NCCL message of a line that starts with its own prefix (``host:pid:tid [dev] NCCL INFO``)
+    is no split point: no whitespace before that prefix."""
+    if any(word in text for word in _SPLIT_WORDS) or _TWO_SPACES.search(text):
+        return True
+    at = [i for i in (text.find(m) for m in _NCCL_MESSAGES) if i != -1]
+    if not at:
+        return False
+    if len(at) > 1 or any(text.count(m) > 1 for m in _NCCL_MESSAGES):
+        return True
+    return _OWN_NCCL_PREFIX.fullmatch(text, 0, at[0]) is None
+
+
 def split_messages(text: str) -> list[str]:
     """Split a line holding several messages (lost newlines) at known message starts."""
     if len(text) < 120:
+        return [text]
+    if not _may_split(text):  # one message (or prefixes only: strip_prefixes sees the same)
         return [text]
     parts = [p for p in _SPLIT.split(text) if p and p.strip()]
     # A part that is only prefixes ("0: [rank3]:") belongs to the message after it.
