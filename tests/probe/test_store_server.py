@@ -307,10 +307,9 @@ def test_repeated_verify_calls_do_not_fill_the_store(tmp_path: Path) -> None:
     # verify() in a loop (every epoch) under RANKMAP_STORE_PORT: rank 0 hosts one server for the
     # life of the process, and each call's keys stayed in it, so the budget filled up after a
     # few calls at thousands of ranks and the peers' records were then refused.
-    import subprocess
     import sys
 
-    from probe_helpers import base_env
+    from probe_helpers import base_env, run_ranks
 
     code = (
         "import rankmap, os\n"
@@ -321,32 +320,20 @@ def test_repeated_verify_calls_do_not_fill_the_store(tmp_path: Path) -> None:
         "        print('used', list(store_server._HOSTED.values())[0].data.used)\n"
         "print('ok', r.verdict)\n"
     )
-    port = free_port()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code],
-            env=base_env(
-                RANK=str(rank),
-                LOCAL_RANK=str(rank),
-                WORLD_SIZE="2",
-                RANKMAP_MACHINE="workstation-4gpu",
-                RANKMAP_STORE_PORT=str(port),
-                RANKMAP_STORE_ADDR="127.0.0.1",
-            ),
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    port = str(free_port())
+    envs = [
+        base_env(
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE="2",
+            RANKMAP_MACHINE="workstation-4gpu",
+            RANKMAP_STORE_PORT=port,
+            RANKMAP_STORE_ADDR="127.0.0.1",
+        )  # fmt: skip
         for rank in range(2)
     ]
-    outs = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=120)
-        finally:
-            p.kill()
-        assert p.returncode == 0 and "ok ok" in out, err[-2000:]
-        outs.append(out)
-    used = [int(line.split()[1]) for line in outs[0].splitlines() if line.startswith("used")]
+    runs = run_ranks([sys.executable, "-c", code], envs, timeout=120, cwd=tmp_path)
+    for run in runs:
+        assert run.status == 0 and "ok ok" in run.stdout, run.stderr[-2000:]
+    used = [int(line.split()[1]) for line in runs[0].stdout.splitlines() if line.startswith("used")]
     assert len(used) == 2 and used[1] <= used[0] + 1000, used  # not 10 more calls' records
