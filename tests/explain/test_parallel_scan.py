@@ -35,14 +35,20 @@ def _log(path: Path) -> Path:
     return path
 
 
+def _big_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cores: int) -> tuple[Path, int]:
+    """The test log (path, size), which then goes the parallel way on ``cores`` cores, in many
+    more 64 KiB segments than the window."""
+    monkeypatch.setattr(logs, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(logs, "SEGMENT_BYTES", 64 * 1024)
+    monkeypatch.setattr(logs.os, "cpu_count", lambda: cores)
+    path = _log(tmp_path / "big.log")
+    return path, path.stat().st_size
+
+
 def test_parallel_scan_gives_the_serial_lines_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _log(tmp_path / "big.log")
-    size = path.stat().st_size
-    monkeypatch.setattr(logs, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(logs, "SEGMENT_BYTES", 64 * 1024)  # many more segments than the window
-    monkeypatch.setattr(logs.os, "cpu_count", lambda: 2)
+    path, size = _big_log(tmp_path, monkeypatch, cores=2)
     lines = logs.scan_file_parallel(str(path), size, big_input_matcher())
     assert lines is not None
     parallel = [line.text for line in lines]
@@ -124,11 +130,7 @@ class _PerThread(LineSetMatcher):
 def test_threaded_scan_gives_the_process_pool_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _log(tmp_path / "big.log")
-    size = path.stat().st_size
-    monkeypatch.setattr(logs, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(logs, "SEGMENT_BYTES", 64 * 1024)
-    monkeypatch.setattr(logs.os, "cpu_count", lambda: 3)
+    path, size = _big_log(tmp_path, monkeypatch, cores=3)
     assert isinstance(_PerThread(), logs.ThreadMatcher)
     assert not isinstance(LineSetMatcher(), logs.ThreadMatcher)
     threaded = logs.scan_file_parallel(str(path), size, _PerThread())
