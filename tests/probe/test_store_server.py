@@ -337,3 +337,20 @@ def test_repeated_verify_calls_do_not_fill_the_store(tmp_path: Path) -> None:
         assert run.status == 0 and "ok ok" in run.stdout, run.stderr[-2000:]
     used = [int(line.split()[1]) for line in runs[0].stdout.splitlines() if line.startswith("used")]
     assert len(used) == 2 and used[1] <= used[0] + 1000, used  # not 10 more calls' records
+
+
+def test_announced_values_that_never_come_hold_no_budget(server: StoreServer) -> None:
+    """Peers that announce 1 MiB values and send one byte (slowloris) reserve what they sent,
+    not what they announced: a real peer still stores its record."""
+    idle = [raw(server) for _ in range(40)]  # 40 MiB announced against a 4 MiB budget
+    for sock in idle:
+        sock.sendall(
+            sf.HEAD.pack(sf.SET, 2) + sf.LENGTH.pack(1) + b"k" + sf.LENGTH.pack(2**20) + b"v"
+        )
+    time.sleep(0.3)
+    assert server.data.used < 64 * 1024
+    peer = client(server)
+    peer.set("rec/1", b"r" * 500_000)
+    assert len(peer.get("rec/1")) == 500_000
+    for sock in idle:
+        sock.close()

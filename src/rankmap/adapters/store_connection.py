@@ -2,7 +2,9 @@
 
 An ``asyncio.BufferedProtocol``: the transport reads into this connection's own
 :data:`INPUT_BYTES` buffer, and the parser moves each argument out of it as it arrives (keeping
-only what :func:`store_frames.kept_length` allows, reserved against the store's budget first).
+only what :func:`store_frames.kept_length` allows, each byte reserved against the store's budget
+as it arrives - not as a frame announces it, so headers that announce big values and never send
+them hold nothing).
 While a reply is being written, reading pauses: a peer that sends requests without reading
 the replies holds one reply, not a queue of them. A reply is written in pieces of at most
 :data:`PIECE_BYTES`, each sliced out of the stored values only when the transport's buffer is
@@ -40,6 +42,7 @@ class Connection(asyncio.BufferedProtocol):
         self.arg: bytearray | None = None
         self.arg_left = 0
         self.arg_keep = 0
+        self.arg_reserves = True
         self.pending = False  # a reply is being written
         self.rest: Iterator[bytes] = iter(())  # its pieces not yet written, made one at a time
         self.pinned: list[bytes] = []  # the values the reply refers to
@@ -147,12 +150,12 @@ class Connection(asyncio.BufferedProtocol):
             return False
         (length,) = sf.LENGTH.unpack(raw)
         keep = sf.kept_length(self.request, length)
+        self.arg_reserves = True  # reserved as its bytes arrive, not as announced
         if self.request.op != sf.SET and self.request.unreserved + keep <= sf.UNRESERVED_BYTES:
             self.request.unreserved += keep
-        elif self.request.refused or not self.data.reserve(keep):
-            self.request.refused, keep = True, 0
-        else:
-            self.request.reserved += keep
+            self.arg_reserves = False
+        elif self.request.refused:
+            keep = 0
         self.arg, self.arg_left, self.arg_keep = bytearray(), length, keep
         if length == 0:
             self.end_arg()
@@ -163,14 +166,27 @@ class Connection(asyncio.BufferedProtocol):
         size = min(self.end - self.start, self.arg_left)
         if size == 0:
             return False
-        room = self.arg_keep - len(self.arg)
-        if room > 0:
-            self.arg += self.inbuf[self.start : self.start + min(room, size)]
+        part = min(self.arg_keep - len(self.arg), size)
+        if part > 0 and self.arg_reserves and not self.reserve(part):
+            part = 0
+        if part > 0:
+            self.arg += self.inbuf[self.start : self.start + part]
         self.start += size
         self.arg_left -= size
         if self.arg_left == 0:
             self.end_arg()
         return True
+
+    def reserve(self, size: int) -> bool:
+        """Count ``size`` more bytes of this request against the budget; once it is spent the
+        request is refused and the rest of its bytes are read and dropped."""
+        assert self.request is not None and self.arg is not None
+        if self.data.reserve(size):
+            self.request.reserved += size
+            return True
+        self.request.refused = True
+        self.arg_keep = len(self.arg)
+        return False
 
     def end_arg(self) -> None:
         assert self.request is not None and self.arg is not None
