@@ -79,7 +79,6 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         self.closed = True
-        self.server.out_bytes -= self.buffered
         self.buffered = 0
         self.pending, self.rest = False, iter(())
         self.data.unpin(self.pinned)
@@ -202,9 +201,7 @@ class Connection(asyncio.BufferedProtocol):
 
     # writing ------------------------------------------------------------------------------
     def sync_buffered(self) -> None:
-        now = self.transport.get_write_buffer_size()
-        self.server.out_bytes += now - self.buffered
-        self.buffered = now
+        self.buffered = self.transport.get_write_buffer_size()
 
     def flush(self) -> bool:
         """Write pieces while the socket takes them at once; True when the reply is all sent."""

@@ -35,9 +35,12 @@ class StoreServer:
         self.port = port
         self.max_connections = max_connections
         self.data = data or StoreData()
-        self.out_bytes = 0  # reply bytes waiting in the transports, over all connections
         self.connections: set[Any] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def out_bytes(self) -> int:
+        """Reply bytes waiting in the transports, over all connections."""
+        return sum(c.buffered for c in self.connections)
 
     def start(self) -> None:
         """Listen on every interface (as torch's TCPStore server does); OSError when the port
@@ -70,7 +73,6 @@ class StoreServer:
         ready.wait()
         if started.get("error") is not None:
             raise started["error"]  # type: ignore[misc]
-        self._loop = loop
 
     def admit(self, connection: object) -> bool:
         if len(self.connections) >= self.max_connections:
