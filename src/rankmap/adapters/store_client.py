@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from rankmap.adapters import store_frames as sf
 
@@ -62,8 +62,7 @@ class StoreClient:
         return status, values
 
     def set(self, key: str, value: bytes | str) -> None:
-        raw = value.encode() if isinstance(value, str) else bytes(value)
-        self._call(sf.SET, [key.encode(), raw])
+        self._call(sf.SET, [key.encode(), sf.as_bytes(value)])
 
     def get(self, key: str) -> bytes:
         status, values = self._call(sf.GET, [key.encode()])
@@ -78,8 +77,7 @@ class StoreClient:
         return sf.counter_delta(values[0])
 
     def check(self, keys: Sequence[str]) -> bool:
-        for i in range(0, len(keys), sf.ARGS_PER_REQUEST):
-            part = [k.encode() for k in keys[i : i + sf.ARGS_PER_REQUEST]]
+        for part in _requests_of(keys):
             _, values = self._call(sf.CHECK, part)
             if values != [b"\x01"]:
                 return False
@@ -87,8 +85,7 @@ class StoreClient:
 
     def multi_get(self, keys: Sequence[str]) -> list[bytes]:
         out: list[bytes] = []
-        for i in range(0, len(keys), sf.ARGS_PER_REQUEST):
-            part = [k.encode() for k in keys[i : i + sf.ARGS_PER_REQUEST]]
+        for part in _requests_of(keys):
             status, values = self._call(sf.MULTI_GET, part)
             if status != sf.OK or len(values) != len(part):
                 raise KeyError("a key of the list does not exist")
@@ -96,8 +93,19 @@ class StoreClient:
         return out
 
 
+def _requests_of(keys: Sequence[str]) -> Iterator[list[bytes]]:
+    """``keys`` encoded, as many to a request as the server takes."""
+    for i in range(0, len(keys), sf.ARGS_PER_REQUEST):
+        yield [k.encode() for k in keys[i : i + sf.ARGS_PER_REQUEST]]
+
+
 # A refused connection is retried this often until the deadline (rank 0 may not listen yet).
 RETRY_S = 0.05
+
+
+def _pause(connect_by: float) -> None:
+    """Before the next connection attempt (never past ``connect_by``)."""
+    time.sleep(min(RETRY_S, max(0.0, connect_by - time.monotonic())))
 
 
 def connect(host: str, port: int, connect_by: float, until: float) -> StoreClient:
@@ -112,7 +120,7 @@ def connect(host: str, port: int, connect_by: float, until: float) -> StoreClien
             sock = socket.create_connection((host, port), timeout=min(left, 1.0))
         except OSError as exc:
             last = " ".join(str(exc).split())[:200] or type(exc).__name__
-            time.sleep(min(RETRY_S, max(0.0, connect_by - time.monotonic())))
+            _pause(connect_by)
             continue
         client = StoreClient(sock, until)
         try:
@@ -126,7 +134,7 @@ def connect(host: str, port: int, connect_by: float, until: float) -> StoreClien
         if greeting == sf.BUSY:  # a connection may be freed before the deadline
             sock.close()
             last = "the rankmap store has all the connections it takes (world size + 64)"
-            time.sleep(min(RETRY_S, max(0.0, connect_by - time.monotonic())))
+            _pause(connect_by)
             continue
         if greeting != sf.MAGIC:
             sock.close()

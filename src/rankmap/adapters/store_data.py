@@ -118,8 +118,7 @@ class LocalStore:
         self._data = data
 
     def set(self, key: str, value: bytes | str) -> None:
-        raw = value.encode() if isinstance(value, str) else bytes(value)
-        self._data.put(key.encode(), raw)
+        self._data.put(key.encode(), sf.as_bytes(value))
 
     def get(self, key: str) -> bytes:
         found = self._data.get_many([key.encode()])

@@ -62,6 +62,11 @@ def frame(code: int, args: Sequence[bytes]) -> bytes:
     return b"".join(parts)
 
 
+def as_bytes(value: bytes | str) -> bytes:
+    """A value as stored: text in UTF-8 (the key protocol sets a few values as text)."""
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
 def counter_delta(raw: bytes) -> int:
     if len(raw) != COUNTER.size:
         raise ProtocolError("an ADD delta is 8 bytes")
