@@ -38,10 +38,10 @@ class ProbePorts:
 
     ``collect_record(environ, device=, machine=, allow_cuda_init=)`` builds this rank's record;
     ``open_store(environ, rank, deadline, progress, world_size=)`` connects the job's store
-    (naming it in ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether the job already
-    has a default process group; ``load_store_library()`` loads torch's c10d in the caller's
-    thread before the deadline starts (loading it holds the GIL for seconds, which would keep the
-    watchdog from waking up in time).
+    (naming it in ``progress.where`` as soon as it is known); ``pg_initialized()`` says whether
+    the job already has a default process group; ``load_store_library()`` loads torch's c10d in
+    the caller's thread before the deadline starts (loading it holds the GIL for seconds, which
+    would keep the watchdog from waking up in time).
     """
 
     collect_record: Callable[..., RankRecord]
