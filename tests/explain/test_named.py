@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from text_strategies import joined_fragments
 
 from rankmap.explain.named import (
     _FAILURE,
@@ -221,34 +222,32 @@ def test_the_failure_itself_wins_over_the_others_reaction() -> None:
     assert failing_ranks(lines[:2]) == {0, 1}  # only reactions: they are all there is
 
 
-_FAILURE_TEXT = st.lists(
-    st.sampled_from(
-        [
-            "Error",
-            "ERROR",
-            "timed out",
-            "time out",
-            "timeout",
-            "TimedOut",
-            "hang",
-            "shang",
-            "Stuck",
-            "NCCL WARN",
-            "exit code",
-            "Init START",
-            "rank 3",
-            "ſignal",
-            "Killed",
-            "\u212ailled",
-            "ok",
-            " ",
-            "-",
-            "é",
-        ]
-    )
-    | st.text(max_size=12),
-    max_size=8,
-).map("".join)
+_FAILURE_TEXT = joined_fragments(
+    [
+        "Error",
+        "ERROR",
+        "timed out",
+        "time out",
+        "timeout",
+        "TimedOut",
+        "hang",
+        "shang",
+        "Stuck",
+        "NCCL WARN",
+        "exit code",
+        "Init START",
+        "rank 3",
+        "ſignal",
+        "Killed",
+        "\u212ailled",
+        "ok",
+        " ",
+        "-",
+        "é",
+    ],
+    filler=12,
+    count=8,
+)
 
 
 @settings(max_examples=400, deadline=None)

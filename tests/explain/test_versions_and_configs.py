@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from text_strategies import joined_fragments
 
 from rankmap.adapters.local import explain_files
 from rankmap.explain.configs import ConfigFacts, config_points, read_parsed, read_text
@@ -135,27 +136,25 @@ def test_version_and_line_readers_never_crash(text: str) -> None:
     read_text(text, ConfigFacts())
 
 
-_NCCL_TEXT = st.lists(
-    st.sampled_from(
-        [
-            "NCCL version 2.18.1",
-            "nccl version: v2.21.5",
-            "libnccl2=2.19.3",
-            "libnccl.so.2.20.5",
-            "nccl_2.17.1",
-            "NCCL INFO ncclCommInitRank",
-            "libnccl",
-            "nccl",
-            " ",
-            "\n",
-            "x",
-            "İ",
-            "2.1",
-        ]
-    )
-    | st.text(max_size=6),
-    max_size=12,
-).map("".join)
+_NCCL_TEXT = joined_fragments(
+    [
+        "NCCL version 2.18.1",
+        "nccl version: v2.21.5",
+        "libnccl2=2.19.3",
+        "libnccl.so.2.20.5",
+        "nccl_2.17.1",
+        "NCCL INFO ncclCommInitRank",
+        "libnccl",
+        "nccl",
+        " ",
+        "\n",
+        "x",
+        "İ",
+        "2.1",
+    ],
+    filler=6,
+    count=12,
+)
 
 
 @settings(max_examples=400, deadline=None)
