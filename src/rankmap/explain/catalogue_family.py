@@ -16,7 +16,7 @@ device-side asserts, ``invalid device function``/``pointer``/``context``.
 from __future__ import annotations
 
 from rankmap.explain.priors import prior
-from rankmap.explain.signal_model import CUDA_DEV, LAUNCHERS, NCCL, PT, TEXT, Signal
+from rankmap.explain.signal_model import CUDA_DEV, LAUNCHERS, NCCL, PROSE, PT, TEXT, Signal
 from rankmap.explain.signal_model import sig as _s
 
 LOG = frozenset({"log"})
@@ -32,6 +32,30 @@ _NOT_FAMILY = (
 # "(RayWorkerWrapper pid=12, ip=10.0.0.2) ", a logger's "ERROR 06-11 19:21:45 [worker.py:62] ",
 # srun's "3: " and pdsh's "host: "): a frame or an exception printed by one rank of many.
 _LINE = r"(?m)^(?:[^\n]{0,200}?[\])>]:?|[\w.-]{1,64}:[ \t])?[ \t]*"
+
+# A prose report that the choice of GPU went wrong: a sentence (or a title) that names the
+# selection of a device and a problem with it ("the GPU ids do not match nvidia-smi",
+# "CUDA_VISIBLE_DEVICES is not properly set", "the process-GPU mapping is random", "all workers
+# compete for the first GPU", "fix CUDA device selection").
+_DEVICE_CHOICE = (
+    r"(?:gpu|device|cuda|card)[ _-]?(?:ids?|index|indices|indexes|ordinals?|numbers?|numbering|"
+    r"order(?:ing)?|selection|assignments?|mapping|placement|binding|affinity)\b|"
+    r"\b(?:process|rank|worker|task)(?:es|s)?[- ](?:to[- ])?(?:gpu|device)s?[- ](?:mapping|"
+    r"assignments?|binding|affinity)|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
+    r"\b|\bset_device\b|\b(?:first|same|other|another|different) (?:gpu|device|card)s?\b"
+)
+_WRONG = (
+    r"(?:\bnot|n't|never)(?: be| being| been| get| getting)? (?:properly |correctly |actually )?"
+    r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|"
+    r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\b|"
+    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bfix\w*|"
+    r"\berror\w*|\bfail\w*|\bthrows?\b|\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
+)
+_PROBLEM_ABOUT_DEVICE = (
+    r"\b(?:wrong|incorrect) (?:gpus?|devices?|cards?|cuda devices?)\b|"
+    rf"(?:{_DEVICE_CHOICE})[^.!?\n]{{0,120}}(?:{_WRONG})|"
+    rf"(?:{_WRONG})[^.!?\n]{{0,120}}(?:{_DEVICE_CHOICE})"
+)
 
 # fmt: off
 FAMILY_SIGNALS: tuple[Signal, ...] = (
@@ -118,6 +142,10 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{PT} §1: tensors created with 'cuda' / .cuda() go to the current device, cuda:0 unless "
        "set_device was called, so a rank's model and its data (or DDP's device_ids) end up on "
        "two GPUs; a visible-devices list that renumbers does the same", failure=True),
+    _s("device-selection-problem", _PROBLEM_ABOUT_DEVICE, prior("device-selection-problem"),
+       f"{CUDA_DEV} §1-2 and {PT} §1: which GPU a process uses is decided by the visible-devices "
+       "list, CUDA's device order and the device the code selects; a report that this choice is "
+       "wrong names no cause, the context decides", failure=True, where=PROSE),
     _s("visible-in-container",
        r"(?:container|pod|compose|service)s?\b[^.\n]{0,60}\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES|"
        r"(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES[^.\n]{0,60}\b(?:container|pod|compose service)s?\b",
@@ -324,6 +352,18 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "already in use",
         "already occupied",
         "already busy",
+    ),
+    "device-selection-problem": (
+        "gpu",
+        "device",
+        "cuda ",
+        "cuda_",
+        "cuda-",
+        "card",
+        "nvidia-smi",
+        "rocm-smi",
+        "_visible_devices",
+        "set_device",
     ),
     "device-placement": (
         "found at least two devices",

@@ -35,6 +35,7 @@ MASS: dict[str, float] = {
     "negative-device-index": 2.5,
     "exception-any": 0.5,
     "device-placement": 3.0,
+    "device-selection-problem": 2.0,
 }
 
 # The prior before data: what reference/*.md makes likely for each class (relative weights).
@@ -76,6 +77,16 @@ HAND: dict[str, dict[str, float]] = {
     # pytorch_nccl.md §1: 'cuda' without an index is the current device (cuda:0 without
     # set_device); a visible-devices list renumbers (cuda_devices.md §1)
     "device-placement": {"no_set_device": 1.5, "visible_devices_mismatch": 1, "other": 1},
+    # a prose report that the GPU a process uses is wrong (cuda_devices.md §1-2: the visible list
+    # and CUDA's order; pytorch_nccl.md §1: the device the code selects; launchers.md §5: a
+    # scheduler that narrows each task's GPUs)
+    "device-selection-problem": {
+        "visible_devices_mismatch": 1.5,
+        "no_set_device": 1,
+        "per_process_visible_devices": 1,
+        "oversubscribed": 0.5,
+        "other": 0.5,
+    },
     # an exception without a message of this family: something failed, nothing says what
     "exception-any": {"other": 1},
 }
@@ -92,6 +103,7 @@ ORDER: tuple[str, ...] = (
     "hang-at-collective",
     "comm-error-any",
     "device-error-any",
+    "device-selection-problem",  # prose: the choice of GPU went wrong, nothing says why
     "init-traceback",  # where it failed, not what: only when no message class matched
     "exception-any",  # an exception and nothing else: the weakest mark of a failure
 )
@@ -115,12 +127,13 @@ COUNTS: dict[str, dict[str, float]] = {
         "visible_devices_mismatch": 0.5,
     },
     "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 0.5},
-    "device-error-any": {"other": 2.0},
+    "device-error-any": {"other": 1.0},
+    "device-selection-problem": {"no_set_device": 0.5, "visible_devices_mismatch": 0.5},
     "exception-any": {
         "global_rank_as_device": 0.5,
         "host_identity": 0.5,
         "other": 6.5,
-        "visible_devices_mismatch": 1.0,
+        "visible_devices_mismatch": 0.5,
     },
     "gpu-held-by-another": {"container_mapping": 0.25, "oversubscribed": 0.25},
     "hang-at-collective": {"launcher_config": 0.5},
