@@ -126,7 +126,14 @@ KEYS: dict[str, tuple[str, ...]] = {
         "mpi4jax",
         "pmi_rank",
     ),
-    "rank-as-device-code": ("set_device", "cuda:", "device_ids", "device(", "hvd.rank()"),
+    "rank-as-device-code": (
+        "set_device",
+        "cuda:",
+        "device_ids",
+        "device(",
+        "hvd.rank()",
+        "visible_device_list",
+    ),
     "rank-not-local": (
         "local_rank",
         "local rank",

@@ -34,6 +34,16 @@ _ON = (
 )
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 
+# Where a process reads its rank in the whole job (not on its node), in every launcher's and
+# framework's spelling (reference/launchers.md §1, §5, §6: RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
+# PMI_RANK, PMIX_RANK; torch.distributed, Horovod, mpi4py and JAX calls).
+_GLOBAL_RANK = (
+    r"(?:(?:dist\.|torch\.distributed\.)?get_rank\(\)|hvd\.rank\(\)|(?:\w+\.)?\w*comm\w*\."
+    r"(?:Get_rank\(\)|rank\b)|jax\.process_index\(\)|int\(\s*os\.(?:environ(?:\.get\(|\[)|getenv\()"
+    r"\s*['\"](?:RANK|SLURM_PROCID|OMPI_COMM_WORLD_RANK|PMI_RANK|PMIX_RANK)['\"](?:\s*,[^()]{0,12})?\s*[\])]"
+    r"[^()]{0,8}\))"
+)
+
 # fmt: off
 DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- invalid device / visibility, every framework's spelling --------------------------------
@@ -216,9 +226,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("rank-as-device-code", r"set_device\(\s*(?:args\.|self\.|opt\.|config\.)?(?:global_)?rank\s*\)|"
        r"cuda:\{?\s*(?:args\.|self\.)?(?:global_)?rank\s*\}?['\"]|"
        r"device_ids\s*=\s*\[\s*(?:args\.|self\.)?rank\s*\]|"
-       r"set_device\(\s*(?:dist\.|torch\.distributed\.)?get_rank\(\)|"
-       r"set_device\(\s*int\(os\.environ\[['\"](?:RANK|SLURM_PROCID)['\"]\]|"
-       r"Device\(\s*(?:self\.|args\.)?(?:hvd_|global_)?rank\s*\)|hvd\.rank\(\)\s*\)",
+       rf"(?:set_device|Device|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
+       rf"cuda:\{{\s*{_GLOBAL_RANK}\s*\}}|"
+       r"Device\(\s*(?:self\.|args\.)?(?:hvd_|global_)?rank\s*\)",
        {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",
        where=NOT_PROSE),
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
