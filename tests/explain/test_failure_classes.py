@@ -60,7 +60,10 @@ CLASS_EXAMPLES = {
         "dist.barrier() never returns",
         "it gets stuck at the first all_reduce",
     ],
-    "ray-node-ip": ["Error: No available node types can fulfill resource request {'GPU': 1.0}"],
+    "ray-node-ip": ["Error: resource request {'node:10.0.0.2': 0.001, 'GPU': 1.0} never fits"],
+    "ray-resources-unmet": [
+        "Error: No available node types can fulfill resource request {'GPU': 1.0}"
+    ],
 }
 NOT_OF_THE_CLASS = {
     "invalid-device-any": ["CUDA error: invalid device function", "invalid device pointer"],

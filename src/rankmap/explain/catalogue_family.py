@@ -65,7 +65,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"hipErrorInvalidDevice\b|device ordinal (?:\d+ )?(?:is )?(?:out of range|invalid|not "
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
-       r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+",
+       r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+|"
+       r"explicit device specification '[^'\n]{0,80}GPU:\d+' because no devices matching",
        prior("invalid-device-any"),
        f"{CUDA_DEV} §1: an index >= the number of visible devices is invalid in every stack "
        "(CUDA cudaErrorInvalidDevice, HIP hipErrorInvalidDevice, XLA CUDA_ERROR_INVALID_DEVICE)",
@@ -191,13 +192,28 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "A GPU hardware fault (ECC, Xid, off the bus) is a bad node, not a mapping "
        "(https://docs.nvidia.com/deploy/xid-errors/index.html)", failure=True),
     _s("ray-node-ip",
-       r"No available node types can fulfill resource request|['\"]node:\d{1,3}(?:\.\d{1,3}){3}"
-       r"['\"]\s*:\s*0\.001",
+       r"['\"]node:(?:\d{1,3}(?:\.\d{1,3}){3}|<[\w ]{1,20}>|[\w.-]{1,64})['\"]\s*:\s*0\.001",
        {"host_identity": 4, "launcher_config": 1},
        f"{LAUNCHERS} §8: a Ray placement group pinned to a node address Ray does not know "
        "(multi-NIC hosts register under another IP; https://github.com/vllm-project/vllm/"
        "issues/7815)",
        failure=True, framework="ray"),
+    _s("ray-resources-unmet", r"No available node types can fulfill resource request",
+       {"oversubscribed": 2, "per_process_visible_devices": 1, "launcher_config": 1},
+       f"{LAUNCHERS} §8: Ray's autoscaler says no node type holds the resources a task, actor or "
+       "placement group asks for (https://docs.ray.io/en/latest/cluster/vms/user-guides/"
+       "configuring-autoscaling.html): more GPUs asked than a node has, or a bundle pinned to a "
+       "node Ray does not know (ray-node-ip)", failure=True, framework="ray"),
+    _s("mpi-slots", r"not enough slots available in the system to satisfy",
+       {"launcher_config": 2.5, "oversubscribed": 2},
+       f"{LAUNCHERS} §6: mpirun starts at most the slots its hostfile or allocation gives each "
+       "node (https://docs.open-mpi.org/en/v5.0.x/launching-apps/scheduling.html): -np above "
+       "them is refused unless --oversubscribe", failure=True, framework="mpi"),
+    _s("k8s-gpu-unschedulable", r"Insufficient (?:nvidia\.com|amd\.com)/(?:gpu|mig-)",
+       {"oversubscribed": 2, "container_mapping": 2},
+       f"{CUDA_DEV} §4: the scheduler places a pod only on a node whose device plugin has its GPU "
+       "request free (FailedScheduling: `0/N nodes are available: Insufficient nvidia.com/gpu`)",
+       failure=True),
     _s("exception-any",
        _LINE + r"(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?:|"
        r"Traceback \(most recent call last\)",
@@ -254,6 +270,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "cuda id",
         "no gpu with",
         "no device with",
+        "explicit device specification",
         "no cuda device with",
     ),
     "visible-devices-any": (
@@ -321,7 +338,10 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "never return",
         "no progress",
     ),
-    "ray-node-ip": ("no available node types", "node:"),
+    "ray-node-ip": ("node:",),
+    "ray-resources-unmet": ("no available node types",),
+    "mpi-slots": ("not enough slots",),
+    "k8s-gpu-unschedulable": ("insufficient nvidia.com/", "insufficient amd.com/"),
     "init-traceback": (
         "set_device",
         "_lazy_init",

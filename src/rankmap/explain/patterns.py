@@ -91,6 +91,27 @@ _RESULT = _R(
     r"(?P<code>ncclInvalidUsage|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|"
     r"ncclRemoteError|ncclInvalidArgument)\b"
 )
+# The same results in other stacks' spelling: ncclGetErrorString's text after XLA's "NCCL operation
+# ... failed:" and CuPy's NCCL_ERROR_* names (reference/nccl.md (e), error-code strings).
+_RESULT_TEXT = _R(
+    r"(?i:NCCL operation \S.{0,200}? failed: (?P<text>invalid usage|invalid argument|internal error|"
+    r"unhandled cuda error|unhandled system error)|NCCL_ERROR_(?P<name>INVALID_USAGE|"
+    r"INVALID_ARGUMENT|INTERNAL_ERROR|UNHANDLED_CUDA_ERROR|SYSTEM_ERROR)\b)"
+)
+_RESULT_CODES = {
+    "invalid usage": "ncclInvalidUsage",
+    "invalid argument": "ncclInvalidArgument",
+    "internal error": "ncclInternalError",
+    "unhandled cuda error": "ncclUnhandledCudaError",
+    "unhandled system error": "ncclSystemError",
+}
+_RESULT_NAMES = {
+    "INVALID_USAGE": "ncclInvalidUsage",
+    "INVALID_ARGUMENT": "ncclInvalidArgument",
+    "INTERNAL_ERROR": "ncclInternalError",
+    "UNHANDLED_CUDA_ERROR": "ncclUnhandledCudaError",
+    "SYSTEM_ERROR": "ncclSystemError",
+}
 _MISMATCH = _R(
     r"Mismatched NCCL version detected\s*:\s*rank (?P<a>\d+) version (?P<va>\d+) rank (?P<b>\d+) "
     r"version (?P<vb>\d+)"
@@ -265,8 +286,8 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         )
     elif (m := _VERSION.search(msg)) is not None:
         ev.append(_ev("nccl_version", line, pre, version=m.group("v")))
-    if (m := _RESULT.search(msg)) is not None and "NCCL error in" not in msg:
-        ev.append(_ev("nccl_result", line, pre, values={"code": m.group("code")}))
+    if (code := _result_code(msg)) is not None:
+        ev.append(_ev("nccl_result", line, pre, values={"code": code}))
     if _ASSERT.search(msg):
         ev.append(_ev("invalid_ordinal", line, pre, values={"form": "mig_assert"}))
     elif (m := _TESTS_FAIL.search(msg)) is not None:
@@ -406,3 +427,16 @@ def _recognise_one(line: Line) -> list[Event]:
                 continue
         events.extend(_other_events(msg, line, pre))
     return events
+
+
+def _result_code(msg: str) -> str | None:
+    """The NCCL result a line outside torch's "NCCL error in:" message names, in any spelling."""
+    if "NCCL error in" in msg:
+        return None
+    if (m := _RESULT.search(msg)) is not None:
+        return m.group("code")
+    if (m := _RESULT_TEXT.search(msg)) is None:
+        return None
+    if m.group("name"):
+        return _RESULT_NAMES[m.group("name").upper()]
+    return _RESULT_CODES[m.group("text").lower()]

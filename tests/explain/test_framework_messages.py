@@ -1,0 +1,113 @@
+"""Messages of stacks beyond PyTorch that name a failure of this family: Open MPI's slot
+refusal, Kubernetes' unschedulable GPU pod, Ray's unmet resource request, TensorFlow's explicit
+device specification, and NCCL's results in XLA's and CuPy's spelling. Every line is a shape
+written for these tests (the message formats the cited sources document)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from rankmap.adapters.local import explain_files
+from rankmap.explain.docread import read_document
+from rankmap.explain.patterns import _result_code
+from rankmap.findings import Finding, Severity
+
+
+def _first(text: str) -> Finding:
+    return explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "sid", "category"),
+    [
+        (
+            "There are not enough slots available in the system to satisfy the 16 slots\n"
+            "that were requested by the application:\n  python\n",
+            "mpi-slots",
+            "launcher_config",
+        ),
+        (
+            "Warning  FailedScheduling  default-scheduler  0/4 nodes are available: "
+            "4 Insufficient nvidia.com/gpu.\n",
+            "k8s-gpu-unschedulable",
+            "container_mapping",  # the device plugin's GPUs (with k8s-gpu-resource's context)
+        ),
+        (
+            "(autoscaler) Warning: No available node types can fulfill resource request "
+            "{'GPU': 8.0, 'CPU': 1.0}. Add suitable node types to this cluster.\n",
+            "ray-resources-unmet",
+            "oversubscribed",
+        ),
+    ],
+)
+def test_a_launcher_or_scheduler_refusal_is_a_warning_guess(
+    line: str, sid: str, category: str
+) -> None:
+    assert sid in read_document(line).hits
+    first = _first(line)
+    assert (first.category, first.severity) == (category, Severity.WARNING)
+
+
+def test_a_ray_bundle_pinned_to_a_node_address_is_host_identity_not_a_count() -> None:
+    line = (
+        "No available node types can fulfill resource request {'node:10.1.2.3': 0.001, "
+        "'GPU': 1.0}. Add suitable node types to this cluster to resolve this issue.\n"
+    )
+    hits = read_document(line).hits
+    assert {"ray-node-ip", "ray-resources-unmet"} <= set(hits)
+    assert _first(line).category == "host_identity"
+    assert "ray-node-ip" not in read_document("{'GPU': 1.0, 'CPU': 2.0}\n").hits
+
+
+def test_a_tensorflow_device_beyond_the_visible_ones_is_an_invalid_device() -> None:
+    line = (
+        "InvalidArgumentError: Cannot assign a device for operation add: Could not satisfy "
+        "explicit device specification '/device:GPU:2' because no devices matching that "
+        "specification are registered in this process; available devices: "
+        "/job:localhost/replica:0/task:0/device:CPU:0, /job:localhost/replica:0/task:0/device:GPU:0\n"
+    )
+    assert "invalid-device-any" in read_document(line).hits
+    # an op without a GPU kernel is another failure
+    other = (
+        "Could not satisfy explicit device specification '/device:GPU:0' because no supported "
+        "kernel for GPU devices is available.\n"
+    )
+    assert "invalid-device-any" not in read_document(other).hits
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (
+            "XlaRuntimeError: INTERNAL: custom call 'all-reduce' failed: NCCL operation "
+            "ncclCommInitRank(&comm, n, id, r) failed: invalid usage",
+            "ncclInvalidUsage",
+        ),
+        ("NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage", "ncclInvalidUsage"),
+        ("NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error", "ncclSystemError"),
+        (
+            "NCCL operation ncclGroupEnd() failed: unhandled cuda error (run with NCCL_DEBUG=INFO "
+            "for details)",
+            "ncclUnhandledCudaError",
+        ),
+        ("ncclInternalError: Internal check failed.", "ncclInternalError"),
+    ],
+)
+def test_nccl_results_are_read_in_every_stack_spelling(line: str, code: str) -> None:
+    assert _result_code(line) == code
+
+
+def test_torch_message_and_plain_text_name_no_extra_result() -> None:
+    assert _result_code("RuntimeError: NCCL error in: pg.cpp:1, invalid usage") is None
+    assert _result_code("the invalid usage of a word") is None
+
+
+def test_an_xla_invalid_usage_at_init_reads_like_torch_one() -> None:
+    line = (
+        "jax.errors.JaxRuntimeError: INTERNAL: NCCL operation ncclCommInitRank(&comm, 2, id, 1) "
+        "failed: invalid usage\n"
+    )
+    assert _first(line).code == "RM103"
