@@ -49,6 +49,13 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cvd-set-in-code": ("cuda_visible_devices",),
     "hip-visible": ("hip_visible_devices", "rocr_visible_devices"),
     "tf-visible-list": ("visible_device_list",),
+    "taken-for-one-host": (
+        "same node",
+        "same host",
+        "same machine",
+        "same physical",
+        "localhost",
+    ),
     "device-order": ("cuda_device_order", "fastest_first"),
     # "start id" ..., not "start": every "Init START" line of a big log would try the regex
     "physical-id": (
@@ -70,7 +77,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "mig-word": ("mig",),
     "mig-caps": ("/mig/", "nvidia-cap"),
     "nvidia-visible": ("nvidia_visible_devices",),
-    "nvd-ignored": ("nvidia_visible_devices", "visible", "shown", "seen"),
+    "nvd-ignored": ("nvidia_visible_devices", "visible", "shown", "seen", "pod", "container"),
     "k8s-gpu-resource": ("nvidia.com/gpu", "amd.com/gpu"),
     "k8s-mig-resource": ("nvidia.com/mig-",),
     "device-plugin": ("device-plugin", "device plugin", "kubelet", "gpu-operator"),

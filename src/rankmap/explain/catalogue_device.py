@@ -11,6 +11,7 @@ from rankmap.explain.signal_model import (
     NOT_PROSE,
     PROSE,
     PT,
+    SENTENCE,
     TEXT,
     Signal,
 )
@@ -30,7 +31,9 @@ _ON = (
     r"put|pinned|started|launched|created)|run|runs|ran|sit|sits|sat|stay|stays|stayed|all)"
     r"(?: all)? (?:on|to|onto|in)|use|uses|used|using|share|shares|shared|sharing|occupy|"
     r"occupies|occupied|occupying|select|selects|selected|pick|picks|picked|choose|chooses|chose|"
-    r"see|sees|saw|allocate|allocates|allocated|allocating)"
+    r"see|sees|saw|allocate|allocates|allocated|allocating|(?:collide|collides|collided|colliding|"
+    r"clash|clashes|clashed|clashing) (?:on|over|at)|(?:compete|competes|competed|competing|contend|"
+    r"contends|contended|contending|fight|fights|fought|fighting) (?:for|over))"
 )
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 
@@ -140,7 +143,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("nvd-ignored", r"NVIDIA_VISIBLE_DEVICES[^\n]{0,60}(?:ignor\w*|(?:not|n't)(?: being)? "
        r"(?:respect\w*|honou?r\w*|work\w*|appl\w*)|no effect|overrid\w*)|(?:multiple|all|more|"
        r"every|\d+) GPUs? (?:are |is )?(?:visible|shown|seen)[^.\n]{0,40}(?:despite|although|even "
-       r"though|in (?:a|the|each|my) (?:container|pod))",
+       r"though|in (?:a|the|each|my) (?:container|pod))|\b(?:pod|container)s?\b"
+       + SENTENCE + r"{0,80}\b(?:shows?|"
+       r"showing|sees?|seeing|lists?|listing|exposes?) (?:all|every|the whole node's|\d+) (?:\d+ )?"
+       r"(?:of the )?(?:node's |host's )?GPUs",
        {"container_mapping": 4},
        f"{CUDA_DEV} §3-4: the container runtime (or the device plugin) decides which GPUs a "
        "container sees; a privileged container or a runtime ignoring NVIDIA_VISIBLE_DEVICES sees "
@@ -172,6 +178,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:same|identical)|same /etc/hostname|--hostname|hostNetwork|host network",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
+    _s("taken-for-one-host", r"\b(?:thinks?|thought|treats?|treated|assumes?|assumed|considers?|"
+       r"considered|believes?|detects?|detected|sees?|saw|regards?|takes?|took)\b[^.\n]{0,50}\b(?:are|is|were|"
+       r"was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?(?:node|host|machine)\b|"
+       r"\bhost ?names?\W{0,3}(?:is|are|was|were|of|set to|reports?|returns?)?\W{0,3}['\"`]?localhost\b",
+       {"host_identity": 4},
+       f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host (a container "
+       "named localhost on every machine is one host to it)"),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
     _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"

@@ -16,7 +16,16 @@ device-side asserts, ``invalid device function``/``pointer``/``context``.
 from __future__ import annotations
 
 from rankmap.explain.priors import prior
-from rankmap.explain.signal_model import CUDA_DEV, LAUNCHERS, NCCL, PROSE, PT, TEXT, Signal
+from rankmap.explain.signal_model import (
+    CUDA_DEV,
+    LAUNCHERS,
+    NCCL,
+    PROSE,
+    PT,
+    SENTENCE,
+    TEXT,
+    Signal,
+)
 from rankmap.explain.signal_model import sig as _s
 
 LOG = frozenset({"log"})
@@ -53,8 +62,9 @@ _WRONG = (
 )
 _PROBLEM_ABOUT_DEVICE = (
     r"\b(?:wrong|incorrect) (?:gpus?|devices?|cards?|cuda devices?)\b|"
-    rf"(?:{_DEVICE_CHOICE})[^.!?\n]{{0,120}}(?:{_WRONG})|"
-    rf"(?:{_WRONG})[^.!?\n]{{0,120}}(?:{_DEVICE_CHOICE})"
+    rf"(?:{_DEVICE_CHOICE}){SENTENCE}{{0,120}}(?:{_WRONG})|"
+    rf"(?:{_WRONG}){SENTENCE}{{0,120}}(?:{_DEVICE_CHOICE})|"
+    rf"(?:{_DEVICE_CHOICE}){SENTENCE}{{0,120}}\bbut\b{SENTENCE}{{0,80}}\b(?:gpu|device|cuda)[ :#]?\d"
 )
 
 # fmt: off

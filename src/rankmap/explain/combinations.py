@@ -96,6 +96,15 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             "local rank >= 1 is out of range (reference/launchers.md §5, typical Slurm "
             "misconfigurations)",
         )
+    if ordinal and doc and "ray" in doc.hits:
+        s.add(
+            "per_process_visible_devices",
+            2.5,
+            "an invalid device ordinal inside Ray workers: Ray sets each worker's "
+            "CUDA_VISIBLE_DEVICES to the GPUs it was given (num_gpus), so an index >= that count "
+            "is out of range (reference/launchers.md §8)",
+            _quote(doc, "ray"),
+        )
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)):
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"

@@ -29,6 +29,10 @@ PROSE = frozenset({"prose"})
 CODE = frozenset({"code"})
 NOT_PROSE = frozenset({"log", "code", "shell", "config", "env"})
 
+# Any character of one sentence: a dot inside a name (torch.cuda.set_device, nvidia.com/gpu) does
+# not end it.
+SENTENCE = r"(?:[^.!?\n]|[.!?](?=\w))"
+
 CUDA_DEV = "reference/cuda_devices.md"
 LAUNCHERS = "reference/launchers.md"
 NCCL = "reference/nccl.md"
