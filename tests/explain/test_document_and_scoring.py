@@ -304,3 +304,12 @@ def test_every_signal_has_prefilter_keys_that_let_its_matches_through() -> None:
         assert any(k in line.lower() for k in sig.keys), sid
         text = "noise line\n" * 50 + line + "\n" + "more noise\n" * 50
         assert _search(sig, text, text.lower()), sid
+
+
+def test_a_mention_is_prose_and_a_decorator_is_code() -> None:
+    from rankmap.explain.document import split_document
+
+    mention = "@maintainer I checked, and two processes run on each GPU of the box\n"
+    assert [s.kind for s in split_document(mention)] == ["prose"]
+    decorator = "@ray.remote(num_gpus=1)\ndef work():\n    return 1\n"
+    assert [s.kind for s in split_document(decorator)] == ["code"]

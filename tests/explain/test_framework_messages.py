@@ -111,3 +111,38 @@ def test_an_xla_invalid_usage_at_init_reads_like_torch_one() -> None:
         "failed: invalid usage\n"
     )
     assert _first(line).code == "RM103"
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        (
+            "ValueError: Device id must be less than GPU count, but received id is: 5.\n",
+            "invalid-device-any",
+        ),
+        ("I see that both processes run on each GPU of the server\n", "procs-on-every-gpu"),
+        ("all 4 workers use every GPU\n", "procs-on-every-gpu"),
+        ("we start several inference processes that share a GPU\n", "procs-share-a-gpu"),
+        ("Use the local device rather than the rank to pick the GPU\n", "rank-not-local"),
+        (
+            "the framework uses the hostname to tell which node a process is on\n",
+            "hostname-resolution",
+        ),
+        ("world_size: 2\ngpu_ranks: [0, 1]\n", "opennmt-gpu-ranks"),
+        ("Our launcher wrongly assigns GPUs to the tasks\n", "device-selection-problem"),
+    ],
+)
+def test_more_wordings_of_the_family(text: str, sid: str) -> None:
+    assert sid in read_document(text).hits, (sid, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("each process uses one GPU\n", "procs-on-every-gpu"),
+        ("the processes share a filesystem\n", "procs-share-a-gpu"),
+        ("Device id 0 is fine\n", "invalid-device-any"),
+    ],
+)
+def test_their_look_alikes_are_not(text: str, sid: str) -> None:
+    assert sid not in read_document(text).hits, (sid, text)

@@ -144,6 +144,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "rank-not-local": (
         "local_rank",
         "local rank",
+        "local ",
         "global",
         "parallel_config",
         "get_rank",
@@ -193,6 +194,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "map-location": ("map_location",),
     "set-device-word": ("set_device",),
     "same-gpu": ("same",),
+    "procs-on-every-gpu": ("each", "every", "all "),
+    "procs-share-a-gpu": ("share", "sharing"),
     "same-local-rank": ("local_rank", "local rank"),
     "jobs-share-gpus": ("same",),
     "more-procs-than-gpus": ("than", "_per_node", "only ha", "nproc", "num_processes", "num_gpus"),
@@ -216,6 +219,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "deepspeed-include": ("--include", "--exclude", "hostfile", "slots", "--num_gpus"),
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
+    "opennmt-gpu-ranks": ("gpu_ranks",),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),
     "no-kernel-image": (

@@ -188,7 +188,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
     _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"
-       r"hostlist|short host ?name|/etc/hosts", {"host_identity": 3}, f"{NCCL} (b)"),
+       r"hostlist|short host ?name|/etc/hosts|host ?names? to (?:detect|determine|identify|tell|"
+       r"decide|find out)\b", {"host_identity": 3}, f"{NCCL} (b)"),
     _s("two-pods-one-node", r"(?:two|2|multiple|several) (?:pods|containers) (?:on|in) "
        r"(?:the same|one|a single) (?:node|host|machine)", {"host_identity": 3,
        "container_mapping": 3}, f"{NCCL} (b): containers of one machine share boot_id"),
@@ -248,7 +249,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
        r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
        r"global rank as (?:the )?device|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
-       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)",
+       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
+       r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
        r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
@@ -295,6 +297,18 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:very )?same (?:\w+ )?(?:gpus?|devices?|cards?|cuda devices?)\b",
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
        f"{NCCL} (a): two ranks on one GPU", failure=True),
+    _s("procs-on-every-gpu", rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b{SENTENCE}{{0,40}}"
+       rf"\b(?:{_ON}) (?:each|every|all (?:the )?(?:\d+ )?(?:gpus|devices|cards))\b(?: (?:gpu|device|card))?",
+       {"no_set_device": 3},
+       f"{PT} §1 and Horovod's guide (pin each process to one GPU: hvd.local_rank(), "
+       "https://horovod.readthedocs.io/en/stable/tensorflow.html): a process that selects no GPU "
+       "creates a context, and in TensorFlow takes memory, on every GPU it sees", failure=True,
+       where=PROSE),
+    _s("procs-share-a-gpu", rf"\b{_AGENTS}\b(?: that| which| all)? (?:share|shares|shared|sharing) "
+       r"(?:a|one|the|a single) (?:\w+ )?(?:gpu|device|card)\b",
+       {"oversubscribed": 2, "no_set_device": 1},
+       f"{NCCL} (a): two processes of one job on one GPU (NCCL refuses them in one communicator)",
+       failure=True, where=PROSE),
     _s("jobs-share-gpus", r"(?:two|several|multiple|\d+) (?:\w+ ){0,2}(?:jobs|trainings|training "
        r"(?:jobs|processes|runs)|programs|experiments|runs|instances)[^.\n]{0,30}(?:on|share|using|"
        r"use) (?:the )?same (?:\w+ (?:of )?)?(?:gpus?|devices?|cards?)",

@@ -48,7 +48,8 @@ _LINE = r"(?m)^(?:[^\n]{0,200}?[\])>]:?|[\w.-]{1,64}:[ \t])?[ \t]*"
 # compete for the first GPU", "fix CUDA device selection").
 _DEVICE_CHOICE = (
     r"(?:gpu|device|cuda|card)[ _-]?(?:ids?|index|indices|indexes|ordinals?|numbers?|numbering|"
-    r"order(?:ing)?|selection|assignments?|mapping|placement|binding|affinity)\b|"
+    r"order(?:ing)?|selection|assignments?|mapping|placement|binding|affinity|indexing)\b|"
+    r"\b(?:assign|map|bind|pin|allocat|distribut)\w* (?:the )?(?:gpus?|devices?|cards?)\b|"
     r"\b(?:process|rank|worker|task)(?:es|s)?[- ](?:to[- ])?(?:gpu|device)s?[- ](?:mapping|"
     r"assignments?|binding|affinity)|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
     r"\b|\bset_device\b|\b(?:first|same|other|another|different) (?:gpu|device|card)s?\b"
@@ -56,7 +57,7 @@ _DEVICE_CHOICE = (
 _WRONG = (
     r"(?:\bnot|n't|never)(?: be| being| been| get| getting)? (?:properly |correctly |actually )?"
     r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|"
-    r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\b|"
+    r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\w*|"
     r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bfix\w*|"
     r"\berror\w*|\bfail\w*|\bthrows?\b|\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
 )
@@ -76,7 +77,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
        r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+|"
-       r"explicit device specification '[^'\n]{0,80}GPU:\d+' because no devices matching",
+       r"explicit device specification '[^'\n]{0,80}GPU:\d+' because no devices matching|"
+       r"(?:device|gpu) (?:id|index|ordinal|number) (?:must|should) be (?:less|smaller) than (?:the )?"
+       r"(?:gpu|device|visible device)s? (?:count|number)",
        prior("invalid-device-any"),
        f"{CUDA_DEV} §1: an index >= the number of visible devices is invalid in every stack "
        "(CUDA cudaErrorInvalidDevice, HIP hipErrorInvalidDevice, XLA CUDA_ERROR_INVALID_DEVICE)",
@@ -281,6 +284,10 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no gpu with",
         "no device with",
         "explicit device specification",
+        "must be less than",
+        "should be less than",
+        "must be smaller than",
+        "should be smaller than",
         "no cuda device with",
     ),
     "visible-devices-any": (
@@ -390,6 +397,12 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "cuda_",
         "cuda-",
         "card",
+        "assign",
+        "map",
+        "bind",
+        "pin",
+        "allocat",
+        "distribut",
         "nvidia-smi",
         "rocm-smi",
         "_visible_devices",

@@ -41,6 +41,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("horovod", r"horovodrun|hvd\.local_rank|hvd\.init|horovod", {"launcher_config": 1},
        "Horovod: pin each process with hvd.local_rank() "
        "(https://horovod.readthedocs.io/en/stable/pytorch.html)", framework="horovod"),
+    _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
+       "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
+       "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),
     _s("master-addr", r"MASTER_ADDR|MASTER_PORT|init_method|env://|rdzv", {"launcher_config": 1},
        f"{LAUNCHERS} §1"),
     _s("spawn-independent", r"mp\.spawn|multiprocessing\.spawn|torch\.multiprocessing",

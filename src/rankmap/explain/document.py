@@ -52,7 +52,7 @@ _SMI = re.compile(
     r"^\s*\+-{5,}|^\s*\|\s*GPU\s+Name|^\s*\|=+|^GPU \d+: .*\(UUID: |^\s*MIG \d+g\.\d+gb"
 )
 _CODE = re.compile(
-    r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__|@\w|"
+    r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__|@[\w.]+(?:\(.*\))?\s*$|"
     r"(?:self\.)?[\w.\[\]'\"]+\s*=\s*\S|for \w+ in |with \w|return\b|torch\.\w|os\.environ|"
     r"dist\.\w|model\.\w|parser\.add_argument|args\.\w|print\(|try:|except\b|elif |else:|if .*:$)"
 )
