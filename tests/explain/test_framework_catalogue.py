@@ -26,6 +26,16 @@ EXAMPLES = {
     "initialized",
     "lightning-gpu-unavailable": " But your machine only has: [0, 1]",
     "lightning-no-gpu": "MisconfigurationException: GPUs requested but none are available.",
+    "lightning-accelerator-unavailable": "MisconfigurationException: `CUDAAccelerator` can not "
+    "run on your system since the accelerator is not available.",
+    "tf-gpu-libraries-missing": "W gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please "
+    "make sure the missing libraries mentioned above are installed properly",
+    "tf-arch-not-built": "W gpu_device.cc:2300] TensorFlow was not built with CUDA kernel "
+    "binaries compatible with compute capability 10.0.",
+    "vllm-heads-tp": "ValueError: Total number of attention heads (40) must be divisible by "
+    "tensor parallel size (6).",
+    "slurm-ntasks-ignored": "srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't "
+    "match the requested tasks 6 with the number of requested nodes 2.",
     "lightning-duplicate-ids": "MisconfigurationException: Device ID's (GPU) must be unique.",
     "lightning-notebook-one-gpu": "Trainer will use only 1 of 8 GPUs because it is running inside "
     "an interactive / notebook environment.",
@@ -78,6 +88,7 @@ EXAMPLES = {
     "trtllm-world-size": "AssertionError: Engine world size (4) != Runtime world size (2)",
     "rocblas-arch": "rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: "
     "No such file or directory for GPU arch : gfx1036",
+    "rocm-smi-no-driver": "ERROR:root:Driver not initialized (amdgpu not found in modules)",
     "nvshmem-init-failed": "init.cu:1000: non-zero status: 7 nvshmem detect topo failed",
 }
 
@@ -98,6 +109,9 @@ LOOK_ALIKES = {
     "trt-engine-incompatible": "[TRT] [I] Loaded engine plan file model.plan",
     "rocblas-arch": "rocBLAS info: TensileLibrary loaded for gfx90a",
     "nvshmem-init-failed": "NVSHMEM: transports initialized: IBGDA",
+    "tf-gpu-libraries-missing": "Successfully opened dynamic library libcudart.so.12",
+    "vllm-heads-tp": "Total number of attention heads (32) and tensor parallel size (4)",
+    "lightning-accelerator-unavailable": "GPU available: True (cuda), used: True",
 }
 
 # Routine lines of a healthy NCCL log: no key of a log-side signal may occur in them.

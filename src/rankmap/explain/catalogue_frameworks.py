@@ -57,6 +57,18 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        "configuration, https://www.tensorflow.org/api_docs/python/tf/config/set_visible_devices): "
        "the devices are fixed once the runtime initialised, like CUDA_VISIBLE_DEVICES after "
        "CUDA init", failure=True, framework="tensorflow"),
+    _s("tf-gpu-libraries-missing", r"Cannot dlopen some GPU libraries|Skipping registering GPU "
+       r"devices",
+       {"version_mismatch": 4, "container_mapping": 1},
+       "tensorflow/core/common_runtime/gpu/gpu_device.cc (https://www.tensorflow.org/install/pip "
+       "lists the CUDA/cuDNN a build needs): the CUDA libraries of the build are missing, the "
+       "process runs without a GPU", failure=True, framework="tensorflow"),
+    _s("tf-arch-not-built", r"TensorFlow was not built with CUDA kernel binaries compatible with "
+       r"compute capability",
+       {"version_mismatch": 2.5},
+       "tensorflow/core/common_runtime/gpu/gpu_device.cc: no binaries for this GPU's "
+       "architecture, kernels are JIT-compiled from PTX (https://www.tensorflow.org/install/"
+       "source#gpu)", framework="tensorflow"),
     # --- Lightning ---------------------------------------------------------------------------------
     _s("lightning-gpu-unavailable", r"\bBut your machine only has: \[[\d, ]*\]",
        {"visible_devices_mismatch": 3, "oversubscribed": 2},
@@ -68,6 +80,11 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_LIGHTNING}/src/lightning/fabric/utilities/device_parser.py: GPUs asked for, CUDA sees "
        "none (an empty visible list, a container without GPUs, a CPU build)",
        failure=True, framework="lightning"),
+    _s("lightning-accelerator-unavailable", r"`?CUDAAccelerator`? can not run on your system since "
+       r"the accelerator is not available|No supported gpu backend found!",
+       {"visible_devices_mismatch": 2, "container_mapping": 2, "version_mismatch": 1},
+       f"{_LIGHTNING}/src/lightning/pytorch/trainer/connectors/accelerator_connector.py: "
+       "accelerator='gpu'/'cuda' but CUDA sees no GPU", failure=True, framework="lightning"),
     _s("lightning-duplicate-ids", r"Device ID's \(GPU\) must be unique",
        {"launcher_config": 4},
        f"{_LIGHTNING}/src/lightning/fabric/utilities/device_parser.py: devices=[0, 0]",
@@ -127,6 +144,12 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        {"oversubscribed": 3, "visible_devices_mismatch": 1.5, "launcher_config": 1.5},
        f"{_VLLM}/vllm/config/parallel.py: tensor x pipeline parallel size above the GPUs visible "
        "on this node (multi-node needs the ray backend or --nnodes)",
+       failure=True, framework="vllm"),
+    _s("vllm-heads-tp", r"Total number of attention heads \(\d+\) must be divisible by tensor "
+       r"parallel size \(\d+\)",
+       {"launcher_config": 3},
+       f"{_VLLM}/vllm/config/model.py (verify_with_parallel_config): the tensor parallel size "
+       "must divide the model's heads (a GPU count that does not fit the model)",
        failure=True, framework="vllm"),
     _s("vllm-memory-profiling", r"Error in memory profiling\.[^\n]{0,200}(?:not properly cleaned "
        r"up|Initial free memory)",
@@ -204,6 +227,13 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_SLURM}/src/common/slurm_errno.c (ESLURM_NODES_BUSY, ESLURM_INVALID_GRES, "
        "ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE): a step asks for GPUs another step of the job "
        "holds, or a --gres the partition cannot give", failure=True, framework="slurm"),
+    _s("slurm-ntasks-ignored", r"can't honou?r --ntasks-per-node set to \d+ which doesn't match "
+       r"the requested tasks \d+",
+       {"launcher_config": 3},
+       "Slurm srun option checks (https://github.com/SchedMD/slurm, src/common/proc_args.c / "
+       "src/srun/): --nodes, --ntasks and --ntasks-per-node disagree, srun drops "
+       "--ntasks-per-node, so tasks per node differ from the GPUs per node",
+       framework="slurm"),
     # --- PaddlePaddle, MXNet, CuPy -----------------------------------------------------------------
     _s("paddle-gpus-not-visible", r"Can't find your (?:selected_gpus|gpus|devices) \S+ in "
        r"CUDA_VISIBLE_DEVICES\[",
@@ -241,6 +271,12 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_ROCBLAS}/library/src/tensile_host.cpp: rocBLAS ships no kernels for this gfx "
        "architecture (or HSA_OVERRIDE_GFX_VERSION names another)", failure=True,
        framework="rocm"),
+    _s("rocm-smi-no-driver", r"Driver not initiali[sz]ed \(amdgpu not found in modules\)|Unable "
+       r"to detect any GPU devices, check amdgpu version and module status",
+       {"container_mapping": 2, "visible_devices_mismatch": 0.5},
+       "ROCm SMI (https://github.com/ROCm/rocm_smi_lib, python_smi_tools/rocm_smi.py) and amd-smi: "
+       "no amdgpu driver seen where the tool runs (a container without /dev/kfd and /dev/dri, a "
+       "node without the module)", framework="rocm"),
     _s("nvshmem-init-failed", r"nvshmem detect topo failed|nvshmem initialization failed|Unable to "
        r"initialize any transports",
        {"other": 2, "container_mapping": 1},
@@ -256,8 +292,11 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "tf-visible-list-invalid": ("listed an invalid",),
     "tf-visible-list-duplicate": ("contained a duplicate entry",),
     "tf-visible-after-init": ("devices cannot be modified after",),
+    "tf-gpu-libraries-missing": ("cannot dlopen some gpu", "skipping registering gpu"),
+    "tf-arch-not-built": ("not built with cuda kernel binaries",),
     "lightning-gpu-unavailable": ("but your machine only has",),
     "lightning-no-gpu": ("gpus requested but none",),
+    "lightning-accelerator-unavailable": ("can not run on your system", "no supported gpu backend"),
     "lightning-duplicate-ids": ("must be unique",),
     "lightning-notebook-one-gpu": ("notebook environment",),
     "lightning-slurm-mismatch": ("configured in slurm", "in your slurm bash script"),
@@ -269,6 +308,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "vllm-gpus-exceed-pg": ("number of required gpus exceeds",),
     "vllm-driver-no-gpu": ("does not allocate any gpus",),
     "vllm-world-size-gpus": ("is larger than the number of available gpus",),
+    "vllm-heads-tp": ("must be divisible by tensor parallel size",),
     "vllm-memory-profiling": ("error in memory profiling",),
     "sglang-memory-unbalanced": ("memory capacity is unbalanced",),
     "horovod-slots": ("than there are available slots",),
@@ -295,6 +335,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
         "invalid generic resource",
         "requested node configuration",
     ),
+    "slurm-ntasks-ignored": ("--ntasks-per-node set to",),
     "paddle-gpus-not-visible": ("in cuda_visible_devices[",),
     "mxnet-cpu-build": ("use_cuda=1",),
     "mxnet-no-gpu": ("requires at least 1 gpu",),
@@ -302,6 +343,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "trt-engine-incompatible": ("engine plan file",),
     "trtllm-world-size": ("runtime world size",),
     "rocblas-arch": ("rocblas error",),
+    "rocm-smi-no-driver": ("amdgpu not found in modules", "check amdgpu version"),
     "nvshmem-init-failed": (
         "nvshmem detect topo failed",
         "nvshmem initialization failed",
