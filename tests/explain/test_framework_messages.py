@@ -146,3 +146,14 @@ def test_more_wordings_of_the_family(text: str, sid: str) -> None:
 )
 def test_their_look_alikes_are_not(text: str, sid: str) -> None:
     assert sid not in read_document(text).hits, (sid, text)
+
+
+def test_a_duplicate_gpu_said_in_prose_is_a_shared_gpu_report() -> None:
+    hits = read_document("NCCL fails with a duplicated GPU when the trainer shares a card\n").hits
+    assert "duplicate-gpu-words" in hits
+    assert "duplicate-gpu-words" not in read_document("we duplicate the dataset per GPU\n").hits
+
+
+def test_a_gpu_visible_per_process_is_no_device_count_failure() -> None:
+    text = "systems where only one GPU is visible per process\n"
+    assert "device-count-message" not in read_document(text).hits

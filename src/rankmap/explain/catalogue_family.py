@@ -92,8 +92,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
     _s("device-count-message",
        r"(?:only|but) (?:\d+|one|two|a single)(?: (?:gpus?|devices?|cuda devices?))?(?: (?:is|are|"
-       r"was|were))? (?:available|visible|found|detected)\b(?! (?:to|for|in|per|on) (?:each|every|"
-       r"one|a single|a|per) (?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
+       r"was|were))? (?:available|visible|found|detected)\b(?! (?:to|for|in|per|on) (?:(?:each|"
+       r"every|one|a single|a|per) )?(?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
        r"only (?:see|sees|seeing|saw|seen|"
        r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
        r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:(?:supported|usable|visible|available|"
