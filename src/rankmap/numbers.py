@@ -58,7 +58,7 @@ OVERFLOW: int = (
 
 def is_digits(text: str) -> bool:
     """True for a non-empty run of ASCII digits (``str.isdigit`` also accepts ``²``, ``٣``)."""
-    return bool(text) and text.isascii() and text.isdigit()
+    return bool(text) and text.isascii() and text.isdecimal()
 
 
 def saturating_int(digits: str) -> int:

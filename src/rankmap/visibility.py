@@ -189,7 +189,7 @@ def _container_filter(host: Host, env: Mapping[str, str], b: _Builder) -> list[G
 
 
 def _match_host_gpu(host: Host, token: str) -> Gpu | None:
-    if token.isdigit():
+    if token.isdecimal():
         idx = int(token)
         return next((g for g in host.gpus if g.nvml_index == idx), None)
     matches = [g for g in host.gpus if g.uuid.startswith(token)] if token.startswith("GPU-") else []
@@ -332,7 +332,7 @@ def _parse_mig_token(token: str, ordered: list[Gpu]) -> tuple[_Entry | None, str
     if token.startswith("MIG-GPU-"):
         # legacy MIG-GPU-<gpu uuid>/<gi>/<ci>
         parts = token[len("MIG-") :].split("/")
-        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        if len(parts) == 3 and parts[1].isdecimal() and parts[2].isdecimal():
             gpu = next((g for g in ordered if g.uuid == parts[0]), None)
             if gpu is not None:
                 mig = next(

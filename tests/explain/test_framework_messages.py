@@ -146,3 +146,24 @@ def test_more_wordings_of_the_family(text: str, sid: str) -> None:
 )
 def test_their_look_alikes_are_not(text: str, sid: str) -> None:
     assert sid not in read_document(text).hits, (sid, text)
+
+
+def test_a_duplicate_gpu_said_in_prose_is_a_shared_gpu_report() -> None:
+    hits = read_document("NCCL fails with a duplicated GPU when the trainer shares a card\n").hits
+    assert "duplicate-gpu-words" in hits
+    assert "duplicate-gpu-words" not in read_document("we duplicate the dataset per GPU\n").hits
+
+
+def test_a_gpu_visible_per_process_is_no_device_count_failure() -> None:
+    text = "systems where only one GPU is visible per process\n"
+    assert "device-count-message" not in read_document(text).hits
+
+
+def test_an_nccl_init_failure_said_in_prose_is_a_communicator_failure() -> None:
+    text = "Running the example results in an error when calling ncclCommInitRank on rank 1.\n"
+    assert "comm-error-any" in read_document(text).hits
+    # a routine Init line is no failure
+    init = (
+        "node1:1:2 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 - Init START\n"
+    )
+    assert "comm-error-any" not in read_document(init).hits

@@ -162,3 +162,10 @@ _NCCL_TEXT = joined_fragments(
 def test_nccl_versions_where_nccl_is_said_are_all_of_them(text: str) -> None:
     fast = [m.span() for m in _nccl_matches(text, text.lower())]
     assert fast == [m.span() for m in _NCCL.finditer(text)]
+
+
+def test_a_unicode_digit_is_no_number() -> None:
+    # str.isdigit() accepts superscripts that int() refuses; the readers check isdecimal()
+    facts = ConfigFacts()
+    read_parsed({"num_processes": "²", "gpu_ids": "¹,²"}, facts)
+    assert config_points(facts, None, None) == []

@@ -80,7 +80,7 @@ def choose_index(
         index = getattr(device, "index", None)
         if isinstance(device, str):
             kind, _, rest = device.strip().partition(":")
-            if rest and not rest.strip().isdigit():
+            if rest and not rest.strip().isdecimal():
                 raise InputError(f"device={device!r}: expected 'cuda:N'")
             index = int(rest) if rest else None
         if kind != "cuda":

@@ -84,7 +84,7 @@ def _arg_passed(sel: DeviceSelection, proc: Proc) -> str | None:
             continue
         if not eq and i + 1 < len(args):
             value = args[i + 1]
-        if value.lstrip("-").isdigit():
+        if value.lstrip("-").isdecimal():
             return value
     return None
 
@@ -114,7 +114,7 @@ def _cvd_entry(
         return pos, err, why, dflt
     cvd = proc.env.get("CUDA_VISIBLE_DEVICES", base.get("CUDA_VISIBLE_DEVICES"))
     entries = [t.strip() for t in (cvd or "").split(",")]
-    if cvd is None or not 0 <= pos < len(entries) or not entries[pos].isdigit():
+    if cvd is None or not 0 <= pos < len(entries) or not entries[pos].isdecimal():
         return None, "IndexError: CUDA_VISIBLE_DEVICES entry", f"{why}: no such entry", dflt
     idx = int(entries[pos])
     return idx, None, f"{why} -> CUDA_VISIBLE_DEVICES[{pos}] = {idx} (a physical id)", dflt

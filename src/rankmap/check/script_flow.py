@@ -92,7 +92,7 @@ class Flow(Calls):
             if isinstance(node.value, int):
                 return Num(node.value)
             if isinstance(node.value, str):
-                return Num(int(node.value)) if node.value.isdigit() else Text(node.value)
+                return Num(int(node.value)) if node.value.isdecimal() else Text(node.value)
             return Unknown(f"{sub.where()}: constant {node.value!r}")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             inner = self.value(node.operand, sub)
@@ -132,7 +132,7 @@ class Flow(Calls):
             text = head.value
             if text.startswith("cuda:"):
                 rest = text[5:]
-                if rest.isdigit() and len(parts) == 1:
+                if rest.isdecimal() and len(parts) == 1:
                     return Dev(Num(int(rest)))
                 if not rest and len(parts) > 1 and isinstance(parts[1], ast.FormattedValue):
                     return Dev(self.value(parts[1].value, frame))

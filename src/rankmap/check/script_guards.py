@@ -135,7 +135,7 @@ class Guards:
         if dest != "local_rank" and self.script_args is not None:
             passed = self._passed(call)
             if passed is not None:
-                return Num(int(passed)) if passed.lstrip("-").isdigit() else Text(passed)
+                return Num(int(passed)) if passed.lstrip("-").isdecimal() else Text(passed)
             if _action(call) in ("store_true", "store_false"):
                 return Num(int(_action(call) == "store_false"))
             return default if default is not None else Nothing()

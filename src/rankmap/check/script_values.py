@@ -200,9 +200,9 @@ def as_device(v: Value) -> Value:
         s = v.value.strip()
         if s == "cuda":
             return Dev(None)
-        if s.startswith("cuda:") and s[5:].isdigit():
+        if s.startswith("cuda:") and s[5:].isdecimal():
             return Dev(Num(int(s[5:])))
-        if s.isdigit():
+        if s.isdecimal():
             return Dev(Num(int(s)))
         return v
     if isinstance(v, (Rank, Num, ArgValue)):

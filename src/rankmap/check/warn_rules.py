@@ -30,7 +30,7 @@ def warnings(
     first = outcomes[0] if outcomes else None
     if first and first.view.order_differs and first.view.cuda_order != "PCI_BUS_ID":
         cvd = first.view.cuda_visible_devices
-        if cvd is None or any(t.strip().isdigit() for t in cvd.split(",")):
+        if cvd is None or any(t.strip().isdecimal() for t in cvd.split(",")):
             pairs = ", ".join(
                 f"cuda:{d.cuda_index}=nvidia-smi {d.nvml_index}" for d in first.view.devices[:4]
             )

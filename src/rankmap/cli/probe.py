@@ -47,9 +47,9 @@ def _device(value: str | None) -> Any:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isdecimal():
         return int(text)
-    if text.startswith("cuda:") and text[5:].isdigit():
+    if text.startswith("cuda:") and text[5:].isdecimal():
         return text
     raise UsageError(f"--device {value!r}: expected a CUDA index such as 0 or cuda:0")
 

@@ -196,6 +196,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "set-device-word": ("set_device",),
     "same-gpu": ("same",),
     "procs-on-every-gpu": ("each", "every", "all "),
+    "duplicate-gpu-words": ("duplicat", "twice"),
     "procs-share-a-gpu": ("share", "sharing"),
     "same-local-rank": ("local_rank", "local rank"),
     "jobs-share-gpus": ("same",),

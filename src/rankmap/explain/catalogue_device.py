@@ -309,6 +309,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"oversubscribed": 2, "no_set_device": 1},
        f"{NCCL} (a): two processes of one job on one GPU (NCCL refuses them in one communicator)",
        failure=True, where=PROSE),
+    _s("duplicate-gpu-words", r"\bduplicat\w* (?:gpus?|devices?|cuda devices?)\b|\b(?:gpus?|devices?) "
+       r"(?:is |are |was |were )?(?:used |assigned |selected )?twice\b",
+       {"oversubscribed": 1.5, "no_set_device": 1.5, "visible_devices_mismatch": 0.5},
+       f"{NCCL} (a): NCCL's duplicate-GPU check refuses two ranks of one communicator on one GPU; "
+       "more processes than GPUs and a missing set_device are its commonest causes "
+       f"({LAUNCHERS} §1)", failure=True, where=PROSE),
     _s("jobs-share-gpus", r"(?:two|several|multiple|\d+) (?:\w+ ){0,2}(?:jobs|trainings|training "
        r"(?:jobs|processes|runs)|programs|experiments|runs|instances)[^.\n]{0,30}(?:on|share|using|"
        r"use) (?:the )?same (?:\w+ (?:of )?)?(?:gpus?|devices?|cards?)",

@@ -92,8 +92,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(HIP/ROCR, NVIDIA_, TF visible_device_list, JAX local_device_ids, oneAPI ZE_AFFINITY_MASK)"),
     _s("device-count-message",
        r"(?:only|but) (?:\d+|one|two|a single)(?: (?:gpus?|devices?|cuda devices?))?(?: (?:is|are|"
-       r"was|were))? (?:available|visible|found|detected)\b(?! (?:to|for|in|per|on) (?:each|every|"
-       r"one|a single|a|per) (?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
+       r"was|were))? (?:available|visible|found|detected)\b(?! (?:to|for|in|per|on) (?:(?:each|"
+       r"every|one|a single|a|per) )?(?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
        r"only (?:see|sees|seeing|saw|seen|"
        r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
        r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:(?:supported|usable|visible|available|"
@@ -122,7 +122,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
        r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
-       r"Watchdog caught collective operation timeout",
+       r"Watchdog caught collective operation timeout|"
+       r"\b(?:error|errors|fails?|failed|failing|failure|crash\w*)\b[^.\n]{0,40}\bncclCommInit\w*",
        prior("comm-error-any"),
        f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
        "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
@@ -344,6 +345,9 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "rccl error",
         "rccl failure",
         " failed",  # ncclCommInit\w* failed; not "ncclcomminit": every Init line holds it
+        "error",
+        "fail",
+        "crash",
         "watchdog caught",
     ),
     "hang-at-collective": (

@@ -92,7 +92,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         cands["oversub"].add(-2, f"{nproc} processes fit the {cvd or gpus} visible GPU(s)")
     if ctx.launch and ctx.launch.nested_in:
         tasks = ctx.launch.outer_tasks_per_node
-        if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdigit():
+        if tasks is None and (ctx.env.get("SLURM_NTASKS_PER_NODE") or "").isdecimal():
             tasks = saturating_int(ctx.env["SLURM_NTASKS_PER_NODE"])
         if tasks and tasks > 1:
             cands["nested"].add(

@@ -80,7 +80,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
         )
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
     narrowed = ctx.cvd_entries()
-    if ordinal and narrowed and all(e.isdigit() for e in narrowed):
+    if ordinal and narrowed and all(e.isdecimal() for e in narrowed):
         s.add(
             "visible_devices_mismatch",
             2.0,

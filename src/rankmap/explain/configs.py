@@ -88,14 +88,14 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 5:
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) < 5:
         return int(value.strip())
     return None
 
 
 def _gpu_ids(value: str) -> int | None:
     ids = [p for p in value.split(",") if p.strip()]
-    return len(ids) if ids and all(p.strip().isdigit() for p in ids) else None
+    return len(ids) if ids and all(p.strip().isdecimal() for p in ids) else None
 
 
 def config_points(

@@ -158,7 +158,9 @@ def _requested(text: str) -> int | None:
         return None
     if m.group("list") is not None and "device=" not in m.group(0):
         return (
-            int(m.group("list")) if m.group("list").isdigit() and len(m.group("list")) < 4 else None
+            int(m.group("list"))
+            if m.group("list").isdecimal() and len(m.group("list")) < 4
+            else None
         )
     value = next(g for g in (m.group("list"), m.group("nv"), m.group("nvd")) if g is not None)
     return len([p for p in value.split(",") if p])

@@ -168,7 +168,7 @@ def _expand(text: str, room: int) -> set[int]:
     """``0 and 4`` -> {0, 4}; ``0-7`` -> {0..7}; at most ``room`` ranks."""
     out: set[int] = set()
     for part in _ITEM_SEP.split(text):
-        nums = [int(b) for b in _RANGE_SEP.split(part) if b.isdigit() and int(b) <= MAX_RANK]
+        nums = [int(b) for b in _RANGE_SEP.split(part) if b.isdecimal() and int(b) <= MAX_RANK]
         if not nums:
             continue
         if nums != sorted(nums):  # "2025-01" is a date, not a range: its numbers only

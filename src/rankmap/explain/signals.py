@@ -58,7 +58,7 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     if entries is None:
         cvds = ev.of("env_cvd")
         entries = [x for x in (cvds[-1].get("v") or "").split(",") if x] if cvds else None
-    if not entries or not all(x.isdigit() for x in entries):
+    if not entries or not all(x.isdecimal() for x in entries):
         return None
     nums = [saturating_int(x) for x in entries]
     if max(nums) < len(nums):
@@ -76,7 +76,7 @@ def framework_local_rank_clash(ctx: Context, ev: Evidence) -> str | None:
         return None
     local, count = claims.most_common(1)[0]
     nodes = ctx.launch.nnodes if ctx.launch and ctx.launch.nnodes else None
-    if nodes is None and (ctx.env.get("SLURM_NNODES") or "").isdigit():
+    if nodes is None and (ctx.env.get("SLURM_NNODES") or "").isdecimal():
         nodes = saturating_int(ctx.env["SLURM_NNODES"])
     nodes = nodes or 1
     if count <= nodes:

@@ -106,7 +106,7 @@ _AT_NCCL = ("nccl version", *(f"nccl{sep}{v}2" for sep in ("", "-", "_", " ") fo
 
 
 def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
+    return tuple(int(p) for p in version.split(".") if p.isdecimal())
 
 
 def conflicts(v: Versions) -> list[tuple[float, str]]:

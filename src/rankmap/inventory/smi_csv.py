@@ -120,7 +120,7 @@ def _infer_columns(rows: list[list[str]]) -> dict[str, int]:
             columns["pci.bus_id"] = col
         elif (
             "index" not in columns
-            and all(v.isdigit() for v in values)
+            and all(v.isdecimal() for v in values)
             and len({saturating_int(v) for v in values}) == len(values)
             and max(saturating_int(v) for v in values) < 64
         ):
@@ -151,7 +151,7 @@ def read_csv(lines: list[PasteLine], source: str) -> list[Listing]:
         notes = []
         if raw_index is None:
             notes.append("the CSV has no index column; its row order is taken as the NVML index")
-        elif not raw_index.isdigit() or len(raw_index) > _MAX_INDEX_DIGITS:
+        elif not raw_index.isdecimal() or len(raw_index) > _MAX_INDEX_DIGITS:
             raise InputError(f"{source}: CSV row {', '.join(row)[:120]!r} has no GPU index")
         index = int(raw_index) if raw_index is not None else order
         raw_bus = cell(row, "pci.bus_id")

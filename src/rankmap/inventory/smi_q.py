@@ -145,7 +145,7 @@ def _gpu(index: int, raw: _Gpu) -> Gpu:
         memory_mib=leading_int(values.get("memory")),
         mig_mode=values.get("mig", "").lower() == "enabled" or bool(raw.migs),
         mig_devices=tuple(_mig(index, m) for m in raw.migs if "gi" in m or "index" in m),
-        minor_number=int(minor) if minor.isdigit() else None,
+        minor_number=int(minor) if minor.isdecimal() else None,
         errors=tuple(notes),
     )
 
@@ -162,4 +162,4 @@ def _mig(index: int, raw: dict[str, str]) -> MigDevice:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.isdigit() else None
+    return int(value) if value is not None and value.isdecimal() else None

@@ -108,7 +108,7 @@ def _xt(el: ET.Element, path: str) -> str | None:
 
 def _xint(el: ET.Element, path: str) -> int | None:
     value = _xt(el, path)
-    return int(value) if value is not None and value.isdigit() else None
+    return int(value) if value is not None and value.isdecimal() else None
 
 
 def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
@@ -140,7 +140,7 @@ def _xml_gpu(el: ET.Element, pos: int, source: str) -> Gpu:
             used_memory_mib=leading_int(_xt(p, "used_memory")),
         )
         for p in el.findall("processes/process_info")
-        if (_xt(p, "pid") or "").isdigit()
+        if (_xt(p, "pid") or "").isdecimal()
     )
     return Gpu(
         nvml_index=pos,

@@ -31,7 +31,7 @@ def _header(line: str) -> list[str] | None:
 
 
 def _int_or_none(text: str | None) -> int | None:
-    if text is None or not text.strip().lstrip("-").isdigit():
+    if text is None or not text.strip().lstrip("-").isdecimal():
         return None
     return saturating_int(text)
 
@@ -85,7 +85,7 @@ def _build(
         cpu = aff.get("CPU_Affinity")
         cpu = cpu if cpu and cpu != "N/A" else None
         numa = _int_or_none(aff.get("NUMA_Affinity"))
-        if label.startswith("GPU") and label[3:].isdigit():
+        if label.startswith("GPU") and label[3:].isdecimal():
             gpus.append(
                 GpuLocality(
                     label=label,

@@ -196,7 +196,7 @@ def clone_host(host: Host, i: int) -> Host:
     """Node ``i`` built from ``host``: same GPUs, its own hostname and boot_id (node 0 unchanged)."""
     if i == 0:
         return host
-    name = f"{host.hostname}-{i}" if not host.hostname[-1:].isdigit() else _bump(host.hostname, i)
+    name = f"{host.hostname}-{i}" if not host.hostname[-1:].isdecimal() else _bump(host.hostname, i)
     boot = str(_uuid.uuid5(_uuid.NAMESPACE_OID, f"{host.identity.boot_id}/{i}"))
     ident = replace(host.identity, hostname=name, boot_id=boot, machine_id=None)
     return replace(host, hostname=name, identity=ident)

@@ -215,7 +215,7 @@ def parse_topology(doc: Any, *, where: str = "topology") -> Topology:
         gpus = tuple(
             GpuLocality(label=s, nvml_index=saturating_int(s[3:]))
             for s in labels
-            if s.startswith("GPU") and s[3:].isdigit()
+            if s.startswith("GPU") and s[3:].isdecimal()
         )
     return Topology(tuple(labels), tuple(rows), gpus, nics, str(doc.get("source") or "profile"))
 
