@@ -51,14 +51,14 @@ _DEVICE_CHOICE = (
     r"order(?:ing)?|selection|assignments?|mapping|placement|binding|affinity|indexing)\b|"
     r"\b(?:assign|map|bind|pin|allocat|distribut)\w* (?:the )?(?:gpus?|devices?|cards?)\b|"
     r"\b(?:process|rank|worker|task)(?:es|s)?[- ](?:to[- ])?(?:gpu|device)s?[- ](?:mapping|"
-    r"assignments?|binding|affinity)|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
+    r"assignments?|binding|affinity)|\blocal[_ ]rank\w*|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
     r"\b|\bset_device\b|\b(?:first|same|other|another|different) (?:gpu|device|card)s?\b"
 )
 _WRONG = (
     r"(?:\bnot|n't|never)(?: be| being| been| get| getting)? (?:properly |correctly |actually )?"
-    r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|"
+    r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|correct\w*|"
     r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\w*|"
-    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bfix\w*|"
+    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bconflict\w*|\bfix\w*|"
     r"\berror\w*|\bfail\w*|\bthrows?\b|\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
 )
 _PROBLEM_ABOUT_DEVICE = (
@@ -407,6 +407,8 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "pin",
         "allocat",
         "distribut",
+        "local_rank",
+        "local rank",
         "nvidia-smi",
         "rocm-smi",
         "_visible_devices",
