@@ -185,7 +185,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\bhost ?names?\W{0,3}(?:is|are|was|were|of|set to|reports?|returns?)?\W{0,3}['\"`]?localhost\b",
        {"host_identity": 4},
        f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host (a container "
-       "named localhost on every machine is one host to it)"),
+       "named localhost on every machine is one host to it)", where=PROSE),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
     _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"

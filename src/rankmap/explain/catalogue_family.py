@@ -122,12 +122,16 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
        r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
-       r"Watchdog caught collective operation timeout|"
-       r"\b(?:error|errors|fails?|failed|failing|failure|crash\w*)\b[^.\n]{0,40}\bncclCommInit\w*",
+       r"Watchdog caught collective operation timeout",
        prior("comm-error-any"),
        f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
        "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
        failure=True),
+    _s("comm-init-error-words",
+       r"\b(?:error|errors|fails?|failed|failing|failure|crash\w*)\b[^.\n]{0,40}\bncclCommInit\w*",
+       prior("comm-error-any"),
+       f"{NCCL} (e): a report that creating the communicator failed, in prose (the same prior as "
+       "the communicator errors: the words name no cause)", failure=True, where=PROSE),
     _s("hang-at-collective",
        r"(?:hangs?|hung|hanging|stuck|freez\w*|blocks? forever|waits? forever|never returns?|"
        r"no progress)[^.\n]{0,50}(?:init_process_group|barrier|all_?reduce|broadcast|"
@@ -291,6 +295,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "should be smaller than",
         "no cuda device with",
     ),
+    "comm-init-error-words": ("error", "fail", "crash"),
     "visible-devices-any": (
         "_visible_",
         "ze_affinity_mask",
@@ -345,9 +350,6 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "rccl error",
         "rccl failure",
         " failed",  # ncclCommInit\w* failed; not "ncclcomminit": every Init line holds it
-        "error",
-        "fail",
-        "crash",
         "watchdog caught",
     ),
     "hang-at-collective": (
