@@ -145,7 +145,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "rank-not-local": (
         "local_rank",
         "local rank",
-        "local ",
+        "instead of",
+        "rather than",
         "global",
         "parallel_config",
         "get_rank",
