@@ -161,9 +161,36 @@ def test_a_gpu_visible_per_process_is_no_device_count_failure() -> None:
 
 def test_an_nccl_init_failure_said_in_prose_is_a_communicator_failure() -> None:
     text = "Running the example results in an error when calling ncclCommInitRank on rank 1.\n"
-    assert "comm-error-any" in read_document(text).hits
+    assert "comm-init-error-words" in read_document(text).hits
     # a routine Init line is no failure
     init = (
         "node1:1:2 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 - Init START\n"
     )
-    assert "comm-error-any" not in read_document(init).hits
+    assert "comm-init-error-words" not in read_document(init).hits
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        (
+            "It fails when a host runs more Horovod workers than available GPUs\n",
+            "more-procs-than-gpus",
+        ),
+        ("the runtime only attaches to one GPU of each node\n", "one-gpu-used"),
+        ("The base GPU id of each replica is not correct\n", "device-selection-problem"),
+        (
+            "This change makes the launcher respect CUDA_VISIBLE_DEVICES on one node\n",
+            "cvd-ignored",
+        ),
+        ("Training with TF_CONFIG for two workers fails to start\n", "tf-cluster-config"),
+        ("The local rank returned on the second node is the global rank\n", "local-rank-wrong"),
+        ("Fix the local_rank computation for multi-node jobs\n", "local-rank-wrong"),
+    ],
+)
+def test_wordings_of_fixes_and_short_titles(text: str, sid: str) -> None:
+    assert sid in read_document(text).hits, (sid, text)
+
+
+def test_a_correct_local_rank_is_no_such_report() -> None:
+    text = "We read the local rank from LOCAL_RANK and pin the GPU with it\n"
+    assert "local-rank-wrong" not in read_document(text).hits

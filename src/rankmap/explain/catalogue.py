@@ -142,10 +142,12 @@ KEYS: dict[str, tuple[str, ...]] = {
         "hvd.rank()",
         "visible_device_list",
     ),
+    "local-rank-wrong": ("local_rank", "local rank"),
     "rank-not-local": (
         "local_rank",
         "local rank",
-        "local ",
+        "instead of",
+        "rather than",
         "global",
         "parallel_config",
         "get_rank",
@@ -222,6 +224,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "opennmt-gpu-ranks": ("gpu_ranks",),
+    "tf-cluster-config": ("tf_config", "multiworkermirroredstrategy", "parameterserverstrategy"),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),
     "no-kernel-image": (

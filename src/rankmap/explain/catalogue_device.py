@@ -89,7 +89,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
        r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
-       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
+       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES|(?:\bto|\bshould|\bnow|\bmake\w*"
+       r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
        f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
        failure=True),
     _s("device-count-wrong", r"device_count\(\)[^\n]{0,40}(?:only|returns?|shows?|is) "
@@ -184,7 +185,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\bhost ?names?\W{0,3}(?:is|are|was|were|of|set to|reports?|returns?)?\W{0,3}['\"`]?localhost\b",
        {"host_identity": 4},
        f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host (a container "
-       "named localhost on every machine is one host to it)"),
+       "named localhost on every machine is one host to it)", where=PROSE),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
     _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"
@@ -219,7 +220,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\s*['\"](?:LOCAL_RANK|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
        {}, f"{PT} §1: the device is selected by the local rank (the right index, as long as the "
        "process sees every GPU of its node)", where=NOT_PROSE),
-    _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?) (?:a |one )?"
+    _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?|attach\w* to|"
+       r"binds? to|bound to) (?:a |one )?"
        r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
        r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)",
@@ -252,6 +254,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
+    _s("local-rank-wrong", r"\blocal[_ ]rank\w*\b" + SENTENCE + r"{0,60}\b(?:wrong|incorrect\w*|"
+       r"not correct\w*|(?:is|was|equals?|returns?|returned|gives?) (?:the )?global)\b|"
+       r"\b(?:fix\w*|correct\w*|wrong|incorrect)\b" + SENTENCE + r"{0,40}\blocal[_ ]rank",
+       {"global_rank_as_device": 2.5, "launcher_config": 1.5},
+       f"{LAUNCHERS} §1: LOCAL_RANK is the rank within the node; a local rank that is wrong is "
+       "most often the global rank (wrong from the second node on) or one the launcher never set",
+       where=PROSE),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
        r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
@@ -325,8 +334,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
        {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),
     # --- oversubscription -----------------------------------------------------------------------
-    _s("more-procs-than-gpus", r"more (?:processes|ranks|workers)(?: per node)? than (?:gpus|"
-       r"devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
+    _s("more-procs-than-gpus", r"more (?:\w+ ){0,2}(?:processes|ranks|workers|tasks)(?: per node)? "
+       r"than (?:the )?(?:available |visible )?(?:gpus|devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
        r"only (?:have|has) (?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
        r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)",
        {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU"),

@@ -51,14 +51,14 @@ _DEVICE_CHOICE = (
     r"order(?:ing)?|selection|assignments?|mapping|placement|binding|affinity|indexing)\b|"
     r"\b(?:assign|map|bind|pin|allocat|distribut)\w* (?:the )?(?:gpus?|devices?|cards?)\b|"
     r"\b(?:process|rank|worker|task)(?:es|s)?[- ](?:to[- ])?(?:gpu|device)s?[- ](?:mapping|"
-    r"assignments?|binding|affinity)|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
+    r"assignments?|binding|affinity)|\blocal[_ ]rank\w*|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
     r"\b|\bset_device\b|\b(?:first|same|other|another|different) (?:gpu|device|card)s?\b"
 )
 _WRONG = (
     r"(?:\bnot|n't|never)(?: be| being| been| get| getting)? (?:properly |correctly |actually )?"
-    r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|"
+    r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|correct\w*|"
     r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\w*|"
-    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bfix\w*|"
+    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bconflict\w*|\bfix\w*|"
     r"\berror\w*|\bfail\w*|\bthrows?\b|\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
 )
 _PROBLEM_ABOUT_DEVICE = (
@@ -122,12 +122,16 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
        r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
-       r"Watchdog caught collective operation timeout|"
-       r"\b(?:error|errors|fails?|failed|failing|failure|crash\w*)\b[^.\n]{0,40}\bncclCommInit\w*",
+       r"Watchdog caught collective operation timeout",
        prior("comm-error-any"),
        f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
        "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
        failure=True),
+    _s("comm-init-error-words",
+       r"\b(?:error|errors|fails?|failed|failing|failure|crash\w*)\b[^.\n]{0,40}\bncclCommInit\w*",
+       prior("comm-error-any"),
+       f"{NCCL} (e): a report that creating the communicator failed, in prose (the same prior as "
+       "the communicator errors: the words name no cause)", failure=True, where=PROSE),
     _s("hang-at-collective",
        r"(?:hangs?|hung|hanging|stuck|freez\w*|blocks? forever|waits? forever|never returns?|"
        r"no progress)[^.\n]{0,50}(?:init_process_group|barrier|all_?reduce|broadcast|"
@@ -291,6 +295,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "should be smaller than",
         "no cuda device with",
     ),
+    "comm-init-error-words": ("error", "fail", "crash"),
     "visible-devices-any": (
         "_visible_",
         "ze_affinity_mask",
@@ -345,9 +350,6 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "rccl error",
         "rccl failure",
         " failed",  # ncclCommInit\w* failed; not "ncclcomminit": every Init line holds it
-        "error",
-        "fail",
-        "crash",
         "watchdog caught",
     ),
     "hang-at-collective": (
@@ -407,6 +409,8 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "pin",
         "allocat",
         "distribut",
+        "local_rank",
+        "local rank",
         "nvidia-smi",
         "rocm-smi",
         "_visible_devices",

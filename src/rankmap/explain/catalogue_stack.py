@@ -41,6 +41,12 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("horovod", r"horovodrun|hvd\.local_rank|hvd\.init|horovod", {"launcher_config": 1},
        "Horovod: pin each process with hvd.local_rank() "
        "(https://horovod.readthedocs.io/en/stable/pytorch.html)", framework="horovod"),
+    _s("tf-cluster-config", r"\bTF_CONFIG\b|MultiWorkerMirroredStrategy|ParameterServerStrategy",
+       {"launcher_config": 3},
+       "TensorFlow multi-worker training: TF_CONFIG names the cluster and each process's task, "
+       "and every worker it lists must be started with its own task index "
+       "(https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_"
+       "environment_variable)", framework="tensorflow"),
     _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
        "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
        "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),
