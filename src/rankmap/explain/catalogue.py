@@ -13,6 +13,7 @@ from dataclasses import replace
 from rankmap.categories import CATEGORIES  # the contract's categories, in a stable order for ties
 from rankmap.explain.catalogue_device import DEVICE_SIGNALS
 from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
+from rankmap.explain.catalogue_frameworks import FRAMEWORK_KEYS, FRAMEWORK_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
 from rankmap.explain.priors import capped
 from rankmap.explain.signal_model import Signal
@@ -286,6 +287,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cupy": ("cupy",),
     "tensorflow": ("tensorflow", "tf."),
     **FAMILY_KEYS,
+    **FRAMEWORK_KEYS,
 }
 # Settings and context that prose can deny ("not using docker", "no MIG", "MIG disabled",
 # "without Ray"): a negated prose match is skipped (rankmap.explain.docread.negated). Messages and
@@ -302,5 +304,5 @@ NEGATABLE = frozenset(
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(
     replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE, supports=capped(s.id, s.supports))
-    for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS)
+    for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS, *FRAMEWORK_SIGNALS)
 )
