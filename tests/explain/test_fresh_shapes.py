@@ -68,3 +68,19 @@ def test_hosts_taken_for_one_are_read_in_prose(sentence: str) -> None:
 
 def test_one_host_in_a_plain_statement_is_not() -> None:
     assert "taken-for-one-host" not in read_document("all 8 ranks run on one node\n").hits
+
+
+def test_the_mig_column_of_an_nvidia_smi_table_is_no_mig() -> None:
+    table = (
+        "+-----------------------------------------------------------------------------+\n"
+        "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+        "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+        "|                               |                      |               MIG M. |\n"
+        "|===============================+======================+======================|\n"
+        "|   0  NVIDIA A100-SXM...  Off  | 00000000:07:00.0 Off |                    0 |\n"
+        "| N/A   31C    P0    60W / 400W |      0MiB / 40960MiB |      0%      Default |\n"
+        "|                               |                      |             Disabled |\n"
+        "+-------------------------------+----------------------+----------------------+\n"
+    )
+    assert "mig-word" not in read_document(table).hits
+    assert "mig-word" in read_document("MIG is enabled on GPU 0\n").hits

@@ -134,7 +134,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("mig-uuid", r"\bMIG-(?:GPU-)?[0-9a-f]{8}", {"mig": 4}, f"{NCCL} (c)", case=True),
     _s("mig-mode", r"\bMIG(?: mode)?\s+(?:is\s+)?(?:enabled|on)\b|\bMIG (?:instance|device|slice|"
        r"partition)s?\b|\bmulti-instance gpu", {"mig": 4}, f"{NCCL} (c)"),
-    _s("mig-word", r"\bMIG\b", {"mig": 3}, f"{NCCL} (c)", case=True),
+    # not the "MIG M." column header of every nvidia-smi table (the table reader reports MIG mode)
+    _s("mig-word", r"\bMIG\b(?!\s*M\.)", {"mig": 3}, f"{NCCL} (c)", case=True),
     _s("mig-caps", r"/capabilities/gpu\d+/mig/|nvidia-caps/nvidia-cap\d+", {"mig": 4},
        f"{NCCL} (c): MIG instances are exposed to containers as /proc/driver/nvidia/capabilities "
        "gi/ci access files and /dev/nvidia-caps devices"),
