@@ -84,3 +84,21 @@ def test_the_mig_column_of_an_nvidia_smi_table_is_no_mig() -> None:
     )
     assert "mig-word" not in read_document(table).hits
     assert "mig-word" in read_document("MIG is enabled on GPU 0\n").hits
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("the threads reference the same GPU with several ranks\n", "same-gpu"),
+        ("the launcher creates a process on gpu0 for every other rank\n", "all-on-gpu0"),
+        ("the solver starts 4 separate MPI setups instead of one job\n", "mpi-singletons"),
+        ("each rank thinks it is rank 0 of 1\n", "mpi-singletons"),
+    ],
+)
+def test_symptoms_in_other_words(text: str, sid: str) -> None:
+    assert sid in read_document(text).hits, (sid, text)
+
+
+def test_one_mpi_job_is_no_singleton_report() -> None:
+    text = "mpirun -np 4 starts one MPI job of 4 ranks; rank 0 writes the output\n"
+    assert "mpi-singletons" not in read_document(text).hits
