@@ -68,3 +68,37 @@ def test_hosts_taken_for_one_are_read_in_prose(sentence: str) -> None:
 
 def test_one_host_in_a_plain_statement_is_not() -> None:
     assert "taken-for-one-host" not in read_document("all 8 ranks run on one node\n").hits
+
+
+def test_the_mig_column_of_an_nvidia_smi_table_is_no_mig() -> None:
+    table = (
+        "+-----------------------------------------------------------------------------+\n"
+        "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+        "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+        "|                               |                      |               MIG M. |\n"
+        "|===============================+======================+======================|\n"
+        "|   0  NVIDIA A100-SXM...  Off  | 00000000:07:00.0 Off |                    0 |\n"
+        "| N/A   31C    P0    60W / 400W |      0MiB / 40960MiB |      0%      Default |\n"
+        "|                               |                      |             Disabled |\n"
+        "+-------------------------------+----------------------+----------------------+\n"
+    )
+    assert "mig-word" not in read_document(table).hits
+    assert "mig-word" in read_document("MIG is enabled on GPU 0\n").hits
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("the threads reference the same GPU with several ranks\n", "same-gpu"),
+        ("the launcher creates a process on gpu0 for every other rank\n", "all-on-gpu0"),
+        ("the solver starts 4 separate MPI setups instead of one job\n", "mpi-singletons"),
+        ("each rank thinks it is rank 0 of 1\n", "mpi-singletons"),
+    ],
+)
+def test_symptoms_in_other_words(text: str, sid: str) -> None:
+    assert sid in read_document(text).hits, (sid, text)
+
+
+def test_one_mpi_job_is_no_singleton_report() -> None:
+    text = "mpirun -np 4 starts one MPI job of 4 ranks; rank 0 writes the output\n"
+    assert "mpi-singletons" not in read_document(text).hits

@@ -14,6 +14,7 @@ from rankmap.explain.named import (
     intra_host_ranks,
     pair_named,
     prose_ranks,
+    ranks_on,
     reports_failure,
 )
 
@@ -262,3 +263,20 @@ def test_the_failure_gate_on_the_lines_that_matter() -> None:
     assert reports_failure("h:1:2 [0] NCCL WARN Duplicate GPU detected : rank 4 and rank 0")
     assert reports_failure("collective operation TIMED OUT after 600000 ms")
     assert reports_failure("\u017fignal 9")  # caseless regex folds the long s: so does the gate
+
+
+@pytest.mark.parametrize(
+    ("line", "ranks"),
+    [
+        ("PROC_ID=0 No devices found.", {0}),
+        ("SLURM_PROCID=3 CUDA_VISIBLE_DEVICES=", {3}),
+        ("OMPI_COMM_WORLD_RANK=2 failed to open the device", {2}),
+        ("PMI_RANK: 5 invalid device ordinal", {5}),
+    ],
+)
+def test_a_launcher_rank_variable_names_its_rank(line: str, ranks: set[int]) -> None:
+    assert ranks_on(line) == ranks
+
+
+def test_a_local_size_variable_is_no_rank() -> None:
+    assert ranks_on("OMPI_COMM_WORLD_LOCAL_SIZE=8 SLURM_NPROCS=4") == set()

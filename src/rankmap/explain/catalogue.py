@@ -224,6 +224,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "opennmt-gpu-ranks": ("gpu_ranks",),
+    "mpi-singletons": ("separate", "rank 0 of", "size 1", "size of 1"),
     "tf-cluster-config": ("tf_config", "multiworkermirroredstrategy", "parameterserverstrategy"),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),

@@ -134,7 +134,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("mig-uuid", r"\bMIG-(?:GPU-)?[0-9a-f]{8}", {"mig": 4}, f"{NCCL} (c)", case=True),
     _s("mig-mode", r"\bMIG(?: mode)?\s+(?:is\s+)?(?:enabled|on)\b|\bMIG (?:instance|device|slice|"
        r"partition)s?\b|\bmulti-instance gpu", {"mig": 4}, f"{NCCL} (c)"),
-    _s("mig-word", r"\bMIG\b", {"mig": 3}, f"{NCCL} (c)", case=True),
+    # not the "MIG M." column header of every nvidia-smi table (the table reader reports MIG mode)
+    _s("mig-word", r"\bMIG\b(?!\s*M\.)", {"mig": 3}, f"{NCCL} (c)", case=True),
     _s("mig-caps", r"/capabilities/gpu\d+/mig/|nvidia-caps/nvidia-cap\d+", {"mig": 4},
        f"{NCCL} (c): MIG instances are exposed to containers as /proc/driver/nvidia/capabilities "
        "gi/ci access files and /dev/nvidia-caps devices"),
@@ -273,7 +274,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
-       r"(?:memory|space|contexts?|threads|processes|instances)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
+       r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
        r"(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)|"
        r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
        r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
@@ -303,7 +304,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
        r"(?<!to be )on the same (?:gpu|device|cuda device)|"
        rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the |one )?"
-       r"(?:very )?same (?:\w+ )?(?:gpus?|devices?|cards?|cuda devices?)\b",
+       r"(?:very )?same (?:\w+ )?(?:gpus?|devices?|cards?|cuda devices?)\b|"
+       r"\bsame (?:single |physical )?(?:gpu|device|card) (?:with|by|from|across|for|between) (?:the )?"
+       rf"(?:multiple|several|two|all|many|both|\d+) {_AGENTS}\b",
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
        f"{NCCL} (a): two ranks on one GPU", failure=True),
     _s("procs-on-every-gpu", rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b{SENTENCE}{{0,40}}"

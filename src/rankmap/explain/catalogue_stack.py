@@ -47,6 +47,16 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "and every worker it lists must be started with its own task index "
        "(https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_"
        "environment_variable)", framework="tensorflow"),
+    _s("mpi-singletons", r"(?:\d+|two|three|four|several|multiple) separate[^.\n]{0,30}\bMPI\b|\bMPI\b"
+       r"[^.\n]{0,60}(?:\d+|two|three|four|several|multiple) separate (?:jobs|runs|instances|"
+       r"processes|copies)|(?:every|each|all) (?:mpi )?(?:process|rank|task)(?:es|s)?[^.\n]{0,40}"
+       r"(?:is |are |reports? |thinks? (?:it is |they are )?)(?:rank 0 of 1|rank 0\b[^.\n]{0,20}"
+       r"(?:size|world size) (?:of )?1\b)",
+       {"version_mismatch": 3, "launcher_config": 1.5},
+       f"{LAUNCHERS} §6: an MPI program started by another MPI's mpirun (or without one) finds no "
+       "job of its own: every process is rank 0 of a world of size 1, N separate jobs "
+       "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/quickstart.html)", failure=True,
+       framework="mpi"),
     _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
        "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
        "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),

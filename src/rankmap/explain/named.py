@@ -69,7 +69,9 @@ RANK_FORMS = re.compile(
     r"|^\[(?P<e>\d{1,7})\]:"
     r"|^\[default(?P<f>\d{1,7})\]:"
     r"|\bprocess (?P<g>\d{1,7}) terminated\b"
-    r"|^\((?:Vllm)?Worker(?:_PP0)?_TP(?P<j>\d{1,7}) pid=",
+    r"|^\((?:Vllm)?Worker(?:_PP0)?_TP(?P<j>\d{1,7}) pid="
+    # a launcher's rank variable printed (reference/launchers.md §5, §6)
+    r"|\b(?:SLURM_PROCID|PROC_?ID|OMPI_COMM_WORLD_RANK|PMIX?_RANK)\s*[=:]\s*(?P<k>\d{1,7})\b",
     re.IGNORECASE,
 )
 # A line reporting a failure: each alternative with a word that every match of it holds
@@ -157,7 +159,14 @@ def ranks_on(line: str, limit: int = MAX_RANKS, *, stated: bool = False) -> set[
     return out
 
 
-_RANK_KEYS = ("ank", "[", "rocess", "worker")  # every spelling holds one: a cheap gate
+_RANK_KEYS = (
+    "ank",
+    "[",
+    "rocess",
+    "worker",
+    "procid",
+    "proc_id",
+)  # every spelling holds one: a cheap gate
 # Lines that list ranks as a map (nccl-tests "Rank 0 Pid …", NCCL "rank 0 nranks 8 …"): every
 # rank of the job, no statement about some of them.
 _RANK_MAP_LINE = re.compile(r"\brank\s+\d+\s+(?:group\s+\d+\s+)?pid\b|\bn[Rr]anks\b", re.I)
