@@ -17,7 +17,10 @@ every core (hyperscan: threads; pure: forked processes), grep on one: the wall r
 the free cores, the CPU ratio is what it would be on one core.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
-Measured on the shared 2-core development box (other agents' jobs on the same cores), 1.07 GB,
+Last measured (session 5 of 2026-12-01, 569 literals, 5 rounds at load 1.3): grep 1.62 s;
+hyperscan 1.34x wall (1.02-1.41), 0.87x CPU; pure 0.56x wall (0.50-0.59), 0.31x CPU; 31 / 27 MB.
+
+Measured before on the shared 2-core development box (other agents' jobs on the same cores), 1.07 GB,
 489 literals, 7 rounds at load average 1.4-1.8 (2026-12-01, after the round of threads for
 hyperscan, the NUL translate and the per-line gates):
 
