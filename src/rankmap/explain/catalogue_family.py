@@ -54,12 +54,24 @@ _DEVICE_CHOICE = (
     r"assignments?|binding|affinity)|\blocal[_ ]rank\w*|nvidia-smi|rocm-smi|\b(?:CUDA|HIP|ROCR|NVIDIA)_VISIBLE_DEVICES"
     r"\b|\bset_device\b|\b(?:first|same|other|another|different) (?:gpu|device|card)s?\b"
 )
+# A problem word that is denied ("without errors", "never fails") or put as a condition to the
+# reader ("if you get an error", advice in docs) reports nothing; "instead of passing ..." names
+# another way of doing it, not a wrong outcome.
+_NOT_DENIED = (
+    r"(?<!without )(?<!without any )(?<!\bno )(?<!never )(?<!n't )(?<!not )(?<!you get an )"
+    r"(?<!you see an )(?<!you hit an )(?<!you get )(?<!you see )"
+)
 _WRONG = (
     r"(?:\bnot|n't|never)(?: be| being| been| get| getting)? (?:properly |correctly |actually )?"
     r"(?:match\w*|respect\w*|honou?r\w*|work\w*|set|used|applied|assigned|selected|correct\w*|"
     r"recogni[sz]ed|consistent|the same)\b|\bmismatch\w*|\bdisagree\w*|\bwrong\w*|"
-    r"\bincorrect\w*|\binstead\b|\binconsistent\w*|\brandom\w*|\bcompet\w*|\bconflict\w*|\bfix\w*|"
-    r"\berror\w*|\bfail\w*|\bthrows?\b|\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
+    r"\bincorrect\w*|\binstead\b(?! of \w+ing\b)|\binconsistent\w*|\brandom\w*|\bcompet\w*|"
+    r"\bconflict\w*|\bfix\w*|"
+    + _NOT_DENIED
+    + r"\berror\w*|"
+    + _NOT_DENIED
+    + r"\bfail\w*|\bthrows?\b|"
+    r"\bignor\w*|\bunexpected\w*|\bbroken\b|\bbug\b"
 )
 _PROBLEM_ABOUT_DEVICE = (
     r"\b(?:wrong|incorrect) (?:gpus?|devices?|cards?|cuda devices?)\b|"
@@ -96,7 +108,10 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"every|one|a single|a|per) )?(?:worker|process|task|rank|container|pod|job|actor)s?\b)|"
        r"only (?:see|sees|seeing|saw|seen|"
        r"detects?|detecting|finds?|finding|found|shows?|showing|recogni[sz]\w*) (?:a single|one|1|"
-       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|no (?:(?:supported|usable|visible|available|"
+       r"two|\d+) (?:gpus?|devices?|cards?)\b(?! per)|"
+       # not NCCL's "NET/IB : No device found." of every healthy host without an IB NIC
+       # (reference/nccl.md, Bootstrap / network selection)
+       r"(?<!NET/IB : )no (?:(?:supported|usable|visible|available|"
        r"compatible|cuda|gpu) )?(?:gpus?|cuda devices?|devices?) (?:were |"
        r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
        r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
