@@ -78,3 +78,62 @@ def test_a_healthy_init_log_without_infiniband_is_no_alarm() -> None:
 
 def test_no_gpu_found_is_still_a_device_count_message() -> None:
     assert "device-count-message" in read_document("RuntimeError: No devices found\n").hits
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "With torchrun on one node, 8 processes run on all 8 GPUs, one each.",
+        "Our 4 workers sit on all the GPUs, one per GPU, as the guide says.",
+    ],
+)
+def test_one_process_per_gpu_described_is_no_shared_gpu(sentence: str) -> None:
+    assert "procs-on-every-gpu" not in read_document(sentence + "\n").hits
+    assert not _alarms(sentence + "\n")
+
+
+def test_processes_on_every_gpu_are_still_read() -> None:
+    text = "All 4 processes run on every GPU and each takes memory on all of them.\n"
+    assert "procs-on-every-gpu" in read_document(text).hits
+
+
+def test_one_each_after_each_gpu_is_the_design_too() -> None:
+    assert (
+        "procs-on-every-gpu"
+        not in read_document(
+            "The 8 ranks run on every GPU, one per GPU, so each card holds one rank.\n"
+        ).hits
+    )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "sid"),
+    [
+        # a true fact about one machine, neutral verbs: no host taken for another
+        ("NCCL detects that all ranks are on the same node and uses P2P over NVLink.", None),
+        ("In the default container the hostname is localhost, which is fine on one machine.", None),
+        # advice that names the failure as what to avoid
+        (
+            "Run both copies with mpirun so they form one job instead of two separate MPI runs.",
+            None,
+        ),
+        ("Make sure your launcher is configured to respect CUDA_VISIBLE_DEVICES.", "cvd-ignored"),
+    ],
+)
+def test_descriptions_and_advice_are_no_mapping_alarm(sentence: str, sid: str | None) -> None:
+    assert not _alarms(sentence + "\n")
+    if sid:
+        assert sid not in read_document(sentence + "\n").hits
+
+
+@pytest.mark.parametrize(
+    ("report", "sid"),
+    [
+        ("NCCL thinks the two machines are the same host and the job hangs.", "taken-for-one-host"),
+        ("All four pods report hostname localhost and NCCL fails.", "taken-for-one-host"),
+        ("The script runs as 4 separate MPI jobs, every rank is rank 0 of 1.", "mpi-singletons"),
+        ("This PR makes the launcher respect CUDA_VISIBLE_DEVICES.", "cvd-ignored"),
+    ],
+)
+def test_the_reports_those_signals_are_for_still_read(report: str, sid: str) -> None:
+    assert sid in read_document(report + "\n").hits

@@ -89,7 +89,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
        r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
-       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES|(?:\bto|\bshould|\bnow|\bmake\w*"
+       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
+       r"\bshould|\bnow|\bmake\w*"
        r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
        f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
        failure=True),
@@ -181,10 +182,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
     _s("taken-for-one-host", r"\b(?:thinks?|thought|treats?|treated|assumes?|assumed|considers?|"
-       r"considered|believes?|detects?|detected|sees?|saw|regards?|takes?|took)\b[^.\n]{0,50}\b(?:are|is|were|"
+       r"considered|believes?|regards?|takes?|took)\b[^.\n]{0,50}\b(?:are|is|were|"
        r"was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?(?:node|host|machine)\b|"
        r"\bhost ?names?\W{0,3}(?:is|are|was|were|of|set to|reports?|returns?)?\W{0,3}['\"`]?localhost\b",
-       {"host_identity": 4},
+       # a setting, not a failure (one machine named localhost is fine): under NO_FAILURE_GUESS,
+       # a guess needs failure words too; neutral verbs (detects, sees) state a true fact
+       {"host_identity": 3.5},
        f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host (a container "
        "named localhost on every machine is one host to it)", where=PROSE),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
@@ -310,7 +313,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"no_set_device": 2, "oversubscribed": 1, "visible_devices_mismatch": 1},
        f"{NCCL} (a): two ranks on one GPU", failure=True),
     _s("procs-on-every-gpu", rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b{SENTENCE}{{0,40}}"
-       rf"\b(?:{_ON}) (?:each|every|all (?:the )?(?:\d+ )?(?:gpus|devices|cards))\b(?: (?:gpu|device|card))?",
+       rf"\b(?:{_ON}) (?:each|every|all (?:the )?(?:\d+ )?(?:gpus|devices|cards))\b(?: (?:gpu|device|card))?"
+       # "..., one each" / "one per GPU": one process per GPU, the design described
+       r"(?!(?: (?:gpu|device|card))?[,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))",
        {"no_set_device": 3},
        f"{PT} §1 and Horovod's guide (pin each process to one GPU: hvd.local_rank(), "
        "https://horovod.readthedocs.io/en/stable/tensorflow.html): a process that selects no GPU "

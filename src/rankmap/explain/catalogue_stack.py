@@ -11,6 +11,8 @@ from rankmap.explain.signal_model import (
 )
 from rankmap.explain.signal_model import sig as _s
 
+_NOT_AVOIDED = r"(?<!instead of )(?<!rather than )(?<!not )(?<!never )"
+
 # fmt: off
 STACK_SIGNALS: tuple[Signal, ...] = (
     # --- launcher / framework configuration -----------------------------------------------------
@@ -47,8 +49,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "and every worker it lists must be started with its own task index "
        "(https://www.tensorflow.org/guide/distributed_training#setting_up_the_tf_config_"
        "environment_variable)", framework="tensorflow"),
-    _s("mpi-singletons", r"(?:\d+|two|three|four|several|multiple) separate[^.\n]{0,30}\bMPI\b|\bMPI\b"
-       r"[^.\n]{0,60}(?:\d+|two|three|four|several|multiple) separate (?:jobs|runs|instances|"
+    # not advice that names them as what to avoid ("one job instead of two separate MPI runs")
+    _s("mpi-singletons", _NOT_AVOIDED + r"(?:\d+|two|three|four|several|multiple) separate[^.\n]{0,30}"
+       r"\bMPI\b|\bMPI\b[^.\n]{0,60}" + _NOT_AVOIDED + r"(?:\d+|two|three|four|several|multiple) "
+       r"separate (?:jobs|runs|instances|"
        r"processes|copies)|(?:every|each|all) (?:mpi )?(?:process|rank|task)(?:es|s)?[^.\n]{0,40}"
        r"(?:is |are |reports? |thinks? (?:it is |they are )?)(?:rank 0 of 1|rank 0\b[^.\n]{0,20}"
        r"(?:size|world size) (?:of )?1\b)",
