@@ -92,3 +92,13 @@ def test_an_out_of_memory_report_stays_outside_the_family() -> None:
         "the wrong GPU? No: the model is simply too big for one card.\n"
     )
     assert not [f for f in fs if f.category != "other" and f.severity is not Severity.INFO]
+
+
+def test_prose_signals_read_a_bounded_head_of_a_huge_prose_segment() -> None:
+    from rankmap.explain.docread import PROSE_SIGNAL_LIMIT
+
+    report = "The GPU ids my trainer prints do not match what nvidia-smi shows.\n"
+    filler = "Some words about the weather and the dataset.\n" * 3000
+    assert len(filler) > PROSE_SIGNAL_LIMIT
+    assert SID in _hits(report + filler)  # within the head: read
+    assert SID not in _hits(filler + report)  # beyond it: not read (bounded time)

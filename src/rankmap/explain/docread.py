@@ -191,10 +191,14 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
         seg = Segment(seg.kind, seg.text.replace("`", ""), seg.first_line)
     lowered = seg.text.lower()
     exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
+    head = _prose_head(seg, lowered)
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
-        m = _first_affirmed(sig, seg, lowered, exact)
+        if sig.where == PROSE_ONLY and head is not None:
+            m = _first_affirmed(sig, head[0], head[1], exact)
+        else:
+            m = _first_affirmed(sig, seg, lowered, exact)
         if not m:
             continue
         facts.counts[sig.id] += 1
@@ -210,6 +214,21 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
 
 
 MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
+# Signals of prose alone (sentence-level co-occurrences, the costliest regexes) read the first
+# 64 KiB of a prose segment: what a GitHub issue body holds at most (65,536 characters), and a
+# bound on their time for a paste of megabytes of prose.
+PROSE_SIGNAL_LIMIT = 64 * 1024
+PROSE_ONLY = frozenset({"prose"})
+
+
+def _prose_head(seg: Segment, lowered: str) -> tuple[Segment, str] | None:
+    """The first PROSE_SIGNAL_LIMIT characters of a long prose segment (None: the whole)."""
+    if seg.kind != "prose" or len(seg.text) <= PROSE_SIGNAL_LIMIT:
+        return None
+    cut = PROSE_SIGNAL_LIMIT
+    return Segment(seg.kind, seg.text[:cut], seg.first_line), lowered[:cut]
+
+
 MAX_NEGATED = 4  # negated matches skipped per signal and segment
 # A negation just before a prose match ("not using docker", "no MIG", "without a container",
 # "don't use Ray"): at most two words of a small list between (so "doesn't support MIG" stays a
