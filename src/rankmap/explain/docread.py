@@ -29,6 +29,7 @@ from rankmap.explain.document import (
     shell_commands,
     split_document,
 )
+from rankmap.explain.signal_model import PROSE
 from rankmap.explain.versions import Versions, versions_in
 
 DOC_LIMIT = 4 * 1024 * 1024  # bigger inputs are read by the line reader only
@@ -195,7 +196,7 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
-        if sig.where == PROSE_ONLY and head is not None:
+        if sig.where == PROSE and head is not None:
             m = _first_affirmed(sig, head[0], head[1], exact)
         else:
             m = _first_affirmed(sig, seg, lowered, exact)
@@ -218,7 +219,6 @@ MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversa
 # 64 KiB of a prose segment: what a GitHub issue body holds at most (65,536 characters), and a
 # bound on their time for a paste of megabytes of prose.
 PROSE_SIGNAL_LIMIT = 64 * 1024
-PROSE_ONLY = frozenset({"prose"})
 
 
 def _prose_head(seg: Segment, lowered: str) -> tuple[Segment, str] | None:
