@@ -248,6 +248,22 @@ _NEGATED_AFTER = re.compile(
 )
 
 
+# A state the writer says they want ("pods see all GPUs, which is what we want", "every rank
+# sees one GPU, as intended"): the rest of the sentence after a prose match. It applies to every
+# prose signal, negatable or not: a wanted state is no complaint.
+_WANTED_AFTER = re.compile(
+    r"[^.;!?\n]{0,80}?\b(?:which|that|this) (?:is|was) (?:exactly )?(?:what (?:we|i) (?:want|wanted|"
+    r"need|needed|expect|expected)|(?:as )?(?:expected|intended|desired|correct|fine|ok|okay))\b|"
+    r"[^.;!?\n]{0,80}?,? (?:just )?as (?:expected|intended|desired|it should)\b",
+    re.IGNORECASE,
+)  # used with match(text, pos): no "^", which would anchor at the text's start
+
+
+def wanted(text: str, end: int) -> bool:
+    """Whether the sentence after a prose match says the state is the one wanted."""
+    return bool(_WANTED_AFTER.match(text, end, min(len(text), end + 120)))
+
+
 def negated(text: str, start: int, end: int) -> bool:
     """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
     line_start = text.rfind("\n", 0, start) + 1
@@ -265,9 +281,11 @@ def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.
     pos = 0
     for _ in range(MAX_NEGATED + 1):
         m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
-        if m is None or seg.kind != "prose" or not sig.negatable:
+        if m is None or seg.kind != "prose":
             return m
-        if not negated(seg.text, m.start(), m.end()):
+        if wanted(seg.text, m.end()):
+            pass
+        elif not sig.negatable or not negated(seg.text, m.start(), m.end()):
             return m
         pos = max(m.end(), m.start() + 1)
     return None
