@@ -23,7 +23,7 @@ from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
 from rankmap.explain.scoring import rescore, scores_section
 from rankmap.explain.signals import log_gpu_count, log_launch
-from rankmap.findings import Finding, Report, finding
+from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Host, Placement
 from rankmap.redact import redact_env, redact_free_text, redact_report
 from rankmap.sources import Files, NoFiles
@@ -184,8 +184,10 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
         "nccl_mismatch", "bootstrap_dup_rank", "no_interface", "store_error", "socket_error"
     )
     bare = not dup and not specific and _bare_invalid_usage(ev)
-    if dup or bare:
+    if dup:
         findings += duplicate_findings(ctx, ev)
+    elif bare:
+        findings += [_probable(f) for f in duplicate_findings(ctx, ev)]
     if ev.has("invalid_ordinal"):
         ordinal = ordinal_findings(ctx, ev)
         findings = ordinal + findings if not dup else findings + ordinal
@@ -264,6 +266,22 @@ def _bare_invalid_usage(ev: Evidence) -> bool:
         if (e.get("err") or "").startswith("invalid usage"):
             return True
     return any(e.get("code") == "ncclInvalidUsage" for e in ev.of("nccl_result"))
+
+
+BARE_NOTE = (
+    "NCCL returned invalid usage without its reason (no `Duplicate GPU detected` line): at "
+    "init this is most often two ranks on one GPU, but a wrong argument or communicator misuse "
+    "returns it too; `NCCL_DEBUG=WARN` prints the reason. "
+)
+
+
+def _probable(f: Finding) -> Finding:
+    """A shared-GPU finding inferred from a bare ncclInvalidUsage: a warning, not an error — the
+    result code alone is no positive evidence of a shared GPU."""
+    if f.severity is not Severity.ERROR:
+        return f
+    probable = f"Probably: {f.title}"
+    return replace(f, severity=Severity.WARNING, title=probable, detail=BARE_NOTE + f.detail)
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -12,6 +12,7 @@ from typing import Any
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.findings_map import oom_findings, quote
+from rankmap.explain.score_model import UNDECIDED_MARK
 from rankmap.findings import Finding, finding
 
 
@@ -78,13 +79,33 @@ def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
     have = (has[0].get("has") or "").strip() if has else ""
     code = "RM501" if have == "0" else "RM102"
     quotes = [quote(e) for e in (req[:1] + has[:1])]
-    return [
-        finding(
-            code,
-            f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]",
-            evidence=quotes,
-        )
-    ]
+    title = f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]"
+    if code == "RM501" and not _per_task_context(ctx):
+        # One visible GPU is the symptom; per-task binding is one cause among a user's
+        # CUDA_VISIBLE_DEVICES and a one-GPU machine: the scoring weighs the rest of the input.
+        return [
+            finding(
+                code,
+                title,
+                detail=f"{UNDECIDED_MARK} why the process sees one GPU: a per-task binding "
+                "(Slurm --gpus-per-task, a scheduler), a CUDA_VISIBLE_DEVICES naming one GPU, or "
+                "a machine with one GPU. `echo $CUDA_VISIBLE_DEVICES; nvidia-smi -L` in the job "
+                "decides.",
+                evidence=quotes,
+                severity="warning",
+            )
+        ]
+    return [finding(code, title, evidence=quotes)]
+
+
+def _per_task_context(ctx: Context) -> bool:
+    """Whether the context shows a scheduler that binds GPUs per task (Slurm)."""
+    launch = ctx.launch
+    if launch is not None and (
+        "srun" in (launch.launcher, launch.nested_in) or launch.gpus_per_task is not None
+    ):
+        return True
+    return any(k.startswith("SLURM_") for k in ctx.env)
 
 
 def _guess(ev: Evidence, ctx: Context) -> list[Finding]:

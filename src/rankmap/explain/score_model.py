@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from rankmap.categories import CATEGORIES
 
+# A finding whose detail holds this names a symptom, not its category: the scoring lets the rest
+# of the input decide (rankmap.explain.scoring).
+UNDECIDED_MARK = "The log alone does not say"
+
 
 @dataclass
 class Scores:

@@ -20,7 +20,7 @@ from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
-from rankmap.explain.score_model import Scores
+from rankmap.explain.score_model import UNDECIDED_MARK, Scores
 from rankmap.findings import Finding, Severity, finding
 
 BEST_GUESS: dict[str, str] = {
@@ -75,7 +75,6 @@ DECIDE: dict[str, str] = {
 }
 # Specific findings that name a symptom, not a cause: they weigh little.
 SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
-UNDECIDED_MARK = "The log alone does not say"
 # A finding that says the log cannot decide names a symptom, not its category: its own category
 # gets no more than a failure class's prior would give (rankmap.explain.priors).
 UNDECIDED_POINTS = 0.5

@@ -1,0 +1,103 @@
+"""Session 6: states the writer says are wanted are no complaint.
+
+Every sentence is written for these tests.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from rankmap.adapters.local import explain_files
+from rankmap.explain.docread import read_document, wanted
+from rankmap.findings import Finding, Severity
+
+
+def _alarms(text: str) -> list[Finding]:
+    report = explain_files([Path("-")], stdin=io.StringIO(text))
+    return [
+        f
+        for f in report.ordered_findings()
+        if f.category != "other" and f.severity is not Severity.INFO
+    ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Our pods see all GPUs of the node, which is what we want.",
+        "Each container sees all 8 GPUs, as intended for the profiler.",
+        "Every pod lists all GPUs of the node, that is expected here.",
+    ],
+)
+def test_a_wanted_state_is_no_alarm(sentence: str) -> None:
+    assert "nvd-ignored" not in read_document(sentence + "\n").hits
+    assert not _alarms(sentence + "\n")
+
+
+@pytest.mark.parametrize(
+    ("report", "sid"),
+    [
+        ("Our pods see all GPUs of the node, which breaks the job.", "nvd-ignored"),
+        ("Each container sees all 8 GPUs, that is not what we want.", "nvd-ignored"),
+    ],
+)
+def test_the_same_state_as_a_complaint_is_still_read(report: str, sid: str) -> None:
+    assert sid in read_document(report + "\n").hits
+
+
+def test_wanted_reads_only_the_rest_of_the_sentence() -> None:
+    text = "All GPUs are visible in the pod. That is what we want for the other job."
+    end = text.index(" in the pod") + len(" in the pod")
+    assert not wanted(text, end)
+    assert wanted("All GPUs are visible, which is fine.", len("All GPUs are visible"))
+
+
+_BARE = (
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), "
+    "NCCL version 2.19.3\n"
+    "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+)
+
+
+def _first(text: str) -> Finding:
+    return explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()[0]
+
+
+def test_a_bare_invalid_usage_is_a_probable_shared_gpu_not_an_error() -> None:
+    first = _first(_BARE)
+    assert first.category in {"oversubscribed", "no_set_device"} or first.code == "RM103"
+    assert first.severity is Severity.WARNING
+    assert first.title.startswith("Probably: ")
+    assert "NCCL_DEBUG=WARN" in first.detail
+
+
+def test_the_duplicate_gpu_line_makes_it_an_error() -> None:
+    text = (
+        _BARE + "Last error:\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000\n"
+    )
+    first = _first(text)
+    assert first.severity is Severity.ERROR
+    assert not first.title.startswith("Probably")
+    assert first.ranks == (0, 1)
+
+
+_LIGHTNING = (
+    "pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested gpu: [1]\n"
+    " But your machine only has: [0]\n"
+)
+
+
+def test_lightning_one_visible_gpu_without_a_scheduler_is_no_per_task_error() -> None:
+    findings = explain_files([Path("-")], stdin=io.StringIO(_LIGHTNING)).ordered_findings()
+    assert all(f.severity is not Severity.ERROR for f in findings)
+    rm501 = next(f for f in findings if f.code == "RM501")
+    assert "CUDA_VISIBLE_DEVICES" in rm501.detail
+
+
+def test_lightning_one_visible_gpu_under_gpus_per_task_is_the_per_task_binding() -> None:
+    first = _first("srun --gpus-per-task=1 python train.py\n" + _LIGHTNING)
+    assert (first.code, first.severity) == ("RM501", Severity.ERROR)
