@@ -88,7 +88,10 @@ def run_one(row: dict[str, str], folder: Path, mode: str) -> dict[str, Any]:
     tid = row["id"]
     try:
         if mode == "paste":
-            text = (folder / "pastes" / f"{tid}.txt").read_text(errors="replace")
+            paste = folder / "pastes" / f"{tid}.txt"
+            if not paste.exists():
+                return {"skipped": True, "missing": True}
+            text = paste.read_text(errors="replace")
             report = explain_files([Path("-")], stdin=io.StringIO(text))
         else:
             log = folder / "logs" / f"{tid}.log"
@@ -146,8 +149,11 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
     total = {"pos": 0, "top1": 0, "top3": 0, "noans": 0, "neg": 0, "alarm": 0}
     exact = {"ranks": [0, 0], "bus": [0, 0]}
     misses = []
+    missing: list[str] = []
     for row in rows:
         res = run_one(row, folder, mode)
+        if res.get("missing"):
+            missing.append(row["id"])
         if res.get("skipped"):
             continue
         want = {c.strip() for c in row["categories"].split(";") if c.strip()}
@@ -207,6 +213,7 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         "bus_ids_exact": f"{exact['bus'][1]}/{exact['bus'][0]}",
         "per": {k: f"{v['n'][1]}/{v['n'][0]} top3 {v['n'][2]}" for k, v in sorted(tally.items())},
         "misses": misses,
+        "missing": missing,
     }
 
 
@@ -240,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['negatives']} negatives {r['false_alarms_on_negatives']:.1%}, ranks exact "
             f"{r['ranks_exact']}, bus ids exact {r['bus_ids_exact']}"
         )
+        if r["missing"]:
+            print(f"    not in the folder (left out): {len(r['missing'])}: {' '.join(r['missing'])}")
         for k, v in r["per"].items():
             print(f"    {k}: {v}")
         for m in r["misses"]:

@@ -101,3 +101,45 @@ def test_lightning_one_visible_gpu_without_a_scheduler_is_no_per_task_error() ->
 def test_lightning_one_visible_gpu_under_gpus_per_task_is_the_per_task_binding() -> None:
     first = _first("srun --gpus-per-task=1 python train.py\n" + _LIGHTNING)
     assert (first.code, first.severity) == ("RM501", Severity.ERROR)
+
+
+def _hits(text: str) -> set[str]:
+    return set(read_document(text).hits)
+
+
+def test_deepspeed_options_count_on_a_deepspeed_line_only() -> None:
+    mpi = "```\nmpirun --hostfile hosts -np 16 ./all_reduce_perf -b 8 -e 1G\n```\n"
+    ds = "```\ndeepspeed --hostfile hosts --include worker-1:0,1 train.py\n```\n"
+    assert "deepspeed-include" not in _hits(mpi)
+    assert "deepspeed-include" in _hits(ds)
+
+
+def test_a_host_network_is_a_setting_not_two_hosts_with_one_name() -> None:
+    setting = "I run the workers with docker on the host network.\n"
+    same = "Both nodes have the same hostname after cloning the image.\n"
+    assert "same-hostname" not in _hits(setting)
+    assert "host-network" in _hits(setting)
+    assert "same-hostname" in _hits(same)
+
+
+def _points(text: str) -> dict[str, float]:
+    from rankmap.explain.context import Context
+    from rankmap.explain.scoring import score_all
+
+    return dict(score_all([], Context(), read_document(text)).points)
+
+
+def test_an_ignored_visible_devices_list_leaves_the_cause_to_the_context() -> None:
+    alone = _points("CUDA_VISIBLE_DEVICES is ignored by the job.\n")
+    assert alone["visible_devices_mismatch"] > alone["launcher_config"] > 0
+    assert alone["per_process_visible_devices"] > 0
+    under_ds = _points(
+        "CUDA_VISIBLE_DEVICES is ignored by the job.\n```\ndeepspeed --num_gpus 2 train.py\n```\n"
+    )
+    assert under_ds["launcher_config"] > under_ds["visible_devices_mismatch"]
+
+
+def test_a_rocm_visible_devices_name_weighs_like_the_cuda_name() -> None:
+    hip = _points("We set HIP_VISIBLE_DEVICES for the workers.\n")
+    cvd = _points("We set CUDA_VISIBLE_DEVICES for the workers.\n")
+    assert hip["visible_devices_mismatch"] == cvd["visible_devices_mismatch"]

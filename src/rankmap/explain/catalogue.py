@@ -96,7 +96,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "privileged": ("privileged",),
     "nvml-unknown": ("failed to initialize nvml",),
     "cgroup": ("cgroup", "devices.allow"),
-    "same-hostname": ("host name", "hostname", "hostnetwork", "host network"),
+    "same-hostname": ("host name", "hostname"),
+    "host-network": ("--hostname", "hostnetwork", "host network", "--net"),
     "boot-id": ("boot_id", "nccl_hostid", "hash"),
     "hostname-resolution": (
         "gethostname",
@@ -220,7 +221,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "gpu_ids",
         "default_config.yaml",
     ),
-    "deepspeed-include": ("--include", "--exclude", "hostfile", "slots", "--num_gpus"),
+    "deepspeed-include": ("deepspeed", "--num_gpus"),
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "opennmt-gpu-ranks": ("gpu_ranks",),
@@ -300,7 +301,7 @@ NEGATABLE = frozenset(
         "privileged", "cgroup", "two-pods-one-node", "gpus-per-task", "ray", "dask-cuda",
         "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
-        "visible-devices-any", "same-hostname", "spawn-independent", "p2p-disable",
+        "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

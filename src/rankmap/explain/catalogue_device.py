@@ -91,8 +91,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
        r"\bshould|\bnow|\bmake\w*"
-       r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES", {"visible_devices_mismatch": 4},
-       f"{CUDA_DEV} §1: a later assignment (in code or a wrapper) replaces the user's list",
+       r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES",
+       # a symptom of several causes: set after CUDA initialised, or replaced by a launcher
+       # (DeepSpeed), a framework (Ray, Slurm binding) or the container runtime; the context
+       # decides (explain/combinations.py)
+       {"visible_devices_mismatch": 2.5, "launcher_config": 1, "per_process_visible_devices": 1},
+       f"{CUDA_DEV} §1: CVD is read when CUDA initialises; a later assignment (in code, a "
+       "launcher, a framework) replaces the user's list",
        failure=True),
     _s("device-count-wrong", r"device_count\(\)[^\n]{0,40}(?:only|returns?|shows?|is) "
        r"(?:only )?(?:1|one|0)\b|(?:sees?|detects?|shows?) only (?:one|1) gpu",
@@ -103,12 +108,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"visible_devices_mismatch": 3},
        f"{CUDA_DEV} §1: CVD is read once when CUDA initialises; setting it in code after that, "
        "or per process, renumbers devices", where=CODE),
-    _s("hip-visible", r"HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES",
-       {"visible_devices_mismatch": 3, "per_process_visible_devices": 1},
+    # the CUDA twins weigh like their mention (cvd-mentioned): a name is context, not a cause
+    _s("hip-visible", r"HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES", {"visible_devices_mismatch": 1},
        "ROCm: HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES narrow and renumber GPUs like "
        "CUDA_VISIBLE_DEVICES (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html)",
        framework="rocm"),
-    _s("tf-visible-list", r"visible_device_list", {"visible_devices_mismatch": 4},
+    _s("tf-visible-list", r"visible_device_list", {"visible_devices_mismatch": 1},
        "TensorFlow GPUOptions.visible_device_list renumbers like CUDA_VISIBLE_DEVICES "
        "(https://www.tensorflow.org/api_docs/python/tf/compat/v1/GPUOptions)",
        framework="tensorflow"),
@@ -178,9 +183,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cgroup", r"\bcgroups?\b|devices\.allow", {"container_mapping": 2}, f"{CUDA_DEV} §3"),
     # --- host identity --------------------------------------------------------------------------
     _s("same-hostname", r"same host ?name|identical host ?names?|hostnames? (?:are|is) (?:the )?"
-       r"(?:same|identical)|same /etc/hostname|--hostname|hostNetwork|host network",
+       r"(?:same|identical)|same /etc/hostname",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
+    # a setting, not a sameness: containers on the host's network (or given a hostname) share
+    # or choose the name NCCL hashes; they are one host only when they run on one
+    _s("host-network", r"--hostname|hostNetwork|host network|--net(?:work)?[= ]host\b",
+       {"host_identity": 1.5, "container_mapping": 1},
+       f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
+       "the host's hostname"),
     _s("taken-for-one-host", r"\b(?:thinks?|thought|treats?|treated|assumes?|assumed|considers?|"
        r"considered|believes?|regards?|takes?|took)\b[^.\n]{0,50}\b(?:are|is|were|"
        r"was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?(?:node|host|machine)\b|"

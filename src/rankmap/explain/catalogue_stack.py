@@ -34,7 +34,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §2"),
     _s("accelerate-config", r"accelerate config|distributed_type|(?<!--)num_processes|(?<!--)gpu_ids|"
        r"default_config\.yaml", {"launcher_config": 3}, f"{LAUNCHERS} §3"),
-    _s("deepspeed-include", r"--include|--exclude|hostfile|\bslots\s*=|--num_gpus",
+    # DeepSpeed's own GPU options: on a deepspeed line (mpirun takes a --hostfile with slots= too)
+    _s("deepspeed-include", r"\bdeepspeed\b[^\n]{0,300}?(?:--include|--exclude|--hostfile|"
+       r"\s-[ieH]\s|--num_accelerators)|--num_gpus",
        {"launcher_config": 2}, f"{LAUNCHERS} §4"),
     _s("lightning", r"ddp_spawn|strategy\s*=\s*['\"]ddp|Trainer\([^)]*(?:gpus|devices)\s*=|"
        r"num_nodes\s*=|--gpus[ =]\d+,|initializing ddp|initializing distributed:",
