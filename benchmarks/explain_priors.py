@@ -101,6 +101,7 @@ def count(
 
 def _report(row: dict[str, str], folder: Path, mode: str) -> Any:
     from rankmap.adapters.local import explain_files
+    from rankmap.errors import RankMapError
 
     tid = row["id"]
     if mode == "paste":
@@ -112,7 +113,10 @@ def _report(row: dict[str, str], folder: Path, mode: str) -> Any:
     if not log.exists() or not log.stat().st_size:
         return None
     launch = (row.get("launch_restated") or "").strip() or None
-    return explain_files([log], launch=launch, env=parse_env(row.get("env_restated") or ""))
+    try:
+        return explain_files([log], launch=launch, env=parse_env(row.get("env_restated") or ""))
+    except RankMapError:  # a restated launch rankmap cannot split: scored as an error there too
+        return None
 
 
 def main() -> int:
