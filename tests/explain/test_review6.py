@@ -143,3 +143,25 @@ def test_a_rocm_visible_devices_name_weighs_like_the_cuda_name() -> None:
     hip = _points("We set HIP_VISIBLE_DEVICES for the workers.\n")
     cvd = _points("We set CUDA_VISIBLE_DEVICES for the workers.\n")
     assert hip["visible_devices_mismatch"] == cvd["visible_devices_mismatch"]
+
+
+def test_a_markdown_heading_is_prose_not_a_root_prompt() -> None:
+    from rankmap.explain.document import split_document
+
+    kinds = [
+        s.kind
+        for s in split_document(
+            "# Multi-node job only uses one GPU per node\n\n"
+            "## Describe the bug\n\n"
+            "# torchrun --nproc_per_node 4 train.py\n"
+        )
+    ]
+    assert kinds == ["prose", "shell"]
+
+
+def test_a_title_is_read_like_the_reporters_sentences() -> None:
+    # prose-only signals: they were never tried on a title read as a shell line
+    shared = read_document("# All four processes share one GPU\n\nSee below.\n").hits
+    assert shared["procs-share-a-gpu"].segment == "prose"
+    chosen = read_document("# The wrong GPU is selected for each worker\n\nSee below.\n").hits
+    assert chosen["device-selection-problem"].segment == "prose"

@@ -64,6 +64,18 @@ _LOG = re.compile(
     r"The above exception|raise \w)|NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
 )
 _YAML = re.compile(r"^\s*(?:- )?[\w.-]+:\s*(?:\S.*)?$")
+_HEADING = re.compile(r"^#{1,6}\s+(?P<rest>\S.*)$")
+
+
+def is_heading(line: str) -> bool:
+    """A Markdown heading outside a fence (an issue's ``# title``, ``## Describe the bug``):
+    prose, although ``# cmd`` is also a root prompt. A heading that holds a launch command
+    or an assignment (``# torchrun ...``, ``# export X=1``) stays a command."""
+    m = _HEADING.match(line)
+    if not m:
+        return False
+    rest = m.group("rest")
+    return not (_LAUNCH_LINE.match(rest) or _ENV.match(rest))
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,7 @@ def split_document(text: str) -> list[Segment]:
             out.extend(_split_fenced(kind, body, i + 2))
             i = j + 1
             continue
-        kind = classify_line(lines[i], run_kind)
+        kind = "prose" if is_heading(lines[i]) else classify_line(lines[i], run_kind)
         if kind == "blank":
             if run_kind:
                 run.append(lines[i])
