@@ -165,3 +165,13 @@ def test_a_title_is_read_like_the_reporters_sentences() -> None:
     assert shared["procs-share-a-gpu"].segment == "prose"
     chosen = read_document("# The wrong GPU is selected for each worker\n\nSee below.\n").hits
     assert chosen["device-selection-problem"].segment == "prose"
+
+
+def test_what_the_title_names_weighs_double() -> None:
+    from rankmap.explain.scoring import TITLE_WEIGHT
+
+    body = _points("Some text first.\n\nAll four processes share one GPU.\n")
+    title = _points("# All four processes share one GPU\n\nSome text.\n")
+    assert body and title
+    for cat, pts in body.items():
+        assert title[cat] == pytest.approx(pts * TITLE_WEIGHT)

@@ -26,6 +26,7 @@ from rankmap.explain.document import (
     LAUNCHER_WORDS,
     Segment,
     env_assignments,
+    is_heading,
     shell_commands,
     split_document,
 )
@@ -51,6 +52,22 @@ FAIL_KEYS = (
     "despite", "ignor", "unexpected", "problem", "doesn't", "does not", "isn't", "no longer",
     "broke",
 )  # fmt: skip
+
+
+TITLE_LINES = 8  # a title is a heading among the paste's first lines
+
+
+def _title_line(text: str) -> int | None:
+    """The 1-based line of the paste's title: its first Markdown heading, if near the top."""
+    for no, line in enumerate(text.split("\n", TITLE_LINES)[:TITLE_LINES], start=1):
+        if is_heading(line):
+            return no
+    return None
+
+
+def in_title(facts: DocFacts, hit: Hit) -> bool:
+    """Whether the hit is on the paste's title line."""
+    return facts.title_line is not None and hit.where.endswith(f":{facts.title_line}")
 
 
 def _failed(text: str) -> bool:
@@ -111,6 +128,7 @@ class DocFacts:
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
+    title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -120,6 +138,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     read_config_lines(text, facts.configs)
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.gpus_requested = _requested(text)
+    facts.title_line = _title_line(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)

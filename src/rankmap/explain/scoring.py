@@ -17,7 +17,7 @@ from dataclasses import replace
 from rankmap.codes import lookup
 from rankmap.explain.combinations import from_combinations
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docread import DocFacts, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import UNDECIDED_MARK, Scores
@@ -89,6 +89,8 @@ CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
+# The title is the reporter's summary of the problem: what it names weighs more.
+TITLE_WEIGHT = 2.0
 
 
 def _from_findings(base: list[Finding], s: Scores) -> None:
@@ -128,8 +130,11 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         if specific and sig.id in GENERIC_PRIORS:
             continue
         quote = f"{hit.where}: {hit.excerpt}"
+        title = in_title(doc, hit)
         for cat, w in sig.supports:
-            s.add(cat, w, f"[{sig.id}] `{hit.excerpt[:100]}` ({hit.segment}; {sig.fact})", quote)
+            pts = w * TITLE_WEIGHT if title and w > 0 else w
+            where = "title" if title else hit.segment
+            s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
 
 
 def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
