@@ -175,3 +175,32 @@ def test_what_the_title_names_weighs_double() -> None:
     assert body and title
     for cat, pts in body.items():
         assert title[cat] == pytest.approx(pts * TITLE_WEIGHT)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(RayTrainWorker pid=4711) RuntimeError: CUDA error: invalid device ordinal\n",
+        "We call ray.get_gpu_ids() in the worker and pass it to set_device.\n",
+        "```python\ntrainer = TorchTrainer(train_loop, scaling_config=cfg)\n```\n",
+    ],
+)
+def test_ray_trains_own_spellings_are_ray(text: str) -> None:
+    assert "ray" in _hits(text)
+
+
+def test_an_invalid_device_in_another_stacks_wording_inside_ray_workers() -> None:
+    # the failure class (any stack's wording), not the PyTorch ordinal finding
+    text = (
+        "(RayTrainWorker pid=4711) jax.errors.JaxRuntimeError: INVALID_ARGUMENT: "
+        "CUDA_ERROR_INVALID_DEVICE: invalid device ordinal\n"
+    )
+    doc = read_document(text)
+    assert "invalid-device-any" in doc.hits
+    from rankmap.explain.combinations import from_combinations
+    from rankmap.explain.context import Context
+    from rankmap.explain.score_model import Scores
+
+    s = Scores()
+    from_combinations(Context(), doc, s, [])
+    assert s.points["per_process_visible_devices"] > 0

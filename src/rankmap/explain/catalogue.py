@@ -119,7 +119,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "gres/gpu:1",
         "slurm_step_gpus",
     ),
-    "ray": ("ray", "num_gpus"),
+    "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),

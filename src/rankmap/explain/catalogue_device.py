@@ -215,8 +215,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind|"
        r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
+    # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
-       r"RayTaskError|ray\.exceptions|RayActorError|"
+       r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
+       r"\((?:RayTrainWorker|BackendExecutor|TrainTrainable)\w* pid=|"
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),

@@ -78,7 +78,10 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
             "indexed inconsistently (reference/cuda_devices.md §1)",
         )
-    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1])
+    # an invalid device: the ordinal finding, or the message in any stack's wording (the class)
+    ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1]) or bool(
+        doc and "invalid-device-any" in doc.hits
+    )
     narrowed = ctx.cvd_entries()
     if ordinal and narrowed and all(e.isdecimal() for e in narrowed):
         s.add(
