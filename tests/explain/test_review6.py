@@ -204,3 +204,27 @@ def test_an_invalid_device_in_another_stacks_wording_inside_ray_workers() -> Non
     s = Scores()
     from_combinations(Context(), doc, s, [])
     assert s.points["per_process_visible_devices"] > 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# MPI connection issue inside docker\n\nThe ssh connection fails after the first "
+        "handshake because iptables masquerades the container network.\n",
+        "Our workers run in docker; the TCP connection problems started when port 29500 was "
+        "blocked by the new firewall rules.\n",
+    ],
+)
+def test_a_connection_problem_in_words_is_no_mapping_alarm(text: str) -> None:
+    assert "outside-network-words" in _hits(text)
+    assert not _alarms(text)
+
+
+def test_a_mapping_failure_next_to_a_connection_word_is_still_read() -> None:
+    text = (
+        "NCCL fails on one node although the connection between hosts is fine:\n"
+        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1b000\n"
+    )
+    assert "outside-network-words" not in _hits(text)
+    first = _first(text)
+    assert (first.severity, first.ranks) == (Severity.ERROR, (0, 1))

@@ -275,6 +275,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # the same problem in the reporter's words: a connection between hosts that fails or is
+    # filtered (ssh, TCP, an MPI or NCCL socket, NAT/iptables)
+    _s("outside-network-words", r"\b(?:ssh|tcp|mpi|socket|network) connections? (?:issues?|problems?|"
+       r"fail\w*|errors?|refused|lost|drops?|dropped)|\bconnection (?:back |between \w+ )?"
+       r"(?:issues?|problems?)|\biptables?\b|\bmasquerad\w*|\bport \d* ?(?:is |was )?(?:blocked|"
+       r"closed|filtered)", {"other": 1},
+       f"{NCCL} (e): connections between hosts that fail or are filtered are a network problem "
+       "with a correct mapping (no device evidence)", where=PROSE, outside=True),
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b", {},
@@ -450,6 +458,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "outside-oom": ("out of memory", "outofmemoryerror", "oom"),
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
+    "outside-network-words": ("connection", "iptable", "masquerad", "port"),
     "outside-network": (
         "connection refused",
         "deadline",
