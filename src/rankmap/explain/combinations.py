@@ -90,24 +90,11 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
             f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
         )
-    if ordinal and _slurm_tasks_by_local_rank(ctx, doc):
-        s.add(
-            "per_process_visible_devices",
-            2.5,
-            "an invalid device ordinal from tasks that Slurm started and that select their device "
-            "by the local rank: with per-task GPU binding each task sees only its own GPU, so "
-            "local rank >= 1 is out of range (reference/launchers.md §5, typical Slurm "
-            "misconfigurations)",
-        )
-    if ordinal and doc and "ray" in doc.hits:
-        s.add(
-            "per_process_visible_devices",
-            2.5,
-            "an invalid device ordinal inside Ray workers: Ray sets each worker's "
-            "CUDA_VISIBLE_DEVICES to the GPUs it was given (num_gpus), so an index >= that count "
-            "is out of range (reference/launchers.md §8)",
-            _quote(doc, "ray"),
-        )
+    if ordinal:
+        for sid, pts, why in _per_process_ordinals(ctx, doc):
+            s.add(
+                "per_process_visible_devices", pts, why, _quote(doc, sid) if doc and sid else None
+            )
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)):
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
@@ -166,6 +153,31 @@ def _launcher_and_binding(
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
             _quote(doc, "cvd-after-init"),
         )
+
+
+# An invalid device ordinal inside processes whose visible list a scheduler or framework set:
+# (the hit to quote, points, why).
+_SLURM_ORDINAL = (
+    "an invalid device ordinal from tasks that Slurm started and that select their device by the "
+    "local rank: with per-task GPU binding each task sees only its own GPU, so local rank >= 1 is "
+    "out of range (reference/launchers.md §5, typical Slurm misconfigurations)"
+)
+_RAY_ORDINAL = (
+    "an invalid device ordinal inside Ray workers: Ray sets each worker's CUDA_VISIBLE_DEVICES to "
+    "the GPUs it was given (num_gpus), so an index >= that count is out of range "
+    "(reference/launchers.md §8)"
+)
+
+
+def _per_process_ordinals(
+    ctx: Context, doc: DocFacts | None
+) -> list[tuple[str | None, float, str]]:
+    out: list[tuple[str | None, float, str]] = []
+    if _slurm_tasks_by_local_rank(ctx, doc):
+        out.append((None, 2.5, _SLURM_ORDINAL))
+    if doc and "ray" in doc.hits:
+        out.append(("ray", 2.5, _RAY_ORDINAL))
+    return out
 
 
 def _slurm_tasks_by_local_rank(ctx: Context, doc: DocFacts | None) -> bool:
