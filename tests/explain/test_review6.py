@@ -228,3 +228,15 @@ def test_a_mapping_failure_next_to_a_connection_word_is_still_read() -> None:
     assert "outside-network-words" not in _hits(text)
     first = _first(text)
     assert (first.severity, first.ranks) == (Severity.ERROR, (0, 1))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Copying a tensor from one GPU to another gives all zeros on this server.\n",
+        "Peer transfers were corrupted until we turned IOMMU off in the BIOS.\n",
+    ],
+)
+def test_a_broken_path_between_gpus_is_no_mapping_cause(text: str) -> None:
+    assert "p2p-path-broken" in _hits(text)
+    assert not _alarms(text)

@@ -275,6 +275,17 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # data that arrives wrong between two GPUs of one machine, or the PCIe settings behind it:
+    # the path between GPUs, not which rank has which GPU (a GPU problem of the family: other)
+    _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
+       r"cuda:\d|peer)\b|\b(?:from|between) (?:one )?(?:GPU|cuda:\d)\w* (?:to|and) (?:another |the "
+       r"other )?(?:GPU|cuda:\d)\w*[^.\n]{0,80}\b(?:corrupt\w*|garbage|wrong|zeros?)\b|\bIOMMU\b|"
+       r"\bPCIe? ACS\b|\bACS (?:is )?(?:enabled|disabled|on|off)\b|pcie_acs_override|\b(?:amd|intel)_iommu",
+       {"other": 3},
+       "NCCL troubleshooting, 'PCI Access Control Services (ACS)' and IOMMU "
+       "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html): they "
+       "redirect or break GPU-to-GPU traffic (hangs, corrupt data); NVIDIA/nccl#199",
+       failure=True),
     # the same problem in the reporter's words: a connection between hosts that fails or is
     # filtered (ssh, TCP, an MPI or NCCL socket, NAT/iptables)
     _s("outside-network-words", r"\b(?:ssh|tcp|mpi|socket|network) connections? (?:issues?|problems?|"
@@ -458,6 +469,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "outside-oom": ("out of memory", "outofmemoryerror", "oom"),
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
+    "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),
     "outside-network-words": ("connection", "iptable", "masquerad", "port"),
     "outside-network": (
         "connection refused",
