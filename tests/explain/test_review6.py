@@ -240,3 +240,21 @@ def test_a_mapping_failure_next_to_a_connection_word_is_still_read() -> None:
 def test_a_broken_path_between_gpus_is_no_mapping_cause(text: str) -> None:
     assert "p2p-path-broken" in _hits(text)
     assert not _alarms(text)
+
+
+def test_inline_code_in_a_sentence_is_read_as_code() -> None:
+    text = (
+        "Intro.\nThe bundle sets `device = torch.device(f'cuda:{dist.get_rank()}')` everywhere.\n"
+    )
+    hit = read_document(text).hits["rank-as-device-code"]
+    assert (hit.segment, hit.where) == ("code", "<stdin>:2")
+
+
+def test_a_bare_rank_is_the_spawn_index_and_weighs_less_than_the_job_wide_rank() -> None:
+    bare = _hits("```python\ntorch.cuda.set_device(rank)\n```\n")
+    job_wide = _hits("```python\ntorch.cuda.set_device(dist.get_rank())\n```\n")
+    assert "bare-rank-as-device" in bare and "rank-as-device-code" not in bare
+    assert "rank-as-device-code" in job_wide
+    weak = _points("```python\ntorch.cuda.set_device(rank)\n```\n")["global_rank_as_device"]
+    strong = _points("```python\ntorch.cuda.set_device(dist.get_rank())\n```\n")
+    assert weak < strong["global_rank_as_device"]

@@ -135,6 +135,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "mpi4jax",
         "pmi_rank",
     ),
+    "bare-rank-as-device": ("device(", "cuda:", "device_ids", ".to("),
     "rank-as-device-code": (
         "set_device",
         "cuda:",

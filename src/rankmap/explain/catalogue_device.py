@@ -256,13 +256,21 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §6: MPI launchers set no LOCAL_RANK or CUDA_VISIBLE_DEVICES",
        framework="mpi"),
     # --- global rank as device ------------------------------------------------------------------
-    _s("rank-as-device-code", r"set_device\(\s*(?:args\.|self\.|opt\.|config\.)?(?:global_)?rank\s*\)|"
-       r"cuda:\{?\s*(?:args\.|self\.)?(?:global_)?rank\s*\}?['\"]|"
-       r"device_ids\s*=\s*\[\s*(?:args\.|self\.)?rank\s*\]|"
+    _s("rank-as-device-code", r"set_device\(\s*(?:(?:args\.|self\.|opt\.|config\.)(?:global_)?|global_)rank\s*\)|"
+       r"cuda:\{?\s*(?:(?:args\.|self\.)(?:global_)?|global_)rank\s*\}?['\"]|"
+       r"device_ids\s*=\s*\[\s*(?:args\.|self\.)rank\s*\]|"
        rf"(?:set_device|Device|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
        rf"cuda:\{{\s*{_GLOBAL_RANK}\s*\}}|"
-       r"Device\(\s*(?:self\.|args\.)?(?:hvd_|global_)?rank\s*\)",
+       r"Device\(\s*(?:(?:self\.|args\.)(?:hvd_|global_)?|hvd_|global_)rank\s*\)",
        {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",
+       where=NOT_PROSE),
+    # a bare ``rank``: torch.multiprocessing.spawn passes the process index under that name,
+    # which is the local rank on one node and the global rank only when nodes add an offset
+    _s("bare-rank-as-device", r"(?:set_device|Device)\(\s*rank\s*\)|cuda:\{?\s*rank\s*\}?['\"]|"
+       r"device_ids\s*=\s*\[\s*rank\s*\]|\.to\(\s*rank\s*\)",
+       {"global_rank_as_device": 3},
+       f"{PT} §1: the device index must be the local rank; mp.spawn's process index is one per "
+       "node (https://pytorch.org/docs/stable/multiprocessing.html#spawning-subprocesses)",
        where=NOT_PROSE),
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
        r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"

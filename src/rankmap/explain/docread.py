@@ -70,6 +70,25 @@ def in_title(facts: DocFacts, hit: Hit) -> bool:
     return facts.title_line is not None and hit.where.endswith(f":{facts.title_line}")
 
 
+# Inline code in a sentence: `...` spans long enough to hold a call or an expression.
+_INLINE_CODE = re.compile(r"`([^`\n]{4,300})`")
+MAX_INLINE_SPANS = 200  # spans read per prose segment
+
+
+def inline_code(seg: Segment) -> Segment | None:
+    """The inline code spans of a prose segment as one code segment (None: there are none),
+    each span on the line of its sentence, so that a hit quotes the right line."""
+    by_line: dict[int, list[str]] = {}
+    for n, m in enumerate(_INLINE_CODE.finditer(seg.text)):
+        if n >= MAX_INLINE_SPANS:
+            break
+        by_line.setdefault(seg.text.count("\n", 0, m.start()), []).append(m.group(1))
+    if not by_line:
+        return None
+    lines = ["; ".join(by_line.get(i, ())) for i in range(max(by_line) + 1)]
+    return Segment("code", "\n".join(lines), seg.first_line)
+
+
 def _failed(text: str) -> bool:
     low = text[:DOC_LIMIT].lower()
     return any(k in low for k in FAIL_KEYS)
@@ -142,6 +161,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         _signals(seg, source, facts)
+        if seg.kind == "prose" and (spans := inline_code(seg)) is not None:
+            _signals(spans, source, facts)  # `cuda:{dist.get_rank()}` quoted in a sentence
         if not facts.failed and _failed(seg.text):
             facts.failed = True
         if seg.kind in ("log", "prose"):
