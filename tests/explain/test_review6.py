@@ -258,3 +258,30 @@ def test_a_bare_rank_is_the_spawn_index_and_weighs_less_than_the_job_wide_rank()
     weak = _points("```python\ntorch.cuda.set_device(rank)\n```\n")["global_rank_as_device"]
     strong = _points("```python\ntorch.cuda.set_device(dist.get_rank())\n```\n")
     assert weak < strong["global_rank_as_device"]
+
+
+@pytest.mark.parametrize(
+    ("line", "sid"),
+    [
+        (
+            "ImportError: /opt/venv/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
+            "undefined-gpu-symbol",
+        ),
+        (
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 803: system has "
+            "unsupported display driver / cuda driver combination",
+            "driver-too-old",
+        ),
+    ],
+)
+def test_library_and_driver_mismatches_are_version_mismatches(line: str, sid: str) -> None:
+    assert sid in _hits(line + "\n")
+    assert _first(line + "\n").category == "version_mismatch"
+
+
+def test_an_undefined_symbol_of_another_library_is_no_version_mismatch() -> None:
+    assert "undefined-gpu-symbol" not in _hits("ImportError: undefined symbol: PyFoo_Bar\n")
+
+
+def test_a_host_id_that_is_not_unique_is_host_identity_context() -> None:
+    assert "hostname-resolution" in _hits("gethostid() returns the same value on two nodes.\n")

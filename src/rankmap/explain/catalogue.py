@@ -101,6 +101,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "boot-id": ("boot_id", "nccl_hostid", "hash"),
     "hostname-resolution": (
         "gethostname",
+        "gethostid",
         "fqdn",
         "fully qualified",
         "host detection",
@@ -250,7 +251,10 @@ KEYS: dict[str, tuple[str, ...]] = {
         "version mismatch",
         "unsupported_ptx",
         "ptxas",
+        "unsupported display driver",
+        "drivermismatch",
     ),
+    "undefined-gpu-symbol": ("undefined symbol",),
     "gfx-override": ("hsa_override_gfx_version",),
     "gfx-arch": ("gfx",),
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),

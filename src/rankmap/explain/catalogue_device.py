@@ -203,7 +203,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        "named localhost on every machine is one host to it)", where=PROSE),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
-    _s("hostname-resolution", r"gethostname|\bFQDN|fully qualified|local ?host detection|"
+    _s("hostname-resolution", r"gethostname|gethostid|\bFQDN|fully qualified|local ?host detection|"
        r"hostlist|short host ?name|/etc/hosts|host ?names? to (?:detect|determine|identify|tell|"
        r"decide|find out)\b", {"host_identity": 3}, f"{NCCL} (b)"),
     _s("two-pods-one-node", r"(?:two|2|multiple|several) (?:pods|containers) (?:on|in) "

@@ -82,7 +82,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"NVIDIA driver on your system is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|"
        r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility|"
        r"Driver/library version mismatch|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|ptxas[^\n]{0,80}"
-       r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old",
+       r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old|"
+       r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch",
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
     _s("gfx-arch", r"\bgfx\d{3,4}", {"version_mismatch": 1},
        "ROCm GPU architecture names (https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)"),
@@ -102,6 +103,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("cuda-versions", r"torch\.version\.cuda|nvcc --version|cu1\d{2}\b|\+cu\d{3}|CUDA Version: "
        r"\d+\.\d|cuda[- ]?toolkit", {"version_mismatch": 1}, f"{NCCL} (g)"),
     _s("ofed", r"MLNX_OFED|HPC-X|hpcx|OFED version", {"version_mismatch": 2}, f"{NCCL} (g)"),
+    # a GPU library loaded at another version than the caller was built against (an older
+    # libnccl/libcudart first on the library path) lacks a symbol the caller needs
+    _s("undefined-gpu-symbol", r"undefined symbol: _?_?(?:nccl|cuda|cu|cublas\w*|cudnn|nvrtc|hip|rccl)"
+       r"[A-Z_]\w*",
+       {"version_mismatch": 5},
+       f"{NCCL} (e): ranks or libraries that load different NCCL/CUDA builds; a dynamic symbol "
+       "missing at import is the older library found first (ld.so(8))", failure=True),
     _s("nccl-version-mismatch", r"NCCL version mismatch|different NCCL versions?|libnccl[^\n]{0,30}"
        r"(?:mismatch|conflict)", {"version_mismatch": 5}, f"{NCCL} (e)", failure=True),
     # --- GPU peer access / IPC / NVSHMEM (category other unless identity is wrong) ---------------
