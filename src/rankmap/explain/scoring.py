@@ -119,6 +119,9 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         for f in base
     )
     lead_class = leading_class(frozenset(doc.hits))
+    # the title ranks the causes of a failure the paste shows; naming context in a title (a
+    # CUDA_VISIBLE_DEVICES, a launcher) is no evidence that anything of this family failed
+    ranks_causes = _family_failure(doc, s)
     for hit in doc.hits.values():
         sig = hit.signal
         if sig.failure and sig.id in CLASS_PRIORS:
@@ -130,11 +133,20 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         if specific and sig.id in GENERIC_PRIORS:
             continue
         quote = f"{hit.where}: {hit.excerpt}"
-        title = in_title(doc, hit)
+        title = ranks_causes and in_title(doc, hit)
         for cat, w in sig.supports:
             pts = w * TITLE_WEIGHT if title and w > 0 else w
             where = "title" if title else hit.segment
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
+
+
+def _family_failure(doc: DocFacts, s: Scores) -> bool:
+    """Whether the input shows a failure of this family (the gates of :func:`_may_guess`): a
+    specific finding or failure signal, or a failure class next to no failure outside it."""
+    sigs = [h.signal for h in doc.hits.values()]
+    if s.failure or any(g.failure and g.id not in CLASS_PRIORS for g in sigs):
+        return True
+    return any(g.failure for g in sigs) and not any(g.outside for g in sigs)
 
 
 def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
