@@ -48,3 +48,35 @@ def test_a_title_still_weighs_double_next_to_a_failure() -> None:
     t = score_all([], Context(), title).points["visible_devices_mismatch"]
     b = score_all([], Context(), body).points["visible_devices_mismatch"]
     assert t > b
+
+
+def test_prose_signals_read_a_bounded_share_of_prose_cut_into_many_segments() -> None:
+    from rankmap.explain.docread import PROSE_DOC_LIMIT, read_document
+    from rankmap.explain.document import split_document
+
+    report = "The GPU ids my trainer prints do not match what nvidia-smi shows.\n"
+    # prose paragraphs between code lines: many short prose segments, none near 64 KiB
+    filler = "Some words about the weather and the dataset today.\n\nx = 1\n\n" * 6000
+    kinds = [s.kind for s in split_document(filler)]
+    assert kinds.count("prose") > 100
+    assert len(filler) > 2 * PROSE_DOC_LIMIT
+    assert "device-selection-problem" in read_document(report + filler).hits
+    assert "device-selection-problem" not in read_document(filler + report).hits
+
+
+def test_megabytes_of_prose_with_inline_code_take_bounded_time() -> None:
+    import random
+    import time
+
+    words = "the job runs fine on every node and each rank uses its own GPU with local rank"
+    pick = random.Random(1).choice
+    lines = [
+        " ".join(pick(words.split()) for _ in range(20))
+        + f" `torch.cuda.set_device(local_rank)` and `x{i} = y.to(rank)` then `cuda:{{rank}}`.\n"
+        for i in range(14_000)
+    ]
+    text = "".join(lines)
+    assert len(text) > 2_000_000
+    t0 = time.perf_counter()
+    _alarms(text)
+    assert time.perf_counter() - t0 < 15  # was about 25 s (prose signals per short segment)

@@ -148,6 +148,7 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
+    prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_DOC_LIMIT)
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -232,11 +233,13 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
         seg = Segment(seg.kind, seg.text.replace("`", ""), seg.first_line)
     lowered = seg.text.lower()
     exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
-    head = _prose_head(seg, lowered)
+    head = _prose_head(seg, lowered, facts)
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
         if sig.where == PROSE and head is not None:
+            if not head[0].text:
+                continue  # the document's prose budget is spent
             m = _first_affirmed(sig, head[0], head[1], exact)
         else:
             m = _first_affirmed(sig, seg, lowered, exact)
@@ -257,15 +260,22 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
 MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
 # Signals of prose alone (sentence-level co-occurrences, the costliest regexes) read the first
 # 64 KiB of a prose segment: what a GitHub issue body holds at most (65,536 characters), and a
-# bound on their time for a paste of megabytes of prose.
+# bound on their time for a paste of megabytes of prose. The bound holds for the document as a
+# whole (PROSE_DOC_LIMIT: a body and its comments), however many segments the prose is cut into
+# (prose lines between code-like lines are many short segments).
 PROSE_SIGNAL_LIMIT = 64 * 1024
+PROSE_DOC_LIMIT = 2 * PROSE_SIGNAL_LIMIT
 
 
-def _prose_head(seg: Segment, lowered: str) -> tuple[Segment, str] | None:
-    """The first PROSE_SIGNAL_LIMIT characters of a long prose segment (None: the whole)."""
-    if seg.kind != "prose" or len(seg.text) <= PROSE_SIGNAL_LIMIT:
+def _prose_head(seg: Segment, lowered: str, facts: DocFacts) -> tuple[Segment, str] | None:
+    """What the prose-only signals read of a prose segment (None: the whole): its first
+    PROSE_SIGNAL_LIMIT characters, within what is left of the document's PROSE_DOC_LIMIT."""
+    if seg.kind != "prose":
         return None
-    cut = PROSE_SIGNAL_LIMIT
+    cut = max(0, min(PROSE_SIGNAL_LIMIT, PROSE_DOC_LIMIT - facts.prose_read))
+    facts.prose_read += min(cut, len(seg.text))
+    if len(seg.text) <= cut:
+        return None
     return Segment(seg.kind, seg.text[:cut], seg.first_line), lowered[:cut]
 
 
