@@ -80,3 +80,40 @@ def test_megabytes_of_prose_with_inline_code_take_bounded_time() -> None:
     t0 = time.perf_counter()
     _alarms(text)
     assert time.perf_counter() - t0 < 15  # was about 25 s (prose signals per short segment)
+
+
+@pytest.mark.parametrize(
+    ("report", "sid"),
+    [
+        ("Our pods see all GPUs of the node, not as intended.", "nvd-ignored"),
+        ("All four processes share one GPU, not one GPU each as expected.", "procs-share-a-gpu"),
+        ("All four processes share one GPU, which is what we want to avoid.", "procs-share-a-gpu"),
+        ("All four processes share one GPU, which was expected to fail.", "procs-share-a-gpu"),
+        (
+            "All four processes share one GPU, and the GPUs are not assigned as expected.",
+            "procs-share-a-gpu",
+        ),
+        (
+            "Our pods see all GPUs of the node instead of one each as intended by the plugin.",
+            "nvd-ignored",
+        ),
+    ],
+)
+def test_a_denied_or_avoided_wanted_phrase_is_still_a_complaint(report: str, sid: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert sid in read_document(report + "\n").hits
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "All four processes share one GPU, which is fine for this smoke test.",
+        "Each container sees all 8 GPUs, just as intended.",
+    ],
+)
+def test_a_wanted_state_without_denial_stays_no_complaint(sentence: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    hits = read_document(sentence + "\n").hits
+    assert "procs-share-a-gpu" not in hits and "nvd-ignored" not in hits

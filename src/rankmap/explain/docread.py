@@ -301,10 +301,15 @@ _NEGATED_AFTER = re.compile(
 # A state the writer says they want ("pods see all GPUs, which is what we want", "every rank
 # sees one GPU, as intended"): the rest of the sentence after a prose match. It applies to every
 # prose signal, negatable or not: a wanted state is no complaint.
+# The words between the match and the wanted phrase deny nothing ("not one GPU each as expected",
+# ", not as intended", "instead of ... as intended" are complaints), and the phrase is not a plan
+# or a prediction ("what we want to avoid", "which was expected to fail").
+_NO_DENIAL = r"(?:(?!\b(?:not|never|instead|rather|but|though|although)\b|n't)[^.;!?\n])"
 _WANTED_AFTER = re.compile(
-    r"[^.;!?\n]{0,80}?\b(?:which|that|this) (?:is|was) (?:exactly )?(?:what (?:we|i) (?:want|wanted|"
-    r"need|needed|expect|expected)|(?:as )?(?:expected|intended|desired|correct|fine|ok|okay))\b|"
-    r"[^.;!?\n]{0,80}?,? (?:just )?as (?:expected|intended|desired|it should)\b",
+    rf"{_NO_DENIAL}{{0,80}}?\b(?:which|that|this) (?:is|was) (?:exactly )?(?:what (?:we|i) (?:want|"
+    r"wanted|need|needed|expect|expected)(?! to (?:avoid|prevent|stop|fix|eliminate|get rid))|"
+    r"(?:as )?(?:expected|intended|desired|correct|fine|ok|okay)(?! to\b))\b|"
+    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b",
     re.IGNORECASE,
 )  # used with match(text, pos): no "^", which would anchor at the text's start
 
