@@ -117,3 +117,28 @@ def test_a_wanted_state_without_denial_stays_no_complaint(sentence: str) -> None
 
     hits = read_document(sentence + "\n").hits
     assert "procs-share-a-gpu" not in hits and "nvd-ignored" not in hits
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '# Tip for new users\n\nA common mistake is `device = torch.device(f"cuda:{dist.get_rank()}")`.'
+        " Our template does the right thing, nothing to fix.\n",
+        "# Docs note\n\nNever write `torch.cuda.set_device(dist.get_rank())` in a multi-node job; "
+        "the tutorial now says so.\n",
+        "Use `LOCAL_RANK` instead of `torch.cuda.set_device(dist.get_rank())`, the docs fix says.\n",
+        "`torch.cuda.set_device(dist.get_rank())` is a classic anti-pattern; our code avoids it.\n",
+    ],
+)
+def test_inline_code_the_sentence_warns_against_is_not_read_as_run(text: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert "rank-as-device-code" not in read_document(text).hits
+    assert not [f for f in _alarms(text) if f.severity is Severity.ERROR]
+
+
+def test_inline_code_the_writer_runs_is_still_read() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = "Each rank calls `torch.cuda.set_device(dist.get_rank())` and the second node fails.\n"
+    assert "rank-as-device-code" in read_document(text).hits

@@ -75,6 +75,26 @@ _INLINE_CODE = re.compile(r"`([^`\n]{4,300})`")
 MAX_INLINE_SPANS = 200  # spans read per prose segment
 
 
+# A span the sentence warns against or replaces is not what the writer runs: "never write `x`",
+# "a common mistake is `x`", "use `y` instead of `x`", "`x` is an anti-pattern" (advice, docs).
+_ADVICE_BEFORE = re.compile(
+    r"(?:\b(?:never|avoid\w*|instead of|rather than|mistakes?|pitfalls?|anti-?patterns?|"
+    r"bad (?:practice|idea)|wrong way|do not|don't|should not|shouldn't|must not|mustn't)\b)"
+    r"[^.!?\n`]{0,40}$",
+    re.IGNORECASE,
+)
+_ADVICE_AFTER = re.compile(
+    r"^[^.!?\n`]{0,20}\b(?:is|are) (?:an? )?(?:common |typical |classic )?(?:mistake|pitfall|"
+    r"anti-?pattern|bad (?:practice|idea))",
+    re.IGNORECASE,
+)
+
+
+def _advised_against(text: str, start: int, end: int) -> bool:
+    before = text[max(0, start - 80) : start]
+    return bool(_ADVICE_BEFORE.search(before) or _ADVICE_AFTER.match(text[end : end + 60]))
+
+
 def inline_code(seg: Segment) -> Segment | None:
     """The inline code spans of a prose segment as one code segment (None: there are none),
     each span on the line of its sentence, so that a hit quotes the right line."""
@@ -82,6 +102,8 @@ def inline_code(seg: Segment) -> Segment | None:
     for n, m in enumerate(_INLINE_CODE.finditer(seg.text)):
         if n >= MAX_INLINE_SPANS:
             break
+        if _advised_against(seg.text, m.start(), m.end()):
+            continue
         by_line.setdefault(seg.text.count("\n", 0, m.start()), []).append(m.group(1))
     if not by_line:
         return None
