@@ -142,3 +142,13 @@ def test_inline_code_the_writer_runs_is_still_read() -> None:
 
     text = "Each rank calls `torch.cuda.set_device(dist.get_rank())` and the second node fails.\n"
     assert "rank-as-device-code" in read_document(text).hits
+
+
+def test_a_comment_in_a_fence_at_the_top_is_no_title() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = (
+        "```bash\n# CUDA_VISIBLE_DEVICES=0,1 comes from the scheduler here\nsrun python x.py\n```\n"
+    )
+    assert read_document(text).title_line is None
+    assert read_document("# The title\n\n```bash\n# a comment\n```\n").title_line == 1

@@ -58,8 +58,11 @@ TITLE_LINES = 8  # a title is a heading among the paste's first lines
 
 
 def _title_line(text: str) -> int | None:
-    """The 1-based line of the paste's title: its first Markdown heading, if near the top."""
+    """The 1-based line of the paste's title: its first Markdown heading, if near the top and
+    before any fence (a ``# comment`` in a fenced script or shell session is no title)."""
     for no, line in enumerate(text.split("\n", TITLE_LINES)[:TITLE_LINES], start=1):
+        if line.lstrip().startswith(("```", "~~~")):
+            return None
         if is_heading(line):
             return no
     return None
