@@ -152,3 +152,27 @@ def test_a_comment_in_a_fence_at_the_top_is_no_title() -> None:
     )
     assert read_document(text).title_line is None
     assert read_document("# The title\n\n```bash\n# a comment\n```\n").title_line == 1
+
+
+_INIT = (
+    "node1:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 "
+    "commId 0xab - Init COMPLETE\n"
+    "node1:101:101 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2a000 "
+    "commId 0xab - Init COMPLETE\n"
+)
+_INVALID_USAGE = (
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, invalid usage "
+    "(run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+    "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+)
+
+
+def test_invalid_usage_after_each_rank_initialised_on_its_own_gpu_is_no_shared_gpu() -> None:
+    assert not _alarms(_INIT + _INVALID_USAGE)
+
+
+def test_invalid_usage_with_two_ranks_on_one_bus_id_is_still_a_shared_gpu() -> None:
+    shared = _INIT.replace("busId 2a000", "busId 18000")
+    assert any(
+        f.category in {"oversubscribed", "no_set_device"} for f in _alarms(shared + _INVALID_USAGE)
+    )

@@ -261,11 +261,24 @@ def _host_identity_ranks(findings: list[Finding], texts: list[str]) -> list[Find
 
 def _bare_invalid_usage(ev: Evidence) -> bool:
     """NCCL's duplicate-GPU check returns ncclInvalidUsage (reference/nccl.md (a)); an internal
-    error (a failed proxy connection, an IB error, ...) is no sign of a shared GPU."""
+    error (a failed proxy connection, an IB error, ...) is no sign of a shared GPU. Nor is it
+    bare when the Init lines show every rank of the communicator on a GPU of its own: the rank
+    map rules the shared GPU out (a wrong argument or a misuse returned it)."""
+    if _each_rank_own_gpu(ev):
+        return False
     for e in ev.of("torch_nccl_error"):
         if (e.get("err") or "").startswith("invalid usage"):
             return True
     return any(e.get("code") == "ncclInvalidUsage" for e in ev.of("nccl_result"))
+
+
+def _each_rank_own_gpu(ev: Evidence) -> bool:
+    """Whether the main communicator's Init lines name every rank, each with a bus id, and no
+    two ranks of a communicator share one GPU of one host."""
+    main = ev.rankmap.main_comm()
+    nranks = max((r.nranks or 0 for r in main), default=0)
+    complete = bool(main) and len(main) == nranks and all(r.bus_id for r in main)
+    return complete and not ev.rankmap.collisions()
 
 
 BARE_NOTE = (
