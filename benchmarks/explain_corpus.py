@@ -248,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['ranks_exact']}, bus ids exact {r['bus_ids_exact']}"
         )
         if r["missing"]:
-            print(f"    not in the folder (left out): {len(r['missing'])}: {' '.join(r['missing'])}")
+            print(
+                f"    not in the folder (left out): {len(r['missing'])}: {' '.join(r['missing'])}"
+            )
         for k, v in r["per"].items():
             print(f"    {k}: {v}")
         for m in r["misses"]:
