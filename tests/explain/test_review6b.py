@@ -176,3 +176,12 @@ def test_invalid_usage_with_two_ranks_on_one_bus_id_is_still_a_shared_gpu() -> N
     assert any(
         f.category in {"oversubscribed", "no_set_device"} for f in _alarms(shared + _INVALID_USAGE)
     )
+
+
+def test_garbage_collection_is_no_broken_gpu_path() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = "Python garbage collection pauses every 30 s on the GPU nodes; gc.freeze() fixed it.\n"
+    assert "p2p-path-broken" not in read_document(text).hits
+    broken = "The tensor arrives as garbage on the other GPU after the copy.\n"
+    assert "p2p-path-broken" in read_document(broken).hits

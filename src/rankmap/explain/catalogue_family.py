@@ -277,9 +277,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "are a network problem (no device evidence)", outside=True),
     # data that arrives wrong between two GPUs of one machine, or the PCIe settings behind it:
     # the path between GPUs, not which rank has which GPU (a GPU problem of the family: other)
-    _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
+    _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage(?! collect)|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
        r"cuda:\d|peer)\b|\b(?:from|between) (?:one )?(?:GPU|cuda:\d)\w* (?:to|and) (?:(?:another|the "
-       r"other)(?: GPU\w*)?|GPU\w*|cuda:\d)[^.\n]{0,80}\b(?:corrupt\w*|garbage|wrong|zeros?)\b|\bIOMMU\b|"
+       r"other)(?: GPU\w*)?|GPU\w*|cuda:\d)[^.\n]{0,80}\b(?:corrupt\w*|garbage(?! collect)|wrong|zeros?)\b|\bIOMMU\b|"
        r"\bPCIe? ACS\b|\bACS (?:is )?(?:enabled|disabled|on|off)\b|pcie_acs_override|\b(?:amd|intel)_iommu",
        {"other": 3},
        "NCCL troubleshooting, 'PCI Access Control Services (ACS)' and IOMMU "
