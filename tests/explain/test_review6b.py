@@ -185,3 +185,12 @@ def test_garbage_collection_is_no_broken_gpu_path() -> None:
     assert "p2p-path-broken" not in read_document(text).hits
     broken = "The tensor arrives as garbage on the other GPU after the copy.\n"
     assert "p2p-path-broken" in read_document(broken).hits
+
+
+def test_lightnings_visible_list_is_read_whatever_the_case_of_but() -> None:
+    text = (
+        "# Lightning: You requested gpu: [0, 1] but your machine only has: [0]\n\nOn my laptop.\n"
+    )
+    findings = explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
+    assert all(f.severity is not Severity.ERROR for f in findings)  # 'sees []' had been an error
+    assert any(f.code == "RM501" and "sees [0]" in f.title for f in findings)
