@@ -194,3 +194,19 @@ def test_lightnings_visible_list_is_read_whatever_the_case_of_but() -> None:
     findings = explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
     assert all(f.severity is not Severity.ERROR for f in findings)  # 'sees []' had been an error
     assert any(f.code == "RM501" and "sees [0]" in f.title for f in findings)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Speed up data loading\n\nThis PR fixes the slow input pipeline: it moves `batch.to(rank)`"
+        " before the loop. Single node, 4 GPUs, mp.spawn.\n",
+        "# Memory leak in eval loop\n\nMemory grows each epoch. The eval loop keeps `outputs.to(rank)`"
+        " tensors in a list. Fixed by detaching them.\n",
+        "# DDP example: `DDP(model, device_ids=[rank])` works on one node\n\nWorks fine. The problem "
+        "I had was my own typo elsewhere.\n",
+    ],
+)
+def test_a_bare_rank_alone_is_no_cause_without_a_failure_of_the_family(text: str) -> None:
+    # mp.spawn's index is the local rank on one node: ambiguous, below the context-alone gate
+    assert not _alarms(text)

@@ -268,7 +268,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # which is the local rank on one node and the global rank only when nodes add an offset
     _s("bare-rank-as-device", r"(?:set_device|Device)\(\s*rank\s*\)|cuda:\{?\s*rank\s*\}?['\"]|"
        r"device_ids\s*=\s*\[\s*rank\s*\]|\.to\(\s*rank\s*\)",
-       {"global_rank_as_device": 3},
+       # below the context-alone gate (scoring.CONTEXT_GUESS = 3): ambiguous, it adds to a
+       # failure of the family but is never alone a cause in a paste that shows none
+       {"global_rank_as_device": 2.5},
        f"{PT} §1: the device index must be the local rank; mp.spawn's process index is one per "
        "node (https://pytorch.org/docs/stable/multiprocessing.html#spawning-subprocesses)",
        where=NOT_PROSE),
