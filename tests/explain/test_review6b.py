@@ -210,3 +210,16 @@ def test_lightnings_visible_list_is_read_whatever_the_case_of_but() -> None:
 def test_a_bare_rank_alone_is_no_cause_without_a_failure_of_the_family(text: str) -> None:
     # mp.spawn's index is the local rank on one node: ambiguous, below the context-alone gate
     assert not _alarms(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "hit"),
+    [
+        ("Inside the worker we call ray.get_gpu_ids() to log the GPUs.\n", False),
+        ("```yaml\ngpu_ids: all\nnum_processes: 4\n```\n", True),
+    ],
+)
+def test_accelerates_config_keys_are_not_read_inside_other_names(text: str, hit: bool) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert ("accelerate-config" in read_document(text).hits) is hit

@@ -32,7 +32,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
        f"{LAUNCHERS} §2"),
-    _s("accelerate-config", r"accelerate config|distributed_type|(?<!--)num_processes|(?<!--)gpu_ids|"
+    _s("accelerate-config", r"accelerate config|distributed_type|(?<![\w-])num_processes|(?<![\w-])gpu_ids|"
        r"default_config\.yaml", {"launcher_config": 3}, f"{LAUNCHERS} §3"),
     # DeepSpeed's own GPU options: on a deepspeed line (mpirun takes a --hostfile with slots= too)
     _s("deepspeed-include", r"\bdeepspeed\b[^\n]{0,300}?(?:--include|--exclude|--hostfile|"
