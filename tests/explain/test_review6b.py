@@ -223,3 +223,22 @@ def test_accelerates_config_keys_are_not_read_inside_other_names(text: str, hit:
     from rankmap.explain.docread import read_document
 
     assert ("accelerate-config" in read_document(text).hits) is hit
+
+
+@pytest.mark.parametrize(
+    ("text", "failure"),
+    [
+        ("# IOMMU passthrough question\n\nIs iommu=pt recommended? Nothing to report.\n", False),
+        ("Our VM boots with intel_iommu=on in the kernel line.\n", False),
+        ("Peer copies were corrupted until we turned IOMMU off in the BIOS.\n", True),
+        ("ACS is enabled on the PCIe switch and the first all_reduce hangs.\n", True),
+    ],
+)
+def test_a_pcie_setting_named_alone_is_context_not_a_failure(text: str, failure: bool) -> None:
+    from rankmap.explain.docread import read_document
+
+    hits = read_document(text).hits
+    assert ("p2p-path-broken" in hits) is failure
+    first = explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
+    assert not failure or first
+    assert failure or all(f.severity is not Severity.ERROR for f in first)

@@ -80,6 +80,13 @@ _PROBLEM_ABOUT_DEVICE = (
     rf"(?:{_DEVICE_CHOICE}){SENTENCE}{{0,120}}\bbut\b{SENTENCE}{{0,80}}\b(?:gpu|device|cuda)[ :#]?\d"
 )
 
+# The PCIe settings between GPUs (IOMMU, ACS): a failure only in a sentence with a problem word
+# ("corrupted until we turned IOMMU off"); named alone they are context (the iommu signal).
+_PATH_SETTING = r"(?:\bIOMMU\b|\bPCIe? ACS\b|\bACS\b|pcie_acs_override|\b(?:amd|intel)_iommu)"
+_PATH_PROBLEM = (
+    r"\b(?:corrupt\w*|garbage(?! collect)|wrong|zeros?|hang\w*|hung|fail\w*|broken|errors?)\b"
+)
+
 # fmt: off
 FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("invalid-device-any",
@@ -279,8 +286,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     # the path between GPUs, not which rank has which GPU (a GPU problem of the family: other)
     _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage(?! collect)|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
        r"cuda:\d|peer)\b|\b(?:from|between) (?:one )?(?:GPU|cuda:\d)\w* (?:to|and) (?:(?:another|the "
-       r"other)(?: GPU\w*)?|GPU\w*|cuda:\d)[^.\n]{0,80}\b(?:corrupt\w*|garbage(?! collect)|wrong|zeros?)\b|\bIOMMU\b|"
-       r"\bPCIe? ACS\b|\bACS (?:is )?(?:enabled|disabled|on|off)\b|pcie_acs_override|\b(?:amd|intel)_iommu",
+       r"other)(?: GPU\w*)?|GPU\w*|cuda:\d)[^.\n]{0,80}\b(?:corrupt\w*|garbage(?! collect)|wrong|zeros?)\b|"
+       rf"{_PATH_PROBLEM}[^.\n]{{0,80}}{_PATH_SETTING}|{_PATH_SETTING}[^.\n]{{0,80}}{_PATH_PROBLEM}",
        {"other": 3},
        "NCCL troubleshooting, 'PCI Access Control Services (ACS)' and IOMMU "
        "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html): they "
