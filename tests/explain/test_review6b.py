@@ -89,6 +89,7 @@ def test_megabytes_of_prose_with_inline_code_take_bounded_time() -> None:
         ("All four processes share one GPU, not one GPU each as expected.", "procs-share-a-gpu"),
         ("All four processes share one GPU, which is what we want to avoid.", "procs-share-a-gpu"),
         ("All four processes share one GPU, which was expected to fail.", "procs-share-a-gpu"),
+        ("All four processes share one GPU, as it should not.", "procs-share-a-gpu"),
         (
             "All four processes share one GPU, and the GPUs are not assigned as expected.",
             "procs-share-a-gpu",

@@ -334,7 +334,7 @@ _WANTED_AFTER = re.compile(
     rf"{_NO_DENIAL}{{0,80}}?\b(?:which|that|this) (?:is|was) (?:exactly )?(?:what (?:we|i) (?:want|"
     r"wanted|need|needed|expect|expected)(?! to (?:avoid|prevent|stop|fix|eliminate|get rid))|"
     r"(?:as )?(?:expected|intended|desired|correct|fine|ok|okay)(?! to\b))\b|"
-    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b",
+    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b(?! not\b)",
     re.IGNORECASE,
 )  # used with match(text, pos): no "^", which would anchor at the text's start
 
