@@ -243,3 +243,26 @@ def test_a_pcie_setting_named_alone_is_context_not_a_failure(text: str, failure:
     first = explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
     assert not failure or first
     assert failure or all(f.severity is not Severity.ERROR for f in first)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Wrong GPU selected by each worker\n\nWe first suspected network connection problems, but "
+        "the workers simply pick the wrong GPU: worker 1 uses GPU 0.\n",
+        "# Wrong GPU selected by each worker\n\nThe port 29500 is blocked on the other cluster, but "
+        "that is unrelated: here every worker picks the wrong GPU.\n",
+    ],
+)
+def test_a_network_problem_the_writer_rules_out_is_no_outside_failure(text: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert "outside-network-words" not in read_document(text).hits
+    assert _alarms(text)  # the device-selection report gets its guess again
+
+
+def test_a_network_problem_in_the_writers_words_is_still_outside() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = "Our ssh connections drop every few hours; the switch firmware update fixed it.\n"
+    assert "outside-network-words" in read_document(text).hits

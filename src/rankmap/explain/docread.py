@@ -344,6 +344,29 @@ def wanted(text: str, end: int) -> bool:
     return bool(_WANTED_AFTER.match(text, end, min(len(text), end + 120)))
 
 
+# A failure outside the family the writer rules out ("we first suspected ssh connection issues,
+# but ...", "not a network connection problem", "the port is blocked, but that is unrelated"):
+# no failure of theirs. Read in the sentence of the match.
+_DISMISSED_BEFORE = re.compile(
+    r"\b(?:suspect\w*|thought|assumed|guess\w*|ruled out|not|no|isn't|wasn't|without)\b"
+    r"[^.;!?\n]{0,40}$",
+    re.IGNORECASE,
+)
+_DISMISSED_AFTER = re.compile(
+    r"[^.;!?\n]{0,60}?(?:\bbut\b|\bunrelated\b|\b(?:is|are|was|were) fine\b|\bruled out\b|"
+    r"\bnot the (?:cause|issue|problem)\b)",
+    re.IGNORECASE,
+)
+
+
+def dismissed(text: str, start: int, end: int) -> bool:
+    """Whether the sentence around ``text[start:end]`` rules the problem out."""
+    before = text[max(0, start - 60) : start]
+    if _DISMISSED_BEFORE.search(re.split(r"[.;!?\n]", before)[-1]):
+        return True
+    return bool(_DISMISSED_AFTER.match(text, end, min(len(text), end + 80)))
+
+
 def negated(text: str, start: int, end: int) -> bool:
     """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
     line_start = text.rfind("\n", 0, start) + 1
@@ -363,7 +386,7 @@ def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.
         m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
         if m is None or seg.kind != "prose":
             return m
-        if wanted(seg.text, m.end()):
+        if wanted(seg.text, m.end()) or (sig.outside and dismissed(seg.text, m.start(), m.end())):
             pass
         elif not sig.negatable or not negated(seg.text, m.start(), m.end()):
             return m
