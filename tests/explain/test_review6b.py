@@ -266,3 +266,10 @@ def test_a_network_problem_in_the_writers_words_is_still_outside() -> None:
 
     text = "Our ssh connections drop every few hours; the switch firmware update fixed it.\n"
     assert "outside-network-words" in read_document(text).hits
+
+
+def test_a_but_that_narrows_the_network_problem_does_not_rule_it_out() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = "The MPI connection fails but only on node 3, after about an hour.\n"
+    assert "outside-network-words" in read_document(text).hits

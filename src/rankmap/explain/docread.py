@@ -353,7 +353,8 @@ _DISMISSED_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _DISMISSED_AFTER = re.compile(
-    r"[^.;!?\n]{0,60}?(?:\bbut\b|\bunrelated\b|\b(?:is|are|was|were) fine\b|\bruled out\b|"
+    r"[^.;!?\n]{0,60}?(?:\bbut\b(?! (?:only|just|also|still|then|sometimes|randomly|"
+    r"intermittently|when|after|on|in|with|every)\b)|\bunrelated\b|\b(?:is|are|was|were) fine\b|\bruled out\b|"
     r"\bnot the (?:cause|issue|problem)\b)",
     re.IGNORECASE,
 )
