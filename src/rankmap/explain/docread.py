@@ -286,10 +286,10 @@ MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversa
 # Signals of prose alone (sentence-level co-occurrences, the costliest regexes) read the first
 # 64 KiB of a prose segment: what a GitHub issue body holds at most (65,536 characters), and a
 # bound on their time for a paste of megabytes of prose. The bound holds for the document as a
-# whole (PROSE_DOC_LIMIT: a body and its comments), however many segments the prose is cut into
+# whole (PROSE_DOC_LIMIT: one issue body), however many segments the prose is cut into
 # (prose lines between code-like lines are many short segments).
 PROSE_SIGNAL_LIMIT = 64 * 1024
-PROSE_DOC_LIMIT = 2 * PROSE_SIGNAL_LIMIT
+PROSE_DOC_LIMIT = PROSE_SIGNAL_LIMIT
 
 
 def _prose_head(seg: Segment, lowered: str, facts: DocFacts) -> tuple[Segment, str] | None:
