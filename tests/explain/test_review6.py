@@ -285,3 +285,7 @@ def test_an_undefined_symbol_of_another_library_is_no_version_mismatch() -> None
 
 def test_a_host_id_that_is_not_unique_is_host_identity_context() -> None:
     assert "hostname-resolution" in _hits("gethostid() returns the same value on two nodes.\n")
+
+
+def test_ntasks_per_gpu_is_per_task_binding() -> None:
+    assert "gpus-per-task" in _hits("```\nsbatch --gpus 2 --ntasks-per-gpu=1 job.sh\n```\n")

@@ -119,6 +119,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "gpu_bind",
         "gres/gpu:1",
         "slurm_step_gpus",
+        "ntasks-per-gpu",
+        "ntasks_per_gpu",
     ),
     "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
     "dask-cuda": ("dask", "localcudacluster"),

@@ -213,8 +213,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (d): NCCL picked an intra-host transport"),
     # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
     _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind|"
-       r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
-       f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
+       r"gres/gpu:1\b|SLURM_STEP_GPUS|(?:--)?ntasks[-_]per[-_]gpu", {"per_process_visible_devices": 4},
+       f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES "
+       "(--ntasks-per-gpu implies --gpu-bind=single:N: https://slurm.schedmd.com/sbatch.html)"),
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
