@@ -289,3 +289,23 @@ def test_a_host_id_that_is_not_unique_is_host_identity_context() -> None:
 
 def test_ntasks_per_gpu_is_per_task_binding() -> None:
     assert "gpus-per-task" in _hits("```\nsbatch --gpus 2 --ntasks-per-gpu=1 job.sh\n```\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("# Fix misuse of global rank when the process group is set up\n", "rank-not-local"),
+        (
+            "WORLD_SIZE counts every GPU while nproc_per_node should be set to the number of "
+            "GPUs per node.\n",
+            "more-procs-than-gpus",
+        ),
+        ("This fixes the NVML vs PyTorch indexing of the visible devices.\n", "nvml-vs-cuda-index"),
+    ],
+)
+def test_fresh_wordings_of_known_causes(text: str, sid: str) -> None:
+    assert sid in _hits(text)
+
+
+def test_nvml_named_alone_is_no_index_mismatch() -> None:
+    assert "nvml-vs-cuda-index" not in _hits("We read power draw with NVML every second.\n")

@@ -112,6 +112,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "two-pods-one-node": ("pods", "containers"),
     "p2p-ipc": ("p2p/ipc", "via shm"),
+    "nvml-vs-cuda-index": ("nvml",),
     "gpus-per-task": (
         "gpus-per-task",
         "gpus_per_task",
