@@ -283,7 +283,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
        r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
        r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
-       r"global rank as (?:the )?device|(?:misuse|misused|wrong|incorrect|mistaken) (?:use of )?(?:the )?global rank|"
+       r"global rank as (?:the )?device|(?:misuse|misused|wrong|incorrect|mistaken)(?: use)?(?: of)? (?:the )?global rank|"
        r"global rank (?:is|was) (?:misused|wrongly used|used by mistake)|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
        r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
