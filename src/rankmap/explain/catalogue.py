@@ -112,7 +112,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "two-pods-one-node": ("pods", "containers"),
     "p2p-ipc": ("p2p/ipc", "via shm"),
-    "nvml-vs-cuda-index": ("nvml",),
+    # "nvml" + a non-word character: the NCCL Init lines' "nvmlDev" holds no key
+    "nvml-vs-cuda-index": tuple(f"nvml{c}" for c in " '`\",:/-()\t"),
     "gpus-per-task": (
         "gpus-per-task",
         "gpus_per_task",
