@@ -309,3 +309,18 @@ def test_fresh_wordings_of_known_causes(text: str, sid: str) -> None:
 
 def test_nvml_named_alone_is_no_index_mismatch() -> None:
     assert "nvml-vs-cuda-index" not in _hits("We read power draw with NVML every second.\n")
+
+
+def test_an_undefined_config_attribute_is_a_newer_header_on_an_older_nccl() -> None:
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:219, invalid argument, "
+        "NCCL version 2.14.3\nncclInvalidArgument: Invalid value for an argument.\nLast error:\n"
+        "Invalid config blocking attribute value -2147483648\n"
+    )
+    assert "nccl-config-undef" in _hits(text)
+    assert _first(text).category == "version_mismatch"
+
+
+def test_more_ranks_placed_on_a_node_than_gpus() -> None:
+    text = "It fails when more MPI ranks are placed on a node than GPU devices.\n"
+    assert "more-procs-than-gpus" in _hits(text)

@@ -259,6 +259,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "drivermismatch",
     ),
     "undefined-gpu-symbol": ("undefined symbol",),
+    "nccl-config-undef": ("-2147483648",),
     "gfx-override": ("hsa_override_gfx_version",),
     "gfx-arch": ("gfx",),
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),

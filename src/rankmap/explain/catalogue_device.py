@@ -372,8 +372,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
        {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),
     # --- oversubscription -----------------------------------------------------------------------
-    _s("more-procs-than-gpus", r"more (?:\w+ ){0,2}(?:processes|ranks|workers|tasks)(?: per node)? "
-       r"than (?:the )?(?:available |visible )?(?:gpus|devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
+    _s("more-procs-than-gpus", r"more (?:\w+ ){0,2}(?:processes|ranks|workers|tasks)\b[^.\n]{0,40}? "
+       r"than (?:the )?(?:number of )?(?:available |visible )?(?:gpus?|gpu devices|devices|cards)\b|n?procs?_per_node\s*>\s*\w*gpus|"
        r"only (?:have|has) (?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
        r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)|"
        r"nproc[_-]per[_-]node\W{0,3} (?:should|must|has to|needs to) be (?:set to )?(?:the )?(?:number|count|#) "
