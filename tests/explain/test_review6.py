@@ -285,3 +285,42 @@ def test_an_undefined_symbol_of_another_library_is_no_version_mismatch() -> None
 
 def test_a_host_id_that_is_not_unique_is_host_identity_context() -> None:
     assert "hostname-resolution" in _hits("gethostid() returns the same value on two nodes.\n")
+
+
+def test_ntasks_per_gpu_is_per_task_binding() -> None:
+    assert "gpus-per-task" in _hits("```\nsbatch --gpus 2 --ntasks-per-gpu=1 job.sh\n```\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("# Fix misuse of global rank when the process group is set up\n", "rank-not-local"),
+        (
+            "WORLD_SIZE counts every GPU while nproc_per_node should be set to the number of "
+            "GPUs per node.\n",
+            "more-procs-than-gpus",
+        ),
+        ("This fixes the NVML vs PyTorch indexing of the visible devices.\n", "nvml-vs-cuda-index"),
+    ],
+)
+def test_fresh_wordings_of_known_causes(text: str, sid: str) -> None:
+    assert sid in _hits(text)
+
+
+def test_nvml_named_alone_is_no_index_mismatch() -> None:
+    assert "nvml-vs-cuda-index" not in _hits("We read power draw with NVML every second.\n")
+
+
+def test_an_undefined_config_attribute_is_a_newer_header_on_an_older_nccl() -> None:
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:219, invalid argument, "
+        "NCCL version 2.14.3\nncclInvalidArgument: Invalid value for an argument.\nLast error:\n"
+        "Invalid config blocking attribute value -2147483648\n"
+    )
+    assert "nccl-config-undef" in _hits(text)
+    assert _first(text).category == "version_mismatch"
+
+
+def test_more_ranks_placed_on_a_node_than_gpus() -> None:
+    text = "It fails when more MPI ranks are placed on a node than GPU devices.\n"
+    assert "more-procs-than-gpus" in _hits(text)

@@ -112,6 +112,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "two-pods-one-node": ("pods", "containers"),
     "p2p-ipc": ("p2p/ipc", "via shm"),
+    # "nvml" + a non-word character: the NCCL Init lines' "nvmlDev" holds no key
+    "nvml-vs-cuda-index": tuple(f"nvml{c}" for c in " '`\",:/-()\t"),
     "gpus-per-task": (
         "gpus-per-task",
         "gpus_per_task",
@@ -119,6 +121,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "gpu_bind",
         "gres/gpu:1",
         "slurm_step_gpus",
+        "ntasks-per-gpu",
+        "ntasks_per_gpu",
     ),
     "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
     "dask-cuda": ("dask", "localcudacluster"),
@@ -255,6 +259,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "drivermismatch",
     ),
     "undefined-gpu-symbol": ("undefined symbol",),
+    "nccl-config-undef": ("-2147483648",),
     "gfx-override": ("hsa_override_gfx_version",),
     "gfx-arch": ("gfx",),
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),

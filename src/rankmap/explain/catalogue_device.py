@@ -119,6 +119,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        framework="tensorflow"),
     _s("device-order", r"CUDA_DEVICE_ORDER|FASTEST_FIRST", {"visible_devices_mismatch": 3},
        f"{CUDA_DEV} §2: CUDA's default order is fastest first, nvidia-smi's is PCI bus order"),
+    # NVML (and nvidia-smi) number the physical GPUs; CUDA and PyTorch number the visible ones
+    _s("nvml-vs-cuda-index", r"\bNVML\b[^.\n]{0,40}\b(?:vs\.?|versus|against|and)\b[^.\n]{0,20}"
+       r"\b(?:pytorch|torch|cuda)\b[^.\n]{0,20}\b(?:index\w*|numbering|ids|ordinals?|indices)|"
+       r"\b(?:index\w*|numbering|ordinals?)\b[^.\n]{0,30}\bNVML\b[^.\n]{0,30}\b(?:pytorch|torch|cuda)\b",
+       {"visible_devices_mismatch": 3},
+       f"{CUDA_DEV} §5.1: NVML ignores CUDA_VISIBLE_DEVICES and numbers GPUs in PCI order; CUDA "
+       "numbers the visible ones from 0"),
     _s("physical-id", r"physical[_ ]device[_ ]id|device_id_to_physical|physical (?:gpu |device )?"
        r"(?:ids?|index|indices|ordinals?|numbers?)|logical (?:gpu |device )?(?:ids?|index|indices)|"
        r"(?:actual|real) (?:gpu |device )?(?:ids?|index|indices|numbers?)|(?:not|non)[- ]contiguous|gaps? in (?:the )?(?:gpu |device )?(?:ids|indices|list)|"
@@ -213,8 +220,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (d): NCCL picked an intra-host transport"),
     # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
     _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind|"
-       r"gres/gpu:1\b|SLURM_STEP_GPUS", {"per_process_visible_devices": 4},
-       f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES"),
+       r"gres/gpu:1\b|SLURM_STEP_GPUS|(?:--)?ntasks[-_]per[-_]gpu", {"per_process_visible_devices": 4},
+       f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES "
+       "(--ntasks-per-gpu implies --gpu-bind=single:N: https://slurm.schedmd.com/sbatch.html)"),
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
@@ -277,7 +285,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("rank-not-local", r"(?:global )?rank (?:instead of|rather than) (?:the )?local[_ ]rank|"
        r"local[_ ]rank (?:should be used|instead)|instead of (?:the )?local[_ ]rank|"
        r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
-       r"global rank as (?:the )?device|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
+       r"global rank as (?:the )?device|(?:misuse|misused|wrong|incorrect|mistaken)(?: use)?(?: of)? (?:the )?global rank|"
+       r"global rank (?:is|was) (?:misused|wrongly used|used by mistake)|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
        r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
@@ -365,10 +374,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"all (?:the )?local[_ ]ranks? (?:is |are |as )?0|same local[_ ]rank",
        {"launcher_config": 4}, f"{LAUNCHERS} §9: who sets LOCAL_RANK", failure=True),
     # --- oversubscription -----------------------------------------------------------------------
-    _s("more-procs-than-gpus", r"more (?:\w+ ){0,2}(?:processes|ranks|workers|tasks)(?: per node)? "
-       r"than (?:the )?(?:available |visible )?(?:gpus|devices|cards)|n?procs?_per_node\s*>\s*\w*gpus|"
+    _s("more-procs-than-gpus", r"more (?:\w+ ){0,2}(?:processes|ranks|workers|tasks)\b[^.\n]{0,40}? "
+       r"than (?:the )?(?:number of )?(?:available |visible )?(?:gpus?|gpu devices|devices|cards)\b|n?procs?_per_node\s*>\s*\w*gpus|"
        r"only (?:have|has) (?:\d|one|two|three|four) (?:gpus?|cards?|devices?)|"
-       r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)",
+       r"(?:nproc_per_node|nproc-per-node|num_processes|--num_gpus)[^\n]{0,30}(?:larger|greater|more)|"
+       r"nproc[_-]per[_-]node\W{0,3} (?:should|must|has to|needs to) be (?:set to )?(?:the )?(?:number|count|#) "
+       r"of (?:gpus|devices)(?: per node| on (?:each|the|one) node)?",
        {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU"),
 )
 # fmt: on

@@ -110,6 +110,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"version_mismatch": 5},
        f"{NCCL} (e): ranks or libraries that load different NCCL/CUDA builds; a dynamic symbol "
        "missing at import is the older library found first (ld.so(8))", failure=True),
+    # newer nccl.h initialises ncclConfig_t attributes to NCCL_CONFIG_UNDEF_INT (INT_MIN), which
+    # an older libnccl rejects: the caller was built against a newer NCCL than the one loaded
+    _s("nccl-config-undef", r"Invalid config \w+ attribute value -2147483648",
+       {"version_mismatch": 5},
+       "https://github.com/NVIDIA/nccl/blob/master/src/init.cc ('Invalid config blocking "
+       "attribute value %d'): releases that know "
+       "NCCL_CONFIG_UNDEF_INT (INT_MIN, set by NCCL_CONFIG_INITIALIZER of newer headers) skip it, "
+       "older ones reject it", failure=True),
     _s("nccl-version-mismatch", r"NCCL version mismatch|different NCCL versions?|libnccl[^\n]{0,30}"
        r"(?:mismatch|conflict)", {"version_mismatch": 5}, f"{NCCL} (e)", failure=True),
     # --- GPU peer access / IPC / NVSHMEM (category other unless identity is wrong) ---------------
