@@ -324,3 +324,14 @@ def test_an_undefined_config_attribute_is_a_newer_header_on_an_older_nccl() -> N
 def test_more_ranks_placed_on_a_node_than_gpus() -> None:
     text = "It fails when more MPI ranks are placed on a node than GPU devices.\n"
     assert "more-procs-than-gpus" in _hits(text)
+
+
+def test_the_before_import_rule_is_advice_not_a_failure() -> None:
+    text = "# Tip\n\nSet CUDA_VISIBLE_DEVICES before importing torch in your launcher script.\n"
+    hits = _hits(text)
+    assert "cvd-before-import" in hits and "cvd-after-init" not in hits
+    assert all(f.severity is not Severity.ERROR for f in _explain_all(text))
+
+
+def _explain_all(text: str) -> list[Finding]:
+    return explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()

@@ -45,6 +45,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cvd-mentioned": ("cuda_visible_device",),
     "cvd-ignored": ("_visible_devices", "visible devices"),
     "cvd-after-init": ("cuda_visible_devices",),
+    "cvd-before-import": ("cuda_visible_devices",),
     "one-gpu-used": ("only",),
     "device-count-wrong": ("device_count", "only one gpu", "only 1 gpu"),
     "cvd-set-in-code": ("cuda_visible_devices",),

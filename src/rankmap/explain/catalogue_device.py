@@ -132,11 +132,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"start(?:ing)? (?:gpu )?id (?:is )?not (?:equal to )?0|not start(?:ing)? (?:at|from|with) 0",
        {"visible_devices_mismatch": 3}, f"{CUDA_DEV} §1: after narrowing, devices are renumbered "
        "from 0; a physical index used as a logical one is wrong or out of range"),
+    # the rule itself ("set CUDA_VISIBLE_DEVICES before importing torch"): advice or the fix,
+    # no failure on its own
+    _s("cvd-before-import", r"CUDA_VISIBLE_DEVICES[^.\n]{0,30}before (?:`|')?import(?:ing)? torch",
+       {"visible_devices_mismatch": 3},
+       f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises"),
     _s("cvd-after-init", r"CUDA_VISIBLE_DEVICES[^.\n]{0,80}\b(?:after|once)\b[^.\n]{0,40}(?:import"
        r"(?:ing)? torch|CUDA (?:is |was |has been )?initiali[sz]|is_available|cuda init|torch\.cuda|"
        r"the first CUDA call)|(?:after|once) (?:import(?:ing)? torch|CUDA (?:is |was |has been )?"
-       r"initiali[sz]\w*|(?:calling )?torch\.cuda\.\w+)[^.\n]{0,60}CUDA_VISIBLE_DEVICES|"
-       r"CUDA_VISIBLE_DEVICES[^.\n]{0,30}before (?:`|')?import(?:ing)? torch",
+       r"initiali[sz]\w*|(?:calling )?torch\.cuda\.\w+)[^.\n]{0,60}CUDA_VISIBLE_DEVICES",
        {"visible_devices_mismatch": 5},
        f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES once, when it initialises; a later "
        "change has no effect or breaks the device count (PyTorch's device < num_gpus assert)",
