@@ -289,6 +289,15 @@ EXAMPLES = {
     "nvshmem": "nvshmem init failed",
     "hang-first-collective": "the job hangs at the first all_reduce",
     "nccl-generic-error": "NCCL WARN Cuda failure 'invalid argument'",
+    # signals of session 6
+    "nvml-vs-cuda-index": "the NVML vs PyTorch indexing of visible devices",
+    "cvd-before-import": "set CUDA_VISIBLE_DEVICES before importing torch",
+    "host-network": "docker run --network host image",
+    "bare-rank-as-device": "torch.cuda.set_device(rank)",
+    "undefined-gpu-symbol": "libtorch_cuda.so: undefined symbol: ncclCommRegister",
+    "nccl-config-undef": "Invalid config blocking attribute value -2147483648",
+    "p2p-path-broken": "copies from one GPU to another GPU return corrupted data",
+    "outside-network-words": "the ssh connection fails between the nodes",
 }
 
 
