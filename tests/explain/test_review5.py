@@ -7,24 +7,12 @@ Every prose sentence is written for these tests; the NCCL lines follow NCCL's ow
 
 from __future__ import annotations
 
-import io
-from pathlib import Path
-
 import pytest
+from paste_findings import alarms_of as _alarms
 
-from rankmap.adapters.local import explain_files
 from rankmap.explain.docread import read_document
-from rankmap.findings import Finding, Severity
 
 SID = "device-selection-problem"
-
-
-def _explain(text: str) -> list[Finding]:
-    return explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()
-
-
-def _alarms(text: str) -> list[Finding]:
-    return [f for f in _explain(text) if f.category != "other" and f.severity is not Severity.INFO]
 
 
 @pytest.mark.parametrize(

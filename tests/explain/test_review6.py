@@ -9,19 +9,12 @@ import io
 from pathlib import Path
 
 import pytest
+from paste_findings import alarms_of as _alarms
+from paste_findings import findings_of as _explain_all
 
 from rankmap.adapters.local import explain_files
 from rankmap.explain.docread import read_document, wanted
 from rankmap.findings import Finding, Severity
-
-
-def _alarms(text: str) -> list[Finding]:
-    report = explain_files([Path("-")], stdin=io.StringIO(text))
-    return [
-        f
-        for f in report.ordered_findings()
-        if f.category != "other" and f.severity is not Severity.INFO
-    ]
 
 
 @pytest.mark.parametrize(
@@ -331,7 +324,3 @@ def test_the_before_import_rule_is_advice_not_a_failure() -> None:
     hits = _hits(text)
     assert "cvd-before-import" in hits and "cvd-after-init" not in hits
     assert all(f.severity is not Severity.ERROR for f in _explain_all(text))
-
-
-def _explain_all(text: str) -> list[Finding]:
-    return explain_files([Path("-")], stdin=io.StringIO(text)).ordered_findings()

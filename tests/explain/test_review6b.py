@@ -9,18 +9,10 @@ import io
 from pathlib import Path
 
 import pytest
+from paste_findings import alarms_of as _alarms
 
 from rankmap.adapters.local import explain_files
-from rankmap.findings import Finding, Severity
-
-
-def _alarms(text: str) -> list[Finding]:
-    report = explain_files([Path("-")], stdin=io.StringIO(text))
-    return [
-        f
-        for f in report.ordered_findings()
-        if f.category != "other" and f.severity is not Severity.INFO
-    ]
+from rankmap.findings import Severity
 
 
 @pytest.mark.parametrize(
