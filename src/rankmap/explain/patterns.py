@@ -162,11 +162,11 @@ _STORE = _R(
 )
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
-_CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]*)")
+_CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
 _PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
 _PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
-_DEVICE_BANNER = _R(r"^Device: cuda:(?P<d>\d+)")
+_DEVICE_BANNER = _R(r"^Device: cuda:(?P<dev>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
 _MIG_LINE = _R(r"MIG[- ](?:\d+g\.\d+gb|GPU-|[0-9a-f]{8}-)")
@@ -271,31 +271,49 @@ def _root_cause_field(msg: str, line: Line, pre: Prefix) -> Event | None:
     return _ev("torchrun_field", line, pre, values=vals)
 
 
-def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C901 - a flat table
+# Lines that carry a fact, each one event whose values are the regex's named groups; in this
+# order (the regexes that start with "^" match at the start of the message only).
+_FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_NO_SLOT, "ds_no_slot"),
+    (_LT_WORLD, "lightning_world"),
+    (_ACC_IDS, "accelerate_gpu_ids"),
+    (_UNRECOGNIZED, "local_rank_arg"),
+    (_NO_IFACE, "no_interface"),
+    (_BOOT_DUP, "bootstrap_dup_rank"),
+    (_NVML_NF, "nvml_not_found"),
+    (_STORE, "store_error"),
+    (_SOCKET, "socket_error"),
+    (_REQ_GPU, "lightning_requested"),
+    (_HAS_GPU, "lightning_has"),
+    (_HOSTID, "env_hostid"),
+    (_IFNAME_SET, "env_ifname"),
+    (_CVD, "env_cvd"),
+    (_PL_LOCAL, "framework_local_rank"),
+    (_PL_GLOBAL, "framework_rank"),
+    (_DEVICE_BANNER, "device_banner"),
+    (_NUM_PROC, "accel_nproc"),
+    (_ACC_ENV, "accel_env"),
+)
+
+
+def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
+    """Every event of one message other than NCCL's own lines: failures, then facts."""
+    return _failure_events(msg, line, pre) + _fact_events(msg, line, pre)
+
+
+def _failure_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
+    """PyTorch's NCCL errors, NCCL result codes, invalid ordinals, guessed devices, torchrun's
+    failure summary, nccl-tests' device lines and out-of-memory errors."""
     ev: list[Event] = []
     m = _TORCH_NCCL.search(msg)
     if m:
-        ev.append(
-            _ev(
-                "torch_nccl_error",
-                line,
-                pre,
-                version=m.group("v"),
-                values={"err": m.group("err").strip(), "where": m.group("where")},
-            )
-        )
+        values = {"err": m.group("err").strip(), "where": m.group("where")}
+        ev.append(_ev("torch_nccl_error", line, pre, version=m.group("v"), values=values))
     elif (m := _VERSION.search(msg)) is not None:
         ev.append(_ev("nccl_version", line, pre, version=m.group("v")))
     if (code := _result_code(msg)) is not None:
         ev.append(_ev("nccl_result", line, pre, values={"code": code}))
-    if _ASSERT.search(msg):
-        ev.append(_ev("invalid_ordinal", line, pre, values={"form": "mig_assert"}))
-    elif (m := _TESTS_FAIL.search(msg)) is not None:
-        kind = "invalid_ordinal" if "ordinal" in m.group("err") else "cuda_failure"
-        ev.append(_ev(kind, line, pre, values={"form": "nccl-tests", "err": m.group("err")}))
-    elif _ORDINAL.search(msg) and not msg.lstrip().startswith(("File ", "raise ", "#")):
-        form = "xla" if "CUDA_ERROR_INVALID_DEVICE" in msg else "pytorch"
-        ev.append(_ev("invalid_ordinal", line, pre, values={"form": form}))
+    ev += _ordinal_events(msg, line, pre)
     if (m := _GUESS.search(msg)) is not None:
         ev.append(
             _ev("device_guess", line, pre, values={"rank": m.group("r"), "gpu": m.group("gpu")})
@@ -318,39 +336,29 @@ def _other_events(msg: str, line: Line, pre: Prefix) -> list[Event]:  # noqa: C9
         ev.append(
             _ev("oom", line, pre, values={"gpu": gm.group("gpu") if gm else None, "procs": procs})
         )
-    for regex, kind in (
-        (_NO_SLOT, "ds_no_slot"),
-        (_LT_WORLD, "lightning_world"),
-        (_ACC_IDS, "accelerate_gpu_ids"),
-        (_UNRECOGNIZED, "local_rank_arg"),
-        (_NO_IFACE, "no_interface"),
-        (_BOOT_DUP, "bootstrap_dup_rank"),
-        (_NVML_NF, "nvml_not_found"),
-        (_STORE, "store_error"),
-        (_SOCKET, "socket_error"),
-    ):
-        if (m := regex.search(msg)) is not None:
-            ev.append(_ev(kind, line, pre, values=m.groupdict()))
-    if (m := _REQ_GPU.search(msg)) is not None:
-        ev.append(_ev("lightning_requested", line, pre, values={"req": m.group("req")}))
-    if (m := _HAS_GPU.search(msg)) is not None:
-        ev.append(_ev("lightning_has", line, pre, values={"has": m.group("has")}))
-    if (m := _HOSTID.search(msg)) is not None:
-        ev.append(_ev("env_hostid", line, pre, values={"v": m.group("v")}))
-    if (m := _IFNAME_SET.search(msg)) is not None:
-        ev.append(_ev("env_ifname", line, pre, values={"v": m.group("v")}))
-    if (m := _CVD.search(msg)) is not None and m.group("v"):
-        ev.append(_ev("env_cvd", line, pre, values={"v": m.group("v")}))
-    if (m := _PL_LOCAL.match(msg)) is not None:
-        ev.append(_ev("framework_local_rank", line, pre, values={"local": m.group("local")}))
-    if (m := _PL_GLOBAL.search(msg)) is not None:
-        ev.append(_ev("framework_rank", line, pre, values=m.groupdict()))
-    if (m := _DEVICE_BANNER.match(msg)) is not None:
-        ev.append(_ev("device_banner", line, pre, values={"dev": m.group("d")}))
-    if (m := _NUM_PROC.match(msg)) is not None:
-        ev.append(_ev("accel_nproc", line, pre, values={"n": m.group("n")}))
-    if (m := _ACC_ENV.search(msg)) is not None:
-        ev.append(_ev("accel_env", line, pre, values={"t": m.group("t")}))
+    return ev
+
+
+def _ordinal_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
+    """An invalid device ordinal in PyTorch's, XLA's or nccl-tests' wording, or the MIG assert."""
+    if _ASSERT.search(msg):
+        return [_ev("invalid_ordinal", line, pre, values={"form": "mig_assert"})]
+    if (m := _TESTS_FAIL.search(msg)) is not None:
+        kind = "invalid_ordinal" if "ordinal" in m.group("err") else "cuda_failure"
+        return [_ev(kind, line, pre, values={"form": "nccl-tests", "err": m.group("err")})]
+    if _ORDINAL.search(msg) and not msg.lstrip().startswith(("File ", "raise ", "#")):
+        form = "xla" if "CUDA_ERROR_INVALID_DEVICE" in msg else "pytorch"
+        return [_ev("invalid_ordinal", line, pre, values={"form": form})]
+    return []
+
+
+def _fact_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
+    """Launcher and framework messages, settings echoed into the log, pasted context."""
+    ev = [
+        _ev(kind, line, pre, values=m.groupdict())
+        for regex, kind in _FACT_EVENTS
+        if (m := regex.search(msg)) is not None
+    ]
     if (m := _SMI_ROW.match(msg)) is not None:
         ev.append(_ev("smi_gpu", line, pre, values=m.groupdict()))
     elif (m := _LAUNCH_ECHO.search(msg)) is not None and not msg.lstrip().startswith("File "):
