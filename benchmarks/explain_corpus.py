@@ -68,6 +68,29 @@ def load_labels(folder: Path, labels: Path | None) -> list[dict[str, str]]:
     return list(rows.values())
 
 
+DIGESTS = HERE / "corpora" / "explain_paste_digests.tsv"
+
+
+def changed_pastes(folder: Path, rows: list[dict[str, str]]) -> list[str]:
+    """Ids whose paste differs from the one the committed digests were taken of (a rebuilt
+    folder that measures other text)."""
+    import hashlib
+
+    if not DIGESTS.exists():
+        return []
+    with DIGESTS.open(newline="") as fh:
+        want = {r["id"]: r["paste_sha256"] for r in csv.DictReader(fh, delimiter="\t")}
+    out = []
+    for row in rows:
+        paste = folder / "pastes" / f"{row['id']}.txt"
+        digest = want.get(row["id"])
+        if digest in (None, "-") or not paste.exists():
+            continue
+        if hashlib.sha256(paste.read_bytes()).hexdigest() != digest:
+            out.append(row["id"])
+    return out
+
+
 def parse_env(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
@@ -235,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch != "all":  # one batch or several: "1,b2,b3"
         rows = [r for r in rows if r.get("batch") in args.batch.split(",")]
     modes = ("paste", "log+flags") if args.mode == "both" else (args.mode,)
+    if changed := changed_pastes(args.folder, rows):
+        print(
+            f"note: {len(changed)} paste(s) differ from explain_paste_digests.tsv", file=sys.stderr
+        )
     results = [score(rows, args.folder, m, args.show_misses) for m in modes]
     if args.json:
         json.dump(results, sys.stdout, indent=2)
