@@ -126,7 +126,7 @@ def _launcher_and_binding(
             _quote(doc, "cvd-ignored"),
         )
         s.add("visible_devices_mismatch", -2.0, "the ignored list is the launcher's doing")
-    if deepspeed and ctx.env.get("CUDA_VISIBLE_DEVICES") and _ds_selects(ctx):
+    if deepspeed and ctx.user_cvd() and _ds_selects(ctx):
         s.add(
             "launcher_config",
             3.5,  # below a guess on its own in a healthy log (scoring.NO_FAILURE_GUESS)

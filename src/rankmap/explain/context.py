@@ -45,6 +45,7 @@ class LaunchFacts:
     plan: LaunchPlan | None = None  # the typed plan (None: a launcher rankmap does not simulate)
     unset: tuple[str, ...] = ()  # env -u NAME before the command
     placements: tuple[Placement, ...] = ()  # check's predicted rank map (on a given machine)
+    launcher_set: tuple[str, ...] = ()  # variables of ``env`` the launcher sets itself (--include)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,16 @@ class Context:
         if cvd is None:
             return None
         return [e.strip() for e in cvd.split(",") if e.strip()]
+
+    def user_cvd(self) -> str | None:
+        """CUDA_VISIBLE_DEVICES as the user set it (--env, ``VAR=value`` before the command),
+        not the one a launcher derives from its own options (deepspeed --include)."""
+        cvd = self.env.get("CUDA_VISIBLE_DEVICES")
+        launch = self.launch
+        derived = launch is not None and "CUDA_VISIBLE_DEVICES" in launch.launcher_set
+        if derived and launch is not None and cvd == dict(launch.env).get("CUDA_VISIBLE_DEVICES"):
+            return None
+        return cvd
 
     def gpus_per_node(self) -> int | None:
         """GPU count of the (first) machine given, else of an nvidia-smi table in the log."""
@@ -142,8 +153,11 @@ def _facts(
     plan = run.plan
     env = dict(assigned)
     cvd = plan.node_env.get(0, {}).get("CUDA_VISIBLE_DEVICES")
+    launcher_set: tuple[str, ...] = ()
     if cvd is not None and plan.outer is None and plan.launcher != "srun":
         env["CUDA_VISIBLE_DEVICES"] = cvd  # deepspeed --include, accelerate gpu_ids
+        if "CUDA_VISIBLE_DEVICES" not in assigned:
+            launcher_set = ("CUDA_VISIBLE_DEVICES",)
     known_nproc = on_machine or not plan.nproc_from_machine
     return LaunchFacts(
         command=command,
@@ -162,6 +176,7 @@ def _facts(
         else (),
         plan=plan,
         placements=tuple(run.report.placements) if on_machine else (),
+        launcher_set=launcher_set,
     )
 
 
