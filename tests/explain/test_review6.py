@@ -342,3 +342,26 @@ def _details(launch: str) -> str:
 def test_the_visible_list_deepspeed_derives_from_include_is_not_the_users() -> None:
     assert _CVD_IGNORED not in _details("deepspeed --include localhost:3,5 train.py")
     assert _CVD_IGNORED in _details("CUDA_VISIBLE_DEVICES=3,5 deepspeed --num_gpus 2 train.py")
+
+
+@pytest.mark.parametrize(
+    ("text", "sid"),
+    [
+        ("# Fix how worker processes are allocated to GPUs\n", "device-selection-problem"),
+        ("NCCL fails when hosts with the same prefix join the job.\n", "same-hostname"),
+        ("# Use the full hostname instead of just the prefix\n", "same-hostname"),
+        (
+            "This adds the node_rank argument to the torchrun command of each node.\n",
+            "node-rank-unset",
+        ),
+        ("--node-rank is only used with the static rendezvous backend.\n", "node-rank-unset"),
+    ],
+)
+def test_b10_dev_wordings(text: str, sid: str) -> None:
+    assert sid in _hits(text)
+
+
+def test_a_node_rank_named_alone_is_no_node_rank_problem() -> None:
+    assert "node-rank-unset" not in _hits(
+        "We launch with torchrun --node_rank 1 on the second node.\n"
+    )

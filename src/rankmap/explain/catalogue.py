@@ -97,7 +97,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "privileged": ("privileged",),
     "nvml-unknown": ("failed to initialize nvml",),
     "cgroup": ("cgroup", "devices.allow"),
-    "same-hostname": ("host name", "hostname"),
+    "same-hostname": ("host name", "hostname", "prefix"),
+    "node-rank-unset": ("node_rank", "node-rank", "node rank"),
     "host-network": ("--hostname", "hostnetwork", "host network", "--net"),
     "boot-id": ("boot_id", "nccl_hostid", "hash"),
     "hostname-resolution": (

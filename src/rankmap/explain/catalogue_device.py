@@ -194,11 +194,20 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cgroup", r"\bcgroups?\b|devices\.allow", {"container_mapping": 2}, f"{CUDA_DEV} §3"),
     # --- host identity --------------------------------------------------------------------------
     _s("same-hostname", r"same host ?name|identical host ?names?|hostnames? (?:are|is) (?:the )?"
-       r"(?:same|identical)|same /etc/hostname",
+       r"(?:same|identical)|same /etc/hostname|hosts? ?(?:names? )?(?:with|that share|sharing) "
+       r"(?:the )?same (?:host ?name )?prefix|(?:full|whole) host ?name instead of",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
     # a setting, not a sameness: containers on the host's network (or given a hostname) share
     # or choose the name NCCL hashes; they are one host only when they run on one
+    # torchrun reads --node_rank with the static rendezvous only; a launch that leaves it out
+    # (or passes it to c10d) gives nodes the rank another node has (duplicated node ranks)
+    _s("node-rank-unset", r"--?node[_-]rank\b[^.\n]{0,80}\b(?:required|missing|ignored|only (?:used|"
+       r"honou?red|read)|not (?:used|passed|set|honou?red))|\b(?:add|pass|set)\w* (?:the )?['`\"]?"
+       r"node[_-]rank\b|\bevery node\b[^.\n]{0,40}\bnode[_ ]rank (?:0|zero)\b",
+       {"launcher_config": 2.5, "host_identity": 2},
+       f"{LAUNCHERS} §1: torchrun's --node-rank is used with the static rendezvous backend only "
+       "(confirmed by pytorch/pytorch#182374); without it every node is node 0"),
     _s("host-network", r"--hostname|hostNetwork|host network|--net(?:work)?[= ]host\b",
        {"host_identity": 1.5, "container_mapping": 1},
        f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
