@@ -43,7 +43,7 @@ def test_a_title_still_weighs_double_next_to_a_failure() -> None:
 
 
 def test_prose_signals_read_a_bounded_share_of_prose_cut_into_many_segments() -> None:
-    from rankmap.explain.docread import PROSE_DOC_LIMIT, read_document
+    from rankmap.explain.docread import PROSE_SIGNAL_LIMIT, read_document
     from rankmap.explain.document import split_document
 
     report = "The GPU ids my trainer prints do not match what nvidia-smi shows.\n"
@@ -51,7 +51,7 @@ def test_prose_signals_read_a_bounded_share_of_prose_cut_into_many_segments() ->
     filler = "Some words about the weather and the dataset today.\n\nx = 1\n\n" * 6000
     kinds = [s.kind for s in split_document(filler)]
     assert kinds.count("prose") > 100
-    assert len(filler) > 2 * PROSE_DOC_LIMIT
+    assert len(filler) > 2 * PROSE_SIGNAL_LIMIT
     assert "device-selection-problem" in read_document(report + filler).hits
     assert "device-selection-problem" not in read_document(filler + report).hits
 

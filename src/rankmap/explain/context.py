@@ -45,7 +45,7 @@ class LaunchFacts:
     plan: LaunchPlan | None = None  # the typed plan (None: a launcher rankmap does not simulate)
     unset: tuple[str, ...] = ()  # env -u NAME before the command
     placements: tuple[Placement, ...] = ()  # check's predicted rank map (on a given machine)
-    launcher_set: tuple[str, ...] = ()  # variables of ``env`` the launcher sets itself (--include)
+    cvd_from_launcher: bool = False  # ``env``'s CUDA_VISIBLE_DEVICES is the launcher's (--include)
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,7 @@ class Context:
         not the one a launcher derives from its own options (deepspeed --include)."""
         cvd = self.env.get("CUDA_VISIBLE_DEVICES")
         launch = self.launch
-        derived = launch is not None and "CUDA_VISIBLE_DEVICES" in launch.launcher_set
-        if derived and launch is not None and cvd == dict(launch.env).get("CUDA_VISIBLE_DEVICES"):
+        if launch and launch.cvd_from_launcher and cvd == dict(launch.env)["CUDA_VISIBLE_DEVICES"]:
             return None
         return cvd
 
@@ -153,11 +152,10 @@ def _facts(
     plan = run.plan
     env = dict(assigned)
     cvd = plan.node_env.get(0, {}).get("CUDA_VISIBLE_DEVICES")
-    launcher_set: tuple[str, ...] = ()
+    from_launcher = False
     if cvd is not None and plan.outer is None and plan.launcher != "srun":
         env["CUDA_VISIBLE_DEVICES"] = cvd  # deepspeed --include, accelerate gpu_ids
-        if "CUDA_VISIBLE_DEVICES" not in assigned:
-            launcher_set = ("CUDA_VISIBLE_DEVICES",)
+        from_launcher = "CUDA_VISIBLE_DEVICES" not in assigned
     known_nproc = on_machine or not plan.nproc_from_machine
     return LaunchFacts(
         command=command,
@@ -176,7 +174,7 @@ def _facts(
         else (),
         plan=plan,
         placements=tuple(run.report.placements) if on_machine else (),
-        launcher_set=launcher_set,
+        cvd_from_launcher=from_launcher,
     )
 
 

@@ -173,7 +173,7 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
-    prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_DOC_LIMIT)
+    prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -284,20 +284,18 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
 
 MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversarial input
 # Signals of prose alone (sentence-level co-occurrences, the costliest regexes) read the first
-# 64 KiB of a prose segment: what a GitHub issue body holds at most (65,536 characters), and a
-# bound on their time for a paste of megabytes of prose. The bound holds for the document as a
-# whole (PROSE_DOC_LIMIT: one issue body), however many segments the prose is cut into
-# (prose lines between code-like lines are many short segments).
+# 64 KiB of the document's prose: what a GitHub issue body holds at most (65,536 characters),
+# and a bound on their time for a paste of megabytes of prose, however many segments the prose
+# is cut into (prose lines between code-like lines are many short segments).
 PROSE_SIGNAL_LIMIT = 64 * 1024
-PROSE_DOC_LIMIT = PROSE_SIGNAL_LIMIT
 
 
 def _prose_head(seg: Segment, lowered: str, facts: DocFacts) -> tuple[Segment, str] | None:
-    """What the prose-only signals read of a prose segment (None: the whole): its first
-    PROSE_SIGNAL_LIMIT characters, within what is left of the document's PROSE_DOC_LIMIT."""
+    """What the prose-only signals read of a prose segment (None: the whole): what is left of
+    the document's PROSE_SIGNAL_LIMIT characters."""
     if seg.kind != "prose":
         return None
-    cut = max(0, min(PROSE_SIGNAL_LIMIT, PROSE_DOC_LIMIT - facts.prose_read))
+    cut = max(0, PROSE_SIGNAL_LIMIT - facts.prose_read)
     facts.prose_read += min(cut, len(seg.text))
     if len(seg.text) <= cut:
         return None
@@ -385,14 +383,20 @@ def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.
     pos = 0
     for _ in range(MAX_NEGATED + 1):
         m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
-        if m is None or seg.kind != "prose":
-            return m
-        if wanted(seg.text, m.end()) or (sig.outside and dismissed(seg.text, m.start(), m.end())):
-            pass
-        elif not sig.negatable or not negated(seg.text, m.start(), m.end()):
+        if m is None or seg.kind != "prose" or not _unsaid(sig, seg.text, m):
             return m
         pos = max(m.end(), m.start() + 1)
     return None
+
+
+def _unsaid(sig: Signal, text: str, m: re.Match[str]) -> bool:
+    """Whether the prose around a match takes it back: a state the writer wants, a failure
+    outside the family they rule out, a setting they deny."""
+    if wanted(text, m.end()):
+        return True
+    if sig.outside and dismissed(text, m.start(), m.end()):
+        return True
+    return sig.negatable and negated(text, m.start(), m.end())
 
 
 def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str] | None:

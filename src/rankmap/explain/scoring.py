@@ -119,9 +119,7 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         for f in base
     )
     lead_class = leading_class(frozenset(doc.hits))
-    # the title ranks the causes of a failure the paste shows; naming context in a title (a
-    # CUDA_VISIBLE_DEVICES, a launcher) is no evidence that anything of this family failed
-    ranks_causes = _family_failure(doc, s)
+    counted = []
     for hit in doc.hits.values():
         sig = hit.signal
         if sig.failure and sig.id in CLASS_PRIORS:
@@ -130,8 +128,13 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
                 continue  # one prior per failure: the most specific class's
         elif sig.failure:
             s.failure = True
-        if specific and sig.id in GENERIC_PRIORS:
-            continue
+        if not (specific and sig.id in GENERIC_PRIORS):
+            counted.append(hit)
+    # the title ranks the causes of a failure the paste shows; naming context in a title (a
+    # CUDA_VISIBLE_DEVICES, a launcher) is no evidence that anything of this family failed
+    ranks_causes = _shows_family_failure(s, doc)
+    for hit in counted:
+        sig = hit.signal
         quote = f"{hit.where}: {hit.excerpt}"
         title = ranks_causes and in_title(doc, hit)
         for cat, w in sig.supports:
@@ -140,13 +143,15 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
 
 
-def _family_failure(doc: DocFacts, s: Scores) -> bool:
-    """Whether the input shows a failure of this family (the gates of :func:`_may_guess`): a
-    specific finding or failure signal, or a failure class next to no failure outside it."""
-    sigs = [h.signal for h in doc.hits.values()]
-    if s.failure or any(g.failure and g.id not in CLASS_PRIORS for g in sigs):
-        return True
-    return any(g.failure for g in sigs) and not any(g.outside for g in sigs)
+def _outside(doc: DocFacts | None) -> bool:
+    """Whether the input shows a failure outside this family (an OOM, a network timeout)."""
+    return doc is not None and any(h.signal.outside for h in doc.hits.values())
+
+
+def _shows_family_failure(s: Scores, doc: DocFacts | None) -> bool:
+    """Whether the evidence so far shows a failure of this family: a specific finding or
+    failure signal, or a failure class next to no failure outside the family."""
+    return s.failure or (s.weak_failure and not _outside(doc))
 
 
 def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
@@ -260,12 +265,9 @@ def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
     Python exception) a support that names the cause (STRONG).
     """
     cat, pts = top
-    if s.failure:
+    if _shows_family_failure(s, doc):
         return pts >= WEAK_GUESS
-    outside = doc is not None and any(h.signal.outside for h in doc.hits.values())
-    if s.weak_failure and not outside:
-        return pts >= WEAK_GUESS
-    if outside:  # a failure class next to a failure outside the family: the outside one wins
+    if _outside(doc):  # a failure class next to a failure outside the family: the outside one wins
         return pts >= MIN_GUESS and s.strongest(cat) >= STRONG
     if doc is not None and doc.failed:
         return pts >= CONTEXT_GUESS
