@@ -18,7 +18,8 @@ Three ways of feeding each thread:
   ``env_restated``;
 
 and for each: top-1 (the first finding's category is one the thread supports; a warning best
-guess counts), top-3 (among the first three findings' categories), "no answer" (the first finding
+guess counts, and so does an info "possible cause" — ``top1_alerting`` counts only a first finding
+at warning or error severity), top-3 (among the first three findings' categories), "no answer" (the first finding
 is RM003, "nothing recognised"), false alarms on negatives (a finding of a mapping category above
 info), ranks / bus ids exact where the label states them, per category, framework and split.
 Tune on ``--split dev`` only.
@@ -169,10 +170,11 @@ def _devices(text: str) -> set[str]:
 
 def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> dict[str, Any]:
     tally: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
-    total = {"pos": 0, "top1": 0, "top3": 0, "noans": 0, "neg": 0, "alarm": 0}
+    total = {"pos": 0, "top1": 0, "top1_alerting": 0, "top3": 0, "noans": 0, "neg": 0, "alarm": 0}
     exact = {"ranks": [0, 0], "bus": [0, 0]}
     misses = []
     missing: list[str] = []
+    detail: list[str] = []
     for row in rows:
         res = run_one(row, folder, mode)
         if res.get("missing"):
@@ -182,6 +184,12 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         want = {c.strip() for c in row["categories"].split(";") if c.strip()}
         if "error" in res:
             res = {"cats": ["<error>"], "codes": ["<error>"], "sev": [], "mapping_alarm": False}
+        detail.append(
+            "\t".join(
+                (row["id"], row.get("batch", "?"), row.get("split", "?"), mode, ";".join(sorted(want)))
+                + tuple(",".join(res[k][:3]) for k in ("codes", "cats", "sev"))
+            )
+        )
         if "negative" in want:
             total["neg"] += 1
             total["alarm"] += int(res["mapping_alarm"])
@@ -195,6 +203,7 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         t1 = not noans and bool(cats) and cats[0] in want
         t3 = bool(set(cats[:3]) & want)
         total["top1"] += t1
+        total["top1_alerting"] += t1 and res["sev"][:1] in (["warning"], ["error"])
         total["top3"] += t3
         total["noans"] += noans
         keys = (
@@ -229,6 +238,7 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         "threads": total["pos"],
         "negatives": total["neg"],
         "top1": round(total["top1"] / pos, 3),
+        "top1_alerting": round(total["top1_alerting"] / pos, 3),
         "top3": round(total["top3"] / pos, 3),
         "no_answer": round(total["noans"] / pos, 3),
         "false_alarms_on_negatives": round(total["alarm"] / neg, 3),
@@ -237,6 +247,7 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
         "per": {k: f"{v['n'][1]}/{v['n'][0]} top3 {v['n'][2]}" for k, v in sorted(tally.items())},
         "misses": misses,
         "missing": missing,
+        "detail": detail,
     }
 
 
@@ -251,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=("paste", "log+flags", "both"), default="both")
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--dump", type=Path, help="write one line per thread (id, batch, split, feed, labels, "
+        "first three codes, categories, severities) to this TSV, to compare two versions"
+    )
     args = ap.parse_args(argv)
     rows = load_labels(args.folder, args.labels)
     if args.split != "all":
@@ -263,13 +278,19 @@ def main(argv: list[str] | None = None) -> int:
             f"note: {len(changed)} paste(s) differ from explain_paste_digests.tsv", file=sys.stderr
         )
     results = [score(rows, args.folder, m, args.show_misses) for m in modes]
+    if args.dump:
+        args.dump.write_text("".join(f"{ln}\n" for r in results for ln in r.pop("detail")))
+    else:
+        for r in results:
+            r.pop("detail")
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         print()
         return 0
     for r in results:
         print(
-            f"[{args.split} batch={args.batch}] {r['mode']}: {r['threads']} threads, top-1 {r['top1']:.1%}, "
+            f"[{args.split} batch={args.batch}] {r['mode']}: {r['threads']} threads, top-1 {r['top1']:.1%} "
+            f"(at warning or error {r['top1_alerting']:.1%}), "
             f"top-3 {r['top3']:.1%}, no answer {r['no_answer']:.1%}, false alarms on "
             f"{r['negatives']} negatives {r['false_alarms_on_negatives']:.1%}, ranks exact "
             f"{r['ranks_exact']}, bus ids exact {r['bus_ids_exact']}"
