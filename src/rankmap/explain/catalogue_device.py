@@ -86,10 +86,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)" + SENTENCE + r"{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
        r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
-       r"overrid\w*|overwrit\w*)[^\n]{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
+       r"overrid\w*|overwrit\w*)" + SENTENCE + r"{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
        r"\bshould|\bnow|\bmake\w*"
        r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES",
        # a symptom of several causes: set after CUDA initialised, or replaced by a launcher
@@ -159,7 +159,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- containers / Kubernetes ----------------------------------------------------------------
     _s("nvidia-visible", r"NVIDIA_VISIBLE_DEVICES", {"container_mapping": 3},
        f"{CUDA_DEV} §3: the container toolkit exposes the GPUs NVIDIA_VISIBLE_DEVICES names"),
-    _s("nvd-ignored", r"NVIDIA_VISIBLE_DEVICES[^\n]{0,60}(?:ignor\w*|(?:not|n't)(?: being)? "
+    _s("nvd-ignored", r"NVIDIA_VISIBLE_DEVICES" + SENTENCE + r"{0,60}(?:ignor\w*|(?:not|n't)(?: being)? "
        r"(?:respect\w*|honou?r\w*|work\w*|appl\w*)|no effect|overrid\w*)|(?:multiple|all|more|"
        r"every|\d+) GPUs? (?:are |is )?(?:visible|shown|seen)[^.\n]{0,40}(?:despite|although|even "
        r"though|in (?:a|the|each|my) (?:container|pod))|\b(?:pod|container)s?\b"

@@ -246,12 +246,24 @@ def _rescored(
     rest = [f for f in base if f.code != "RM003"]
     # outscoring a decided error is not weak evidence: the guess leads at error severity then
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
-    severity = Severity.ERROR if strong or decided_error else Severity.WARNING
-    if severity is Severity.WARNING:
+    severity = _guess_severity(strong or decided_error, s, doc)
+    if severity is not Severity.ERROR:
         rest = [_demoted(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
+
+
+def _guess_severity(decided: bool, s: Scores, doc: DocFacts | None) -> Severity:
+    """How loud a best guess is: an error needs a failure of this family and a decided cause;
+    a cause guessed from context alone (a MIG profile, a Slurm binding, a CUDA_VISIBLE_DEVICES)
+    in an input that reports no failure at all — no failure signal, no failure words — is a
+    possible cause at ``info``: an alarm needs positive evidence."""
+    if _shows_family_failure(s, doc):
+        return Severity.ERROR if decided else Severity.WARNING
+    if doc is not None and not doc.failed:
+        return Severity.INFO
+    return Severity.WARNING
 
 
 def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
