@@ -5,9 +5,12 @@ Every paste below is written for these tests (no reporter's text).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from paste_findings import alarms_of, findings_of
 
+from rankmap.adapters.local import explain_files
 from rankmap.findings import Severity
 
 HEALTHY_SETTINGS = [
@@ -58,3 +61,66 @@ def _signals(text: str) -> set[str]:
     from rankmap.explain.docread import read_document
 
     return set(read_document(text).hits)
+
+
+# Failures outside the mapping, each next to a supported setting that often goes with a
+# mapping problem: the setting ranks causes of a mapping failure, it is not one.
+WATCHDOG = (
+    "[rank3]:[E1204 10:12:01.123456 1234 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=5821, OpType=ALLREDUCE, NumelIn=262144, "
+    "NumelOut=262144, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"
+)
+OOM_ONE_PER_GPU = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+    "capacity of 79.15 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process "
+    "has 78.10 GiB memory in use.\n"
+)
+SOCKET = (
+    "node1:1234:1290 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+    "10.0.0.2<43117> failed : Software caused connection abort\n"
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.21.5\n"
+)
+SETTINGS = [
+    "srun --ntasks-per-node 4 --gpus-per-task 1 python train.py",
+    "deepspeed --num_gpus 8 train.py",
+    "docker run --gpus all img torchrun --nproc_per_node 4 train.py",
+]
+
+
+@pytest.mark.parametrize(
+    "log", [WATCHDOG, OOM_ONE_PER_GPU, SOCKET], ids=["watchdog", "oom", "socket"]
+)
+@pytest.mark.parametrize("launch", SETTINGS, ids=["slurm-binding", "deepspeed", "docker"])
+def test_a_failure_outside_the_mapping_next_to_a_setting_is_no_alarm(
+    tmp_path: Path, log: str, launch: str
+) -> None:
+    path = tmp_path / "job.log"
+    path.write_text(log)
+    report = explain_files([path], launch=launch, env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    found = report.ordered_findings()
+    alarms = [f for f in found if f.category != "other" and f.severity is not Severity.INFO]
+    assert not alarms, [(f.code, f.severity) for f in alarms]
+    # the setting is still named as a possible cause, for the reader to rule out
+    assert any(f.category != "other" for f in found)
+
+
+def test_an_ipc_failure_under_per_task_binding_is_a_mapping_failure(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text(
+        "The call to cuIpcOpenMemHandle failed. This is an unrecoverable error\n"
+        "and will cause the program to abort.\n  cuIpcOpenMemHandle return value:  1\n"
+    )
+    report = explain_files([path], launch="srun -n 2 --gpus-per-task=1 ./app")
+    first = report.ordered_findings()[0]
+    assert first.category == "per_process_visible_devices"
+    assert first.severity is not Severity.INFO
+
+
+def test_a_setting_nccl_does_not_support_ranks_a_generic_failure() -> None:
+    # MIG for several ranks (reference/nccl.md (c)) next to a generic NCCL error: an alarm
+    text = "# NCCL error on our MIG node\n\nMIG mode is enabled on the A100; both ranks stop.\n"
+    text += SOCKET.splitlines()[1] + "\n"
+    first = findings_of(text)[0]
+    assert first.category == "mig" and first.severity is not Severity.INFO

@@ -45,6 +45,7 @@ def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
             doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
         )
     if doc and doc.gpu0_extra:
+        s.mapping_failure = True  # a process on GPU 0 and on its own GPU: an observed state
         s.add(
             "no_set_device",
             5.0,
@@ -53,7 +54,7 @@ def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
             doc.gpu0_quote,
         )
     if doc and doc.shared_gpu and not doc.gpu0_extra:
-        s.failure = True  # several processes on one GPU is this family's symptom
+        s.failure = s.mapping_failure = True  # several processes on one GPU: this family's symptom
         for cat, pts in (
             ("no_set_device", 2.0),
             ("oversubscribed", 1.0),
@@ -137,6 +138,7 @@ def _launcher_and_binding(
     per_task = "gpus-per-task" in hits or bool(ctx.launch and ctx.launch.gpus_per_task == 1)
     ipc = next((k for k in ("cuda-ipc", "peer-access") if k in hits), None)
     if ipc and per_task:
+        s.mapping_failure = True  # the IPC failure is explained by the binding: a mapping failure
         s.add(
             "per_process_visible_devices",
             3.0,

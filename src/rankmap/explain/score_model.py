@@ -21,6 +21,9 @@ class Scores:
     evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     failure: bool = False  # a specific message or finding of this family failed
     weak_failure: bool = False  # a failure class (a prior only: rankmap.explain.priors) matched
+    # a failure that points at the mapping (its strongest support is a mapping category, not
+    # ``other``): what lets context name a mapping cause at warning severity or above
+    mapping_failure: bool = False
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
 
     def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
@@ -40,6 +43,17 @@ class Scores:
             key=lambda cp: (-cp[1], cp[0] != "other", -self.strongest(cp[0]), order[cp[0]]),
         )
 
+    def note_failure(self, supports: dict[str, float] | tuple[tuple[str, float], ...]) -> None:
+        """Record a failure with these supports: does it point at the mapping?"""
+        if points_at_mapping(dict(supports)):
+            self.mapping_failure = True
+
     def strongest(self, cat: str) -> float:
         """The biggest single support of ``cat``."""
         return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
+
+
+def points_at_mapping(supports: dict[str, float]) -> bool:
+    """Whether a failure's strongest support is a mapping category (not ``other``)."""
+    positive = {c: w for c, w in supports.items() if w > 0}
+    return bool(positive) and max(positive, key=lambda c: positive[c]) != "other"

@@ -101,6 +101,8 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
             s.add(f.category, 1.0, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
             continue
         s.failure = True
+        # several processes on one GPU (RM011) is a mapping symptom filed under ``other``
+        s.note_failure({f.category: 1.0} if f.code != "RM011" else {"no_set_device": 1.0})
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
         if i == 0 and undecided and UNDECIDED_MARK in f.detail:
             pts = UNDECIDED_POINTS  # "the log alone does not say": the class priors decide
@@ -126,8 +128,10 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             s.weak_failure = True  # a failure class: of this family, but its weights are priors
             if sig.id != lead_class:
                 continue  # one prior per failure: the most specific class's
+            s.note_failure(sig.supports)
         elif sig.failure:
             s.failure = True
+            s.note_failure(sig.supports)
         if not (specific and sig.id in GENERIC_PRIORS):
             counted.append(hit)
     # the title ranks the causes of a failure the paste shows; naming context in a title (a
@@ -246,7 +250,7 @@ def _rescored(
     rest = [f for f in base if f.code != "RM003"]
     # outscoring a decided error is not weak evidence: the guess leads at error severity then
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
-    severity = _guess_severity(strong or decided_error, s, doc)
+    severity = _guess_severity(winner, strong or decided_error, s, doc)
     if severity is not Severity.ERROR:
         rest = [_demoted(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
@@ -254,16 +258,39 @@ def _rescored(
     return [guess, *rest, *runners], s
 
 
-def _guess_severity(decided: bool, s: Scores, doc: DocFacts | None) -> Severity:
+def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None) -> Severity:
     """How loud a best guess is: an error needs a failure of this family and a decided cause;
     a cause guessed from context alone (a MIG profile, a Slurm binding, a CUDA_VISIBLE_DEVICES)
     in an input that reports no failure at all — no failure signal, no failure words — is a
     possible cause at ``info``: an alarm needs positive evidence."""
+    if _context_only(winner, s) and _shows_family_failure(s, doc):
+        return Severity.INFO  # a failure that points elsewhere; only context names the mapping
     if _shows_family_failure(s, doc):
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
     return Severity.WARNING
+
+
+# Settings NCCL does not support in a multi-rank job: several ranks on MIG instances
+# (reference/nccl.md (c): "not designed for that" before 2.32's experimental support) and machines
+# that share one host identity (nccl.md (b): ranks taken for one host). A failure of the family
+# next to them points at them. Containers, Slurm bindings, launcher options and visible-devices
+# lists are supported settings, common in healthy jobs: they rank causes, they are none.
+UNSUPPORTED_SETTINGS = frozenset({"mig", "host_identity"})
+
+
+def _context_only(winner: str, s: Scores) -> bool:
+    """Whether a mapping category leads on context alone next to a failure that points
+    elsewhere (a watchdog timeout, an OOM, a socket error under a docker run or a Slurm
+    binding): no failure points at the mapping, no support names the cause (STRONG) and the
+    setting is one NCCL supports."""
+    return (
+        winner != "other"
+        and winner not in UNSUPPORTED_SETTINGS
+        and not s.mapping_failure
+        and s.strongest(winner) < STRONG
+    )
 
 
 def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
