@@ -124,3 +124,20 @@ def test_a_setting_nccl_does_not_support_ranks_a_generic_failure() -> None:
     text += SOCKET.splitlines()[1] + "\n"
     first = findings_of(text)[0]
     assert first.category == "mig" and first.severity is not Severity.INFO
+
+
+def test_a_message_quoted_in_a_sentence_is_a_mention_not_a_decided_error() -> None:
+    typo_pr = (
+        "# docs: fix typo in the device error section\n\n"
+        "This pull request fixes a spelling mistake in the troubleshooting page: the heading "
+        '"invalid devcie ordinal" now reads "invalid device ordinal". No code changes.\n'
+    )
+    assert all(f.severity is not Severity.ERROR for f in findings_of(typo_pr))
+
+
+def test_the_same_message_printed_by_the_job_is_an_error() -> None:
+    report = (
+        "# Job fails at start\n\nRunning with 8 processes on our node:\n\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(report)[0].severity is Severity.ERROR

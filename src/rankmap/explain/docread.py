@@ -54,6 +54,7 @@ FAIL_KEYS = (
 )  # fmt: skip
 
 
+MAX_PROSE_SPANS = 4096  # prose segments whose lines are remembered (a paste has a few dozen)
 TITLE_LINES = 8  # a title is a heading among the paste's first lines
 
 
@@ -174,6 +175,12 @@ class DocFacts:
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
+    # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
+    prose_spans: list[tuple[int, int]] = field(default_factory=list)
+
+    def in_prose(self, lineno: int) -> bool:
+        """Whether line ``lineno`` (1-based) of the document is the reporter's prose."""
+        return any(a <= lineno <= b for a, b in self.prose_spans)
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -186,6 +193,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.title_line = _title_line(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
+        if seg.kind == "prose" and len(facts.prose_spans) < MAX_PROSE_SPANS:
+            facts.prose_spans.append((seg.first_line, seg.first_line + seg.text.count("\n")))
         _signals(seg, source, facts)
         if seg.kind == "prose" and (spans := inline_code(seg)) is not None:
             _signals(spans, source, facts)  # `cuda:{dist.get_rank()}` quoted in a sentence

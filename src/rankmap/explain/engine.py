@@ -9,6 +9,7 @@ whose first finding is the best-supported cause.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -160,6 +161,8 @@ def explain_files(
     if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     report = diagnose(ev, ctx)
+    if doc is not None and len(ev.sources) == 1:
+        report.findings = [_mentioned(f, doc) for f in report.findings]
     stated = _named(ev, texts, doc)
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
@@ -169,6 +172,26 @@ def explain_files(
         report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(report)
+
+
+_WHERE = re.compile(r"^.*?:(?P<n>\d+): (?P<text>.*)$", re.S)
+# a heading, or a sentence that quotes: "…", “…”, `…`
+_QUOTING = re.compile(r"^\s*#{1,6} |\"[^\"]{4,}\"|“[^”]{4,}”|`[^`]{4,}`")
+
+
+def _mentioned(f: Finding, doc: DocFacts) -> Finding:
+    """An error whose every quoted line is the reporter's prose that names the message — a
+    heading, or a sentence quoting it ("the PR fixes the spelling of "invalid device
+    ordinal"") — is a mention: a warning, not a decided error. An error needs the program's own
+    output (a line of a log that reads like a sentence is not a quote)."""
+    if f.severity is not Severity.ERROR or not f.evidence:
+        return f
+    where = [_WHERE.match(e) for e in f.evidence]
+    if all(
+        m and doc.in_prose(int(m.group("n"))) and _QUOTING.search(m.group("text")) for m in where
+    ):
+        return replace(f, severity=Severity.WARNING)
+    return f
 
 
 # Device selections read from pasted code that are positive evidence (a snippet that does not
