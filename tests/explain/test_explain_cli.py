@@ -208,3 +208,15 @@ def test_fuzz_text_never_raise(text: str) -> None:
         [Line(text + " Duplicate GPU detected : rank 1 and rank 0 both on CUDA device ", "f")]
     )
     diagnose(ev, Context())
+
+
+def test_the_rank_map_title_names_the_lines_it_was_rebuilt_from(run_cli, tmp_path: Path) -> None:
+    warn = tmp_path / "warn.log"
+    warn.write_text("ws-01:1:2 [0] init.cc:904 NCCL WARN " + DUP)
+    assert "Rank map (from NCCL's Duplicate GPU WARN)" in run_cli(["explain", str(warn)]).stdout
+    init = tmp_path / "init.log"
+    init.write_text(
+        "n1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 4f000 - Init COMPLETE\n"
+        "n1:2:2 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 52000 - Init COMPLETE\n"
+    )
+    assert "Rank map (from NCCL Init lines)" in run_cli(["explain", str(init)]).stdout

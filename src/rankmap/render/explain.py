@@ -16,9 +16,19 @@ def render_explain(report: Report, ctx: Screen) -> None:
     render_verdict(console, report, f"rankmap explain {inputs}")
     render_findings(console, report.ordered_findings())
     if report.placements:
-        render_placements(console, report.placements, title="Rank map (from NCCL Init lines)")
+        render_placements(console, report.placements, title=_rank_map_title(report))
     version = sec.get("nccl_version")
     if version:
         console.print(f"[dim]NCCL {esc(version)} ({esc(sec.get('nccl_version_source'))})[/]")
     for note in sec.get("context_from_log") or ():
         console.print(f"[dim]note: {esc(note)}[/]")
+
+
+# Where explain's placements come from (rankmap.explain.rankmap_builder, engine._warn_placements).
+_PLACEMENT_SOURCES = {"nccl-log": "NCCL Init lines", "nccl-warn": "NCCL's Duplicate GPU WARN"}
+
+
+def _rank_map_title(report: Report) -> str:
+    """The rank map's title names the lines it was rebuilt from."""
+    seen = dict.fromkeys(_PLACEMENT_SOURCES.get(p.source, p.source) for p in report.placements)
+    return f"Rank map (from {' and '.join(seen)})"
