@@ -271,6 +271,8 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
     for sig in SIGNALS:
         if seg.kind not in sig.where and not (seg.kind == "smi" and "log" in sig.where):
             continue
+        if exact and sig.keys and not any(k in lowered for k in sig.keys):
+            continue  # none of its keys: no match (the prose head is a part of the segment)
         if sig.where == PROSE and head is not None:
             if not head[0].text:
                 continue  # the document's prose budget is spent
