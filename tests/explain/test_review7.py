@@ -141,3 +141,31 @@ def test_the_same_message_printed_by_the_job_is_an_error() -> None:
         "RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(report)[0].severity is Severity.ERROR
+
+
+def test_ray_named_in_words_reads_an_invalid_ordinal_as_rays_per_worker_list() -> None:
+    text = (
+        "# Workers fail to set their device\n\nWith Ray 2.9 and two workers of one GPU each, "
+        "a worker sometimes stops:\n\nRuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "per_process_visible_devices"
+    # the word alone names no cause: no alarm without a failure
+    assert not alarms_of("# Ray 2.9 on our cluster\n\nHow do we size the object store?\n")
+    # other words that hold "Ray" are not Ray
+    from rankmap.explain.docread import read_document
+
+    assert "ray-named" not in read_document("X-Ray images, Raytune is unrelated.\n").hits
+
+
+def test_an_undefined_nccl_symbol_in_a_title_without_its_colon_is_a_version_mismatch() -> None:
+    text = "# undefined symbol ncclCommRegister\n\nAfter installing the requirements it fails.\n"
+    assert findings_of(text)[0].category == "version_mismatch"
+
+
+def test_gpu0_holding_a_lot_of_memory_for_every_process_is_no_device_selection() -> None:
+    from rankmap.explain.docread import read_document
+
+    sentence = "GPU 0 always occupies a lot of memory for each script, the later ones fail.\n"
+    assert "gpu0-heavier" in read_document(sentence).hits
+    text = "# Independent scripts, one GPU each\n\nEach script uses its own GPU, yet " + sentence
+    assert findings_of(text)[0].category == "no_set_device"

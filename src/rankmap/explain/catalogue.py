@@ -127,6 +127,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "ntasks_per_gpu",
     ),
     "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
+    "ray-named": ("ray",),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),

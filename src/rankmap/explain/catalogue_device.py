@@ -243,6 +243,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
+    # Ray named in words ("Ray 2.9", "RaySGD", "Ray Train workers"): which framework started the
+    # processes, no cause on its own; an invalid device under it is Ray's per-worker list
+    # (combinations._per_process_ordinals)
+    _s("ray-named", r"(?<![-\w/])Ray(?:SGD|Train|Tune|Serve)?(?![-\w/])", {},
+       f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
+       framework="ray", case=True),
     _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 2},
        "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
        "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
@@ -333,7 +339,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
-       r"heavier) than|(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b",
+       r"heavier) than|(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b|"
+       # "GPU 0 always occupies a lot of memory for each script"
+       r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,40}\b(?:occup\w*|us\w*|tak\w*|allocat\w*|hold\w*) "
+       r"(?:a lot of|lots of|most of|much|more|extra|additional) (?:the )?(?:gpu )?(?:memory|vram)",
        {"no_set_device": 3, "other": 1}, f"{PT} §1: work that lands on cuda:0 of every rank",
        failure=True),
     _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"

@@ -105,7 +105,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("ofed", r"MLNX_OFED|HPC-X|hpcx|OFED version", {"version_mismatch": 2}, f"{NCCL} (g)"),
     # a GPU library loaded at another version than the caller was built against (an older
     # libnccl/libcudart first on the library path) lacks a symbol the caller needs
-    _s("undefined-gpu-symbol", r"undefined symbol: _?_?(?:nccl|cuda|cu|cublas\w*|cudnn|nvrtc|hip|rccl)"
+    _s("undefined-gpu-symbol", r"undefined symbol:? _?_?(?:nccl|cuda|cu|cublas\w*|cudnn|nvrtc|hip|rccl)"
        r"[A-Z_]\w*",
        {"version_mismatch": 5},
        f"{NCCL} (e): ranks or libraries that load different NCCL/CUDA builds; a dynamic symbol "

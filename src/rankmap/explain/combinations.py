@@ -177,8 +177,9 @@ def _per_process_ordinals(
     out: list[tuple[str | None, float, str]] = []
     if _slurm_tasks_by_local_rank(ctx, doc):
         out.append((None, 2.5, _SLURM_ORDINAL))
-    if doc and "ray" in doc.hits:
-        out.append(("ray", 2.5, _RAY_ORDINAL))
+    ray = next((k for k in ("ray", "ray-named") if doc and k in doc.hits), None)
+    if ray:
+        out.append((ray, 2.5, _RAY_ORDINAL))
     return out
 
 
