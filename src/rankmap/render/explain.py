@@ -30,5 +30,7 @@ _PLACEMENT_SOURCES = {"nccl-log": "NCCL Init lines", "nccl-warn": "NCCL's Duplic
 
 def _rank_map_title(report: Report) -> str:
     """The rank map's title names the lines it was rebuilt from."""
-    seen = dict.fromkeys(_PLACEMENT_SOURCES.get(p.source, p.source) for p in report.placements)
+    seen = dict.fromkeys(
+        _PLACEMENT_SOURCES.get(p.source or "", p.source or "the log") for p in report.placements
+    )
     return f"Rank map (from {' and '.join(seen)})"
