@@ -90,7 +90,11 @@ for _code, _cat, _summary, _cause in _BEST_GUESS:
         _cat,
         "warning",
         f"Best-supported cause: {_summary}",
-        cause=f"{_cause} Scored over all the evidence of the input; no specific rule decided.",
+        cause=f"{_cause} Scored over all the evidence of the input; no specific rule decided. "
+        "Severity follows the evidence: warning when the input shows a failure that points at "
+        "the mapping (error when the cause is also decided); info - a possible cause, not an "
+        "alarm - when the input reports no failure, or only context (a docker run, a Slurm "
+        "binding, a launcher) names the category next to a failure that points elsewhere.",
         fix=_DECIDE,
         example="`Best-supported cause: ... (score 7 vs 3)` with the quoted lines behind it.",
     )
