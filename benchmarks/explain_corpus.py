@@ -186,7 +186,13 @@ def score(rows: list[dict[str, str]], folder: Path, mode: str, show: bool) -> di
             res = {"cats": ["<error>"], "codes": ["<error>"], "sev": [], "mapping_alarm": False}
         detail.append(
             "\t".join(
-                (row["id"], row.get("batch", "?"), row.get("split", "?"), mode, ";".join(sorted(want)))
+                (
+                    row["id"],
+                    row.get("batch", "?"),
+                    row.get("split", "?"),
+                    mode,
+                    ";".join(sorted(want)),
+                )
                 + tuple(",".join(res[k][:3]) for k in ("codes", "cats", "sev"))
             )
         )
@@ -263,8 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--json", action="store_true")
     ap.add_argument(
-        "--dump", type=Path, help="write one line per thread (id, batch, split, feed, labels, "
-        "first three codes, categories, severities) to this TSV, to compare two versions"
+        "--dump",
+        type=Path,
+        help="write one line per thread (id, batch, split, feed, labels, "
+        "first three codes, categories, severities) to this TSV, to compare two versions",
     )
     args = ap.parse_args(argv)
     rows = load_labels(args.folder, args.labels)
