@@ -59,11 +59,15 @@ def test_a_launch_flag_is_no_accelerate_config_key() -> None:
     [
         "the scheduler thinks both tasks are on the same node",
         "NCCL treated the two machines as the same host",
-        "hostname is localhost in every container",
     ],
 )
 def test_hosts_taken_for_one_are_read_in_prose(sentence: str) -> None:
     assert "taken-for-one-host" in read_document(sentence + "\n").hits
+
+
+def test_a_hostname_localhost_is_read_as_a_setting() -> None:
+    hits = read_document("hostname is localhost in every container\n").hits
+    assert "hostname-localhost" in hits and not hits["hostname-localhost"].signal.failure
 
 
 def test_one_host_in_a_plain_statement_is_not() -> None:

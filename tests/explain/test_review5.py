@@ -118,7 +118,7 @@ def test_descriptions_and_advice_are_no_mapping_alarm(sentence: str, sid: str | 
     ("report", "sid"),
     [
         ("NCCL thinks the two machines are the same host and the job hangs.", "taken-for-one-host"),
-        ("All four pods report hostname localhost and NCCL fails.", "taken-for-one-host"),
+        ("All four pods report hostname localhost and NCCL fails.", "hostname-localhost"),
         ("The script runs as 4 separate MPI jobs, every rank is rank 0 of 1.", "mpi-singletons"),
         ("This PR makes the launcher respect CUDA_VISIBLE_DEVICES.", "cvd-ignored"),
     ],

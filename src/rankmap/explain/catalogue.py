@@ -56,8 +56,14 @@ KEYS: dict[str, tuple[str, ...]] = {
         "same host",
         "same machine",
         "same physical",
-        "localhost",
+        "one node",
+        "one host",
+        "one machine",
+        "single node",
+        "single host",
+        "single machine",
     ),
+    "hostname-localhost": ("localhost",),
     "device-order": ("cuda_device_order", "fastest_first"),
     # "start id" ..., not "start": every "Init START" line of a big log would try the regex
     "physical-id": (
@@ -186,6 +192,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "rank 0 has",
         "on rank 0",
         "of rank 0",
+        "gpu #0",
+        "current_device()",
     ),
     "gpu0-heavier": (
         "gpu0",
@@ -283,6 +291,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "custom-allreduce": ("custom",),
     "iommu": ("iommu", "acs ", "pci=noats"),
     "p2p-disable": ("nccl_p2p_disable", "nccl_p2p_level", "nccl_shm_disable"),
+    "nccl-cuda-failure": ("unhandled cuda error", "unhandledcudaerror", "cuda failure"),
     "cuda-ipc": ("cudaipc", "cuipc", "ipc handle", "invalid resource handle", "cuda ipc"),
     "nvshmem": ("nvshmem", "deepep", "ibgda", "gdrcopy"),
     "hang-first-collective": ("hang", "hung", "stuck", "freez"),
@@ -315,6 +324,7 @@ NEGATABLE = frozenset(
         "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
+        "ray-named", "hostname-localhost",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

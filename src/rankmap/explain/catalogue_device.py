@@ -86,9 +86,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)" + SENTENCE + r"{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
-       r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|always|"
-       r"overwrit|overrid|unavailab)|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
+    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+       r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|"
+       r"overwrit|overrid|unavailab)|(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)"
+       + SENTENCE + r"{0,80}\balways\b|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)" + SENTENCE + r"{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
        r"\bshould|\bnow|\bmake\w*"
        r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES",
@@ -212,15 +213,23 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"host_identity": 1.5, "container_mapping": 1},
        f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
        "the host's hostname"),
+    # ranks on several machines taken for one host: what the writer saw go wrong (NCCL "treats our
+    # two nodes as one machine"); neutral verbs (detects, sees) state a true fact
     _s("taken-for-one-host", r"\b(?:thinks?|thought|treats?|treated|assumes?|assumed|considers?|"
-       r"considered|believes?|regards?|takes?|took)\b[^.\n]{0,50}\b(?:are|is|were|"
-       r"was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?(?:node|host|machine)\b|"
+       r"considered|believes?|regards?)\b[^.\n]{0,50}\b(?:are|is|were|was|being|to be|as|for)?\s?"
+       r"(?:on |in )?(?:the )?(?:same|one|a single) (?:physical )?(?:node|host|machine)\b|"
+       r"\b(?:takes?|took)\b[^.\n]{0,40}\bfor (?:the same|one|a single) (?:physical )?"
+       r"(?:node|host|machine)\b",
+       {"host_identity": 4},
+       f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host",
+       where=PROSE, failure=True),
+    # a setting, not a failure (one machine named localhost is fine): under NO_FAILURE_GUESS a
+    # guess needs failure words too
+    _s("hostname-localhost",
        r"\bhost ?names?\W{0,3}(?:is|are|was|were|of|set to|reports?|returns?)?\W{0,3}['\"`]?localhost\b",
-       # a setting, not a failure (one machine named localhost is fine): under NO_FAILURE_GUESS,
-       # a guess needs failure words too; neutral verbs (detects, sees) state a true fact
        {"host_identity": 3.5},
-       f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host (a container "
-       "named localhost on every machine is one host to it)", where=PROSE),
+       f"{NCCL} (b): a container named localhost on every machine is one host to NCCL",
+       where=PROSE),
     _s("boot-id", r"boot_id|NCCL_HOSTID|host[ _-]?hash|hostHash", {"host_identity": 4},
        f"{NCCL} (b)"),
     _s("hostname-resolution", r"gethostname|gethostid|\bFQDN|fully qualified|local ?host detection|"
@@ -246,7 +255,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # Ray named in words ("Ray 2.9", "RaySGD", "Ray Train workers"): which framework started the
     # processes, no cause on its own; an invalid device under it is Ray's per-worker list
     # (combinations._per_process_ordinals)
-    _s("ray-named", r"(?<![-\w/])Ray(?:SGD|Train|Tune|Serve)?(?![-\w/])", {},
+    _s("ray-named", r"(?<![-\w/])Ray(?:SGD|Train|Tune|Serve)(?![-\w/])|(?<![-\w/])Ray (?:v?\d|"
+       r"version|cluster|workers?|actors?|jobs?|head|nodes?|tasks?|Train|Tune|Serve|Core|Data|"
+       r"runtime|placement)\b|\b(?:with|using|via|under|on|in|through) Ray\b(?! \w+ed\b)", {},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray", case=True),
     _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 2},
@@ -325,7 +336,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?!\s?[-,]\s?\d| and| or)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
-       r"processes)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
+       # "more memory than I expected" compares with an expectation, not with the other GPUs
+       r"processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) ['\"`]?"
@@ -335,14 +347,21 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0|"
        rf"\b(?:all|both|two|several|multiple|many|\d+|every|each) (?:of (?:the|my|our) )?(?:\w+ )?"
        rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
-       r"(?!\s?[-,]\s?\d| and| or)",
+       r"(?!\s?[-,]\s?\d| and| or)|"
+       # "GPU 0 at 100% while GPUs 1-3 sit at 0%"; "both ranks report current_device() == 0"
+       r"(?:gpu|cuda|device)[ :#-]?0\b[^.\n]{0,25}\b\d{2,3} ?%[^.\n]{0,60}\b(?:gpus?|devices?|"
+       r"others?|rest)\b[^.\n]{0,30}\b0 ?%|\b(?:all|both|every|each)\b" + SENTENCE + r"{0,40}"
+       r"current_device\(\)\s*(?:==|is|returns?|=)\s*0\b",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
-       r"heavier) than|(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b|"
-       # "GPU 0 always occupies a lot of memory for each script"
+       r"heavier) than (?:the |all )?(?:other|rest|remaining|others|gpus? ?[1-9])|"
+       r"(?:load|memory|usage)[^.\n]{0,20}(?:unbalanced|imbalanced)|\bunbalanced\b|"
+       # "GPU 0 always occupies a lot of memory for each script": several processes' share of it
        r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,40}\b(?:occup\w*|us\w*|tak\w*|allocat\w*|hold\w*) "
-       r"(?:a lot of|lots of|most of|much|more|extra|additional) (?:the )?(?:gpu )?(?:memory|vram)",
+       r"(?:a lot of|lots of|most of|much|more|extra|additional) (?:the )?(?:gpu )?(?:memory|vram)"
+       r"[^.\n]{0,20}\b(?:for|in|of|from|by) (?:each|every|all)(?: the| other)? (?:process|rank|"
+       r"worker|script|job|instance|model)",
        {"no_set_device": 3, "other": 1}, f"{PT} §1: work that lands on cuda:0 of every rank",
        failure=True),
     _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"

@@ -105,8 +105,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("ofed", r"MLNX_OFED|HPC-X|hpcx|OFED version", {"version_mismatch": 2}, f"{NCCL} (g)"),
     # a GPU library loaded at another version than the caller was built against (an older
     # libnccl/libcudart first on the library path) lacks a symbol the caller needs
-    _s("undefined-gpu-symbol", r"undefined symbol:? _?_?(?:nccl|cuda|cu|cublas\w*|cudnn|nvrtc|hip|rccl)"
-       r"[A-Z_]\w*",
+    _s("undefined-gpu-symbol", r"undefined symbol: _?_?(?:nccl|cuda|cu|cublas\w*|cudnn|nvrtc|hip|rccl)"
+       r"[A-Z_]\w*|(?<!\bno )(?<!\bnot an )(?<!\bnot a )undefined symbol (?:nccl|rccl)[A-Z]\w*",
        {"version_mismatch": 5},
        f"{NCCL} (e): ranks or libraries that load different NCCL/CUDA builds; a dynamic symbol "
        "missing at import is the older library found first (ld.so(8))", failure=True),
@@ -135,6 +135,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"),
     _s("p2p-disable", r"NCCL_P2P_DISABLE|NCCL_P2P_LEVEL|NCCL_SHM_DISABLE", {"other": 2},
        f"{NCCL} (f)"),
+    # a CUDA call failing inside NCCL: no cause on its own (a marker for the combinations: under
+    # per-process visibility it is NCCL reaching a peer GPU it cannot see)
+    _s("nccl-cuda-failure", r"unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure",
+       {}, f"{NCCL} (e): ncclUnhandledCudaError, a CUDA call inside NCCL failed"),
     _s("cuda-ipc", r"cu(?:da)?Ipc\w*|IPC handle|invalid resource handle|CUDA IPC",
        {"other": 3, "container_mapping": 1, "host_identity": 1},
        f"{NCCL} (b): P2P/IPC is chosen for ranks NCCL takes for one host", failure=True),

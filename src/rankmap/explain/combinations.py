@@ -7,6 +7,8 @@ ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the pas
 
 from __future__ import annotations
 
+import re
+
 from rankmap.explain.configs import config_points
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
@@ -24,7 +26,9 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
+        s.mapping_failure = True  # the stated launch cannot fit: a predicted failure
         s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+    _launch_cannot_fit(ctx, s, gpus)
     _launcher_and_binding(ctx, doc, s, base)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
@@ -32,6 +36,38 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
             s.add(cat, pts, why)
         container_sees_more(doc, s)
+        container_without_gpus(doc, s)
+
+
+def _launch_cannot_fit(ctx: Context, s: Scores, gpus: int | None) -> None:
+    """A launch that starts more processes than the GPUs its own options leave them: the
+    command predicts the failure itself (positive evidence, not context)."""
+    launch = ctx.launch
+    nproc = launch.nproc_per_node if launch else None
+    if launch is None or not nproc:
+        return
+    per_task = launch.gpus_per_task
+    if launch.launcher != "srun" and per_task and nproc > per_task:
+        s.mapping_failure = True
+        s.add(
+            "per_process_visible_devices",
+            3.0,
+            f"each Slurm task sees {per_task} GPU(s) (--gpus-per-task) and {launch.launcher} starts "
+            f"{nproc} processes in it (reference/launchers.md §5)",
+        )
+    entries = ctx.cvd_entries() if ctx.user_cvd() is not None else None
+    if launch.launcher == "deepspeed" and _ds_selects(ctx):
+        entries = None  # DeepSpeed then ignores the list (the launcher rule above says so)
+    if launch.launcher == "srun":
+        entries = None  # one process per task, and Slurm may set each task's list itself
+    if entries and nproc > len(entries) and not ctx.machines and gpus != len(entries):
+        s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            3.0,
+            f"CUDA_VISIBLE_DEVICES={','.join(entries)[:60]} leaves {len(entries)} GPU(s) to {nproc} "
+            "processes per node (reference/cuda_devices.md §1)",
+        )
 
 
 def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
@@ -136,15 +172,17 @@ def _launcher_and_binding(
             "itself (reference/launchers.md §4, CVD interplay)",
         )
     per_task = "gpus-per-task" in hits or bool(ctx.launch and ctx.launch.gpus_per_task == 1)
-    ipc = next((k for k in ("cuda-ipc", "peer-access") if k in hits), None)
-    if ipc and per_task:
-        s.mapping_failure = True  # the IPC failure is explained by the binding: a mapping failure
+    per_worker = per_task or "ray" in hits or "ray-named" in hits
+    ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
+    if ipc and per_worker:
+        s.mapping_failure = True  # the failure is explained by the binding: a mapping failure
+        who = "per-task GPU binding" if per_task else "Ray's per-worker CUDA_VISIBLE_DEVICES"
         s.add(
             "per_process_visible_devices",
             3.0,
-            "a CUDA IPC / peer-access failure under per-task GPU binding: each task sees only its "
-            "own GPU, so the peer's GPU is not visible to it (reference/launchers.md §5, "
-            "cuda_devices.md §1)",
+            f"a CUDA IPC / peer-access failure (or a CUDA call failing inside NCCL) under {who}: "
+            "each process sees only its own GPU, so NCCL cannot reach the peer's GPU "
+            "(reference/launchers.md §5, §8, cuda_devices.md §1)",
             _quote(doc, ipc),
         )
     if "cvd-after-init" in hits and any(f.code == "RM640" for f in base):
@@ -215,6 +253,33 @@ def container_sees_more(doc: DocFacts, s: Scores) -> None:
             f"the container was given {requested} GPU(s) but its output shows {seen}: the runtime "
             "(privileged mode, a runtime ignoring NVIDIA_VISIBLE_DEVICES) exposes more "
             "(reference/cuda_devices.md §3-4)",
+        )
+
+
+# What gives a container GPUs (reference/cuda_devices.md §3): Docker's --gpus, the NVIDIA runtime,
+# NVIDIA_VISIBLE_DEVICES, device nodes, privileged mode.
+_GPU_REQUEST = re.compile(
+    r"--gpus\b|--runtime[ =]nvidia|NVIDIA_VISIBLE_DEVICES|--device[ =]\S*(?:nvidia|kfd|dri)|"
+    r"--privileged|nvidia-docker|--cdi|nvidia\.com/gpu",
+    re.I,
+)
+_DOCKER_RUN = re.compile(r"\b(?:docker|podman) (?:container )?run\b")
+
+
+def container_without_gpus(doc: DocFacts, s: Scores) -> None:
+    """A ``docker run`` that asks for no GPU next to "no CUDA GPUs are available": the container
+    was started without GPUs (reference/cuda_devices.md §3: without ``--gpus`` or the NVIDIA
+    runtime the container runs like runc, with no GPU)."""
+    hit = doc.hits.get("docker-gpus")
+    if hit is None or "no-cuda-device" not in doc.hits:
+        return
+    if _DOCKER_RUN.search(hit.excerpt) and not _GPU_REQUEST.search(hit.excerpt):
+        s.add(
+            "container_mapping",
+            3.0,
+            "the container was started without a GPU request (no --gpus, NVIDIA runtime, "
+            "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3)",
+            f"{hit.where}: {hit.excerpt}",
         )
 
 

@@ -164,6 +164,7 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
         for f in ctx.launch.check_findings:
             if f.severity is Severity.ERROR and f.category not in seen:
                 seen.add(f.category)
+                s.mapping_failure = True  # the launch itself fails on this machine (simulated)
                 s.add(f.category, 3.0, f"the launch simulated by check: {f.code} {f.title}")
         if ctx.launch.gpus_per_task == 1:
             s.add("per_process_visible_devices", 3.0, "srun --gpus-per-task=1: one GPU per task")
@@ -263,12 +264,14 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
     a cause guessed from context alone (a MIG profile, a Slurm binding, a CUDA_VISIBLE_DEVICES)
     in an input that reports no failure at all — no failure signal, no failure words — is a
     possible cause at ``info``: an alarm needs positive evidence."""
-    if _context_only(winner, s) and _shows_family_failure(s, doc):
-        return Severity.INFO  # a failure that points elsewhere; only context names the mapping
     if _shows_family_failure(s, doc):
+        if _context_only(winner, s, doc):
+            return Severity.INFO  # a failure that points elsewhere; only context names the mapping
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
+    if _outside(doc) and not s.mapping_failure and winner != "other":
+        return Severity.INFO  # failure words of a failure outside the family, and a setting
     return Severity.WARNING
 
 
@@ -280,17 +283,17 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
 UNSUPPORTED_SETTINGS = frozenset({"mig", "host_identity"})
 
 
-def _context_only(winner: str, s: Scores) -> bool:
+def _context_only(winner: str, s: Scores, doc: DocFacts | None) -> bool:
     """Whether a mapping category leads on context alone next to a failure that points
-    elsewhere (a watchdog timeout, an OOM, a socket error under a docker run or a Slurm
-    binding): no failure points at the mapping, no support names the cause (STRONG) and the
-    setting is one NCCL supports."""
-    return (
-        winner != "other"
-        and winner not in UNSUPPORTED_SETTINGS
-        and not s.mapping_failure
-        and s.strongest(winner) < STRONG
-    )
+    elsewhere: no failure points at the mapping, and either the failure is one outside the
+    family (an OOM, a data-loader crash, a network timeout: a MIG slice or a docker run next to
+    it is a setting, not its cause), or no support names the cause (STRONG) and the setting is
+    one NCCL supports (a watchdog timeout under a Slurm binding or a docker run)."""
+    if winner == "other" or s.mapping_failure:
+        return False
+    if _outside(doc):
+        return True
+    return winner not in UNSUPPORTED_SETTINGS and s.strongest(winner) < STRONG
 
 
 def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
