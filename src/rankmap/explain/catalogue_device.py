@@ -180,7 +180,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("docker-daemon", r"Error response from daemon|could not select device driver|"
        r"unknown or invalid runtime name: nvidia|['\"]?device_ids['\"]?\s*:|count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
-    _s("docker-gpus", r"docker run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
+    _s("docker-gpus", r"docker run|podman run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
        {"container_mapping": 2}, f"{CUDA_DEV} §3"),
     _s("docker-word", r"\bdocker\b|\bcontainers?\b", {"container_mapping": 1}, f"{CUDA_DEV} §3"),
@@ -213,16 +213,20 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"host_identity": 1.5, "container_mapping": 1},
        f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
        "the host's hostname"),
-    # ranks on several machines taken for one host: what the writer saw go wrong (NCCL "treats our
-    # two nodes as one machine"); neutral verbs (detects, sees) state a true fact
-    _s("taken-for-one-host", r"\b(?:thinks?|thought|treats?|treated|assumes?|assumed|considers?|"
-       r"considered|believes?|regards?)\b[^.\n]{0,50}\b(?:are|is|were|was|being|to be|as|for)?\s?"
-       r"(?:on |in )?(?:the )?(?:same|one|a single) (?:physical )?(?:node|host|machine)\b|"
-       r"\b(?:takes?|took)\b[^.\n]{0,40}\bfor (?:the same|one|a single) (?:physical )?"
-       r"(?:node|host|machine)\b",
-       {"host_identity": 4},
+    # several machines or containers taken for one host ("NCCL treats our two nodes as one
+    # machine"); a setting-like statement (it is also how one describes a healthy single node),
+    # so not a failure on its own. The writer's own opinion ("I think they are on the same node")
+    # is not NCCL's behaviour; neutral verbs (detects, sees) state a true fact
+    _s("taken-for-one-host", r"(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:thinks?|thought|treats?|"
+       r"treated|assumes?|assumed|considers?|considered|believes?|regards?)\b[^.\n]{0,50}\b(?:are|"
+       r"is|were|was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?"
+       r"(?:node|host|machine)\b|(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:thinks?|thought|treats?|"
+       r"treated|assumes?|assumed|considers?|considered|takes?|took)\b[^.\n]{0,30}\b(?:nodes|"
+       r"machines|hosts|containers|pods|servers|VMs)\b[^.\n]{0,20}\b(?:as|for|are|were|to be)"
+       r" (?:one|a single|the same) (?:physical )?(?:node|host|machine)\b",
+       {"host_identity": 3.5},
        f"{NCCL} (b): NCCL takes ranks whose hostname and boot_id agree for one host",
-       where=PROSE, failure=True),
+       where=PROSE),
     # a setting, not a failure (one machine named localhost is fine): under NO_FAILURE_GUESS a
     # guess needs failure words too
     _s("hostname-localhost",
@@ -347,11 +351,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0|"
        rf"\b(?:all|both|two|several|multiple|many|\d+|every|each) (?:of (?:the|my|our) )?(?:\w+ )?"
        rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
-       r"(?!\s?[-,]\s?\d| and| or)|"
-       # "GPU 0 at 100% while GPUs 1-3 sit at 0%"; "both ranks report current_device() == 0"
-       r"(?:gpu|cuda|device)[ :#-]?0\b[^.\n]{0,25}\b\d{2,3} ?%[^.\n]{0,60}\b(?:gpus?|devices?|"
-       r"others?|rest)\b[^.\n]{0,30}\b0 ?%|\b(?:all|both|every|each)\b" + SENTENCE + r"{0,40}"
-       r"current_device\(\)\s*(?:==|is|returns?|=)\s*0\b",
+       r"(?!\s?[-,]\s?\d| and| or)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
@@ -361,7 +361,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,40}\b(?:occup\w*|us\w*|tak\w*|allocat\w*|hold\w*) "
        r"(?:a lot of|lots of|most of|much|more|extra|additional) (?:the )?(?:gpu )?(?:memory|vram)"
        r"[^.\n]{0,20}\b(?:for|in|of|from|by) (?:each|every|all)(?: the| other)? (?:process|rank|"
-       r"worker|script|job|instance|model)",
+       r"worker|script|job)",
        {"no_set_device": 3, "other": 1}, f"{PT} §1: work that lands on cuda:0 of every rank",
        failure=True),
     _s("cuda-no-index-code", r"device\s*=\s*['\"]cuda['\"]|\.to\(\s*['\"]cuda['\"]\s*\)|"

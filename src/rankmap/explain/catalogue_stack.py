@@ -137,8 +137,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (f)"),
     # a CUDA call failing inside NCCL: no cause on its own (a marker for the combinations: under
     # per-process visibility it is NCCL reaching a peer GPU it cannot see)
-    _s("nccl-cuda-failure", r"unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure",
+    _s("nccl-cuda-failure", r"(?:unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda "
+       r"failure)(?![^\n]{0,60}(?:out of memory|illegal memory|misaligned|launch failure|"
+       r"device-side assert))",
        {}, f"{NCCL} (e): ncclUnhandledCudaError, a CUDA call inside NCCL failed"),
+    # ... and one whose CUDA message names another cause: no visibility problem then
+    _s("nccl-cuda-failure-named", r"Cuda failure:? '?(?:out of memory|an illegal memory access|"
+       r"misaligned address|unspecified launch failure|device-side assert)", {},
+       f"{NCCL} (e): the CUDA error NCCL passes on names its own cause"),
     _s("cuda-ipc", r"cu(?:da)?Ipc\w*|IPC handle|invalid resource handle|CUDA IPC",
        {"other": 3, "container_mapping": 1, "host_identity": 1},
        f"{NCCL} (b): P2P/IPC is chosen for ranks NCCL takes for one host", failure=True),

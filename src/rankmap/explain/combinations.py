@@ -171,10 +171,11 @@ def _launcher_and_binding(
             "--num_nodes/--include/--exclude/a hostfile: it then ignores CVD and picks the GPUs "
             "itself (reference/launchers.md §4, CVD interplay)",
         )
-    per_task = "gpus-per-task" in hits or bool(ctx.launch and ctx.launch.gpus_per_task == 1)
+    per_task = _binding_in_effect(ctx, doc)
     per_worker = per_task or "ray" in hits or "ray-named" in hits
     ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
-    if ipc and per_worker:
+    named = "nccl-cuda-failure-named" in hits  # "Cuda failure 'out of memory'": its own cause
+    if ipc and per_worker and not named and not outside_primary(doc):
         s.mapping_failure = True  # the failure is explained by the binding: a mapping failure
         who = "per-task GPU binding" if per_task else "Ray's per-worker CUDA_VISIBLE_DEVICES"
         s.add(
@@ -193,6 +194,28 @@ def _launcher_and_binding(
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
             _quote(doc, "cvd-after-init"),
         )
+
+
+def _binding_in_effect(ctx: Context, doc: DocFacts) -> bool:
+    """Per-task GPU binding in the launch, a script or a log (not a sentence that mentions it:
+    "we tried --gpus-per-task once")."""
+    hit = doc.hits.get("gpus-per-task")
+    return bool(ctx.launch and ctx.launch.gpus_per_task == 1) or (
+        hit is not None and hit.segment != "prose"
+    )
+
+
+def outside_primary(doc: DocFacts | None, *, printed: bool = False) -> bool:
+    """A failure outside the family that is a failure of its own (an OOM, a model too big, a
+    data-loader crash, an illegal memory access, a Python error) — not the network errors the
+    other ranks print once one rank is gone (a store reset, a socket timeout). ``printed``: in
+    the job's output only, not told in the reporter's sentences ("earlier we had an OOM")."""
+    return doc is not None and any(
+        h.signal.outside
+        and not h.signal.id.startswith("outside-network")
+        and (not printed or h.segment != "prose")
+        for h in doc.hits.values()
+    )
 
 
 # An invalid device ordinal inside processes whose visible list a scheduler or framework set:
@@ -257,30 +280,60 @@ def container_sees_more(doc: DocFacts, s: Scores) -> None:
 
 
 # What gives a container GPUs (reference/cuda_devices.md §3): Docker's --gpus, the NVIDIA runtime,
-# NVIDIA_VISIBLE_DEVICES, device nodes, privileged mode.
+# NVIDIA_VISIBLE_DEVICES, device nodes, privileged mode, CDI devices.
 _GPU_REQUEST = re.compile(
-    r"--gpus\b|--runtime[ =]nvidia|NVIDIA_VISIBLE_DEVICES|--device[ =]\S*(?:nvidia|kfd|dri)|"
-    r"--privileged|nvidia-docker|--cdi|nvidia\.com/gpu",
+    r"^(?:--gpus\b|--runtime[ =]nvidia|(?:-e|--env)[ =]NVIDIA_VISIBLE_DEVICES|--device[ =]\S*"
+    r"(?:nvidia|kfd|dri)|--privileged|--cdi|--device[ =]nvidia\.com/gpu)",
     re.I,
 )
-_DOCKER_RUN = re.compile(r"\b(?:docker|podman) (?:container )?run\b")
+# docker run options that take a value as the next word (the first other word is the image)
+_VALUED = frozenset(
+    {
+        "-v", "--volume", "-e", "--env", "-p", "--publish", "--name", "-w", "--workdir",
+        "--network", "--net", "--ipc", "--shm-size", "-u", "--user", "--entrypoint", "--gpus",
+        "--runtime", "--device", "--mount", "--env-file", "-h", "--hostname", "--cpus", "-m",
+        "--memory", "--ulimit", "--cap-add", "--cap-drop", "--security-opt", "--label", "-l",
+        "--add-host", "--pid", "--platform", "--restart", "--log-driver", "--cgroupns",
+        "--group-add", "--tmpfs", "--expose", "--dns",
+    }
+)  # fmt: skip
+
+
+def _run_options(cmd: str) -> list[str]:
+    """The options of a ``docker/podman run`` command, up to its image (``--gpus`` after the
+    image is an argument of the container's command, not a GPU request)."""
+    words = cmd.split()
+    start = next((i + 1 for i, w in enumerate(words) if w == "run"), len(words))
+    out: list[str] = []
+    i = start
+    while i < len(words) and words[i].startswith("-"):
+        word = words[i]
+        if word in _VALUED and i + 1 < len(words):
+            out.append(f"{word} {words[i + 1]}")
+            i += 2
+        else:
+            out.append(word)
+            i += 1
+    return out
 
 
 def container_without_gpus(doc: DocFacts, s: Scores) -> None:
-    """A ``docker run`` that asks for no GPU next to "no CUDA GPUs are available": the container
-    was started without GPUs (reference/cuda_devices.md §3: without ``--gpus`` or the NVIDIA
-    runtime the container runs like runc, with no GPU)."""
-    hit = doc.hits.get("docker-gpus")
-    if hit is None or "no-cuda-device" not in doc.hits:
+    """Containers started without any GPU request next to "no CUDA GPUs are available": the
+    container was given no GPU (reference/cuda_devices.md §3: without ``--gpus`` or the NVIDIA
+    runtime it runs like runc)."""
+    if "no-cuda-device" not in doc.hits or not doc.container_runs:
         return
-    if _DOCKER_RUN.search(hit.excerpt) and not _GPU_REQUEST.search(hit.excerpt):
-        s.add(
-            "container_mapping",
-            3.0,
-            "the container was started without a GPU request (no --gpus, NVIDIA runtime, "
-            "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3)",
-            f"{hit.where}: {hit.excerpt}",
-        )
+    if any(_GPU_REQUEST.match(opt) for cmd in doc.container_runs for opt in _run_options(cmd)):
+        return
+    if any(cmd.endswith("\\") for cmd in doc.container_runs):
+        return  # a command that continues where the paste does not show it: options unknown
+    s.add(
+        "container_mapping",
+        3.0,
+        "the container was started without a GPU request (no --gpus, NVIDIA runtime, "
+        "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3): "
+        f"{doc.container_runs[0][:120]}",
+    )
 
 
 def _quote(doc: DocFacts, sid: str) -> str:

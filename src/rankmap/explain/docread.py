@@ -182,6 +182,7 @@ class DocFacts:
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
+    container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
@@ -209,6 +210,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.failed = True
         if seg.kind in ("log", "prose"):
             _ranks(seg, facts)
+        if seg.kind != "code" and "run" in seg.text:
+            _container_runs(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)
         elif seg.kind == "env":
@@ -441,6 +444,25 @@ def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str]
             if m and (best is None or m.start() < best.start()):
                 best = m
     return best
+
+
+_CONTAINER_RUN = re.compile(r"\b(?:docker|podman) (?:container )?run\b")
+MAX_CONTAINER_RUNS = 16
+
+
+def _container_runs(seg: Segment, facts: DocFacts) -> None:
+    """``docker/podman run`` commands: joined across ``\\`` in a shell segment, single lines
+    elsewhere (a command pasted among log lines). One that continues past its segment ends in
+    ``\\``: its options are not all known."""
+    if seg.kind == "shell":
+        cmds = [cmd for _, cmd in shell_commands(seg)]
+        if seg.text.rstrip().endswith("\\") and cmds:
+            cmds[-1] += " \\"
+    else:
+        cmds = [ln.strip() for ln in seg.text.split("\n") if _CONTAINER_RUN.search(ln)]
+    for cmd in cmds:
+        if _CONTAINER_RUN.search(cmd) and len(facts.container_runs) < MAX_CONTAINER_RUNS:
+            facts.container_runs.append(cmd[:4000])
 
 
 def _shell(seg: Segment, facts: DocFacts) -> None:

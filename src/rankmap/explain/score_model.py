@@ -24,6 +24,9 @@ class Scores:
     # a failure that points at the mapping (its strongest support is a mapping category, not
     # ``other``): what lets context name a mapping cause at warning severity or above
     mapping_failure: bool = False
+    # the job printed a failure outside the mapping (RM040: an OOM of one process per GPU, a CUDA
+    # error inside NCCL that names another cause)
+    outside_printed: bool = False
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
 
     def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:

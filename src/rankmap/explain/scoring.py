@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rankmap.codes import lookup
-from rankmap.explain.combinations import from_combinations
+from rankmap.explain.combinations import from_combinations, outside_primary
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
@@ -101,6 +101,7 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
             s.add(f.category, 1.0, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
             continue
         s.failure = True
+        s.outside_printed |= f.code == "RM040"
         # several processes on one GPU (RM011) is a mapping symptom filed under ``other``
         s.note_failure({f.category: 1.0} if f.code != "RM011" else {"no_set_device": 1.0})
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
@@ -270,7 +271,7 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
-    if _outside(doc) and not s.mapping_failure and winner != "other":
+    if outside_primary(doc) and not s.mapping_failure and winner != "other":
         return Severity.INFO  # failure words of a failure outside the family, and a setting
     return Severity.WARNING
 
@@ -291,9 +292,9 @@ def _context_only(winner: str, s: Scores, doc: DocFacts | None) -> bool:
     one NCCL supports (a watchdog timeout under a Slurm binding or a docker run)."""
     if winner == "other" or s.mapping_failure:
         return False
-    if _outside(doc):
-        return True
-    return winner not in UNSUPPORTED_SETTINGS and s.strongest(winner) < STRONG
+    if winner in UNSUPPORTED_SETTINGS:  # ranks a generic failure, not one the job printed outside
+        return s.outside_printed or outside_primary(doc, printed=True)
+    return outside_primary(doc) or s.strongest(winner) < STRONG
 
 
 def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
