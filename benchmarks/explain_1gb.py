@@ -17,7 +17,9 @@ every core (hyperscan: threads; pure: forked processes), grep on one: the wall r
 the free cores, the CPU ratio is what it would be on one core.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
-Last measured (session 6 of 2026-12-02, 595 literals, 3 rounds at load 0.3-0.8): grep 1.07 s;
+Last measured (session 7 of 2026-12-06, 599 literals, 3 rounds at load 1.0): grep 1.47 s;
+hyperscan 1.33x wall (1.31-1.67), 1.03x CPU; pure 0.68x wall (0.49-0.85), 0.37x CPU; 33 / 27 MB.
+Before (session 6 of 2026-12-02, 595 literals, 3 rounds at load 0.3-0.8): grep 1.07 s;
 hyperscan 1.47x wall (1.44-1.65), 0.99x CPU; pure 0.59x wall (0.50-0.65), 0.33x CPU; 31 / 27 MB.
 Before (session 5 of 2026-12-01, 569 literals, 5 rounds at load 1.3): grep 1.62 s;
 hyperscan 1.34x wall (1.02-1.41), 0.87x CPU; pure 0.56x wall (0.50-0.59), 0.31x CPU; 31 / 27 MB.
