@@ -47,6 +47,14 @@ _GLOBAL_RANK = (
     r"[^()]{0,8}\))"
 )
 
+# What NCCL "thinks" of several machines (not the writer's own opinion: "I think", "we assume").
+_TAKES_FOR = (
+    r"(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:thinks?|thought|treats?|treated|assumes?|assumed|"
+    r"considers?|considered"
+)
+# The names of the visible-devices variables an "ignored" report names.
+_VISIBLE = r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)"
+
 # fmt: off
 DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- invalid device / visibility, every framework's spelling --------------------------------
@@ -86,10 +94,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", r"(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+    _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|"
-       r"overwrit|overrid|unavailab)|(?:(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES|visible devices)"
-       + SENTENCE + r"{0,80}\balways\b|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
+       r"overwrit|overrid|unavailab)|" + _VISIBLE + SENTENCE + r"{0,80}\balways\b|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)" + SENTENCE + r"{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
        r"\bshould|\bnow|\bmake\w*"
        r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES",
@@ -217,11 +224,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # machine"); a setting-like statement (it is also how one describes a healthy single node),
     # so not a failure on its own. The writer's own opinion ("I think they are on the same node")
     # is not NCCL's behaviour; neutral verbs (detects, sees) state a true fact
-    _s("taken-for-one-host", r"(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:thinks?|thought|treats?|"
-       r"treated|assumes?|assumed|considers?|considered|believes?|regards?)\b[^.\n]{0,50}\b(?:are|"
+    _s("taken-for-one-host", _TAKES_FOR + r"|believes?|regards?)\b[^.\n]{0,50}\b(?:are|"
        r"is|were|was|being|to be|as|for)?\s?(?:on |in )?(?:the )?same (?:physical )?"
-       r"(?:node|host|machine)\b|(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:thinks?|thought|treats?|"
-       r"treated|assumes?|assumed|considers?|considered|takes?|took)\b[^.\n]{0,30}\b(?:nodes|"
+       r"(?:node|host|machine)\b|" + _TAKES_FOR + r"|takes?|took)\b[^.\n]{0,30}\b(?:nodes|"
        r"machines|hosts|containers|pods|servers|VMs)\b[^.\n]{0,20}\b(?:as|for|are|were|to be)"
        r" (?:one|a single|the same) (?:physical )?(?:node|host|machine)\b",
        {"host_identity": 3.5},

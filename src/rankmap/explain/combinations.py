@@ -175,7 +175,7 @@ def _launcher_and_binding(
     per_worker = per_task or "ray" in hits or "ray-named" in hits
     ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
     named = "nccl-cuda-failure-named" in hits  # "Cuda failure 'out of memory'": its own cause
-    if ipc and per_worker and not named and not outside_primary(doc):
+    if ipc and per_worker and not named and not doc.shows_outside(own=True):
         s.mapping_failure = True  # the failure is explained by the binding: a mapping failure
         who = "per-task GPU binding" if per_task else "Ray's per-worker CUDA_VISIBLE_DEVICES"
         s.add(
@@ -202,19 +202,6 @@ def _binding_in_effect(ctx: Context, doc: DocFacts) -> bool:
     hit = doc.hits.get("gpus-per-task")
     return bool(ctx.launch and ctx.launch.gpus_per_task == 1) or (
         hit is not None and hit.segment != "prose"
-    )
-
-
-def outside_primary(doc: DocFacts | None, *, printed: bool = False) -> bool:
-    """A failure outside the family that is a failure of its own (an OOM, a model too big, a
-    data-loader crash, an illegal memory access, a Python error) — not the network errors the
-    other ranks print once one rank is gone (a store reset, a socket timeout). ``printed``: in
-    the job's output only, not told in the reporter's sentences ("earlier we had an OOM")."""
-    return doc is not None and any(
-        h.signal.outside
-        and not h.signal.id.startswith("outside-network")
-        and (not printed or h.segment != "prose")
-        for h in doc.hits.values()
     )
 
 

@@ -186,6 +186,19 @@ class DocFacts:
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
+    def shows_outside(self, *, own: bool = False, printed: bool = False) -> bool:
+        """Whether the input shows a failure outside this family (an OOM, a model too big, a
+        data-loader crash, a Python error, a network timeout). ``own``: a failure of its own,
+        not the network errors the other ranks print once one rank is gone (a store reset, a
+        socket timeout); ``printed``: in the job's output, not told in the reporter's sentences
+        ("earlier we had an OOM")."""
+        return any(
+            h.signal.outside
+            and not (own and h.signal.id.startswith("outside-network"))
+            and not (printed and h.segment == "prose")
+            for h in self.hits.values()
+        )
+
     def in_prose(self, lineno: int) -> bool:
         """Whether line ``lineno`` (1-based) of the document is the reporter's prose."""
         return any(a <= lineno <= b for a, b in self.prose_spans)
@@ -459,7 +472,7 @@ def _container_runs(seg: Segment, facts: DocFacts) -> None:
         if seg.text.rstrip().endswith("\\") and cmds:
             cmds[-1] += " \\"
     else:
-        cmds = [ln.strip() for ln in seg.text.split("\n") if _CONTAINER_RUN.search(ln)]
+        cmds = [ln.strip() for ln in seg.text.split("\n")]
     for cmd in cmds:
         if _CONTAINER_RUN.search(cmd) and len(facts.container_runs) < MAX_CONTAINER_RUNS:
             facts.container_runs.append(cmd[:4000])

@@ -46,8 +46,8 @@ class Scores:
             key=lambda cp: (-cp[1], cp[0] != "other", -self.strongest(cp[0]), order[cp[0]]),
         )
 
-    def note_failure(self, supports: dict[str, float] | tuple[tuple[str, float], ...]) -> None:
-        """Record a failure with these supports: does it point at the mapping?"""
+    def note_failure(self, supports: tuple[tuple[str, float], ...]) -> None:
+        """Record a failure signal with these supports: does it point at the mapping?"""
         if points_at_mapping(dict(supports)):
             self.mapping_failure = True
 

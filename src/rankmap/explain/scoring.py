@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rankmap.codes import lookup
-from rankmap.explain.combinations import from_combinations, outside_primary
+from rankmap.explain.combinations import from_combinations
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
@@ -103,7 +103,7 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
         s.failure = True
         s.outside_printed |= f.code == "RM040"
         # several processes on one GPU (RM011) is a mapping symptom filed under ``other``
-        s.note_failure({f.category: 1.0} if f.code != "RM011" else {"no_set_device": 1.0})
+        s.mapping_failure |= f.category != "other" or f.code == "RM011"
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
         if i == 0 and undecided and UNDECIDED_MARK in f.detail:
             pts = UNDECIDED_POINTS  # "the log alone does not say": the class priors decide
@@ -148,9 +148,9 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
 
 
-def _outside(doc: DocFacts | None) -> bool:
-    """Whether the input shows a failure outside this family (an OOM, a network timeout)."""
-    return doc is not None and any(h.signal.outside for h in doc.hits.values())
+def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
+    """Whether the input shows a failure outside this family (``DocFacts.shows_outside``)."""
+    return doc is not None and doc.shows_outside(own=own, printed=printed)
 
 
 def _shows_family_failure(s: Scores, doc: DocFacts | None) -> bool:
@@ -271,7 +271,7 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
-    if outside_primary(doc) and not s.mapping_failure and winner != "other":
+    if _outside(doc, own=True) and not s.mapping_failure and winner != "other":
         return Severity.INFO  # failure words of a failure outside the family, and a setting
     return Severity.WARNING
 
@@ -293,8 +293,8 @@ def _context_only(winner: str, s: Scores, doc: DocFacts | None) -> bool:
     if winner == "other" or s.mapping_failure:
         return False
     if winner in UNSUPPORTED_SETTINGS:  # ranks a generic failure, not one the job printed outside
-        return s.outside_printed or outside_primary(doc, printed=True)
-    return outside_primary(doc) or s.strongest(winner) < STRONG
+        return s.outside_printed or _outside(doc, own=True, printed=True)
+    return _outside(doc, own=True) or s.strongest(winner) < STRONG
 
 
 def _may_guess(top: tuple[str, float], s: Scores, doc: DocFacts | None) -> bool:
