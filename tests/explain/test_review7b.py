@@ -27,28 +27,23 @@ def _first(text: str, **context: object) -> Finding:
     return report.ordered_findings()[0]
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        # one process, one GPU: memory talk is no pile-up on GPU 0
-        "# Question: memory when idle\n\nWhen serving a 7B model with vLLM on GPU 0 it uses a lot "
-        "of memory even when idle. Is that the KV cache preallocation?\n",
-        "# Single-GPU fine-tuning\n\nOn GPU 0 the optimizer states take most of the memory, about "
-        "60 GB for a 7B model with Adam. Is 8-bit Adam worth it?\n",
-        "# Loading the 70B model in fp32\n\nOn a single A100, GPU 0 uses more memory than I "
-        "expected after loading the checkpoint; is fp32 really 4 bytes per parameter?\n",
-        # a denied or a user's own undefined symbol is no version mismatch
-        "# ncclCommRegister support\n\nDoes torch 2.3 use ncclCommRegister? I grepped libtorch and "
-        "there is no undefined symbol ncclCommRegister, it is linked in.\n",
-        "# build: undefined symbol in my own code\n\nMy CMake project gives undefined symbol "
-        "cuDNNWrapperInit when linking my own library; I forgot to add the source file.\n",
-        # failures outside the family on a MIG slice: the slice is a setting, not the cause
-        "MIG 3g.40gb, single GPU job\nRuntimeError: DataLoader worker (pid 777) is killed by "
-        "signal: Killed.\n",
-    ],
-)
-def test_review_7b_no_alarm(text: str) -> None:
-    assert not alarms_of(text), [(f.code, f.severity) for f in alarms_of(text)]
+REVIEW_7B_NO_ALARM = [
+    # one process, one GPU: memory talk is no pile-up on GPU 0
+    "# Question: memory when idle\n\nWhen serving a 7B model with vLLM on GPU 0 it uses a lot "
+    "of memory even when idle. Is that the KV cache preallocation?\n",
+    "# Single-GPU fine-tuning\n\nOn GPU 0 the optimizer states take most of the memory, about "
+    "60 GB for a 7B model with Adam. Is 8-bit Adam worth it?\n",
+    "# Loading the 70B model in fp32\n\nOn a single A100, GPU 0 uses more memory than I "
+    "expected after loading the checkpoint; is fp32 really 4 bytes per parameter?\n",
+    # a denied or a user's own undefined symbol is no version mismatch
+    "# ncclCommRegister support\n\nDoes torch 2.3 use ncclCommRegister? I grepped libtorch and "
+    "there is no undefined symbol ncclCommRegister, it is linked in.\n",
+    "# build: undefined symbol in my own code\n\nMy CMake project gives undefined symbol "
+    "cuDNNWrapperInit when linking my own library; I forgot to add the source file.\n",
+    # failures outside the family on a MIG slice: the slice is a setting, not the cause
+    "MIG 3g.40gb, single GPU job\nRuntimeError: DataLoader worker (pid 777) is killed by "
+    "signal: Killed.\n",
+]
 
 
 def test_an_oom_of_a_model_too_big_for_its_mig_slice_leads_with_the_oom() -> None:
@@ -150,36 +145,31 @@ def test_nccl_treating_two_nodes_as_one_machine_is_read_as_a_setting() -> None:
 
 
 # Review 7c: a second independent review of the rules above.
-@pytest.mark.parametrize(
-    "text",
-    [
-        # the writer's opinion, a question, a feature request: not NCCL's behaviour
-        "# Question: will NCCL use NVLink automatically?\n\nI think both of my GPUs are on the "
-        "same node (a DGX), so should NCCL pick NVLink by itself, or do I need NCCL_P2P_LEVEL=NVL?\n",
-        "# Multi-node: connection refused\n\nI thought the two pods were on the same machine, but "
-        "they are on different nodes, and the firewall blocks port 29500.\n"
-        "torch.distributed.DistNetworkError: Connection refused\n",
-        "# [Feature] Let NCCL treat two containers on one machine as one host\n\nWhen we run two "
-        "containers on the same machine, NCCL treats them as different hosts and falls back to "
-        "sockets. Could there be an option to treat them as one host so that P2P is used?\n",
-        # GPU 0 busier in one process, or current_device() 0 under per-worker visibility: healthy
-        "With Ray Train (4 workers, 1 GPU each), every worker reports current_device() returns 0. "
-        "nvidia-smi shows four GPUs busy, one process each. Just curious why.\n",
-        "# How do I use all 4 GPUs?\n\nI run python infer.py (one process, no distributed) and "
-        "nvidia-smi shows GPU 0 at 100% while GPUs 1-3 sit at 0%. How do I make my script use the "
-        "other three?\n",
-        # a CUDA failure inside NCCL that names its own cause, under Ray or a mentioned binding
-        "(RayWorkerWrapper pid=9001) node1:9001:9120 [0] include/alloc.h:103 NCCL WARN Cuda "
-        "failure 'out of memory'\n(RayWorkerWrapper pid=9001) torch.distributed.DistBackendError: "
-        "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.19.3\n",
-        "# NCCL unhandled cuda error with big batch\n\nWe tried --gpus-per-task once but went "
-        "back to --gres=gpu:4 with one task per node.\nnode1:4001:4100 [0] NCCL WARN Cuda failure "
-        "'out of memory'\ntorch.distributed.DistBackendError: NCCL error: unhandled cuda error, "
-        "NCCL version 2.18.1\n",
-    ],
-)
-def test_review_7c_no_alarm(text: str) -> None:
-    assert not alarms_of(text), [(f.code, f.severity) for f in alarms_of(text)]
+REVIEW_7C_NO_ALARM = [
+    # the writer's opinion, a question, a feature request: not NCCL's behaviour
+    "# Question: will NCCL use NVLink automatically?\n\nI think both of my GPUs are on the "
+    "same node (a DGX), so should NCCL pick NVLink by itself, or do I need NCCL_P2P_LEVEL=NVL?\n",
+    "# Multi-node: connection refused\n\nI thought the two pods were on the same machine, but "
+    "they are on different nodes, and the firewall blocks port 29500.\n"
+    "torch.distributed.DistNetworkError: Connection refused\n",
+    "# [Feature] Let NCCL treat two containers on one machine as one host\n\nWhen we run two "
+    "containers on the same machine, NCCL treats them as different hosts and falls back to "
+    "sockets. Could there be an option to treat them as one host so that P2P is used?\n",
+    # GPU 0 busier in one process, or current_device() 0 under per-worker visibility: healthy
+    "With Ray Train (4 workers, 1 GPU each), every worker reports current_device() returns 0. "
+    "nvidia-smi shows four GPUs busy, one process each. Just curious why.\n",
+    "# How do I use all 4 GPUs?\n\nI run python infer.py (one process, no distributed) and "
+    "nvidia-smi shows GPU 0 at 100% while GPUs 1-3 sit at 0%. How do I make my script use the "
+    "other three?\n",
+    # a CUDA failure inside NCCL that names its own cause, under Ray or a mentioned binding
+    "(RayWorkerWrapper pid=9001) node1:9001:9120 [0] include/alloc.h:103 NCCL WARN Cuda "
+    "failure 'out of memory'\n(RayWorkerWrapper pid=9001) torch.distributed.DistBackendError: "
+    "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.19.3\n",
+    "# NCCL unhandled cuda error with big batch\n\nWe tried --gpus-per-task once but went "
+    "back to --gres=gpu:4 with one task per node.\nnode1:4001:4100 [0] NCCL WARN Cuda failure "
+    "'out of memory'\ntorch.distributed.DistBackendError: NCCL error: unhandled cuda error, "
+    "NCCL version 2.18.1\n",
+]
 
 
 def test_a_store_reset_after_a_mig_hang_keeps_the_mig_alarm() -> None:
@@ -219,3 +209,8 @@ def test_a_container_run_continued_past_the_paste_is_no_evidence() -> None:
     scores = Scores()
     container_without_gpus(doc, scores)
     assert "container_mapping" not in scores.points
+
+
+@pytest.mark.parametrize("text", [*REVIEW_7B_NO_ALARM, *REVIEW_7C_NO_ALARM])
+def test_review_7b_and_7c_no_alarm(text: str) -> None:
+    assert not alarms_of(text), [(f.code, f.severity) for f in alarms_of(text)]
