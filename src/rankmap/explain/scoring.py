@@ -89,6 +89,11 @@ CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
+# The first words of a best guess whose support is below every alarm's (at info).
+WEAK_NOTE = (
+    "Weak evidence: nothing in the input decides the cause and the support is below what an "
+    "alarm needs; this is the best-supported of the known causes, to check first. "
+)
 # The title is the reporter's summary of the problem: what it names weighs more.
 TITLE_WEIGHT = 2.0
 
@@ -239,7 +244,13 @@ def _rescored(
 ) -> tuple[list[Finding], Scores]:
     ranked = s.ranked()
     lead = base[0] if base else None
-    if not ranked or not _may_guess(ranked[0], s, doc):
+    if not ranked:
+        return base, s
+    # support below an alarm's still names the possible cause, at info, rather than "nothing
+    # recognised": the input is a report of a problem, and the runners-up and the deciding
+    # question help more than a bare list of what was read
+    below = not _may_guess(ranked[0], s, doc)
+    if below and (ranked[0][1] <= 0 or _outside(doc) or any(f.code != "RM003" for f in base)):
         return base, s
     winner, pts = ranked[0]
     if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
@@ -252,10 +263,10 @@ def _rescored(
     rest = [f for f in base if f.code != "RM003"]
     # outscoring a decided error is not weak evidence: the guess leads at error severity then
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
-    severity = _guess_severity(winner, strong or decided_error, s, doc)
+    severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
     if severity is not Severity.ERROR:
         rest = [_demoted(f) for f in rest]
-    guess = _guess_finding(winner, pts, runner, margin, s, lead, severity)
+    guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
 
@@ -346,14 +357,17 @@ def _guess_finding(
     s: Scores,
     lead: Finding | None,
     severity: Severity,
+    *,
+    weak: bool = False,
 ) -> Finding:
     code = BEST_GUESS[cat]
     quotes = s.evidence.get(cat) or []
     top = quotes[0].split(": ", 1)[-1] if quotes else max(s.reasons[cat], key=lambda r: r[0])[1]
-    detail = f"Support (score {pts:g}): {_support(s, cat)}."
+    detail = WEAK_NOTE if weak else ""
+    detail += f"Support (score {pts:g}): {_support(s, cat)}."
     if runner:
         detail += f" Runner-up: {runner[0]} (score {runner[1]:g}): {_support(s, runner[0], 2)}."
-    if severity is Severity.WARNING or runner is None or margin < CLEAR_MARGIN:
+    if weak or severity is Severity.WARNING or runner is None or margin < CLEAR_MARGIN:
         other = f" against {DECIDE[runner[0]]}" if runner else ""
         detail += f" What would decide: {DECIDE[cat]}{other}."
     # the rank map summary (RM042) names every rank seen, not the ranks of a cause
