@@ -171,6 +171,7 @@ def _launcher_and_binding(
             "--num_nodes/--include/--exclude/a hostfile: it then ignores CVD and picks the GPUs "
             "itself (reference/launchers.md §4, CVD interplay)",
         )
+    _list_of_an_agent(doc, s)
     per_task = _binding_in_effect(ctx, doc)
     per_worker = per_task or "ray" in hits or "ray-named" in hits
     ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
@@ -193,6 +194,27 @@ def _launcher_and_binding(
             "the device < num_gpus assert follows a CUDA_VISIBLE_DEVICES change after CUDA "
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
             _quote(doc, "cvd-after-init"),
+        )
+
+
+# Frameworks and schedulers that give each process its own visible-devices list (the hit id):
+# dask-cuda (one worker per GPU, https://docs.rapids.ai/api/dask-cuda/stable/), JAX
+# (local_device_ids, https://jax.readthedocs.io/en/latest/multi_process.html), Slurm's per-task
+# binding (launchers.md §5). Not mpirun: it sets no list (launchers.md §6).
+_LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task")
+
+
+def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
+    """A visible-devices list in a job whose processes get their list from a framework or a
+    scheduler (:data:`_LIST_AGENTS`) is more likely that agent's than the user's."""
+    agent = next((k for k in _LIST_AGENTS if k in doc.hits), None)
+    if agent and {"cvd-mentioned", "hip-visible"} & set(doc.hits):
+        s.add(
+            "per_process_visible_devices",
+            1.5,
+            f"a visible-devices list in a job whose processes get their list from {agent} "
+            "(per-process lists: reference/launchers.md §5, dask-cuda and JAX documentation)",
+            _quote(doc, agent),
         )
 
 
