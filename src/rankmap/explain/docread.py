@@ -41,7 +41,11 @@ _SIMULATED = re.compile(
 )
 _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
 _GPU_COUNT = re.compile(
-    r"\b(?P<n>\d{1,2}|one|two|three|four|eight)\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)\b", re.I
+    # "2 GPUs", "8x A100 GPUs", or the compound "a 4-GPU machine" (not "one GPU": "only one GPU is
+    # used" is a symptom, not the machine's count)
+    r"\b(?P<n>\d{1,2}|one|two|three|four|eight)(?:\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)|"
+    r"-(?:gpus?|cards?))\b",
+    re.I,
 )
 # Substrings (lowercase) of a text that reports a failure; a gate for best guesses only.
 FAIL_KEYS = (
