@@ -13,7 +13,9 @@ on any text (parsers' errors become "not read").
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,6 +167,7 @@ class DocFacts:
     counts: Counter[str] = field(default_factory=Counter)
     segments: Counter[str] = field(default_factory=Counter)
     launch: str | None = None  # the last simulated-launcher command line
+    sbatch: dict[str, str] = field(default_factory=dict)  # a pasted batch script's #SBATCH options
     commands: list[str] = field(default_factory=list)  # every launch-like command
     env: dict[str, str] = field(default_factory=dict)
     code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
@@ -244,7 +247,25 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             if m:
                 n = m.group("n").lower()
                 facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
+    if facts.launch and facts.sbatch:
+        facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
+
+
+# The #SBATCH options that decide tasks and GPUs per node (launchers.md §5): an srun inside the
+# batch script inherits the allocation they make.
+_ALLOCATION = ("nodes", "ntasks", "ntasks_per_node", "gpus", "gpus_per_node", "gpus_per_task",
+               "gres", "gpu_bind")  # fmt: skip
+
+
+def with_sbatch(launch: str, sbatch: dict[str, str]) -> str:
+    """A pasted ``srun`` line with the allocation of the batch script around it, as options in
+    front of its own (which win): ``srun --ntasks-per-node=8 --gpus-per-node=4 python ...``."""
+    m = re.match(r"^((?:(?:env\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?srun)(\s.*)$", launch, re.S)
+    opts = [f"--{k.replace('_', '-')}={sbatch[k]}" for k in _ALLOCATION if k in sbatch]
+    if not m or not opts:
+        return launch
+    return f"{m.group(1)} {' '.join(shlex.quote(o) for o in opts)}{m.group(2)}"
 
 
 _GPU_UUID = re.compile(r"\bGPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
@@ -483,6 +504,12 @@ def _container_runs(seg: Segment, facts: DocFacts) -> None:
 
 
 def _shell(seg: Segment, facts: DocFacts) -> None:
+    if "#SBATCH" in seg.text:
+        from rankmap.errors import RankMapError
+        from rankmap.launchers.slurm import parse_sbatch_lines
+
+        with contextlib.suppress(RankMapError):
+            facts.sbatch.update(parse_sbatch_lines(seg.text))
     for _, cmd in shell_commands(seg):
         if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
             facts.commands.append(cmd[:2000])

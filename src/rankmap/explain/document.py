@@ -46,6 +46,8 @@ _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~/][^$#\n]*)?[$#]\s+(?P<c
 _LAUNCH_LINE = re.compile(
     rf"^\s*(?:[!+]\s*)?(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:{LAUNCHER_WORDS})(?:\s|$)"
 )
+# A batch script's own lines: its shebang and its #SBATCH directives (launchers.md §5).
+_SCRIPT_LINE = re.compile(r"^\s*(?:#SBATCH\s|#!\s*/\S*(?:bash|sh|zsh)\b)")
 _ENV = re.compile(r"^\s*(?:export\s+|set\s+|-x\s+)?(?P<k>[A-Z_][A-Z0-9_]{2,})=(?P<v>\S*)\s*$")
 _SMI = re.compile(
     r"NVIDIA-SMI \d|^\s*\|\s*\d+\s+\S.*\|\s*[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:|ROCm System Management|"
@@ -98,7 +100,7 @@ def classify_line(line: str, prev_kind: str | None) -> str:
         return "blank"
     if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
         return "smi"  # a table row of nvidia-smi / rocm-smi
-    if _PROMPT.match(line) or _LAUNCH_LINE.match(line):
+    if _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
         return "shell"
     if _ENV.match(line):
         return "env"
@@ -185,7 +187,12 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
     out: list[Segment] = []
     continued = False  # the previous command line ended with a backslash
     for n, line in enumerate(body):
-        is_cmd = _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _ENV.match(line)
+        is_cmd = (
+            _PROMPT.match(line)
+            or _LAUNCH_LINE.match(line)
+            or _ENV.match(line)
+            or _SCRIPT_LINE.match(line)
+        )
         k = "shell" if is_cmd or continued else "log"
         continued = k == "shell" and line.rstrip().endswith("\\")
         if not line.strip():
