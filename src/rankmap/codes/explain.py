@@ -20,6 +20,21 @@ define(
     example="`init.cc:1212 NCCL WARN Cuda failure 'initialization error'`.",
 )
 define(
+    "RM053",
+    "version_mismatch",
+    "error",
+    "NCCL (or another CUDA library) has no code for this GPU's architecture",
+    cause="The library was compiled for other compute capabilities than the GPU's (an NCCL built "
+    "with `NVCC_GENCODE` for sm_80 only, run on an H100; a PyTorch wheel older than the GPU): its "
+    "kernels are not found when the first collective is launched, and CUDA reports `named symbol "
+    "not found`, `no kernel image is available` or `invalid device function`.",
+    fix="Use a build that includes the GPU's architecture: rebuild NCCL with its sm_XX in "
+    "`NVCC_GENCODE`, or install a PyTorch/NCCL release that supports the GPU "
+    "(`torch.cuda.get_arch_list()` against `nvidia-smi --query-gpu=compute_cap --format=csv`).",
+    example="`enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'` on H100s with an NCCL "
+    "built for sm_80.",
+)
+define(
     "RM041",
     "other",
     "error",

@@ -298,6 +298,11 @@ KEYS: dict[str, tuple[str, ...]] = {
     "p2p-disable": ("nccl_p2p_disable", "nccl_p2p_level", "nccl_shm_disable"),
     "nccl-cuda-failure": ("unhandled cuda error", "unhandledcudaerror", "cuda failure"),
     "nccl-cuda-failure-named": ("cuda failure",),
+    "named-symbol-not-found": (
+        "named symbol not found",
+        "cudaerrorsymbolnotfound",
+        "cuda_error_not_found",
+    ),
     "cuda-ipc": ("cudaipc", "cuipc", "ipc handle", "invalid resource handle", "cuda ipc"),
     "nvshmem": ("nvshmem", "deepep", "ibgda", "gdrcopy"),
     "hang-first-collective": ("hang", "hung", "stuck", "freez"),

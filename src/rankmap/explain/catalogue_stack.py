@@ -78,6 +78,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"this GPU because it is too old|Ignoring visible gpu device[^\n]{0,200}compute capability",
        {"version_mismatch": 6}, f"{NCCL} (g): binaries carry code for a list of architectures",
        failure=True),
+    # a kernel looked up by name in a binary built without the GPU's sm_XX (NCCL's enqueue, a
+    # framework's kernels): CUDA says the symbol is not found (NVIDIA/nccl#1372, #112;
+    # NVIDIA/stdexec#888)
+    _s("named-symbol-not-found", r"named symbol not found|cudaErrorSymbolNotFound|"
+       r"CUDA_ERROR_NOT_FOUND", {"version_mismatch": 4},
+       f"{NCCL} (g): a build carries kernels for its gencode list only (NVIDIA/nccl#1372)",
+       failure=True),
     _s("driver-too-old", r"driver version is insufficient|CUDA driver version is insufficient|"
        r"NVIDIA driver on your system is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|"
        r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility|"
@@ -139,11 +146,12 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # per-process visibility it is NCCL reaching a peer GPU it cannot see)
     _s("nccl-cuda-failure", r"(?:unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda "
        r"failure)(?![^\n]{0,60}(?:out of memory|illegal memory|misaligned|launch failure|"
-       r"device-side assert))",
+       r"device-side assert|named symbol not found))",
        {}, f"{NCCL} (e): ncclUnhandledCudaError, a CUDA call inside NCCL failed"),
     # ... and one whose CUDA message names another cause: no visibility problem then
     _s("nccl-cuda-failure-named", r"Cuda failure:? '?(?:out of memory|an illegal memory access|"
-       r"misaligned address|unspecified launch failure|device-side assert)", {},
+       r"misaligned address|unspecified launch failure|device-side assert|named symbol not found)",
+       {},
        f"{NCCL} (e): the CUDA error NCCL passes on names its own cause"),
     _s("cuda-ipc", r"cu(?:da)?Ipc\w*|IPC handle|invalid resource handle|CUDA IPC",
        {"other": 3, "container_mapping": 1, "host_identity": 1},

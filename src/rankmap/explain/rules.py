@@ -165,11 +165,26 @@ def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
     )
 
 
+# CUDA errors of a binary with no code for the GPU's architecture: NCCL's kernels are looked up
+# by name when a collective is enqueued, and a build without the GPU's sm_XX finds none
+# (reference/nccl.md (g); NVIDIA/nccl#1372, NVIDIA/nccl#112, NVIDIA/stdexec#888).
+NO_CODE_FOR_ARCH = ("named symbol not found", "no kernel image", "invalid device function")
+
+
 def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
     evs = list(ev.of("cuda_failure"))
     if not evs:
         return []
     err = evs[0].get("err")
+    if any(k in str(err).lower() for k in NO_CODE_FOR_ARCH):
+        return [
+            finding(
+                "RM053",
+                f"NCCL has no kernel for this GPU's architecture: Cuda failure '{err}'",
+                hosts=[e.host for e in evs if e.host],
+                evidence=[quote(e) for e in evs[:3]],
+            )
+        ]
     return [
         finding(
             "RM040",
