@@ -1,6 +1,7 @@
-"""A visible-devices list in a job whose processes get their list from a framework or a
-scheduler (dask-cuda, jax.distributed, Slurm's per-task binding) leans to
-per_process_visible_devices; a list the user set in the launch stays visible_devices_mismatch."""
+"""A visible-devices list, or a report that a process uses the wrong GPU, in a job whose processes
+get their list from a framework or a scheduler (dask-cuda, jax.distributed, Slurm's per-task
+binding, Ray) leans to per_process_visible_devices; a list the user set in the launch stays
+visible_devices_mismatch."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ AGENT_PASTES = {
     "Each worker prints its CUDA_VISIBLE_DEVICES and then fails:\n" + ORDINAL,
     "jax": "jax.distributed.initialize(local_device_ids=[0])\n\n"
     "Every process logs CUDA_VISIBLE_DEVICES before the error:\n" + ORDINAL,
+    "ray-prose": "# Ray Train: workers use the wrong GPU\n\nWith Ray Train workers on one node, the "
+    "second worker puts its model on the wrong GPU and training fails.\n",
 }
 
 

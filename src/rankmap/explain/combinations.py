@@ -200,19 +200,22 @@ def _launcher_and_binding(
 # Frameworks and schedulers that give each process its own visible-devices list (the hit id):
 # dask-cuda (one worker per GPU, https://docs.rapids.ai/api/dask-cuda/stable/), JAX
 # (local_device_ids, https://jax.readthedocs.io/en/latest/multi_process.html), Slurm's per-task
-# binding (launchers.md §5). Not mpirun: it sets no list (launchers.md §6).
-_LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task")
+# binding (launchers.md §5), Ray (each worker's CUDA_VISIBLE_DEVICES, launchers.md §8). Not
+# mpirun: it sets no list (launchers.md §6).
+_LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task", "ray", "ray-named")
 
 
 def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
-    """A visible-devices list in a job whose processes get their list from a framework or a
-    scheduler (:data:`_LIST_AGENTS`) is more likely that agent's than the user's."""
+    """A visible-devices list, or a report that a process uses the wrong GPU, in a job whose
+    processes get their list from a framework or a scheduler (:data:`_LIST_AGENTS`): the list is
+    more likely that agent's than the user's."""
     agent = next((k for k in _LIST_AGENTS if k in doc.hits), None)
-    if agent and {"cvd-mentioned", "hip-visible"} & set(doc.hits):
+    if agent and {"cvd-mentioned", "hip-visible", "device-selection-problem"} & set(doc.hits):
         s.add(
             "per_process_visible_devices",
             1.5,
-            f"a visible-devices list in a job whose processes get their list from {agent} "
+            f"a visible-devices list or a wrong GPU in a job whose processes get their list from "
+            f"{agent} "
             "(per-process lists: reference/launchers.md §5, dask-cuda and JAX documentation)",
             _quote(doc, agent),
         )
