@@ -6,7 +6,7 @@ visible_devices_mismatch."""
 from __future__ import annotations
 
 import pytest
-from paste_findings import findings_of
+from paste_findings import alarms_of, findings_of
 
 ORDINAL = "RuntimeError: CUDA error: invalid device ordinal\n"
 
@@ -37,3 +37,12 @@ def test_mpirun_is_no_list_agent() -> None:
     # mpirun sets no visible-devices list (reference/launchers.md §6)
     text = "mpirun -np 2 --map-by ppr:2:node python train.py\nCUDA_VISIBLE_DEVICES=0,1\n" + ORDINAL
     assert all("get their list from" not in f.detail for f in findings_of(text))
+
+
+def test_an_agent_and_a_list_without_a_failure_make_no_alarm() -> None:
+    # a question about the setting: two settings are context, not evidence of a failure
+    text = (
+        "We create LocalCUDACluster(CUDA_VISIBLE_DEVICES='1,2') from dask_cuda.\n"
+        "The documentation says each worker then sees one GPU. Is that how it works?\n"
+    )
+    assert not alarms_of(text)

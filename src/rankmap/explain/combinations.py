@@ -208,7 +208,10 @@ _LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task", "ray", "ray-nam
 def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
     """A visible-devices list, or a report that a process uses the wrong GPU, in a job whose
     processes get their list from a framework or a scheduler (:data:`_LIST_AGENTS`): the list is
-    more likely that agent's than the user's."""
+    more likely that agent's than the user's. It ranks the causes of a failure; next to none it
+    is context only (two settings make no alarm)."""
+    if not (s.failure or s.weak_failure):
+        return
     agent = next((k for k in _LIST_AGENTS if k in doc.hits), None)
     if agent and {"cvd-mentioned", "hip-visible", "device-selection-problem"} & set(doc.hits):
         s.add(
