@@ -42,7 +42,11 @@ def test_mpirun_is_no_list_agent() -> None:
 def test_an_agent_and_a_list_without_a_failure_make_no_alarm() -> None:
     # a question about the setting: two settings are context, not evidence of a failure
     text = (
-        "We create LocalCUDACluster(CUDA_VISIBLE_DEVICES='1,2') from dask_cuda.\n"
-        "The documentation says each worker then sees one GPU. Is that how it works?\n"
+        "# Problem with LocalCUDACluster workers\n\n"
+        "We start LocalCUDACluster(CUDA_VISIBLE_DEVICES='1,2') from dask_cuda and print the "
+        "device count and current device in each worker:\n"
+        "```\nworker sees 2 GPUs, current device 0\nworker sees 2 GPUs, current device 0\n```\n"
+        "The docs say each worker gets its own CUDA_VISIBLE_DEVICES. Is one GPU visible per "
+        "worker?\n"
     )
     assert not alarms_of(text)
