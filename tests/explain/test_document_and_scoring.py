@@ -298,6 +298,8 @@ EXAMPLES = {
     "nccl-config-undef": "Invalid config blocking attribute value -2147483648",
     "p2p-path-broken": "copies from one GPU to another GPU return corrupted data",
     "outside-network-words": "the ssh connection fails between the nodes",
+    # session 8
+    "named-symbol-not-found": "RuntimeError: CUDA error: named symbol not found",
 }
 
 
