@@ -96,7 +96,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
     _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|"
-       r"overwrit|overrid|unavailab)|" + _VISIBLE + SENTENCE + r"{0,80}\balways\b|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
+       r"overwrit|overrid|unavailab)|" + _VISIBLE + SENTENCE + r"{0,80}\balways\b(?! (?:worked|works|work|been (?:fine|ok|okay|working)|ran|runs|succeed\w*|passed))|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)" + SENTENCE + r"{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
        r"\bshould|\bnow|\bmake\w*"
        r"(?: \w+){0,2}|\bfix\w*[^.\n]{0,30}) respect\w* (?:the )?(?:user'?s? )?(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES",

@@ -30,6 +30,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
     _launch_cannot_fit(ctx, s, gpus)
     _launcher_and_binding(ctx, doc, s, base)
+    _localhost_on_one_machine(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -68,6 +69,30 @@ def _launch_cannot_fit(ctx: Context, s: Scores, gpus: int | None) -> None:
             f"CUDA_VISIBLE_DEVICES={','.join(entries)[:60]} leaves {len(entries)} GPU(s) to {nproc} "
             "processes per node (reference/cuda_devices.md §1)",
         )
+
+
+# What shows more than one machine or container: only then can one hostname join two of them.
+_SEVERAL_HOSTS = frozenset(
+    {"multi-node", "two-pods-one-node", "docker-word", "docker-gpus", "inside-container",
+     "k8s-gpu-resource", "device-plugin"}
+)  # fmt: skip
+
+
+def _localhost_on_one_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """A hostname of localhost is a host-identity problem only where several machines or
+    containers could share it (nccl.md (b)); on one machine with no container it is harmless."""
+    if doc is None or "hostname-localhost" not in doc.hits:
+        return
+    nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch)
+    if nodes >= 2 or _SEVERAL_HOSTS & set(doc.hits):
+        return
+    weight = dict(doc.hits["hostname-localhost"].signal.supports).get("host_identity", 0.0)
+    s.add(
+        "host_identity",
+        -weight,
+        "one machine and no container in the input: a hostname of localhost joins nothing "
+        "(reference/nccl.md (b))",
+    )
 
 
 def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:

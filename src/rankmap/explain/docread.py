@@ -124,7 +124,10 @@ def inline_code(seg: Segment) -> Segment | None:
 # Failure words the writer denies ("we saw no error so far", "runs without any errors").
 _DENIED_FAILURE = re.compile(
     r"\b(?:no|without(?: any)?|never (?:had|saw|got|hit)(?: an?| any)?|zero|not a single) "
-    r"(?:errors?|exceptions?|failures?|crash(?:es)?|issues?|problems?|hangs?)\b"
+    r"(?:errors?|exceptions?|failures?|crash(?:es)?|issues?|problems?|hangs?)\b|"
+    # "nothing has failed yet", "it has not crashed", and the noun "error handling"
+    r"\bnothing (?:has |have )?(?:failed|crashed|broken|broke)\b|"
+    r"\b(?:has|have|did|does)(?: not|n't) (?:fail|failed|crash|crashed)\b|\berror[- ]handling\b"
 )
 
 
