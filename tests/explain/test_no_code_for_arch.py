@@ -4,7 +4,8 @@ error outside NCCL, are version mismatches, not 'a failure outside the mapping'.
 
 from __future__ import annotations
 
-from paste_findings import findings_of
+import pytest
+from paste_findings import alarms_of, findings_of
 
 from rankmap.codes import lookup
 
@@ -28,13 +29,33 @@ def test_nccl_named_symbol_not_found_is_a_build_without_the_gpus_architecture() 
     assert "NVCC_GENCODE" in lookup("RM053").fix
 
 
-def test_the_same_error_outside_nccl_leans_to_a_version_mismatch() -> None:
+def test_the_same_error_outside_nccl_leans_to_a_version_mismatch_without_an_alarm() -> None:
+    # outside NCCL the words also come from a misspelt kernel name or a dlsym loader: they rank
+    # causes, they raise no alarm on their own
     text = (
         "Traceback (most recent call last):\n"
         '  File "bench.py", line 9, in <module>\n'
         "RuntimeError: CUDA error: named symbol not found\n"
     )
-    assert findings_of(text)[0].category == "version_mismatch"
+    first = findings_of(text)[0]
+    assert first.category == "version_mismatch"
+    assert first.severity.value == "info"
+
+
+NOT_NCCL = {
+    "kernel-name": "# RawKernel fails after renaming the kernel\n\n"
+    "```\ncupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_NOT_FOUND: named symbol not "
+    'found\n```\nThe C++ compiler mangled the name; extern "C" fixed it.\n',
+    "plugin-loader": "# Plugin loading fails on start\n\n"
+    "```\nERROR loader.c:88 dlsym(plugin_init): named symbol not found\n```\n",
+    "question": "# Question: what does named symbol not found mean?\n\nI saw it once in a "
+    "forum post and wonder whether it concerns multi-GPU jobs.\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_NCCL))
+def test_the_words_outside_nccl_are_no_alarm(name: str) -> None:
+    assert not alarms_of(NOT_NCCL[name])
 
 
 def test_a_cuda_failure_that_names_another_cause_stays_outside() -> None:

@@ -301,7 +301,6 @@ KEYS: dict[str, tuple[str, ...]] = {
     "named-symbol-not-found": (
         "named symbol not found",
         "cudaerrorsymbolnotfound",
-        "cuda_error_not_found",
     ),
     "cuda-ipc": ("cudaipc", "cuipc", "ipc handle", "invalid resource handle", "cuda ipc"),
     "nvshmem": ("nvshmem", "deepep", "ibgda", "gdrcopy"),

@@ -342,7 +342,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
-       r"(?!\s?[-,]\s?\d| and| or)|"
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| and| or)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
@@ -356,7 +356,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0|"
        rf"\b(?:all|both|two|several|multiple|many|\d+|every|each) (?:of (?:the|my|our) )?(?:\w+ )?"
        rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
-       r"(?!\s?[-,]\s?\d| and| or)",
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| and| or)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rankmap.explain.signal_model import (
     LAUNCHERS,
     NCCL,
+    NOT_PROSE,
     TEXT,
     Signal,
 )
@@ -78,13 +79,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"this GPU because it is too old|Ignoring visible gpu device[^\n]{0,200}compute capability",
        {"version_mismatch": 6}, f"{NCCL} (g): binaries carry code for a list of architectures",
        failure=True),
-    # a kernel looked up by name in a binary built without the GPU's sm_XX (NCCL's enqueue, a
-    # framework's kernels): CUDA says the symbol is not found (NVIDIA/nccl#1372, #112;
-    # NVIDIA/stdexec#888)
-    _s("named-symbol-not-found", r"named symbol not found|cudaErrorSymbolNotFound|"
-       r"CUDA_ERROR_NOT_FOUND", {"version_mismatch": 4},
+    # a kernel looked up by name in a binary built without the GPU's sm_XX: CUDA says the symbol
+    # is not found (NVIDIA/nccl#1372, #112; NVIDIA/stdexec#888). Inside NCCL that decides the
+    # cause (rules.NO_CODE_FOR_ARCH, RM053); elsewhere the same words also come from a misspelt
+    # kernel name or a dlsym loader, so they only rank the causes of a failure of this family
+    # (context, printed output only: a question quoting the words is no evidence)
+    _s("named-symbol-not-found", r"named symbol not found|cudaErrorSymbolNotFound",
+       {"version_mismatch": 2},
        f"{NCCL} (g): a build carries kernels for its gencode list only (NVIDIA/nccl#1372)",
-       failure=True),
+       where=NOT_PROSE),
     _s("driver-too-old", r"driver version is insufficient|CUDA driver version is insufficient|"
        r"NVIDIA driver on your system is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|"
        r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility|"

@@ -84,7 +84,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
     if nproc is not None and cvd is not None and nproc > cvd:
         cands["RM201"].add(
             6,
-            f"{nproc} processes per node but CUDA_VISIBLE_DEVICES exposes {cvd} GPU(s)",
+            f"{nproc} processes per node but {ctx.visible_var()} exposes {cvd} GPU(s)",
         )
     elif nproc is not None and gpus is not None and nproc > gpus:
         cands["oversub"].add(6, f"{nproc} processes per node on a {gpus}-GPU machine")

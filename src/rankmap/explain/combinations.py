@@ -66,7 +66,7 @@ def _launch_cannot_fit(ctx: Context, s: Scores, gpus: int | None) -> None:
         s.add(
             "visible_devices_mismatch",
             3.0,
-            f"CUDA_VISIBLE_DEVICES={','.join(entries)[:60]} leaves {len(entries)} GPU(s) to {nproc} "
+            f"{ctx.visible_var()}={','.join(entries)[:60]} leaves {len(entries)} GPU(s) to {nproc} "
             "processes per node (reference/cuda_devices.md §1)",
         )
 
@@ -149,7 +149,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
         s.add(
             "visible_devices_mismatch",
             2.0,
-            f"an invalid device ordinal with CUDA_VISIBLE_DEVICES={','.join(narrowed)}: the index "
+            f"an invalid device ordinal with {ctx.visible_var()}={','.join(narrowed)}: the index "
             f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
         )
     if ordinal:
@@ -235,8 +235,8 @@ def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
     processes get their list from a framework or a scheduler (:data:`_LIST_AGENTS`): the list is
     more likely that agent's than the user's. It ranks the causes of a failure; next to none it
     is context only (two settings make no alarm)."""
-    if not (s.failure or s.weak_failure):
-        return
+    if not (s.failure or (s.weak_failure and not doc.shows_outside())):
+        return  # no failure, or only a generic one next to a failure outside the family
     agent = next((k for k in _LIST_AGENTS if k in doc.hits), None)
     if agent and {"cvd-mentioned", "hip-visible", "device-selection-problem"} & set(doc.hits):
         s.add(

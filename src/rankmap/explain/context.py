@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # check's engine is imported when a launch is simulated, not 
 _SELECTION = {"local_rank_modulo": "local_rank", "assumed_local_rank": None}
 
 
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
 @dataclass(frozen=True)
 class LaunchFacts:
     """The launch command's numbers (``None``: not stated)."""
@@ -60,19 +63,27 @@ class Context:
     notes: tuple[str, ...] = ()
     log_gpu_count: int | None = None  # GPU rows of an nvidia-smi table pasted with the log
 
+    def visible_var(self) -> str:
+        """The visible-devices variable in effect: CUDA_VISIBLE_DEVICES, else ROCm's
+        HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES, which narrow and renumber the same way
+        (https://rocm.docs.amd.com/en/latest/conceptual/gpu-isolation.html)."""
+        return next((v for v in VISIBLE_VARS if v in self.env), VISIBLE_VARS[0])
+
     def cvd_entries(self) -> list[str] | None:
-        """Entries of CUDA_VISIBLE_DEVICES from --env / the launch command, None when unset."""
-        cvd = self.env.get("CUDA_VISIBLE_DEVICES")
+        """Entries of the visible-devices list (:meth:`visible_var`) from --env / the launch
+        command, None when unset."""
+        cvd = self.env.get(self.visible_var())
         if cvd is None:
             return None
         return [e.strip() for e in cvd.split(",") if e.strip()]
 
     def user_cvd(self) -> str | None:
-        """CUDA_VISIBLE_DEVICES as the user set it (--env, ``VAR=value`` before the command),
+        """The visible-devices list as the user set it (--env, ``VAR=value`` before the command),
         not the one a launcher derives from its own options (deepspeed --include)."""
-        cvd = self.env.get("CUDA_VISIBLE_DEVICES")
+        var = self.visible_var()
+        cvd = self.env.get(var)
         launch = self.launch
-        if launch and launch.cvd_from_launcher and cvd == dict(launch.env)["CUDA_VISIBLE_DEVICES"]:
+        if launch and launch.cvd_from_launcher and cvd == dict(launch.env).get(var):
             return None
         return cvd
 

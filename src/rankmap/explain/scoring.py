@@ -146,7 +146,8 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
     for hit in counted:
         sig = hit.signal
         quote = f"{hit.where}: {hit.excerpt}"
-        title = ranks_causes and in_title(doc, hit)
+        # a framework named in the title is context like anywhere else ("Ray Train ... hangs")
+        title = ranks_causes and sig.framework is None and in_title(doc, hit)
         for cat, w in sig.supports:
             pts = w * TITLE_WEIGHT if title and w > 0 else w
             where = "title" if title else hit.segment

@@ -64,7 +64,7 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     if max(nums) < len(nums):
         return None
     return (
-        f"CUDA_VISIBLE_DEVICES={','.join(entries)} renumbers these GPUs cuda:0..{len(nums) - 1}; "
+        f"{ctx.visible_var()}={','.join(entries)} renumbers these GPUs cuda:0..{len(nums) - 1}; "
         f"selecting cuda:{max(nums)} (the physical index) is then an invalid device ordinal"
     )
 

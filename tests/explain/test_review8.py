@@ -1,0 +1,53 @@
+"""Review 8: an independent helper's own inputs against this session's changes. Each defect it
+found has a shape here, written for the test (not copied from any thread)."""
+
+from __future__ import annotations
+
+from paste_findings import alarms_of, findings_of
+
+from rankmap.explain.catalogue import SIGNALS
+
+ALL_ON_GPU0 = {s.id: s for s in SIGNALS}["all-on-gpu0"].pattern
+
+
+def test_a_framework_named_in_the_title_is_context_not_a_cause() -> None:
+    # Ray in the title and "one GPU per worker" next to a store timeout the reporter solved in the
+    # network: the per-process lean is a possible cause, not an alarm
+    text = (
+        "# Ray Train TorchTrainer hangs at init_process_group across nodes\n\n"
+        "Two nodes with four GPUs each; Ray gives one GPU per worker.\n\n"
+        "```\n(RayTrainWorker pid=77, ip=10.1.0.2) [E socket.cpp:957] [c10d] The client socket "
+        "has timed out after 1800s while trying to connect to (10.1.0.2, 40000).\n"
+        "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. "
+        "4/8 clients joined.\n```\n\n"
+        "Solved: a network ACL between the two subnets dropped the store's port.\n"
+    )
+    assert not alarms_of(text)
+
+
+def test_a_range_of_devices_is_not_everything_on_gpu0() -> None:
+    for said in ("each rank sees cuda:0..3", "every rank uses GPU 0 to 3", "each rank on cuda:0…3"):
+        assert not ALL_ON_GPU0.search(said), said
+    assert ALL_ON_GPU0.search("all processes use GPU 0")
+
+
+def test_a_shared_memory_crash_in_docker_is_no_container_alarm() -> None:
+    text = (
+        "# DataLoader bus error inside docker with four GPUs\n\n"
+        "```\ndocker run --gpus all -v /d:/d img torchrun --nproc_per_node=4 train.py\n```\n\n"
+        "```\nRuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error. It is "
+        "possible that dataloader's workers are out of shared memory.\n```\n\n"
+        "/dev/shm is 64M in the container; each rank sees cuda:0..3 as it should.\n"
+    )
+    assert not alarms_of(text)
+
+
+def test_hip_visible_devices_narrows_like_cuda_visible_devices() -> None:
+    text = (
+        "```\nexport HIP_VISIBLE_DEVICES=0,1\ntorchrun --nproc_per_node=4 train.py\n```\n\n"
+        "```\n[rank2]: RuntimeError: HIP error: invalid device ordinal\n"
+        "[rank3]: RuntimeError: HIP error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "visible_devices_mismatch"
+    assert "HIP_VISIBLE_DEVICES exposes 2 GPU(s)" in first.detail
