@@ -51,3 +51,45 @@ def test_hip_visible_devices_narrows_like_cuda_visible_devices() -> None:
     first = findings_of(text)[0]
     assert first.category == "visible_devices_mismatch"
     assert "HIP_VISIBLE_DEVICES exposes 2 GPU(s)" in first.detail
+
+
+def _init(host: str, pid: int, rank: int, nranks: int) -> str:
+    return (
+        f"{host}:{pid}:{pid + 80} [0] NCCL INFO comm 0x7f0 rank {rank} nranks {nranks} cudaDev 0 "
+        "nvmlDev 0 busId 18000 commId 0x9a1d - Init START\n"
+    )
+
+
+def _dup(host: str, pid: int, a: int, b: int) -> str:
+    return (
+        f"{host}:{pid}:{pid + 80} [0] init.cc:801 NCCL WARN Duplicate GPU detected : rank {a} and "
+        f"rank {b} both on CUDA device 18000\n"
+    )
+
+
+def test_a_duplicate_that_skips_ranks_is_not_every_rank_on_cuda0() -> None:
+    # NCCL stops at the lowest conflicting peer: rank 0 naming rank 8 says ranks 1-7 use other
+    # GPUs (two hosts of 8 ranks taken for one, or 8 GPUs for 16 ranks), not a missing set_device
+    log = _init("node", 4410, 0, 16) + _init("node", 3102, 8, 16) + _dup("node", 4410, 0, 8)
+    fs = findings_of(log)
+    assert fs[0].category != "no_set_device"
+    assert any("wraps every 8 ranks" in f.detail for f in fs)
+    assert any(f.category == "host_identity" for f in fs[:4])
+
+
+def test_a_duplicate_with_the_next_rank_stays_a_missing_set_device() -> None:
+    log = _init("node", 10, 0, 4) + _init("node", 11, 1, 4) + _dup("node", 10, 0, 1)
+    assert findings_of(log)[0].category == "no_set_device"
+
+
+def test_the_cloned_hostname_report_leads_to_host_identity() -> None:
+    text = (
+        "# Two nodes both report localhost.localdomain; ranks 0 and 8 on one device\n\n"
+        "Both bare-metal nodes were cloned from one image and have hostname "
+        "`localhost.localdomain`. torchrun on each, nnodes=2, 8 processes per node.\n\n```\n"
+        + _init("localhost", 4410, 0, 16)
+        + _init("localhost", 3102, 8, 16)
+        + _dup("localhost", 4410, 0, 8)
+        + "```\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"

@@ -153,6 +153,7 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     split = _split_hosts(ev)
     if split:
         cands["RM801"].add(5, split)
+    _skipped_peers(ctx, ev, cands)
     sub = subgroup_duplicate(ev)
     if sub:
         cands["RM301"].add(4, sub)
@@ -230,6 +231,36 @@ def _wrap_pattern(ev: Evidence) -> str | None:
         d = min(diffs)
         return f"every duplicate pair is {d} ranks apart: {d} GPUs shared by {2 * d} or more ranks"
     return None
+
+
+def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> None:
+    """A rank that reports a higher rank as its duplicate skipped the ranks between: NCCL stops
+    at the lowest conflicting peer (reference/nccl.md, "Each rank stops at the first conflicting
+    peer"). "rank 0 and rank 8" says ranks 1-7 of its host use other GPUs, so the ranks do select
+    their devices and the selection wraps every 8 ranks: more processes than GPUs, or two hosts
+    of 8 ranks each that NCCL took for one. Not every rank left on cuda:0."""
+    for e in ev.of("duplicate_gpu"):
+        reporter, peer = e.ranks[0], e.ranks[-1]
+        if reporter is None or peer is None or peer - reporter < 2:
+            continue
+        gap = peer - reporter
+        between = f"{reporter + 1}-{peer - 1}" if gap > 2 else str(reporter + 1)
+        cands["RM301"].add(
+            -4,
+            f"rank {reporter} reports rank {peer} as its first conflicting peer: ranks {between} "
+            "use other GPUs, so the ranks select their devices (NCCL stops at the lowest "
+            "conflicting rank, reference/nccl.md)",
+        )
+        cands["oversub"].add(1, f"the selection wraps every {gap} ranks: {gap} GPUs for more ranks")
+        nranks = max((r.nranks or 0 for r in ev.rankmap.main_comm()), default=0)
+        nodes = ctx.launch.nnodes if ctx.launch and ctx.launch.nnodes else 0
+        if nodes >= 2 or nranks >= 2 * gap:
+            cands["RM801"].add(
+                2 if nodes >= 2 else 1,
+                f"or {max(nodes, nranks // gap)} hosts of {gap} ranks each that share one host "
+                "identity (reference/nccl.md (b))",
+            )
+        return
 
 
 def _split_hosts(ev: Evidence) -> str | None:
