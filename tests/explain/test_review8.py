@@ -3,8 +3,11 @@ found has a shape here, written for the test (not copied from any thread)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from paste_findings import alarms_of, findings_of
 
+from rankmap.adapters.local import explain_files
 from rankmap.explain.catalogue import SIGNALS
 
 ALL_ON_GPU0 = {s.id: s for s in SIGNALS}["all-on-gpu0"].pattern
@@ -93,3 +96,32 @@ def test_the_cloned_hostname_report_leads_to_host_identity() -> None:
         + "```\n"
     )
     assert findings_of(text)[0].category == "host_identity"
+
+
+DUP_LOG = (
+    "trainer:31:77 [0] init.cc:799 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on "
+    "CUDA device 1b000\n"
+)
+
+
+def test_containers_on_two_machines_sharing_a_name_lead_to_host_identity() -> None:
+    text = (
+        "# Duplicate GPU across two machines running docker\n\n"
+        "Two physical servers each run one container with --network host; torchrun on each.\n\n"
+        "```\n" + DUP_LOG + "```\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"
+
+
+def test_one_process_per_machine_and_a_shared_gpu_is_host_identity(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(DUP_LOG)
+    report = explain_files([log], launch="torchrun --nnodes 2 --nproc_per_node 1 train.py")
+    first = report.ordered_findings()[0]
+    assert first.category == "host_identity"
+    assert "one process per machine" in first.detail
+
+
+def test_one_machine_with_a_shared_gpu_gets_no_host_identity_lead() -> None:
+    text = "# Duplicate GPU with torchrun\n\n```\n" + DUP_LOG + "```\n"
+    assert findings_of(text)[0].category != "host_identity"

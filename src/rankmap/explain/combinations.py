@@ -31,6 +31,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _launch_cannot_fit(ctx, s, gpus)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
+    _duplicate_across_hosts(ctx, doc, s, base)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -93,6 +94,44 @@ def _localhost_on_one_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> 
         "one machine and no container in the input: a hostname of localhost joins nothing "
         "(reference/nccl.md (b))",
     )
+
+
+# Finding codes of ranks sharing one GPU (the duplicate-GPU causes and their symptom RM103).
+_SHARED_GPU = frozenset({"RM103", "RM101", "RM201", "RM301", "RM302", "RM401", "RM601", "RM801",
+                         "RM503", "RM904"})  # fmt: skip
+# What gives machines one name: a container on the host network or given a hostname, a hostname
+# of localhost, the same hostname said outright.
+_ONE_NAME = frozenset({"host-network", "hostname-localhost", "same-hostname"})
+
+
+def _duplicate_across_hosts(
+    ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]
+) -> None:
+    """Ranks on one GPU in a job of several machines: NCCL compares GPUs only among ranks of one
+    host hash (reference/nccl.md (b)), so with one process per machine the pair is on two
+    machines taken for one; with several, a name the machines share makes it likely."""
+    if not base or base[0].code not in _SHARED_GPU:
+        return
+    launch = ctx.launch
+    nodes = max(launch.nnodes or 0 if launch else 0, doc.hosts_in_launch if doc else 0)
+    if launch and launch.nproc_per_node == 1 and nodes >= 2:
+        s.add(
+            "host_identity",
+            5.0,
+            f"one process per machine on {nodes} machines, yet two ranks on one GPU: NCCL took "
+            "two machines for one host (reference/nccl.md (b))",
+        )
+        return
+    several = nodes >= 2 or bool(doc and "multi-node" in doc.hits)
+    named = sorted(_ONE_NAME & set(doc.hits)) if doc else []
+    if several and named:
+        s.add(
+            "host_identity",
+            3.0,
+            f"ranks on one GPU in a job of several machines that may share one name ({named[0]}): "
+            "NCCL compares GPUs among ranks of one host hash (reference/nccl.md (b))",
+            _quote(doc, named[0]) if doc else None,
+        )
 
 
 def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
