@@ -12,6 +12,9 @@ STATED = {
     "We train on 8x A100 GPUs.\n": 8,
     "This is a 4-GPU machine running Ubuntu.\n": 4,
     "Two cards are installed.\n": 2,
+    "The workstation has 2x RTX 3090.\n": 2,
+    "We rent 4 x A100 80GB.\n": 4,
+    "It runs on eight H100s.\n": 8,
 }
 
 
@@ -21,7 +24,12 @@ def test_a_stated_count_is_read(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Only one GPU is used by the job.\n", "The GPU memory is full after a few steps.\n"]
+    "text",
+    [
+        "Only one GPU is used by the job.\n",
+        "The GPU memory is full after a few steps.\n",
+        "Training got 2x faster on an A100.\n",
+    ],
 )
 def test_a_symptom_is_no_count(text: str) -> None:
     assert read_document(text).stated_gpus is None

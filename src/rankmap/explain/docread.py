@@ -42,11 +42,18 @@ _SIMULATED = re.compile(
     r"distributed\.(?:launch|run)|accelerate\s+launch|deepspeed|srun|mpirun|mpiexec)\s"
 )
 _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
+_GPU_MODEL = r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2,3}|MI\d{3}X?)"
 _GPU_COUNT = re.compile(
     # "2 GPUs", "8x A100 GPUs", or the compound "a 4-GPU machine" (not "one GPU": "only one GPU is
     # used" is a symptom, not the machine's count)
     r"\b(?P<n>\d{1,2}|one|two|three|four|eight)(?:\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)|"
-    r"-(?:gpus?|cards?))\b",
+    r"-(?:gpus?|cards?)|"
+    # "2x RTX 3090", "4 x A100", "2 A100s", "eight H100s": a count of a GPU model
+    r"\s*x\s*(?:NVIDIA\s+)?(?:GeForce\s+)?"
+    + _GPU_MODEL
+    + r"|\s+(?:NVIDIA\s+)?"
+    + _GPU_MODEL
+    + r"s)\b",
     re.I,
 )
 # Substrings (lowercase) of a text that reports a failure; a gate for best guesses only.
