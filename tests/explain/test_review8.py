@@ -125,3 +125,18 @@ def test_one_process_per_machine_and_a_shared_gpu_is_host_identity(tmp_path: Pat
 def test_one_machine_with_a_shared_gpu_gets_no_host_identity_lead() -> None:
     text = "# Duplicate GPU with torchrun\n\n```\n" + DUP_LOG + "```\n"
     assert findings_of(text)[0].category != "host_identity"
+
+
+def test_a_list_a_ray_worker_prints_is_rays_not_a_user_narrowing() -> None:
+    text = (
+        "# Ray actors with num_gpus=1 fail in set_device(rank)\n\n"
+        "```\n(Worker pid=812, ip=10.0.0.5) CUDA_VISIBLE_DEVICES=2\n"
+        "ray.exceptions.RayActorError: The actor died because of an error raised in its creation "
+        "task\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    assert findings_of(text)[0].category == "per_process_visible_devices"
+
+
+def test_a_list_printed_outside_ray_is_still_a_narrowing() -> None:
+    log = "CUDA_VISIBLE_DEVICES=6,7\nRuntimeError: CUDA error: invalid device ordinal\n"
+    assert findings_of(log)[0].category == "visible_devices_mismatch"

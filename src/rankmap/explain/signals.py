@@ -6,6 +6,7 @@ evidence and context; none of them looks at one thread's wording.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from rankmap.explain.collect import Evidence
@@ -47,6 +48,11 @@ def subgroup_duplicate(ev: Evidence) -> str | None:
     return None
 
 
+# A line printed by a Ray worker or actor: "(Worker pid=88, ip=10.0.0.5) ...",
+# "(RayTrainWorker pid=12) ..." (Ray's log prefix).
+_RAY_WORKER_LINE = re.compile(r"^\s*\(\w+ pid=\d+")
+
+
 def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     """CUDA_VISIBLE_DEVICES renumbers GPUs from 0; an entry >= the count is a physical index.
 
@@ -56,7 +62,8 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     """
     entries = ctx.cvd_entries()
     if entries is None:
-        cvds = ev.of("env_cvd")
+        # a list a Ray worker prints is Ray's own (launchers.md §8), not one the user narrowed
+        cvds = [e for e in ev.of("env_cvd") if not _RAY_WORKER_LINE.match(e.line.text)]
         entries = [x for x in (cvds[-1].get("v") or "").split(",") if x] if cvds else None
     if not entries or not all(x.isdecimal() for x in entries):
         return None
