@@ -47,3 +47,22 @@ def test_the_srun_line_keeps_its_own_options_last() -> None:
     assert launch == "srun --ntasks-per-node=8 --ntasks-per-node=2 python t.py"
     assert with_sbatch("torchrun t.py", {"nodes": "2"}) == "torchrun t.py"
     assert with_sbatch("srun python t.py", {"job_name": "x"}) == "srun python t.py"
+
+
+def _lightning(tasks: int) -> str:
+    return (
+        "```bash\n#!/bin/bash\n#SBATCH --nodes=1\n"
+        f"#SBATCH --ntasks-per-node={tasks}\n#SBATCH --gres=gpu:4\nsrun python train.py\n```\n\n"
+        '```python\ntrainer = L.Trainer(accelerator="gpu", devices=4, strategy="ddp")\n```\n\n'
+        "The job hangs after 'Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4'.\n"
+    )
+
+
+def test_lightning_devices_against_slurm_tasks_per_node() -> None:
+    first = findings_of(_lightning(1))[0]
+    assert first.category == "launcher_config"
+    assert any("--ntasks-per-node must equal devices" in r for r in [first.detail])
+
+
+def test_lightning_devices_equal_to_tasks_per_node_raise_no_launcher_alarm() -> None:
+    assert not [f for f in alarms_of(_lightning(4)) if f.category == "launcher_config"]

@@ -32,6 +32,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
     _duplicate_across_hosts(ctx, doc, s, base)
+    _lightning_tasks(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -131,6 +132,25 @@ def _duplicate_across_hosts(
             f"ranks on one GPU in a job of several machines that may share one name ({named[0]}): "
             "NCCL compares GPUs among ranks of one host hash (reference/nccl.md (b))",
             _quote(doc, named[0]) if doc else None,
+        )
+
+
+def _lightning_tasks(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """Lightning under Slurm runs one process per task: ``devices=N`` must equal the tasks per
+    node (reference/launchers.md §7, SLURMEnvironment), or the job waits for processes that
+    never start (or indexes GPUs a task cannot see)."""
+    launch = ctx.launch
+    devices = doc.lightning_devices if doc else None
+    if not (devices and launch and launch.launcher == "srun" and launch.nproc_per_node):
+        return
+    if launch.nproc_per_node != devices:
+        s.mapping_failure = True  # the launch cannot start the processes Lightning waits for
+        s.add(
+            "launcher_config",
+            4.0,
+            f"Lightning devices={devices} under srun with {launch.nproc_per_node} task(s) per node: "
+            "Lightning runs one process per Slurm task, so --ntasks-per-node must equal devices "
+            "(reference/launchers.md §7)",
         )
 
 

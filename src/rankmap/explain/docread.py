@@ -178,6 +178,7 @@ class DocFacts:
     segments: Counter[str] = field(default_factory=Counter)
     launch: str | None = None  # the last simulated-launcher command line
     sbatch: dict[str, str] = field(default_factory=dict)  # a pasted batch script's #SBATCH options
+    lightning_devices: int | None = None  # Trainer(devices=N) / Fabric(devices=N) in pasted code
     commands: list[str] = field(default_factory=list)  # every launch-like command
     env: dict[str, str] = field(default_factory=dict)
     code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
@@ -536,8 +537,16 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
             facts.env.setdefault(k, v)
 
 
+# Lightning's processes per node: ``Trainer(..., devices=4)`` / ``Fabric(devices=4)``.
+_LIGHTNING_DEVICES = re.compile(r"\b(?:Trainer|Fabric)\([^)]{0,300}?\bdevices\s*=\s*(\d{1,3})\b")
+
+
 def _code(seg: Segment, facts: DocFacts) -> None:
     from rankmap.check.script_scan import scan_script
+
+    m = _LIGHTNING_DEVICES.search(seg.text)
+    if m and facts.lightning_devices is None:
+        facts.lightning_devices = int(m.group(1))
 
     try:
         sel = scan_script(seg.text, path="<pasted code>")
