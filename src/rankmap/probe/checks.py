@@ -9,7 +9,8 @@ Every rule is linear in the number of records (100,000 ranks: benchmarks/probe_b
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 
 from rankmap.findings import Finding, finding
@@ -227,85 +228,101 @@ def _gpu_sets(recs: list[RankRecord], node: str) -> list[Finding]:
     ]
 
 
-def check_identity(by_machine: dict[str, list[RankRecord]], label: dict[str, str]) -> list[Finding]:
-    """Hostname / boot_id / NCCL_HOSTID / node rank collisions across machines."""
-    by_host: dict[str, set[str]] = defaultdict(set)
-    by_boot: dict[str, set[str]] = defaultdict(set)
-    by_hostid: dict[str, set[str]] = defaultdict(set)
-    by_node_rank: dict[int, set[str]] = defaultdict(set)
+@dataclass(frozen=True)
+class _Machines:
+    """Machine keys grouped by each identity NCCL or a launcher reads, and their ranks."""
+
+    groups: dict[str, dict[object, set[str]]]  # identity kind -> value -> machine keys
+    ranks_of: dict[str, list[int]]
+    label: dict[str, str]
+
+    def ranks(self, keys: set[str]) -> list[int]:
+        return [x for k in keys for x in self.ranks_of[k]]
+
+    def nodes(self, keys: set[str]) -> list[str]:
+        return sorted(self.label[k] for k in keys)
+
+
+def _group_machines(by_machine: dict[str, list[RankRecord]], label: dict[str, str]) -> _Machines:
+    groups: dict[str, dict[object, set[str]]] = {
+        kind: defaultdict(set) for kind in ("hostid", "hostname", "boot_id", "node_rank")
+    }
     ranks_of: dict[str, list[int]] = {}
     for key, recs in by_machine.items():
         first = recs[0]  # hostname and boot_id make the machine key: equal for all its ranks
         ranks_of[key] = [r.rank for r in recs]
-        by_host[first.hostname or "?"].add(key)
+        groups["hostname"][first.hostname or "?"].add(key)
         if first.boot_id:
-            by_boot[first.boot_id].add(key)
-        for hostid in {r.nccl_hostid for r in recs}:
-            if hostid:
-                by_hostid[hostid].add(key)
-        for nr in {r.node_rank for r in recs}:
-            if nr is not None:
-                by_node_rank[nr].add(key)
+            groups["boot_id"][first.boot_id].add(key)
+        for hostid in {r.nccl_hostid for r in recs} - {None, ""}:
+            groups["hostid"][hostid].add(key)
+        for node_rank in {r.node_rank for r in recs} - {None}:
+            groups["node_rank"][node_rank].add(key)
+    return _Machines(groups, ranks_of, label)
 
-    def ranks(keys: set[str]) -> list[int]:
-        return [x for k in keys for x in ranks_of[k]]
 
-    def nodes(keys: set[str]) -> list[str]:
-        return sorted(label[k] for k in keys)
+def _shared_hostid(m: _Machines, hostid: object, keys: set[str]) -> Finding:
+    return finding(
+        "RM801",
+        f"NCCL_HOSTID={hostid} on {len(keys)} machines ({', '.join(m.nodes(keys))}): NCCL merges "
+        "them into one host",
+        detail="Equal PCI bus ids on different machines become `Duplicate GPU detected` and local "
+        "ranks are miscounted.",
+        ranks=m.ranks(keys),
+        hosts=m.nodes(keys),
+    )
 
-    out = []
-    for hostid, keys in by_hostid.items():
-        if len(keys) > 1:
-            out.append(
-                finding(
-                    "RM801",
-                    f"NCCL_HOSTID={hostid} on {len(keys)} machines ({', '.join(nodes(keys))}): "
-                    "NCCL merges them into one host",
-                    detail="Equal PCI bus ids on different machines become `Duplicate GPU "
-                    "detected` and local ranks are miscounted.",
-                    ranks=ranks(keys),
-                    hosts=nodes(keys),
-                )
-            )
-    for name, keys in by_host.items():
-        if len(keys) > 1:
-            out.append(
-                finding(
-                    "RM802",
-                    f"hostname {name} is shared by {len(keys)} machines with different boot_ids",
-                    detail="NCCL >= 2.5 tells them apart by boot_id; tools that group by "
-                    "hostname merge them. "
-                    + "; ".join(
-                        f"{label[k]}: ranks {rank_ranges(ranks_of[k])}" for k in sorted(keys)
-                    ),
-                    ranks=ranks(keys),
-                    hosts=nodes(keys),
-                )
-            )
-    for boot, keys in by_boot.items():
-        if len(keys) > 1:
-            out.append(
-                finding(
-                    "RM803",
-                    f"one machine (boot_id {boot[:8]}) appears as {len(keys)} NCCL hosts: "
-                    f"{', '.join(nodes(keys))}",
-                    detail="NCCL treats them as separate hosts: no NVLink/shared memory between "
-                    "them and no duplicate-GPU detection across them.",
-                    ranks=ranks(keys),
-                    hosts=nodes(keys),
-                )
-            )
-    for nr, keys in by_node_rank.items():
-        if len(keys) > 1:
-            out.append(
-                finding(
-                    "RM804",
-                    f"node rank {nr} is claimed by {len(keys)} machines: {', '.join(nodes(keys))}",
-                    ranks=ranks(keys),
-                    hosts=nodes(keys),
-                )
-            )
-    return out
+
+def _shared_hostname(m: _Machines, name: object, keys: set[str]) -> Finding:
+    return finding(
+        "RM802",
+        f"hostname {name} is shared by {len(keys)} machines with different boot_ids",
+        detail="NCCL >= 2.5 tells them apart by boot_id; tools that group by hostname merge them. "
+        + "; ".join(f"{m.label[k]}: ranks {rank_ranges(m.ranks_of[k])}" for k in sorted(keys)),
+        ranks=m.ranks(keys),
+        hosts=m.nodes(keys),
+    )
+
+
+def _shared_boot_id(m: _Machines, boot: object, keys: set[str]) -> Finding:
+    return finding(
+        "RM803",
+        f"one machine (boot_id {str(boot)[:8]}) appears as {len(keys)} NCCL hosts: "
+        f"{', '.join(m.nodes(keys))}",
+        detail="NCCL treats them as separate hosts: no NVLink/shared memory between them and no "
+        "duplicate-GPU detection across them.",
+        ranks=m.ranks(keys),
+        hosts=m.nodes(keys),
+    )
+
+
+def _shared_node_rank(m: _Machines, node_rank: object, keys: set[str]) -> Finding:
+    return finding(
+        "RM804",
+        f"node rank {node_rank} is claimed by {len(keys)} machines: {', '.join(m.nodes(keys))}",
+        ranks=m.ranks(keys),
+        hosts=m.nodes(keys),
+    )
+
+
+# One identity, one finding builder, in the order the findings are reported.
+_IDENTITY_CHECKS: tuple[tuple[str, Callable[[_Machines, object, set[str]], Finding]], ...] = (
+    ("hostid", _shared_hostid),
+    ("hostname", _shared_hostname),
+    ("boot_id", _shared_boot_id),
+    ("node_rank", _shared_node_rank),
+)
+
+
+def check_identity(by_machine: dict[str, list[RankRecord]], label: dict[str, str]) -> list[Finding]:
+    """Hostname / boot_id / NCCL_HOSTID / node rank collisions across machines."""
+    machines = _group_machines(by_machine, label)
+    return [
+        build(machines, value, keys)
+        for kind, build in _IDENTITY_CHECKS
+        for value, keys in machines.groups[kind].items()
+        if len(keys) > 1
+    ]
 
 
 def version_groups(records: Sequence[RankRecord], attr: str) -> dict[str, list[int]]:
