@@ -11,11 +11,16 @@ import platform
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankmap.errors import InputError
 from rankmap.probe.launch_env import parse_rank_env
 from rankmap.probe.record import RankRecord, probe_env
+
+if TYPE_CHECKING:
+    from rankmap.adapters.device import DeviceFacts
+    from rankmap.model import HostIdentity
+    from rankmap.probe.launch_env import RankEnv
 
 
 def interface_names() -> tuple[str, ...] | None:
@@ -58,7 +63,6 @@ def collect_record(
     ``allow_cuda_init``: the CLI probe is its own process and may initialise CUDA to ask it
     directly; ``verify()`` never initialises CUDA itself (see :mod:`rankmap.adapters.device`).
     """
-    from rankmap.adapters.device import resolve_device
     from rankmap.adapters.system import collect_host_identity
     from rankmap.version import __version__
 
@@ -66,22 +70,7 @@ def collect_record(
     renv = parse_rank_env(environ)
     identity = collect_host_identity(environ)
     spec = machine or environ.get("RANKMAP_MACHINE") or None
-    try:
-        dev = resolve_device(
-            environ,
-            renv,
-            identity,
-            device=device,
-            machine=spec,
-            allow_cuda_init=allow_cuda_init,
-        )
-    except InputError as exc:
-        if machine or not spec:
-            raise
-        # The profile came from the environment: say so, not "--machine" the user never typed.
-        raise InputError(
-            exc.message.replace("--machine", "RANKMAP_MACHINE", 1), hint=exc.hint
-        ) from None
+    dev = _device(environ, renv, identity, device, machine, spec, allow_cuda_init)
     names = interface_names()
     ident = dev.identity or identity
     topology = machine_topology(spec, dev.source, identity.hostname, renv.node_rank)
@@ -130,6 +119,31 @@ def collect_record(
         probe_ms=round((time.perf_counter() - start) * 1000.0, 3),
         topology=topology,
     )
+
+
+def _device(
+    environ: Mapping[str, str],
+    renv: RankEnv,
+    identity: HostIdentity,
+    device: Any,
+    machine: str | None,
+    spec: str | None,
+    allow_cuda_init: bool,
+) -> DeviceFacts:
+    """This rank's device (:func:`rankmap.adapters.device.resolve_device`); a bad profile named
+    by ``RANKMAP_MACHINE`` is reported under that name, not as a ``--machine`` never typed."""
+    from rankmap.adapters.device import resolve_device
+
+    try:
+        return resolve_device(
+            environ, renv, identity, device=device, machine=spec, allow_cuda_init=allow_cuda_init
+        )
+    except InputError as exc:
+        if machine or not spec:
+            raise
+        raise InputError(
+            exc.message.replace("--machine", "RANKMAP_MACHINE", 1), hint=exc.hint
+        ) from None
 
 
 def machine_topology(
