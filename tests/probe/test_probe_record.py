@@ -160,3 +160,16 @@ def test_cuda_facts_cross_checked_with_nvml(machine) -> None:  # type: ignore[no
     cuda = {"uuid": None, "pci_bus_id": mig_host.gpus[0].pci_bus_id}
     out, _ = _merge_cuda_nvml(cuda, mig_host, mig, 0)
     assert out["uuid"].startswith("MIG-") and out["mig_parent_uuid"] == mig_host.gpus[0].uuid
+
+
+def test_a_bad_profile_from_the_environment_is_named_as_rankmap_machine() -> None:
+    from rankmap.errors import InputError
+
+    env = {"RANK": "0", "WORLD_SIZE": "1", "RANKMAP_MACHINE": "no-such-profile"}
+    with pytest.raises(InputError) as err:
+        collect_record(env)
+    assert "RANKMAP_MACHINE" in err.value.message
+    assert "--machine" not in err.value.message
+    with pytest.raises(InputError) as err:
+        collect_record(env, machine="no-such-profile")  # typed by the user: --machine stays
+    assert "RANKMAP_MACHINE" not in err.value.message
