@@ -150,72 +150,99 @@ def run_probe(
         return ProbeOutcome(single, record.rank, 1, record)
     _check_world(record)
     ports.load_store_library()
-
-    from rankmap.probe import store as st
-    from rankmap.probe.launch_env import parse_rank_env
-
     deadline = time.monotonic() + timeout  # from here: connect, publish, wait, read
-    renv = parse_rank_env(environ)
-    hard_limit = deadline + HARD_GRACE
-    kept: dict[str, Any] = {"record": record}
+    ex = _Exchange(environ, ports, record, timeout, deadline, on_report)
+    where, verdict = _run_exchange(ex)
+    if ex.print_error is not None:
+        raise ex.print_error
+    return _outcome(ex, where, verdict)
 
-    def decide(g: st.Gathered, where: str) -> bytes:
-        report = _collate_safely(g, kept["record"].world_size, timeout, where)
-        kept["report"] = report
-        if on_report is not None:
+
+@dataclass
+class _Exchange:
+    """One rank's exchange through the job's store, and what it learns on the way: its record
+    with the rank the store gave it, rank 0's report, an error of the printer (raised only after
+    the verdict is published: the other ranks wait for it)."""
+
+    environ: Mapping[str, str]
+    ports: ProbePorts
+    record: RankRecord
+    timeout: float
+    deadline: float
+    on_report: Callable[[Report], None] | None
+    report: Report | None = None
+    print_error: Exception | None = None
+
+    @property
+    def hard_limit(self) -> float:
+        return self.deadline + HARD_GRACE
+
+    def decide(self, gathered: Any, where: str) -> bytes:
+        """Rank 0: collate what was gathered, print it, and return the verdict to publish."""
+        report = _collate_safely(gathered, self.record.world_size, self.timeout, where)
+        self.report = report
+        if self.on_report is not None:
             try:
-                on_report(report)
+                self.on_report(report)
             except Exception as exc:  # noqa: BLE001 - publish first: the others wait for it
-                kept["print_error"] = exc
+                self.print_error = exc
         return verdict_payload(report)
 
-    def talk(progress: Progress) -> tuple[str, bytes | None]:
-        handle = ports.open_store(
-            environ, record.rank, deadline, progress, world_size=record.world_size
-        )
+    def talk(self, progress: Progress) -> tuple[str, bytes | None]:
+        """Connect, publish this rank's record and read the verdict (run under the watchdog)."""
+        from rankmap.probe import store as st
+        from rankmap.probe.launch_env import parse_rank_env
+
+        handle = self.ports.open_store(
+            self.environ, self.record.rank, self.deadline, progress,
+            world_size=self.record.world_size,
+        )  # fmt: skip
         progress.connected = True
-        mine = record
         if handle.rank is not None and handle.world_size is not None:
-            mine = replace(record, rank=handle.rank, world_size=handle.world_size)
-        kept["record"] = mine
-        prefix = st.call_prefix(renv.run_id, renv.restart_count)
+            self.record = replace(self.record, rank=handle.rank, world_size=handle.world_size)
+        renv = parse_rank_env(self.environ)
         verdict = st.exchange(
             handle,
-            prefix,
-            mine.rank,
-            mine.world_size,
-            mine,
-            deadline,
-            lambda g: decide(g, handle.where),
-            ack_until=hard_limit - 0.2,
-            zero_budget=timeout,
+            st.call_prefix(renv.run_id, renv.restart_count),
+            self.record.rank,
+            self.record.world_size,
+            self.record,
+            self.deadline,
+            lambda g: self.decide(g, handle.where),
+            ack_until=self.hard_limit - 0.2,
+            zero_budget=self.timeout,
             progress=progress,
         )
         return handle.where, verdict
 
-    progress = Progress(until=hard_limit)
+
+def _run_exchange(ex: _Exchange) -> tuple[str, bytes | None]:
+    """The exchange under the watchdog. A stall or a lost store after rank 0 published its
+    verdict ends rank 0's part normally (the readers' acknowledgement is all that is missing)."""
+    progress = Progress(until=ex.hard_limit)
     try:
-        where, verdict = run_until(talk, hard_limit, progress, connect_by=deadline + CONNECT_GRACE)
+        return run_until(ex.talk, ex.hard_limit, progress, connect_by=ex.deadline + CONNECT_GRACE)
     except Stalled:
-        if not (progress.verdict_published and "report" in kept):
-            raise _stall_error(progress, kept["record"], timeout) from None
-        where, verdict = progress.where, b""  # rank 0: published; the readers' ack stalled
+        if not (progress.verdict_published and ex.report is not None):
+            raise _stall_error(progress, ex.record, ex.timeout) from None
     except RankMapError:
         raise
     except Exception as exc:  # noqa: BLE001 - DistNetworkError, DistStoreError, RuntimeError
-        if not (progress.verdict_published and "report" in kept):
-            raise _lost_error(progress, kept["record"], exc) from None
-        where, verdict = progress.where, b""
-    if "print_error" in kept:
-        raise kept["print_error"]
-    mine = kept["record"]
+        if not (progress.verdict_published and ex.report is not None):
+            raise _lost_error(progress, ex.record, exc) from None
+    return progress.where, b""
+
+
+def _outcome(ex: _Exchange, where: str, verdict: bytes | None) -> ProbeOutcome:
+    """This rank's outcome from the verdict it read (rank 0: the report it made)."""
+    mine = ex.record
     if verdict is None:
         raise ProbeTimeout(
-            f"rank 0 published no verdict within {timeout:g} s through {where} "
+            f"rank 0 published no verdict within {ex.timeout:g} s through {where} "
             f"(rank {mine.rank} of {mine.world_size} waited)",
             hint="rank 0 died, never started, or cannot reach the store",
         )
-    report = kept.get("report") or _verdict_report(verdict, where)
+    report = ex.report or _verdict_report(verdict, where)
     missing = [int(m) for m in report.sections.get("missing_ranks", [])]
     return ProbeOutcome(report, mine.rank, mine.world_size, mine, missing)
 
