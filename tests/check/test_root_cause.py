@@ -60,9 +60,19 @@ def test_ordinal_failure_names_the_duplicate_a_wrap_would_give() -> None:
         {"OMPI_COMM_WORLD_LOCAL_RANK": "3"},  # mpirun: no LOCAL_RANK
     ],
 )
-def test_rm903_fix_runs_as_written(environ: dict[str, str]) -> None:
+def test_rm903_fix_runs_as_written(environ: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, torch\n"
+        "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+        "torch.distributed.init_process_group('nccl')\n"
+    )
     report = check_launch(
-        ["mpirun", "-np", "8", "python", "train.py"], machines=load_machine("dgx-h100"), env={}
+        ["mpirun", "-np", "8", "python", str(script)],
+        machines=load_machine("dgx-h100"),
+        env={},
+        script=script,
+        files=LocalFiles(),
     )
     fix = next(f.fix for f in report.ordered_findings() if f.code == "RM903")
     code = fix.split("  #", 1)[0]
@@ -70,3 +80,15 @@ def test_rm903_fix_runs_as_written(environ: dict[str, str]) -> None:
     torch = SimpleNamespace(cuda=SimpleNamespace(set_device=chosen.append))
     exec(code, {"torch": torch, "os": SimpleNamespace(environ=environ)})  # noqa: S102
     assert chosen == [3]
+
+
+def test_no_script_under_a_launcher_without_local_rank_is_no_error() -> None:
+    """Without the script, what it reads is unknown: srun/mpirun not setting LOCAL_RANK is a
+    note (RM005 with the line that works), not a predicted KeyError."""
+    report = check_launch(
+        ["mpirun", "-np", "8", "python", "train.py"], machines=load_machine("dgx-h100"), env={}
+    )
+    assert _errors(report) == []
+    note = next(f for f in report.ordered_findings() if f.code == "RM005")
+    assert "mpirun does not set LOCAL_RANK" in note.title
+    assert 'os.environ["OMPI_COMM_WORLD_LOCAL_RANK"]' in note.detail

@@ -60,6 +60,10 @@ def select_index(
             except ValueError:
                 return None, f"ValueError: {name}={raw!r}", f"{name}={raw}", False
             return _mod(idx, sel, n_visible), None, f"{name}={raw}", False
+    if sel.kind == "assumed_local_rank":
+        # no script was read: what it reads is unknown, so no KeyError is predicted (RM005 says
+        # which variable a launcher without LOCAL_RANK gives instead)
+        return proc.local_rank, None, f"assumed: local rank {proc.local_rank}", False
     missing = sel.env_vars[0] if sel.env_vars else "LOCAL_RANK"
     if sel.conditional and sel.env_default is None:
         return (

@@ -84,16 +84,32 @@ def findings_for(
             )
         )
     elif sel.kind == "assumed_local_rank":
-        out.append(
-            finding(
-                "RM005",
-                "No training script read: assuming each rank calls "
-                "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
-                detail="Pass --script train.py (or name an existing .py in the command) to "
-                "check what the script really selects.",
-            )
-        )
+        out.append(_no_script(plan))
     return out
+
+
+def _no_script(plan: LaunchPlan) -> Finding:
+    """RM005: no script was read, so each rank is assumed to select its local rank; under a
+    launcher that does not set LOCAL_RANK, which line does that (a script reading LOCAL_RANK
+    would stop with KeyError: RM903 when the script is read)."""
+    detail = (
+        "Pass --script train.py (or name an existing .py in the command) to check what the "
+        "script really selects."
+    )
+    if plan.sets_local_rank:
+        return finding(
+            "RM005",
+            "No training script read: assuming each rank calls "
+            "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))",
+            detail=detail,
+        )
+    return finding(
+        "RM005",
+        f"No training script read: assuming each rank selects the GPU of its local rank "
+        f"({plan.launcher} does not set LOCAL_RANK)",
+        detail=f"{detail} A script that reads os.environ['LOCAL_RANK'] stops with KeyError under "
+        f"{plan.launcher}; the line that works under both: `{device_line(plan)}`.",
+    )
 
 
 def _cause_context(o: RankOutcome, plan: LaunchPlan, env: Mapping[str, str]) -> dict[str, bool]:

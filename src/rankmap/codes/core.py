@@ -53,7 +53,10 @@ define(
     "info",
     "Assumption: each rank uses cuda:LOCAL_RANK",
     cause="No training script was given or found, so the device each rank selects is taken from "
-    "the torchrun convention `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`.",
+    "the torchrun convention `torch.cuda.set_device(int(os.environ['LOCAL_RANK']))`. Under a "
+    "launcher that does not set LOCAL_RANK (srun, mpirun, a plain `python`), each rank is "
+    "assumed to select its local rank, and the note gives the line that reads the launcher's "
+    "own variable: what an unread script reads is unknown, so no KeyError (RM903) is predicted.",
     fix="Pass `--script train.py` to check what the script really selects.",
     example="`no script given: assuming each rank calls torch.cuda.set_device(LOCAL_RANK)`.",
 )
