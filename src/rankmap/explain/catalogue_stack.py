@@ -166,9 +166,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"other": 1, "host_identity": 1}, f"{NCCL} (d): a hang at the first collective",
        failure=True, where=TEXT),
     _s("nccl-generic-error", r"NCCL (?:error|WARN)|ncclUnhandledCudaError|ncclSystemError|"
-       r"unhandled cuda error|unhandled system error|RCCL|nccl-tests|all_reduce_perf",
+       r"unhandled cuda error|unhandled system error",
        {"other": 1}, f"{NCCL} (e)", failure=True),
     # --- frameworks (identify only) --------------------------------------------------------------
+    # naming the benchmark or the library is context, not a failure (a healthy run names them too)
+    _s("nccl-tests", r"\b[rn]ccl-tests\b|\b[a-z_]+_perf\b", {},
+       "nccl-tests / rccl-tests binaries (https://github.com/NVIDIA/nccl-tests)",
+       framework="nccl-tests"),
+    _s("rccl", r"\bRCCL\b", {}, "RCCL, ROCm's NCCL (https://github.com/ROCm/rccl)",
+       framework="rocm"),
     _s("vllm", r"\bvllm\b|VllmWorker|EngineCore|tensor[-_]parallel[-_]size", {},
        "vLLM", framework="vllm"),
     _s("sglang", r"\bsglang\b|sgl_kernel", {}, "SGLang", framework="sglang"),
