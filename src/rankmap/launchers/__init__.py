@@ -85,7 +85,8 @@ class LaunchPlan:
     nproc_from_machine: bool = False  # the process count is the machine's GPU count, not stated
     outer: str | None = None  # the launcher that runs this one on every task (srun, mpirun)
     outer_tasks_per_node: int | None = None  # tasks per node of ``outer``
-    gpus_per_task: int | None = None  # the scheduler's GPUs per task (srun --gpus-per-task)
+    gpus_per_task: int | None = None  # GPUs bound to each task (srun --gpus-per-task, not
+    # with --gpu-bind=none)
     # MASTER_PORT of the store the launcher's agent hosts and every worker joins as a client
     # (torchrun: TORCHELASTIC_USE_AGENT_STORE=True); "" when picked as the launcher starts
     store_port: str | None = None

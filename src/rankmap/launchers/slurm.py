@@ -133,7 +133,12 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     gpn = _gpus_per_node(opts, gpt, per_node, n_nodes)
     hosts = ctx.hosts(n_nodes)
     notes = _layout_notes(n_nodes, tasks_on, gpn)
-    per_task_cvd = bool(gpt) or bind.startswith(("single:", "map_gpu:", "map:", "per_task:"))
+    # --gpus-per-task implies --gpu-bind=per_task:N unless a --gpu-bind/--tres-bind says
+    # otherwise (sbatch/srun man page, --gpus-per-task): "none" leaves every task the step's list
+    unbound = bind.split(",")[-1] == "none"
+    per_task_cvd = (bool(gpt) and not unbound) or bind.startswith(
+        ("single:", "map_gpu:", "map:", "per_task:")
+    )
     if bind.startswith("per_task:"):
         gpt = _count(bind.split(":", 1)[1], "--gpu-bind per_task")
     tasks = _Tasks(tasks_on, n_nodes, per_node, gpn, gpt, bind, per_task_cvd)
@@ -156,7 +161,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         node_env={n: {**e, **inner_env} for n, e in node_env.items()},
         argv=tuple(argv),
         hosts=tuple(hosts),
-        gpus_per_task=gpt,
+        gpus_per_task=None if unbound else gpt,
         gpus_per_node=gpn,
     )
     if kind in (None, "python", "shell"):
