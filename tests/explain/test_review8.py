@@ -119,7 +119,7 @@ def test_one_process_per_machine_and_a_shared_gpu_is_host_identity(tmp_path: Pat
     report = explain_files([log], launch="torchrun --nnodes 2 --nproc_per_node 1 train.py")
     first = report.ordered_findings()[0]
     assert first.category == "host_identity"
-    assert "one process per machine" in first.detail
+    assert "ranks 0 and 1 start on different nodes" in first.detail
 
 
 def test_one_machine_with_a_shared_gpu_gets_no_host_identity_lead() -> None:

@@ -40,3 +40,93 @@ def test_an_unread_script_under_srun_is_not_predicted_to_fail() -> None:
     )
     assert fs[0].code == "RM041"
     assert not any("KeyError" in f.title or "KeyError" in f.detail for f in fs)
+
+
+GUESS = (
+    "[rank1]:[W1109 10:00:00.123 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 1]  using GPU "
+    "1 to perform barrier as devices used by this process are currently unknown. This can "
+    "potentially cause a hang if this rank to GPU mapping is incorrect. Specify device_ids in "
+    "barrier() to force use of a particular device, or call init_process_group() with a "
+    "device_id.\n"
+)
+DUPLICATE = (
+    "trainer:31:77 [1] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+    "CUDA device 1b000\n"
+)
+
+
+def test_pytorchs_device_guess_alone_is_a_note() -> None:
+    # PyTorch prints it in most jobs without device_id; its "can cause a hang" is no hang
+    fs = _findings(GUESS)
+    assert fs[0].code == "RM402" and fs[0].severity is Severity.INFO
+    assert all(f.severity is Severity.INFO for f in fs)
+
+
+def test_pytorchs_device_guess_next_to_a_shared_gpu_stays_a_warning() -> None:
+    fs = _findings(GUESS + DUPLICATE)
+    guess = next(f for f in fs if f.code == "RM402")
+    assert guess.severity is Severity.WARNING
+
+
+def test_a_predicted_launch_failure_yields_to_a_job_that_ran_into_an_oom() -> None:
+    # the MIG uuid is not on the profile, so the simulation predicts "no GPU"; the log shows the
+    # job had a GPU and ran out of its memory: the OOM leads
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 4.75 GiB\n"
+    )
+    fs = _findings(
+        oom,
+        launch="python train.py",
+        env={"CUDA_VISIBLE_DEVICES": "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f"},
+        machines=load_machine("a100-mig"),
+    )
+    assert fs[0].code == "RM040"
+    assert not [f for f in fs if f.category == "mig" and f.severity is not Severity.INFO]
+
+
+P2P = (
+    "node1:1234:1300 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+    "node1:1234:1300 [0] NCCL INFO comm 0x55 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 "
+    "MNNVL 0\n"
+    "node1:1234:1300 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<44321> with "
+    "status=12 opcode=0 len=0 vendor err 129 (Recv)\n"
+)
+
+
+def test_p2p_between_local_ranks_of_a_two_node_job_is_no_host_identity() -> None:
+    fs = _findings(P2P, launch="torchrun --nnodes 2 --nproc_per_node 4 train.py")
+    assert not [f for f in fs if f.category == "host_identity" and f.severity is not Severity.INFO]
+
+
+def test_p2p_with_one_rank_per_node_still_points_at_host_identity() -> None:
+    one_each = "".join(line for line in P2P.splitlines(True) if "localRanks" not in line)
+    fs = _findings(one_each, launch="torchrun --nnodes 2 --nproc_per_node 1 train.py")
+    assert fs[0].category == "host_identity"
+
+
+CLONED = (
+    "ubuntu:2001:2001 [0] NCCL INFO Bootstrap : Using eth0:192.168.1.10<0>\n"
+    "ubuntu:3001:3001 [0] NCCL INFO Bootstrap : Using eth0:192.168.1.11<0>\n"
+    "ubuntu:2001:2050 [0] NCCL INFO comm 0x5555 rank 0 nranks 4 cudaDev 0 busId 1000 - Init START\n"
+    "ubuntu:2002:2051 [1] NCCL INFO comm 0x5556 rank 1 nranks 4 cudaDev 1 busId 2000 - Init START\n"
+    "ubuntu:3001:3050 [0] NCCL INFO comm 0x5557 rank 2 nranks 4 cudaDev 0 busId 1000 - Init START\n"
+    "ubuntu:3002:3051 [1] NCCL INFO comm 0x5558 rank 3 nranks 4 cudaDev 1 busId 2000 - Init START\n"
+    "ubuntu:3001:3050 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both "
+    "on CUDA device 1000\n"
+)
+
+
+def test_one_host_name_with_two_bootstrap_addresses_is_host_identity() -> None:
+    first = _findings(CLONED)[0]
+    assert first.code == "RM801"
+    assert "bootstrap from 2 addresses (192.168.1.10, 192.168.1.11)" in first.detail
+
+
+def test_a_pair_the_launch_puts_on_two_nodes_is_host_identity() -> None:
+    same_address = CLONED.replace("192.168.1.11", "192.168.1.10")
+    first = _findings(same_address, launch="torchrun --nnodes 2 --nproc_per_node 2 train.py")[0]
+    assert first.code == "RM801"
+    assert "ranks 2 and 0 start on different nodes (node 1 and 0)" in first.detail
+    # without the launch (and one address) the wrap on one host name reads as too many processes
+    assert _findings(same_address)[0].category == "oversubscribed"

@@ -129,6 +129,13 @@ KEYS: dict[str, tuple[str, ...]] = {
     "p2p-ipc": ("p2p/ipc", "via shm"),
     # "nvml" + a non-word character: the NCCL Init lines' "nvmlDev" holds no key
     "nvml-vs-cuda-index": tuple(f"nvml{c}" for c in " '`\",:/-()\t"),
+    "gpu-bind-none": (
+        "bind=none",
+        "bind none",
+        "bind=verbose,none",
+        "bind verbose,none",
+        "gres/gpu:none",
+    ),
     "gpus-per-task": (
         "gpus-per-task",
         "gpus_per_task",

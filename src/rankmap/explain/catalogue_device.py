@@ -250,10 +250,17 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("p2p-ipc", r"via P2P/IPC|via SHM|P2P/IPC/read", {"host_identity": 1, "other": 1},
        f"{NCCL} (d): NCCL picked an intra-host transport"),
     # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
-    _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind|"
-       r"gres/gpu:1\b|SLURM_STEP_GPUS|(?:--)?ntasks[-_]per[-_]gpu", {"per_process_visible_devices": 4},
+    _s("gpus-per-task", r"(?:--)?gpus[-_]per[-_]task|SLURM_GPUS_PER_TASK|(?:--)?gpu[-_]bind"
+       r"(?![= ](?:verbose,)?none)|gres/gpu:1\b|SLURM_STEP_GPUS|(?:--)?ntasks[-_]per[-_]gpu",
+       {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES "
        "(--ntasks-per-gpu implies --gpu-bind=single:N: https://slurm.schedmd.com/sbatch.html)"),
+    # the binding --gpus-per-task implies "can be overridden with an explicit --tres-bind=gres/gpu
+    # specification" (https://slurm.schedmd.com/sbatch.html, --gpus-per-task): none = no binding
+    _s("gpu-bind-none", r"(?:--)?(?:gpu[-_]bind[= ](?:verbose,)?|tres[-_]bind[= ]gres/gpu:)none\b",
+       {"per_process_visible_devices": -4},
+       f"{LAUNCHERS} §5: --gpu-bind=none leaves every task of a node the step's whole list "
+       "(https://slurm.schedmd.com/sbatch.html)", where=NOT_PROSE),
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"

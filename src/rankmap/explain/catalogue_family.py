@@ -143,7 +143,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     _s("comm-error-any",
        r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
-       r"SystemError)\b|\bDistBackendError\b|ProcessGroupNCCL\.cpp|NCCL communicator[^\n]{0,40}"
+       r"SystemError)\b|\bDistBackendError\b|(?:\[E[\d :.]*|/)ProcessGroupNCCL\.cpp|"
+       r"NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
        r"Watchdog caught collective operation timeout",
        prior("comm-error-any"),
@@ -283,6 +284,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # an InfiniBand/RoCE work completion with an error status (12: retry count exceeded)
+    _s("outside-ib-completion", r"Got completion from peer[^\n]{0,80}with (?:status|error)",
+       {"other": 2},
+       "NCCL's net_ib transport: a failed IB/RoCE work completion; 'such errors often indicate "
+       "connectivity problems' (https://github.com/NVIDIA/nccl/issues/1664, maintainer; NCCL "
+       "troubleshooting, networking issues)", outside=True),
     # data that arrives wrong between two GPUs of one machine, or the PCIe settings behind it:
     # the path between GPUs, not which rank has which GPU (a GPU problem of the family: other)
     _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage(?! collect)|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
@@ -479,6 +486,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
     "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),
     "outside-network-words": ("connection", "iptable", "masquerad", "port"),
+    "outside-ib-completion": ("got completion from peer",),
     "outside-network": (
         "connection refused",
         "deadline",

@@ -162,7 +162,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("nvshmem", r"nvshmem|DeepEP|IBGDA|gdrcopy", {"other": 3, "container_mapping": 1},
        "NVSHMEM needs peer/RDMA access inside the container "
        "(https://docs.nvidia.com/nvshmem/api/faq.html)", framework="nvshmem"),
-    _s("hang-first-collective", r"\b(?:hangs?|hung|hanging|stuck|freez(?:e|es|ing))\b",
+    # "can potentially cause a hang" (PyTorch's device-guess warning) is no hang
+    _s("hang-first-collective", r"(?<!cause a )(?<!may )(?<!can )(?<!could )"
+       r"\b(?:hangs?|hung|hanging|stuck|freez(?:e|es|ing))\b",
        {"other": 1, "host_identity": 1}, f"{NCCL} (d): a hang at the first collective",
        failure=True, where=TEXT),
     _s("nccl-generic-error", r"NCCL (?:error|WARN)|ncclUnhandledCudaError|ncclSystemError|"

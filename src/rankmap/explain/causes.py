@@ -150,9 +150,9 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     named = {r for e in ev.of("duplicate_gpu") for r in e.ranks}
     if gpus is not None and len(named) > gpus:
         cands["oversub"].add(5, f"{len(named)} ranks share a host that has {gpus} GPU(s)")
-    split = _split_hosts(ev)
-    if split:
-        cands["RM801"].add(5, split)
+    for split in (_split_hosts(ev), _one_name_two_addresses(ev), _launch_nodes_apart(ctx, ev)):
+        if split:
+            cands["RM801"].add(5, split)
     _skipped_peers(ctx, ev, cands)
     sub = subgroup_duplicate(ev)
     if sub:
@@ -261,6 +261,42 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
                 "identity (reference/nccl.md (b))",
             )
         return
+
+
+def _one_name_two_addresses(ev: Evidence) -> str | None:
+    """One host name whose processes bootstrap from different addresses: two machines (or
+    containers) behind one name (reference/nccl.md (b))."""
+    addresses: dict[str, set[str]] = {}
+    for e in ev.of("bootstrap_ip"):
+        if e.host and (ip := e.get("ip")):
+            addresses.setdefault(e.host, set()).add(ip)
+    for host, ips in addresses.items():
+        if len(ips) >= 2:
+            shown = ", ".join(sorted(ips)[:3])
+            return (
+                f"processes named {host} bootstrap from {len(ips)} addresses ({shown}): several "
+                "machines or containers share that host name"
+            )
+    return None
+
+
+def _launch_nodes_apart(ctx: Context, ev: Evidence) -> str | None:
+    """A duplicate pair the launch puts on different nodes: ranks are numbered node by node
+    (node_rank x processes per node + local rank: torchrun, srun's block layout, mpirun by slot),
+    so ranks a and b with a // n != b // n run on different machines, yet NCCL saw one host."""
+    launch = ctx.launch
+    nproc = launch.nproc_per_node if launch else None
+    if not (launch and nproc and (launch.nnodes or 0) >= 2):
+        return None
+    for e in ev.of("duplicate_gpu"):
+        a, b = e.ranks
+        if a is not None and b is not None and a // nproc != b // nproc:
+            return (
+                f"the launch runs {nproc} process(es) on each of {launch.nnodes} nodes, so ranks "
+                f"{a} and {b} start on different nodes (node {a // nproc} and {b // nproc}), yet "
+                "NCCL took them for one host"
+            )
+    return None
 
 
 def _split_hosts(ev: Evidence) -> str | None:

@@ -21,7 +21,7 @@ PT_SECTION = "reference/pytorch_nccl.md §1"
 
 def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
-    _transport_and_tables(doc, s)
+    _transport_and_tables(ctx, doc, s)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
@@ -154,9 +154,9 @@ def _lightning_tasks(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
         )
 
 
-def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
+def _transport_and_tables(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     """Several hosts yet an intra-host transport; nvidia-smi process tables."""
-    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits:
+    if doc and doc.hosts_in_launch >= 2 and "p2p-ipc" in doc.hits and _one_rank_per_node(ctx, doc):
         s.add(
             "host_identity",
             5.0,
@@ -181,6 +181,14 @@ def _transport_and_tables(doc: DocFacts | None, s: Scores) -> None:
             ("container_mapping", 1.0),
         ):
             s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
+
+
+def _one_rank_per_node(ctx: Context, doc: DocFacts) -> bool:
+    """Whether each host runs a single rank, so that a P2P/IPC or SHM connection between two
+    ranks can only join ranks of different hosts: with several ranks per node (the launch's
+    processes per node, NCCL's ``localRanks``) the intra-host transport is expected."""
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    return (nproc is None or nproc <= 1) and doc.local_ranks <= 1
 
 
 def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:

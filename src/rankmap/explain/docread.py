@@ -155,6 +155,8 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 
 
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
+# NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
+_LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
 
@@ -197,6 +199,7 @@ class DocFacts:
     pair_named: bool = False  # "both processes" / "both ranks"
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
+    local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
@@ -228,6 +231,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts = DocFacts(versions=versions_in(text))
     read_config_lines(text, facts.configs)
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
+    facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
     facts.title_line = _title_line(text)
     for seg in split_document(text):

@@ -161,6 +161,8 @@ _STORE = _R(
     r"EADDRINUSE|Address already in use|waiting for clients|TCP client failed to connect"
 )
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
+# "Bootstrap : Using eth0:10.0.0.1<0>" (NCCL INFO, every rank): the address a process bootstraps from
+_BOOT_IP = _R(r"Bootstrap ?: Using (?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<")
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
 _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
@@ -280,6 +282,7 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_UNRECOGNIZED, "local_rank_arg"),
     (_NO_IFACE, "no_interface"),
     (_BOOT_DUP, "bootstrap_dup_rank"),
+    (_BOOT_IP, "bootstrap_ip"),
     (_NVML_NF, "nvml_not_found"),
     (_STORE, "store_error"),
     (_SOCKET, "socket_error"),

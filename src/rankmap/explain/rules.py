@@ -113,14 +113,25 @@ def _guess(ev: Evidence, ctx: Context) -> list[Finding]:
     if not evs:
         return []
     ranks = sorted({e.rank for e in evs if e.rank is not None})
+    # PyTorch prints the guess in most jobs that never pass device_id (reference/pytorch_nccl.md
+    # §2); it is a cause only next to a GPU that ranks share or cannot open
+    shows_harm = ev.has("duplicate_gpu", "multi_rank_gpu", "invalid_ordinal", "nvml_not_found")
     return [
         finding(
             "RM402",
             "PyTorch guessed each rank's GPU (no device bound to the process group)",
             ranks=ranks,
             evidence=[quote(e) for e in evs[:3]],
+            **({} if shows_harm else {"severity": "info", "detail": _GUESS_ALONE}),
         )
     ]
+
+
+_GUESS_ALONE = (
+    "PyTorch prints this in most jobs that do not pass device_id to init_process_group; the "
+    "guess (global rank % GPUs per node) is harmless when it is the GPU the rank uses. It "
+    "matters when the log also shows ranks sharing a GPU or a hang at the first barrier."
+)
 
 
 def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:

@@ -167,11 +167,15 @@ def _shows_family_failure(s: Scores, doc: DocFacts | None) -> bool:
 
 def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     if ctx.launch:
+        # a job whose output shows a failure of its own outside the family (an OOM, a data error)
+        # ran past its device selection: the simulation's predicted failure is a possible cause
+        # then, not the failure that happened
+        ran_past = _outside(doc, own=True, printed=True)
         seen: set[str] = set()
         for f in ctx.launch.check_findings:
             if f.severity is Severity.ERROR and f.category not in seen:
                 seen.add(f.category)
-                s.mapping_failure = True  # the launch itself fails on this machine (simulated)
+                s.mapping_failure |= not ran_past  # the launch fails on this machine (simulated)
                 s.add(f.category, 3.0, f"the launch simulated by check: {f.code} {f.title}")
         if ctx.launch.gpus_per_task == 1:
             s.add("per_process_visible_devices", 3.0, "srun --gpus-per-task=1: one GPU per task")
