@@ -346,6 +346,22 @@ CASES = [
         predicted="invalid device ordinal",
     ),
     Case(
+        # an explicit --gpu-bind overrides the binding --gpus-per-task implies: every task sees
+        # the node's 4 GPUs and cuda:SLURM_LOCALID is right
+        "srun-gpus-per-task-bind-none",
+        [
+            "srun",
+            "-N",
+            "2",
+            "--ntasks-per-node=4",
+            "--gpus-per-task=1",
+            "--gpu-bind=none",
+            "python",
+            "train_slurm.py",
+        ],
+        world_size=8,
+    ),
+    Case(
         "srun-gres-healthy",
         ["srun", "-N", "2", "--ntasks-per-node", "4", "--gres=gpu:4", "python", "train_slurm.py"],
         world_size=8,
