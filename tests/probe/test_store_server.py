@@ -23,6 +23,11 @@ from rankmap.adapters.store_connection import PIECE_BYTES
 from rankmap.adapters.store_data import LocalStore, StoreData
 from rankmap.adapters.store_server import StoreServer
 
+# A call keeps its deadline when it ends within LATE seconds of it: a loaded 2-core CI machine
+# runs threads late (0.5 s of slack failed once under a full suite); a call that waited for the
+# peer instead (5 s and more here) still fails.
+LATE = 1.0
+
 
 @pytest.fixture
 def server() -> Iterator[StoreServer]:
@@ -161,7 +166,7 @@ def test_connections_over_the_cap_are_closed(server: StoreServer) -> None:
     start = time.monotonic()
     with pytest.raises(ConnectionError, match="all the connections it takes"):
         client(server, seconds=1)  # said as such, not "another program listens there"
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 1.0 + LATE
     threading.Timer(0.5, kept[0].close).start()
     assert client(server, seconds=5).add("n", 1) == 1  # retried: a freed slot is taken
     kept[1].close()
@@ -172,11 +177,11 @@ def test_a_client_ends_by_its_deadline_whatever_the_port_does() -> None:
         start = time.monotonic()
         with pytest.raises(ConnectionError, match="no rankmap store answers"):
             store_client.connect("127.0.0.1", port, start + 1.0, start + 1.0)
-        assert time.monotonic() - start < 1.5
+        assert time.monotonic() - start < 1.0 + LATE
     start = time.monotonic()
     with pytest.raises(ConnectionError, match="no connection"):  # nobody listens
         store_client.connect("127.0.0.1", free_port(), start + 1.0, start + 1.0)
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 1.0 + LATE
 
 
 def test_a_server_that_stops_answering_ends_the_call_in_time(server: StoreServer) -> None:
@@ -195,7 +200,7 @@ def test_a_server_that_stops_answering_ends_the_call_in_time(server: StoreServer
     peer = store_client.connect("127.0.0.1", port, start + 5, start + 1.0)
     with pytest.raises(TimeoutError):
         peer.add("n", 1)
-    assert time.monotonic() - start < 1.5
+    assert time.monotonic() - start < 1.0 + LATE
     listener.close()
 
 
@@ -211,7 +216,7 @@ def test_a_torch_store_on_the_port_is_named_not_waited_for() -> None:
     start = time.monotonic()
     with pytest.raises(ConnectionError, match="rankmap store"):
         store_client.connect("127.0.0.1", port, start + 2.0, start + 2.0)
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 2.0 + LATE
     del torch_store
 
 
