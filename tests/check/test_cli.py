@@ -321,6 +321,11 @@ def test_secrets_redacted(run_cli) -> None:  # type: ignore[no-untyped-def]
             ["check", "--machine", "dgx-h100", "--nodes", "999999", "--", "torchrun", "t.py"],
             "more than rankmap simulates",
         ),
+        (
+            ["check", "-m", "dgx-h100", "--", "horovodrun", "-np", "16", "-H", "a:8", "x.py"],
+            "requested 16 processes but the hosts have 8 slot(s)",
+        ),
+        (["check", "-m", "dgx-h100", "--", "horovodrun", "python", "x.py"], "-np is required"),
     ],
 )
 def test_bad_input_exit_2(run_cli, argv: list[str], needle: str) -> None:  # type: ignore[no-untyped-def]
@@ -334,7 +339,7 @@ def test_bad_input_exit_2(run_cli, argv: list[str], needle: str) -> None:  # typ
 def test_unknown_launcher_lists_supported(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli(["check", "--machine", "dgx-h100", "--", "ray", "job", "submit"])
     assert result.status == 2
-    for name in ("torchrun", "accelerate launch", "deepspeed", "srun", "mpirun"):
+    for name in ("torchrun", "accelerate launch", "deepspeed", "srun", "mpirun", "horovodrun"):
         assert name in result.stderr
 
 

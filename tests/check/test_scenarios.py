@@ -361,6 +361,29 @@ CASES = [
         ],
         world_size=8,
     ),
+    # --- horovodrun ------------------------------------------------------------------------------
+    Case(
+        "horovodrun-two-hosts-healthy",
+        ["horovodrun", "-np", "16", "-H", "node1:8,node2:8", "python", "train_hvd.py"],
+        world_size=16,
+    ),
+    Case(
+        "horovodrun-global-rank",
+        ["horovodrun", "-np", "16", "-H", "node1:8,node2:8", "python", "train_hvd_rank.py"],
+        code="RM401",
+        category="global_rank_as_device",
+        ranks=list(range(8, 16)),
+        predicted="invalid device ordinal",
+    ),
+    Case(
+        "horovodrun-localhost-oversubscribed",
+        ["horovodrun", "-np", "8", "--gloo", "--start-timeout", "60", "python", "train_hvd.py"],
+        machines=("workstation-4gpu",),
+        code="RM102",
+        category="oversubscribed",
+        ranks=[4, 5, 6, 7],
+        predicted="invalid device ordinal",
+    ),
     Case(
         "srun-gres-healthy",
         ["srun", "-N", "2", "--ntasks-per-node", "4", "--gres=gpu:4", "python", "train_slurm.py"],
@@ -469,6 +492,21 @@ CASES = [
         ranks=list(range(8)),
         predicted="KeyError: 'OMPI_COMM_WORLD_LOCAL_RANK'",
     ),
+    Case(
+        # Gloo gives HOROVOD_* only: a script reading Open MPI's variable stops
+        "horovodrun-gloo-reads-mpi-variable",
+        ["horovodrun", "--gloo", "-np", "8", "python", "train_ompi_ok.py"],
+        code="RM903",
+        category="launcher_config",
+        ranks=list(range(8)),
+        predicted="KeyError: 'OMPI_COMM_WORLD_LOCAL_RANK'",
+    ),
+    Case(
+        # no --gloo/--mpi: the controller depends on the build, so no KeyError is predicted
+        "horovodrun-controller-unknown",
+        ["horovodrun", "-np", "8", "python", "train_ompi_ok.py"],
+        world_size=8,
+    ),
     # --- shell loops ---------------------------------------------------------------------------
     Case(
         "shell-loop-independent",
@@ -511,6 +549,7 @@ def test_table_is_big_enough() -> None:
         "deepspeed",
         "srun",
         "mpirun",
+        "horovodrun",
         "shell",
     } <= launchers
     assert sum(1 for c in CASES if c.code is None) >= 10

@@ -25,6 +25,7 @@ SUPPORTED = (
     "deepspeed",
     "srun",
     "mpirun / mpiexec",
+    "horovodrun",
     "python SCRIPT.py",
     "bash/sh SCRIPT.sh (or --shell FILE)",
 )
@@ -244,6 +245,8 @@ def identify(argv: Sequence[str]) -> str | None:
         return "srun"
     if prog in ("mpirun", "mpiexec", "mpiexec.hydra", "orterun", "prterun"):
         return "mpirun"
+    if prog == "horovodrun":
+        return "horovodrun"
     if prog in ("bash", "sh", "zsh") or prog.endswith(".sh"):
         return "shell"
     if prog.startswith("python"):

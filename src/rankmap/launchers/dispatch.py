@@ -78,6 +78,10 @@ def _simulate(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
         from rankmap.launchers import mpi
 
         return mpi.simulate(rest, ctx)
+    if kind == "horovodrun":
+        from rankmap.launchers import horovod
+
+        return horovod.simulate(rest, ctx)
     if kind == "shell":
         return _shell(rest, ctx)
     return simulate_python(rest, ctx)
