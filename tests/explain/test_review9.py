@@ -130,3 +130,11 @@ def test_a_pair_the_launch_puts_on_two_nodes_is_host_identity() -> None:
     assert "ranks 2 and 0 start on different nodes (node 1 and 0)" in first.detail
     # without the launch (and one address) the wrap on one host name reads as too many processes
     assert _findings(same_address)[0].category == "oversubscribed"
+
+
+def test_nccl_tests_wrong_results_are_a_failure_of_the_family() -> None:
+    failed = "#  Out of bounds values : 12 FAILED\n#  Avg bus bandwidth    : 10.52\n"
+    first = _findings(failed)[0]
+    assert first.category == "other" and first.severity is Severity.WARNING
+    healthy = failed.replace("12 FAILED", "0 OK")
+    assert _findings(healthy)[0].code == "RM003"

@@ -284,6 +284,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # nccl-tests checks every result: "# Out of bounds values : N FAILED" (N > 0) is data that
+    # arrived wrong, mostly a broken path between GPUs (ACS/IOMMU) rather than a mapping
+    _s("nccl-tests-wrong-data", r"Out of bounds values\s*:\s*[1-9]\d*\s+FAILED",
+       {"other": 3, "version_mismatch": 1},
+       "nccl-tests (https://github.com/NVIDIA/nccl-tests, common.cu: the '#wrong' column and the "
+       "'Out of bounds values' summary count results that differ from the expected ones); NCCL "
+       "troubleshooting, 'PCI Access Control Services (ACS)'", failure=True),
     # an InfiniBand/RoCE work completion with an error status (12: retry count exceeded)
     _s("outside-ib-completion", r"Got completion from peer[^\n]{0,80}with (?:status|error)",
        {"other": 2},
@@ -487,6 +494,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),
     "outside-network-words": ("connection", "iptable", "masquerad", "port"),
     "outside-ib-completion": ("got completion from peer",),
+    "nccl-tests-wrong-data": ("out of bounds values",),
     "outside-network": (
         "connection refused",
         "deadline",
