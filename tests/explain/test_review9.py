@@ -138,3 +138,73 @@ def test_nccl_tests_wrong_results_are_a_failure_of_the_family() -> None:
     assert first.category == "other" and first.severity is Severity.WARNING
     healthy = failed.replace("12 FAILED", "0 OK")
     assert _findings(healthy)[0].code == "RM003"
+
+
+def test_the_device_guess_of_rank_0_is_not_every_rank_on_gpu0() -> None:
+    # "[PG ID 0 PG GUID 0 Rank 0]  using GPU 0": an id, not "0 ranks using GPU 0"
+    ranks = "".join(
+        GUESS.replace("rank1", f"rank{r}").replace("GPU 1", f"GPU {r}") for r in range(4)
+    )
+    dataloader = "[rank2]: Traceback (most recent call last):\n[rank2]: KeyError: 'image_path'\n"
+    fs = _findings(ranks + dataloader, launch="torchrun --nproc_per_node 4 train.py")
+    assert not [f for f in fs if f.category != "other" and f.severity is not Severity.INFO]
+    assert "no_set_device" not in {f.category for f in fs}
+
+
+def test_a_launcher_echoing_local_rank_in_its_log_is_no_setting() -> None:
+    log = (
+        "RuntimeError: Current loss scale already at minimum - cannot decrease scale anymore.\n"
+        "[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py', "
+        "'--local_rank=3', '--deepspeed', 'ds.json'] exits with return code = 1\n"
+    )
+    fs = _findings(log, launch="deepspeed --num_gpus 4 train.py --deepspeed ds.json")
+    assert fs[0].code == "RM003"  # a failure outside the family: nothing of the mapping
+
+
+def test_a_slurm_time_limit_is_outside_the_family() -> None:
+    log = (
+        "export MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)\n"
+        "slurmstepd: error: *** JOB 81234 ON gpu-07 CANCELLED AT 2024-05-02T11:00:04 DUE TO TIME "
+        "LIMIT ***\n"
+    )
+    assert _findings(log)[0].code == "RM003"
+
+
+def test_changed_is_no_hang() -> None:
+    warning = (
+        "UserWarning: Grad strides do not match bucket view strides. This may indicate grad was "
+        "not created according to the gradient layout contract, or that the param's strides "
+        "changed since DDP was constructed.\n"
+    )
+    assert _findings(warning)[0].code == "RM003"
+
+
+def test_c10d_retrying_another_address_is_no_store_failure() -> None:
+    retry = (
+        "[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 "
+        "- Address already in use).\n"
+    )
+    assert "RM906" not in {f.code for f in _findings(retry + "End of training\n")}
+    failed = "[E socket.cpp:500] [c10d] The server socket has failed to listen on any local network address.\n"
+    assert "RM906" in {f.code for f in _findings(failed)}
+
+
+def test_several_shared_gpus_are_not_one_gpu_in_the_title() -> None:
+    pairs = "".join(
+        f"node:{100 + r}:{200 + r} [{r}] init.cc:871 NCCL WARN Duplicate GPU detected : rank "
+        f"{r + 4} and rank {r} both on CUDA device {bus}000\n"
+        for r, bus in enumerate(("1b", "1c", "3d"))
+    )
+    first = _findings(pairs)[0]
+    assert "share 3 GPUs, several ranks on each" in first.title
+
+
+def test_ranks_of_two_nccl_releases_make_one_rank_map() -> None:
+    new = "node-21:91{r}:93{r} [{r}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {d} nvmlDev {d} busId {b}000 commId 0x3e1a - Init START\n"
+    old = "node-22:77{r}:79{r} [{d}] NCCL INFO comm 0x56{r} rank {r} nranks 4 cudaDev {d} busId {b}000 - Init START\n"
+    log = new.format(r=0, d=0, b="1e") + new.format(r=1, d=1, b="1f")
+    log += old.format(r=2, d=0, b="1e") + old.format(r=3, d=1, b="1f")
+    rankmap = next(f for f in _findings(log) if f.code == "RM042")
+    assert rankmap.title.startswith(
+        "Rank map rebuilt from the log: 4 rank(s) on 2 host(s), 1 communicator(s)"
+    )

@@ -361,7 +361,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
        r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank 0|"
-       rf"\b(?:all|both|two|several|multiple|many|\d+|every|each) (?:of (?:the|my|our) )?(?:\w+ )?"
+       # a count of two or more ("4 processes"), not an id ("[PG GUID 0 Rank 0] using GPU 0")
+       rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"
+       rf"(?:\w+ )?"
        rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
        r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| and| or)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",

@@ -157,7 +157,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (e): a report that creating the communicator failed, in prose (the same prior as "
        "the communicator errors: the words name no cause)", failure=True, where=PROSE),
     _s("hang-at-collective",
-       r"(?:hangs?|hung|hanging|stuck|freez\w*|blocks? forever|waits? forever|never returns?|"
+       r"\b(?:hangs?|hung|hanging|stuck|freez\w*|blocks? forever|waits? forever|never returns?|"
        r"no progress)[^.\n]{0,50}(?:init_process_group|barrier|all_?reduce|broadcast|"
        r"first collective|ncclCommInit\w*|DistributedDataParallel|\bDDP\b|NCCL init|"
        r"initiali[sz]ation)|(?:init_process_group|barrier\(\)|all_?reduce|ncclCommInit\w*)"
@@ -326,6 +326,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"device-side assert triggered|Segmentation fault|core dumped", {},
        "data loading, shared memory, disk, numerics and kernel asserts are outside the mapping "
        "(DataLoader workers need shared memory: https://github.com/pytorch/pytorch/issues/92134)",
+       outside=True),
+    # the scheduler's time limit, fp16 loss-scale underflow, a container killed for host memory
+    _s("outside-job-limits", r"DUE TO TIME LIMIT|loss scale already at minimum|\bOOMKilled\b", {},
+       "Slurm ends a job at its --time limit ('CANCELLED AT ... DUE TO TIME LIMIT', "
+       "https://slurm.schedmd.com/sbatch.html); DeepSpeed stops when the dynamic fp16 loss scale "
+       "cannot shrink further (https://www.deepspeed.ai/docs/config-json/, fp16); Kubernetes "
+       "reports a container killed for memory as OOMKilled "
+       "(https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/)",
        outside=True),
 )
 # fmt: on
@@ -537,4 +545,5 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "segmentation fault",
         "core dumped",
     ),
+    "outside-job-limits": ("due to time limit", "loss scale already at minimum", "oomkilled"),
 }

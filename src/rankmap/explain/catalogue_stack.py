@@ -6,6 +6,7 @@ from __future__ import annotations
 from rankmap.explain.signal_model import (
     LAUNCHERS,
     NCCL,
+    NOT_LOG,
     NOT_PROSE,
     TEXT,
     Signal,
@@ -29,8 +30,11 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"CUDA_VISIBLE_DEVICES,? don'?t pass", {"launcher_config": 6},
        f"{LAUNCHERS} §4: the DeepSpeed runner ignores CVD when --num_gpus/--include/--exclude/"
        "a hostfile is given, and sets its own", failure=True, framework="deepspeed"),
+    # a launch line or code that passes/declares it; not a launcher's own log echoing the argv it
+    # started (DeepSpeed's sigkill_handler prints ['python', '-u', 'train.py', '--local_rank=3'])
     _s("local-rank-arg", r"--local[-_]rank", {"launcher_config": 3},
-       f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)"),
+       f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (torchrun sets LOCAL_RANK)",
+       where=NOT_LOG),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
        f"{LAUNCHERS} §2"),
     _s("accelerate-config", r"accelerate config|distributed_type|(?<![\w-])num_processes|(?<![\w-])gpu_ids|"

@@ -121,9 +121,11 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     cands = duplicate_candidates(ctx, ev)
     best = cands[0]
     gpu = ", ".join(_gpu_words(ctx, b, hosts[0] if hosts else None) for b in buses[:3])
+    gpu += ", …" if len(buses) > 3 else ""
     who = ranks_text(ranks)
     where = f" on {gpu}" if gpu else ""
-    shared = f"ranks {who} share one GPU{where}" if ranks else f"several ranks share one GPU{where}"
+    gpus = "one GPU" if len(buses) <= 1 else f"{len(buses)} GPUs, several ranks on each,"
+    shared = f"ranks {who} share {gpus}{where}" if ranks else f"several ranks share {gpus}{where}"
     if ev.has("multi_rank_gpu") and not ranks:
         shared += " (NCCL 2.30+ names no ranks; add NCCL_DEBUG=INFO for the Init START lines)"
     vnote = _version_note(ev)

@@ -160,6 +160,12 @@ _STORE = _R(
     r"failed to listen on any local network address|client socket has timed out|"
     r"EADDRINUSE|Address already in use|waiting for clients|TCP client failed to connect"
 )
+# c10d's W-level socket lines ("[W socket.cpp:464] [c10d] The server socket has failed to bind to
+# [::]:29500 (errno: 98 - Address already in use).") are attempts it retries on another address;
+# a store that cannot be bound or reached ends in an error line ("failed to listen on any local
+# network address", "client socket has timed out"), not in a warning
+_W_LEVEL = _R(r"^\s*(?:\[rank\d+\]:)?\[W[\d :.]*\S*\.cpp:\d+\]")
+_RETRIED = frozenset({"store_error"})
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
 # "Bootstrap : Using eth0:10.0.0.1<0>" (NCCL INFO, every rank): the address a process bootstraps from
 _BOOT_IP = _R(r"Bootstrap ?: Using (?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<")
@@ -357,10 +363,11 @@ def _ordinal_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
 
 def _fact_events(msg: str, line: Line, pre: Prefix) -> list[Event]:
     """Launcher and framework messages, settings echoed into the log, pasted context."""
+    warning = _W_LEVEL.match(msg) is not None
     ev = [
         _ev(kind, line, pre, values=m.groupdict())
         for regex, kind in _FACT_EVENTS
-        if (m := regex.search(msg)) is not None
+        if (m := regex.search(msg)) is not None and not (warning and kind in _RETRIED)
     ]
     if (m := _SMI_ROW.match(msg)) is not None:
         ev.append(_ev("smi_gpu", line, pre, values=m.groupdict()))

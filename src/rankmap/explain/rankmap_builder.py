@@ -75,7 +75,7 @@ class RankMap:
         out: dict[str, list[RankRecord]] = defaultdict(list)
         for rec in self.records.values():
             out[rec.comm].append(rec)
-        return dict(out)
+        return _merge_versions(dict(out))
 
     def main_comm(self) -> list[RankRecord]:
         """The largest communicator (the world group, normally)."""
@@ -206,3 +206,22 @@ def _record(ev: Event) -> RankRecord | None:
         comm=comm,
         evidence=text,
     )
+
+
+def _merge_versions(comms: dict[str, list[RankRecord]]) -> dict[str, list[RankRecord]]:
+    """Ranks of one job that run two NCCL releases: those before 2.16 print no commId
+    (``nranks=N``), the others do. A commId-less group joins the one communicator with a commId
+    and the same size whose ranks it does not repeat; with several candidates it stays apart."""
+    for key in [k for k in comms if k.startswith("nranks=")]:
+        ranks = {r.rank for r in comms[key]}
+        size = comms[key][0].nranks
+        peers = [
+            k
+            for k, recs in comms.items()
+            if not k.startswith(("nranks=", "split ", "nccl-tests"))
+            and recs[0].nranks == size
+            and not ranks & {r.rank for r in recs}
+        ]
+        if len(peers) == 1:
+            comms[peers[0]] = comms[peers[0]] + comms.pop(key)
+    return comms
