@@ -41,6 +41,12 @@ class GpuProcess:
     pid: int
     name: str | None = None
     used_memory_mib: int | None = None
+    kind: str | None = None  # nvidia-smi's Type: C compute, G graphics (a display), C+G, M, M+C
+
+    @property
+    def graphics_only(self) -> bool:
+        """A display process (Xorg, a desktop shell): no process of a CUDA job."""
+        return self.kind == "G"
 
     def to_dict(self) -> dict[str, Any]:
         return {"pid": self.pid, "name": self.name, "used_memory_mib": self.used_memory_mib}

@@ -340,7 +340,7 @@ NEGATABLE = frozenset(
         "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
-        "ray-named", "hostname-localhost",
+        "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

@@ -318,7 +318,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "with a correct mapping (no device evidence)", where=PROSE, outside=True),
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
-       r"PermissionError|JSONDecodeError)\b", {},
+       r"PermissionError|JSONDecodeError)\b|TypeError: [^\n]{0,120}got an unexpected keyword "
+       r"argument ['\"](?!(?:local[-_]rank|rank|world[-_]size|device_ids?|nproc\w*|num_processes|"
+       r"master_(?:addr|port)|backend|init_method)['\"])", {},
        "Python's own exceptions name a program or installation error "
        "(https://docs.python.org/3/library/exceptions.html)", outside=True),
     _s("outside-data", r"DataLoader worker \(pid|insufficient shared memory|\bbus error\b|"
@@ -327,6 +329,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "data loading, shared memory, disk, numerics and kernel asserts are outside the mapping "
        "(DataLoader workers need shared memory: https://github.com/pytorch/pytorch/issues/92134)",
        outside=True),
+    # Open MPI cannot start its daemon on another node (PATH / LD_LIBRARY_PATH there): an
+    # installation problem, before any rank runs
+    _s("outside-mpi-start", r"ORTE was unable to reliably start one or more daemons|"
+       r"orted: command not found|prted: command not found|PRTE has lost communication",
+       {}, "Open MPI FAQ, running jobs: the remote nodes need Open MPI in PATH and "
+       "LD_LIBRARY_PATH for non-interactive shells, or mpirun --prefix "
+       "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/ssh.html)", outside=True),
     # the scheduler's time limit, fp16 loss-scale underflow, a container killed for host memory
     _s("outside-job-limits", r"DUE TO TIME LIMIT|loss scale already at minimum|\bOOMKilled\b", {},
        "Slurm ends a job at its --time limit ('CANCELLED AT ... DUE TO TIME LIMIT', "
@@ -534,6 +543,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "unicodedecodeerror",
         "permissionerror",
         "jsondecodeerror",
+        "got an unexpected keyword",
     ),
     "outside-data": (
         "dataloader worker",
@@ -544,6 +554,12 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "device-side assert",
         "segmentation fault",
         "core dumped",
+    ),
+    "outside-mpi-start": (
+        "unable to reliably start",
+        "orted: command",
+        "prted: command",
+        "prte has lost",
     ),
     "outside-job-limits": ("due to time limit", "loss scale already at minimum", "oomkilled"),
 }

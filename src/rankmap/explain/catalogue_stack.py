@@ -18,8 +18,12 @@ _NOT_AVOIDED = r"(?<!instead of )(?<!rather than )(?<!not )(?<!never )"
 # fmt: off
 STACK_SIGNALS: tuple[Signal, ...] = (
     # --- launcher / framework configuration -----------------------------------------------------
+    # a keyword a launcher or framework passes (local_rank, world_size, ...); any other
+    # "unexpected keyword argument" is a library API break (outside-python)
     _s("unrecognized-args", r"unrecognized arguments?:|error: unrecognized|no such option|"
-       r"unexpected keyword argument|got an unexpected", {"launcher_config": 4},
+       r"unexpected keyword argument ['\"]?(?:local[-_]rank|rank|world[-_]size|device_ids?|"
+       r"nproc\w*|num_processes|master_(?:addr|port)|backend|init_method)\b",
+       {"launcher_config": 4},
        f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
        failure=True),
     _s("rank-out-of-range", r"Invalid rank \d+, rank should be in the interval|rank \d+ is out of "

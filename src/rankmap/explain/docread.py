@@ -382,7 +382,8 @@ MAX_NEGATED = 4  # negated matches skipped per signal and segment
 # MIG signal), in the same clause. Only settings/context signals are negatable
 # (:data:`rankmap.explain.catalogue.NEGATABLE`).
 _NEGATED_BEFORE = re.compile(
-    r"(?:n't|\bnot|\bno|\bnever|\bwithout|\bnor|\bneither|\bnon)[\s-]+(?:(?:using|use|used|"
+    r"(?:n't|\bnot|\bno|\bnever|\bwithout|\bnor|\bneither|\bnon)[\s-]+(?:the case that\s+)?"
+    r"(?:(?:using|use|used|"
     r"run|running|in|inside|on|with|have|has|had|a|an|the|any|my|our|enabled?|set|via|through|"
     r"involved?|need|needed|requires?|required)\s+){0,2}$",
     re.IGNORECASE,
@@ -390,7 +391,8 @@ _NEGATED_BEFORE = re.compile(
 # ... or just after it ("MIG disabled", "MIG mode: Disabled", "docker is not used").
 _NEGATED_AFTER = re.compile(
     r"^['\"`]?[\s:=]*(?:mode\s*[:=]?\s*)?(?:is |are |was |were )?(?:disabled|off|not (?:enabled|used|"
-    r"involved|set|the (?:cause|issue|problem)))\b",
+    r"involved|set|the (?:cause|issue|problem)|a thing|relevant|applicable|supported)|"
+    r"does(?:n't| not) apply|n/a)\b",
     re.IGNORECASE,
 )
 
@@ -401,9 +403,13 @@ _NEGATED_AFTER = re.compile(
 # The words between the match and the wanted phrase deny nothing ("not one GPU each as expected",
 # ", not as intended", "instead of ... as intended" are complaints), and the phrase is not a plan
 # or a prediction ("what we want to avoid", "which was expected to fail").
-_NO_DENIAL = r"(?:(?!\b(?:not|never|instead|rather|but|though|although)\b|n't)[^.;!?\n])"
+# (a dot inside a name, "tf.config.set_visible_devices", does not end the sentence)
+_NO_DENIAL = (
+    r"(?:(?!\b(?:not|never|instead|rather|but|though|although)\b|n't)(?:[^.;!?\n]|[.!?](?=\w)))"
+)
 _WANTED_AFTER = re.compile(
-    rf"{_NO_DENIAL}{{0,80}}?\b(?:which|that|this) (?:is|was) (?:exactly )?(?:what (?:we|i) (?:want|"
+    rf"{_NO_DENIAL}{{0,140}}?\b(?:which|that|this)(?: part| mapping| setup| one)? (?:is|was|looks|"
+    r"seems) (?:exactly )?(?:what (?:we|i) (?:want|"
     r"wanted|need|needed|expect|expected)(?! to (?:avoid|prevent|stop|fix|eliminate|get rid))|"
     r"(?:as )?(?:expected|intended|desired|correct|fine|ok|okay)(?! to\b))\b|"
     rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b(?! not\b)",
@@ -413,7 +419,7 @@ _WANTED_AFTER = re.compile(
 
 def wanted(text: str, end: int) -> bool:
     """Whether the sentence after a prose match says the state is the one wanted."""
-    return bool(_WANTED_AFTER.match(text, end, min(len(text), end + 120)))
+    return bool(_WANTED_AFTER.match(text, end, min(len(text), end + 200)))
 
 
 # A failure outside the family the writer rules out ("we first suspected ssh connection issues,
@@ -453,11 +459,13 @@ def negated(text: str, start: int, end: int) -> bool:
 
 
 def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.Match[str] | None:
-    """The signal's first match in the segment; in prose, negated matches are skipped."""
+    """The signal's first match in the segment; in prose, negated matches are skipped (and in
+    shell lines, which carry a sentence after the command: "torchrun ... train.py. It is not the
+    case that all processes are on GPU 0")."""
     pos = 0
     for _ in range(MAX_NEGATED + 1):
         m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
-        if m is None or seg.kind != "prose" or not _unsaid(sig, seg.text, m):
+        if m is None or seg.kind not in ("prose", "shell") or not _unsaid(sig, seg.text, m):
             return m
         pos = max(m.end(), m.start() + 1)
     return None
@@ -576,6 +584,8 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     rows: dict[int, str] = {}
     for no, line in seg.lines():
         for index, proc in process_rows(line):
+            if proc.graphics_only:  # a display's Xorg / gnome-shell is no rank of the job
+                continue
             gpus_of.setdefault(proc.pid, set()).add(index)
             rows.setdefault(proc.pid, f"{source}:{no}: {line.strip()[:200]}")
     pids_on: dict[int, set[int]] = {}

@@ -208,7 +208,16 @@ def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
 
 RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     _mismatch,
-    _simple("RM905", "Two processes claim the same global rank", ("bootstrap_dup_rank",)),
+    _simple(
+        "RM905",
+        "Two processes claim the same global rank",
+        ("bootstrap_dup_rank",),
+        detail="NCCL's bootstrap root saw the same rank check in twice: two launches that number "
+        "their ranks alike. On several machines, the same --node_rank / NODE_RANK on two of them "
+        "(a script copied unchanged) does it; otherwise two independent launches, or RANK / "
+        "WORLD_SIZE exported for every process. What would decide: `echo $NODE_RANK $RANK` and "
+        "the --node_rank each host passed.",
+    ),
     _simple("RM940", "DeepSpeed was asked for a GPU slot the host does not have", ("ds_no_slot",)),
     _simple(
         "RM941",

@@ -162,6 +162,7 @@ def _process_rows(text: str, procs: dict[int, list[GpuProcess]]) -> None:
                 pid=int(match.group(2)),
                 name=(match.group(4) or "").strip() or None,
                 used_memory_mib=int(memory[:-3]) if memory != "N/A" else None,
+                kind=match.group(3),
             )
         )
 
