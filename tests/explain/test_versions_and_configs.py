@@ -36,6 +36,24 @@ def test_versions_of_every_kind_are_read() -> None:
     assert "newer than the CUDA 11.4" in reasons and "two NCCL versions" in reasons
 
 
+def test_two_nodes_listing_different_pytorch_and_nccl_wheels_conflict() -> None:
+    v = versions_in(
+        "node-a\nPyTorch version: 2.1.2+cu121\n[pip3] nvidia-nccl-cu12==2.18.1\n"
+        "node-b\nPyTorch version: 2.3.0+cu121\n[pip3] nvidia-nccl-cu12==2.20.5\n"
+    )
+    assert v.torch == ["2.1.2", "2.3.0"]
+    assert v.nccl == ["2.18.1", "2.20.5"]
+    reasons = " ".join(why for _, why in conflicts(v))
+    assert "two PyTorch versions" in reasons and "two NCCL versions" in reasons
+    hang = (
+        "# init_process_group hangs across our two nodes\n\nThe job hangs at "
+        "init_process_group.\n\n"
+        f"{FENCE}\nPyTorch version: 2.1.2+cu121\n[pip3] nvidia-nccl-cu12==2.18.1\n{FENCE}\n\n"
+        f"{FENCE}\nPyTorch version: 2.3.0+cu121\n[pip3] nvidia-nccl-cu12==2.20.5\n{FENCE}\n"
+    )
+    assert _first_category(hang) == "version_mismatch"
+
+
 def test_one_consistent_stack_is_no_conflict() -> None:
     v = versions_in("Driver Version: 535.104.05   CUDA Version: 12.2\ntorch 2.1.0+cu118\n")
     assert conflicts(v) == []

@@ -41,9 +41,12 @@ _BUILT_CUDA_WORDS = (
 )
 _NCCL = re.compile(
     r"NCCL version:?\s*v?(\d{1,2}\.\d{1,2}\.\d{1,2})|\bnccl[-_ ]?v?(2\.\d{1,2}\.\d{1,2})\b|"
-    r"libnccl2?[=-](2\.\d{1,2}\.\d{1,2})|libnccl\.so\.(2\.\d{1,2}\.\d{1,2})",
+    r"libnccl2?[=-](2\.\d{1,2}\.\d{1,2})|libnccl\.so\.(2\.\d{1,2}\.\d{1,2})|"
+    r"nccl-cu1\d\s*==\s*(2\.\d{1,2}\.\d{1,2})",  # the pip wheel: nvidia-nccl-cu12==2.20.5
     re.IGNORECASE,
 )
+# PyTorch as collect_env and pip list give it: each wheel pins its own NCCL wheel
+_TORCH = re.compile(r"PyTorch version:\s*(\d+\.\d+\.\d+)|\btorch\s*==\s*(\d+\.\d+\.\d+)", re.I)
 
 
 @dataclass
@@ -54,6 +57,7 @@ class Versions:
     driver_cuda: list[str] = field(default_factory=list)  # nvidia-smi's "CUDA Version"
     built_cuda: list[str] = field(default_factory=list)  # the framework's CUDA build
     nccl: list[str] = field(default_factory=list)
+    torch: list[str] = field(default_factory=list)  # collect_env / pip listings
 
 
 def _add(values: list[str], value: str) -> None:
@@ -77,6 +81,8 @@ def versions_in(text: str) -> Versions:
             _add(out.built_cuda, next(g for g in m.groups() if g))
     for m in _nccl_matches(text, low) if "nccl" in low else ():
         _add(out.nccl, next(g for g in m.groups() if g))
+    for m in _TORCH.finditer(text) if "torch" in low else ():
+        _add(out.torch, next(g for g in m.groups() if g))
     return out
 
 
@@ -92,7 +98,7 @@ def _nccl_matches(text: str, low: str) -> Iterator[re.Match[str]]:
     while i != -1:
         # "libnccl…" starts 3 before; "NCCL version", "nccl-2.18.1", "nccl_v2…" at the word
         starts: tuple[int, ...] = (i - 3,) if i >= 3 and low.startswith("lib", i - 3) else ()
-        starts += (i,) if low.startswith(_AT_NCCL, i) else ()
+        starts += (i,) if low.startswith(_AT_NCCL, i) or low.startswith("nccl-cu1", i) else ()
         for start in starts:
             if start >= done and (m := _NCCL.match(text, start)):
                 yield m
@@ -129,6 +135,14 @@ def conflicts(v: Versions) -> list[tuple[float, str]]:
                 3.0,
                 f"two driver versions in the input ({', '.join(v.driver[:3])}): nodes or "
                 "containers differ (reference/nccl.md (g))",
+            )
+        )
+    if len(v.torch) >= 2:
+        out.append(
+            (
+                2.0,
+                f"two PyTorch versions listed ({', '.join(v.torch[:3])}): nodes or environments "
+                "differ, and each PyTorch wheel pins its own NCCL (reference/nccl.md (e))",
             )
         )
     if len(v.nccl) >= 2:
