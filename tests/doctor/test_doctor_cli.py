@@ -325,3 +325,37 @@ def test_inventory_findings_name_the_host(run_cli, fake_nvml) -> None:
     fake_nvml(init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
     doc = _json(run_cli(["doctor", "--json"], system_facts=system_facts()))
     assert doc["findings"][0]["hosts"] == ["gpu-node-01"]
+
+
+DESKTOP_SMI = """\
++---------------------------------------------------------------------------------------+
+| NVIDIA-SMI 545.29.06              Driver Version: 545.29.06    CUDA Version: 12.3     |
+|-----------------------------------------+----------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |
+|=========================================+======================+======================|
+|   0  NVIDIA GeForce RTX 4090        Off | 00000000:01:00.0  On |                  N/A |
+| 40%   40C    P8              30W / 450W |    281MiB / 24564MiB |      2%      Default |
++-----------------------------------------+----------------------+----------------------+
+
++---------------------------------------------------------------------------------------+
+| Processes:                                                                            |
+|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |
+|        ID   ID                                                             Usage      |
+|=======================================================================================|
+|    0   N/A  N/A      1711      G   /usr/lib/xorg/Xorg                          201MiB |
+|    0   N/A  N/A      1903      G   /usr/bin/gnome-shell                         80MiB |
++---------------------------------------------------------------------------------------+
+"""
+
+
+def test_a_display_on_the_gpu_is_not_work_that_holds_it(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "smi.txt").write_text(DESKTOP_SMI)
+    doc = _json(run_cli(["doctor", "--machine", str(tmp_path / "smi.txt"), "--json"]))
+    assert "RM010" not in codes(doc)
+    busy = DESKTOP_SMI.replace(
+        "1903      G   /usr/bin/gnome-shell ", "1903      C   python           "
+    )
+    (tmp_path / "busy.txt").write_text(busy)
+    doc = _json(run_cli(["doctor", "--machine", str(tmp_path / "busy.txt"), "--json"]))
+    assert "RM010" in codes(doc)

@@ -295,19 +295,21 @@ def gpu_findings(host: Host, view: VisibleView) -> list[Finding]:
     seen: set[int] = set()
     for dev in view.devices:
         busy = next((g for g in host.gpus if g.nvml_index == dev.nvml_index), None)
-        if busy is None or busy.nvml_index in seen or not busy.processes:
+        # a display's Xorg / desktop shell (nvidia-smi Type G) is no CUDA work on the GPU
+        running = [p for p in (busy.processes or ()) if not p.graphics_only] if busy else []
+        if busy is None or busy.nvml_index in seen or not running:
             continue
         seen.add(busy.nvml_index)
         procs = ", ".join(
             f"pid {p.pid} {p.name or '?'}"
             + (f" {p.used_memory_mib} MiB" if p.used_memory_mib is not None else "")
-            for p in busy.processes
+            for p in running
         )
         out.append(
             finding(
                 "RM010",
                 f"GPU {busy.nvml_index} ({_device(host, busy.nvml_index)}) already holds "
-                f"{len(busy.processes)} process(es)",
+                f"{len(running)} process(es)",
                 detail=f"cuda:{dev.cuda_index} of this process is busy: {procs}.",
                 devices=[_device(host, busy.nvml_index)],
                 hosts=[host.hostname],
