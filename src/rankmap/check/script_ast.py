@@ -9,7 +9,15 @@ from dataclasses import dataclass, replace
 
 from rankmap.check import script_models as models
 from rankmap.check.script_program import Binding, Module, Scope
-from rankmap.check.script_values import Choice, Rank, Unknown, Value, VisibleList, best, scaled
+from rankmap.check.script_values import (
+    Choice,
+    Rank,
+    Unknown,
+    Value,
+    VisibleList,
+    open_world,
+    scaled,
+)
 
 
 @dataclass(frozen=True)
@@ -127,7 +135,7 @@ def is_rank(v: Value) -> bool:
 def combine(options: list[tuple[tuple[str, ...], Value]]) -> Value:
     guarded = [(g, v) for g, v in options if g]
     loose = [v for g, v in options if not g]
-    fallback = best(loose) if loose else None
+    fallback = open_world(loose) if loose else None
     if not guarded:
         return fallback if fallback is not None else Unknown("no value")
     if fallback is None:

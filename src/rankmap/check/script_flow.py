@@ -55,6 +55,7 @@ from rankmap.check.script_values import (
     VisibleList,
     best,
     conditional,
+    open_world,
     scaled,
     with_modulo,
 )
@@ -241,7 +242,9 @@ class Flow(Calls):
                 guarded.append((guard, v))
             else:
                 loose.append(conditional(v))
-        fallback = best(loose) if loose else Unknown(f"{frame.where()}: no unconditional value")
+        fallback = (
+            open_world(loose) if loose else Unknown(f"{frame.where()}: no unconditional value")
+        )
         if not guarded:
             return fallback
         return Choice((*guarded, ((), fallback)))

@@ -163,6 +163,25 @@ def best(values: list[Value]) -> Value:
     return max(kept, key=score)
 
 
+def open_world(values: list[Value]) -> Value:
+    """The value on paths the analysis cannot tell apart: the most telling one (:func:`best`),
+    except that a constant or plain text never stands for a binding that may replace it and could
+    not be followed (``local_rank = 0`` and, in a loop, ``local_rank = int(environ[v])``): the
+    value is unknown then, not the constant (a false error costs more than a miss)."""
+    chosen = best(values)
+    unfollowed = [v for v in values if _unfollowed(v)]
+    if unfollowed and score(chosen) <= score(Num(0)):
+        return unfollowed[0]
+    return chosen
+
+
+def _unfollowed(v: Value) -> bool:
+    """An unknown value, or a device whose index is unknown (``f"cuda:{v}"``, v unread)."""
+    if isinstance(v, Dev):
+        return v.index is not None and _unfollowed(v.index)
+    return isinstance(v, Unknown) and not v.cyclic
+
+
 def with_modulo(v: Value) -> Value:
     """``v % torch.cuda.device_count()``."""
     if isinstance(v, Rank):

@@ -96,7 +96,23 @@ def cross_world(
     out = []
     for (_, bus), group in users.items():
         worlds = sorted({o.proc.world for o in group})
-        if len(worlds) > 1:
+        slices = _mig_slices(group)
+        if len(worlds) > 1 and len(slices) > 1 and not plan.joined:
+            continue  # separate jobs on separate MIG instances: what MIG is for
+        if len(worlds) > 1 and len(slices) > 1:
+            out.append(
+                finding(
+                    "RM601",
+                    f"{len(worlds)} launches use {len(slices)} MIG instances of one GPU ({bus}) on "
+                    f"{group[0].host.hostname}",
+                    detail=f"The lines form one job (a rank or node rank each) and their MIG "
+                    f"instances {', '.join(slices[:4])} share the parent's bus id: NCCL takes "
+                    "them for one GPU.",
+                    devices=[bus],
+                    hosts=[group[0].host.hostname],
+                )
+            )
+        elif len(worlds) > 1:
             out.append(
                 finding(
                     "RM503",
@@ -108,3 +124,11 @@ def cross_world(
                 )
             )
     return out[:8]
+
+
+def _mig_slices(group: list[RankOutcome]) -> list[str]:
+    """The distinct MIG instances (UUIDs) a group of ranks on one physical GPU uses."""
+    slices = [
+        dev.uuid for o in group if (dev := o.view.devices[o.cuda_index or 0]).mig and dev.uuid
+    ]
+    return list(dict.fromkeys(slices))

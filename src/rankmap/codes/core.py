@@ -423,8 +423,11 @@ define(
     "launcher_config",
     "error",
     "Several single-process launches were meant as one job",
-    cause="A loop of `CUDA_VISIBLE_DEVICES=$i torchrun --nproc-per-node 1 ...` starts N "
-    "independent worlds of size 1 (often on different master ports): no rank ever talks to another.",
+    cause="A loop of `CUDA_VISIBLE_DEVICES=$i torchrun --nproc-per-node 1 ... &` starts N "
+    "independent worlds of size 1 (often on different master ports): no rank ever talks to another. "
+    "Only launches that run at once (`&`) of a launcher whose processes form a process group, with "
+    "no rank or node rank of their own per line, count: lines run one after another, a sweep of "
+    "plain `python` runs and a world started line by line (`--node_rank`, `RANK=`) are none.",
     fix="Start one launcher with `--nproc-per-node N` and let each rank select cuda:LOCAL_RANK.",
     example="`8 worlds of size 1 instead of one job of 8 ranks`.",
 )

@@ -71,6 +71,7 @@ class LaunchPlan:
     issues: tuple[LaunchIssue, ...] = ()
     notes: tuple[str, ...] = ()
     worlds: int = 1
+    joined: bool = False  # the worlds are lines of one job started by hand (RANK / --node_rank)
     per_process_cvd: bool = False  # the launcher narrows CUDA_VISIBLE_DEVICES per process
     sets_local_rank: bool = True  # LOCAL_RANK/RANK/WORLD_SIZE are in every worker's env
     local_rank_arg: str | None = None  # argument spelling appended to the script, if any

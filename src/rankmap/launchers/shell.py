@@ -48,6 +48,7 @@ class ShellLaunch:
     argv: tuple[str, ...]
     line: int
     unset: frozenset[str] = frozenset()  # env -u NAME on the launch line
+    background: bool = False  # followed by a single `&`: it runs while the next lines start
 
     @property
     def command(self) -> list[str]:
@@ -80,8 +81,8 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     launches: list[ShellLaunch] = []
     unset: set[str] = set()
     loop: tuple[str, list[str], int] | None = None
-    body: list[tuple[list[str], int]] = []
-    for no, cmd in _commands(text, where):
+    body: list[tuple[list[str], int, bool]] = []
+    for no, cmd, background in _commands(text, where):
         if cmd[0] == "for":
             loop, body = _loop_header(cmd, vars_, no, where), []
             continue
@@ -93,13 +94,13 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
             if loop is not None:
                 var, items, _ = loop
                 for item in items:
-                    for bcmd, bno in body:
-                        launches += _launch(bcmd, {**vars_, var: item}, env, bno)
+                    for bcmd, bno, bg in body:
+                        launches += _launch(bcmd, {**vars_, var: item}, env, bno, bg)
                     check_launches(len(launches), where)
             loop = None
             continue
         if loop is not None:
-            body.append((cmd, no))
+            body.append((cmd, no, background))
             continue
         if cmd[0] == "export" or (
             len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
@@ -116,12 +117,14 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
                 vars_.pop(name, None)
                 unset.add(name)
             continue
-        launches += _launch(cmd, vars_, env, no)
+        launches += _launch(cmd, vars_, env, no, background)
     return ShellScript(sbatch, env, tuple(launches), frozenset(unset))
 
 
-def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
-    out: list[tuple[int, list[str]]] = []
+def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
+    """(line, words, backgrounded) of every command: ``;``, ``&&``, ``|`` and newlines end a
+    command, a single ``&`` ends one that runs in the background."""
+    out: list[tuple[int, list[str], bool]] = []
     lines = text.replace("\\\n", " ").splitlines()
     for no, raw in enumerate(lines, 1):
         if len(raw) > MAX_LINE:
@@ -147,16 +150,36 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str]]]:
             tokens = list(lex)
         except ValueError as exc:
             raise InputError(f"{where}:{no}: cannot read shell line: {exc}") from None
-        cmd: list[str] = []
-        for tok in tokens:
-            if tok and set(tok) <= set(";&|"):
-                if cmd:
-                    out.append((no, cmd))
-                cmd = []
-            else:
-                cmd.append(tok)
-        if cmd:
-            out.append((no, cmd))
+        out += _split_commands(no, tokens)
+    return out
+
+
+def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str], bool]]:
+    """One line's tokens cut at ``; & && | ||``; ``2>&1`` and ``&> file`` are redirections."""
+    out: list[tuple[int, list[str], bool]] = []
+    cmd: list[str] = []
+    skip = False
+    for i, tok in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if tok == "&" and cmd and cmd[-1].endswith(">"):  # 2>&1: the & and its fd belong to it
+            cmd[-1] += "&" + after
+            skip = True
+            continue
+        if tok == "&" and after.startswith(">"):  # &> file / &>> file
+            cmd.append("&" + after)
+            skip = True
+            continue
+        if tok and set(tok) <= set(";&|"):
+            if cmd:
+                out.append((no, cmd, tok == "&"))
+            cmd = []
+        else:
+            cmd.append(tok)
+    if cmd:
+        out.append((no, cmd, False))
     return out
 
 
@@ -198,13 +221,13 @@ def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[s
 
 
 def _launch(
-    cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int
+    cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int, background: bool
 ) -> list[ShellLaunch]:
     line = parse_command([_expand(t, vars_) for t in cmd], {})
     kind = identify(list(line.argv))
     if kind is None or kind == "shell":
         return []
-    return [ShellLaunch({**env, **line.assigned}, line.argv, no, line.unset)]
+    return [ShellLaunch({**env, **line.assigned}, line.argv, no, line.unset, background)]
 
 
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
@@ -271,7 +294,39 @@ def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> La
         raise UsageError(f"{path}: no launch command found (torchrun, srun, mpirun, python ...)")
     if len(script.launches) == 1:
         return ctx.launch(script.launches[0].command, sub)
+    if not all(sl.background for sl in script.launches[:-1]):
+        return _largest(script.launches, sub, path)
     return _combine(script.launches, sub, path)
+
+
+# Launchers whose every process joins a process group (a plain `python x.py` may not)
+_GROUP_LAUNCHERS = ("torchrun", "torch.distributed.launch", "accelerate", "deepspeed")
+# What numbers the lines of one world started by hand: a rank or a node rank per line
+_WORLD_VARS = ("RANK", "NODE_RANK", "GROUP_RANK")
+_WORLD_OPTS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
+
+
+def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
+    """Lines that run one after another (no ``&``: a preprocessing step, a training run, an
+    evaluation) are separate jobs that never share a GPU at the same time: the largest one is
+    checked, with its own script; the others are named in a note."""
+    plans = [ctx.launch(sl.command, ctx) for sl in launches]
+    best = max(range(len(plans)), key=lambda i: (plans[i].world_size, -i))
+    others = ", ".join(str(sl.line) for i, sl in enumerate(launches) if i != best)
+    note = (
+        f"{path}: {len(launches)} launch lines run one after another; line "
+        f"{launches[best].line} (the largest job) is checked, line(s) {others} run alone."
+    )
+    return replace(plans[best], notes=(*plans[best].notes, note))
+
+
+def _one_world_by_hand(launches: Sequence[ShellLaunch]) -> bool:
+    """Whether the lines carry their own rank or node rank: one world started line by line."""
+    ranks = [
+        next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+        for sl in launches
+    ]
+    return len({r for r in ranks if r is not None}) >= 2
 
 
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
@@ -282,9 +337,47 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
             env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
             procs.append(replace(pr, world=w, env=env))
     first = plans[0]
+    issues = _independent_worlds(launches, plans, path)
+    issues += _port_clash(launches, plans)
+    by_hand = _one_world_by_hand(launches)
+    for plan in plans:
+        # a fixed --node_rank per line is how a world is started by hand (RM804 is for one
+        # command meant for every node)
+        issues += [
+            i for i in plan.issues if i not in issues and not (by_hand and i.code == "RM804")
+        ]
+    return LaunchPlan(
+        launcher="shell",
+        nnodes=first.nnodes,
+        nproc_per_node=first.nproc_per_node,
+        procs=tuple(procs),
+        script=first.script,
+        issues=tuple(issues),
+        notes=(f"{path}: {len(plans)} launches of {first.launcher}.",),
+        worlds=len(plans),
+        joined=by_hand,
+        per_process_cvd=True,
+        sets_local_rank=first.sets_local_rank,
+        argv=first.argv,
+        hosts=first.hosts,
+        env=ctx.env,
+    )
+
+
+def _independent_worlds(
+    launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan], path: Path
+) -> list[LaunchIssue]:
+    """RM902 for launches that run at once, each a launcher whose processes form a process
+    group, and that carry no rank of one world: a sweep of plain `python` runs, or a world
+    started line by line (RANK / --node_rank per line), is no such mistake."""
+    if _one_world_by_hand(launches) or any(
+        identify(list(sl.argv)) not in _GROUP_LAUNCHERS for sl in launches
+    ):
+        return []
+    first = plans[0]
     sizes = [p.world_size for p in plans]
     total = sum(sizes)
-    issues = [
+    return [
         LaunchIssue(
             "RM902",
             f"{len(plans)} independent launches (worlds of size {', '.join(map(str, sorted(set(sizes))))}) "
@@ -296,24 +389,6 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
             ranks=tuple(range(total)),
         )
     ]
-    issues += _port_clash(launches, plans)
-    for plan in plans:
-        issues += [i for i in plan.issues if i not in issues]
-    return LaunchPlan(
-        launcher="shell",
-        nnodes=first.nnodes,
-        nproc_per_node=first.nproc_per_node,
-        procs=tuple(procs),
-        script=first.script,
-        issues=tuple(issues),
-        notes=(f"{path}: {len(plans)} launches of {first.launcher}.",),
-        worlds=len(plans),
-        per_process_cvd=True,
-        sets_local_rank=first.sets_local_rank,
-        argv=first.argv,
-        hosts=first.hosts,
-        env=ctx.env,
-    )
 
 
 def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) -> list[LaunchIssue]:
@@ -324,7 +399,7 @@ def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) ->
         port = _opt(
             sl.argv, ("--master_port", "--master-port", "--main_process_port")
         ) or sl.env.get("MASTER_PORT", "29500")
-        if "--standalone" in sl.argv:
+        if "--standalone" in sl.argv or not _hosts_the_store(sl):
             continue
         ports.setdefault(port, []).append(w)
     out = []
@@ -349,3 +424,10 @@ def _opt(argv: Sequence[str], names: Sequence[str]) -> str | None:
         if name in names:
             return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
     return None
+
+
+def _hosts_the_store(sl: ShellLaunch) -> bool:
+    """Whether the line's launcher binds the master port: node rank (or rank) 0, or not given;
+    the other nodes of a world connect to it as clients."""
+    rank = next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+    return rank is None or rank.strip() in ("0", "")
