@@ -130,3 +130,41 @@ def test_a_default_replaced_in_a_loop_is_unknown_not_constant(tmp_path: Path) ->
         "dgx-h100",
     )
     assert _errors(report) == ["RM302"]
+
+
+SPAWN = (
+    "import os, torch, torch.distributed as dist, torch.multiprocessing as mp\n"
+    "WORLD = {n}\n"
+    "def worker(rank, world):\n"
+    "    os.environ['MASTER_ADDR'] = 'localhost'\n"
+    "    os.environ['MASTER_PORT'] = '12355'\n"
+    "    dist.init_process_group('nccl', rank=rank, world_size=world)\n"
+    "    torch.cuda.set_device(rank)\n"
+    "if __name__ == '__main__':\n"
+    "    mp.spawn(worker, args=(WORLD,), nprocs=WORLD)\n"
+)
+
+
+def test_workers_a_script_spawns_are_its_ranks(tmp_path: Path) -> None:
+    too_many = _run(
+        tmp_path, {"spawn.py": SPAWN.format(n=8)}, ["python", "spawn.py"], "workstation-4gpu"
+    )
+    assert _errors(too_many) == ["RM102"]
+    assert too_many.sections["launch"]["world_size"] == 8
+    first = too_many.ordered_findings()[0]
+    assert first.ranks == (4, 5, 6, 7) and "nprocs=4 at" in first.fix
+    fits = _run(
+        tmp_path, {"spawn.py": SPAWN.format(n=4)}, ["python", "spawn.py"], "workstation-4gpu"
+    )
+    assert _errors(fits) == [] and fits.sections["launch"]["world_size"] == 4
+    per_gpu = SPAWN.format(n="torch.cuda.device_count()")
+    assert (
+        _errors(_run(tmp_path, {"spawn.py": per_gpu}, ["python", "spawn.py"], "workstation-4gpu"))
+        == []
+    )
+    unread = SPAWN.format(n="int(os.environ['NGPU']) * 2")
+    report = _run(tmp_path, {"spawn.py": unread}, ["python", "spawn.py"], "workstation-4gpu")
+    assert _errors(report) == []
+    assert any(
+        "the map shows the parent process only" in n for n in report.sections["launch"]["notes"]
+    )

@@ -160,6 +160,7 @@ def run_check(
     launch_env = plan.env if plan.env is not None else dict(env)
     path = script or script_path(plan, ctx)
     selection = read_selection(path, ctx.files, tuple(plan.script_args))
+    plan = with_spawned_workers(plan, selection)
     outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
@@ -173,6 +174,33 @@ def run_check(
         report, secret_values({**env, **launch_env}, list(argv) + list(plan.argv))
     )
     return CheckRun(plan, selection, tuple(outcomes), report)
+
+
+def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> LaunchPlan:
+    """A one-process launch whose script starts its own workers (``mp.spawn(fn, nprocs=K)``):
+    the K workers, spawn index = local rank, when K was read; otherwise a note that the map shows
+    the parent only. Launchers that start the ranks themselves are left as they are."""
+    from dataclasses import replace
+
+    if selection.spawn_where is None or plan.world_size != 1 or len(plan.procs) != 1:
+        return plan
+    parent = plan.procs[0]
+    if selection.spawn_count is None:
+        if selection.spawn_per_gpu:
+            return plan
+        note = (
+            f"{selection.spawn_where} starts worker processes whose number was not followed: "
+            "the map shows the parent process only."
+        )
+        return replace(plan, notes=(*plan.notes, note))
+    k = selection.spawn_count
+    procs = tuple(
+        replace(parent, rank=i, local_rank=i, env=dict(parent.env), args=parent.args)
+        for i in range(k)
+    )
+    note = f"{selection.spawn_where} starts {k} worker process(es): spawn index = local rank."
+    hints = {**plan.fix_hints, "spawn": selection.spawn_where}
+    return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
 
 
 def read_selection(

@@ -98,6 +98,21 @@ class Calls(Guards):
                     out.append((mod, call))
         return out
 
+    def spawned(self) -> tuple[str, Value] | None:
+        """(path:line, the count) of the first live ``mp.spawn`` / ``start_processes`` call:
+        ``nprocs=`` or its third positional argument (``Num``, ``DeviceCount``, or Unknown)."""
+        for spawner in ("spawn", "start_processes"):
+            for mod, call in self._calls.get(spawner, []):
+                if self.dead(mod, call) or dotted(call.func).split(".")[0] in ("subprocess",):
+                    continue
+                count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
+                if count is None and len(call.args) > 2:
+                    count = call.args[2]
+                frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+                value = self.value(count, frame) if count is not None else Num(1)
+                return mod.where(call), value
+        return None
+
     def _spawn_arg(self, call: ast.Call, pos: int, mod: Module) -> Value:
         where = mod.where(call)
         if tail(call.func) != "Process" and pos == 0:

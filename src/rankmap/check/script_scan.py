@@ -77,6 +77,9 @@ class DeviceSelection:
     local_init: str | None = None  # path:line: init_process_group(rank=local, world_size=node's)
     local_init_needs: tuple[str, ...] = ()  # variables that must be set for it to be local
     rendezvous_writes: tuple[RendezvousWrite, ...] = ()  # MASTER_ADDR/PORT set before init
+    spawn_where: str | None = None  # path:line of mp.spawn / start_processes: it starts workers
+    spawn_count: int | None = None  # their number when read (a literal or a computed number)
+    spawn_per_gpu: bool = False  # nprocs=torch.cuda.device_count(): one worker per visible GPU
 
     @property
     def uses_index(self) -> bool:
@@ -186,6 +189,7 @@ def _classify(
         "evidence": ev.lines,
     }
     common["rendezvous_writes"] = find_rendezvous_writes(prog, flow)
+    common.update(_spawn_facts(flow))
     local_init = find_local_rank_init(prog, flow)
     if local_init is not None:
         common["local_init"], common["local_init_needs"] = local_init
@@ -209,6 +213,23 @@ def _classify(
     if not ev.uses_cuda and sel.kind in ("none", "constant", "unknown") and ev.backend != "nccl":
         return DeviceSelection(kind="cpu", **common)  # type: ignore[arg-type]
     return _open_world(replace(sel, unresolved=unresolved), prog, flow)
+
+
+def _spawn_facts(flow: object) -> dict[str, object]:
+    """Where the script starts its own workers and how many (DeviceSelection.spawn_*)."""
+    from rankmap.check.script_flow import Flow
+    from rankmap.check.script_values import DeviceCount, Num
+
+    assert isinstance(flow, Flow)
+    found = flow.spawned()
+    if found is None:
+        return {}
+    where, count = found
+    return {
+        "spawn_where": where,
+        "spawn_count": count.value if isinstance(count, Num) and 0 < count.value <= 4096 else None,
+        "spawn_per_gpu": isinstance(count, DeviceCount),
+    }
 
 
 def _open_world(sel: DeviceSelection, prog: object, flow: object) -> DeviceSelection:
