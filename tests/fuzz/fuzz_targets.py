@@ -153,6 +153,8 @@ LAUNCH_FLAGS = {
              "--gpus", "--gpus-per-node", "--gpu-bind", "--export", "--cpus-per-task", "-l"],
     "mpirun": ["-np", "-n", "-H", "--host", "-x", "--map-by", "-ppn", "--npernode", "-N",
                "--oversubscribe", "--bind-to", "mpirun"],
+    "horovodrun": ["-np", "--num-proc", "-H", "--hosts", "--hostfile", "--gloo", "--mpi",
+                   "--start-timeout", "--verbose", "--network-interface", "-p", "--mpi-args"],
 }  # fmt: skip
 SMALL_INT = st.integers(-2, 64).map(str)
 VALUES = st.one_of(SMALL_INT, hurtful, short_text, st.sampled_from(["gpu:8", "0,1", "all"]))
@@ -182,6 +184,8 @@ SHELL_SEEDS = [
     "for i in 0 1 2 3; do\n  CUDA_VISIBLE_DEVICES=$i torchrun --nproc-per-node 1 t.py &\ndone\n",
     "N=4\nfor ((i=0; i<N; i++)); do\n  RANK=$i python t.py &\ndone\nwait\n",
     "export X=$((2*3))\nsrun -n $X python t.py\n",
+    "python prep.py > p.log 2>&1\ntorchrun --nnodes 2 --node_rank 1 t.py &> t.log &\nwait\n",
+    "for i in 0 1; do RANK=$i horovodrun -np 2 python t.py 2>&1 | tee l$i & done\n",
 ]
 
 
