@@ -1,0 +1,177 @@
+"""The launch lines of one shell script read together: lines that run one after another are
+separate jobs (the largest is checked); lines that run at once (``&``) are simulated together —
+as independent worlds (RM902 when each is a process-group launcher with no rank of its own), or as
+one world started by hand (a rank or node rank per line), with the master ports they bind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, identify
+
+EADDRINUSE = (
+    "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+    "network address. port: {port}, useIpv6: false, code: -98, name: EADDRINUSE, message: "
+    "address already in use"
+)
+
+
+@dataclass(frozen=True)
+class ShellLaunch:
+    """One launch line (after loop expansion): env prefix + exports, argv, source line."""
+
+    env: Mapping[str, str]
+    argv: tuple[str, ...]
+    line: int
+    unset: frozenset[str] = frozenset()  # env -u NAME on the launch line
+    background: bool = False  # followed by a single `&`: it runs while the next lines start
+
+    @property
+    def command(self) -> list[str]:
+        """The line as one command for the dispatcher (``env -u X A=1 torchrun ...``)."""
+        words = [f"-u{n}" for n in sorted(self.unset)] + [f"{k}={v}" for k, v in self.env.items()]
+        return (["env", *words] if words else []) + list(self.argv)
+
+
+# Launchers whose every process joins a process group (a plain `python x.py` may not)
+_GROUP_LAUNCHERS = ("torchrun", "torch.distributed.launch", "accelerate", "deepspeed")
+# What numbers the lines of one world started by hand: a rank or a node rank per line
+_WORLD_VARS = ("RANK", "NODE_RANK", "GROUP_RANK")
+_WORLD_OPTS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
+
+
+def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
+    """Lines that run one after another (no ``&``: a preprocessing step, a training run, an
+    evaluation) are separate jobs that never share a GPU at the same time: the largest one is
+    checked, with its own script; the others are named in a note."""
+    plans = [ctx.launch(sl.command, ctx) for sl in launches]
+    best = max(range(len(plans)), key=lambda i: (plans[i].world_size, -i))
+    others = ", ".join(str(sl.line) for i, sl in enumerate(launches) if i != best)
+    note = (
+        f"{path}: {len(launches)} launch lines run one after another; line "
+        f"{launches[best].line} (the largest job) is checked, line(s) {others} run alone."
+    )
+    return replace(plans[best], notes=(*plans[best].notes, note))
+
+
+def _one_world_by_hand(launches: Sequence[ShellLaunch]) -> bool:
+    """Whether the lines carry their own rank or node rank: one world started line by line."""
+    ranks = [
+        next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+        for sl in launches
+    ]
+    return len({r for r in ranks if r is not None}) >= 2
+
+
+def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
+    plans = [ctx.launch(sl.command, ctx) for sl in launches]
+    procs: list[Proc] = []
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
+        for pr in plan.procs:
+            env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
+            procs.append(replace(pr, world=w, env=env))
+    first = plans[0]
+    issues = _independent_worlds(launches, plans, path)
+    issues += _port_clash(launches, plans)
+    by_hand = _one_world_by_hand(launches)
+    for plan in plans:
+        # a fixed --node_rank per line is how a world is started by hand (RM804 is for one
+        # command meant for every node)
+        issues += [
+            i for i in plan.issues if i not in issues and not (by_hand and i.code == "RM804")
+        ]
+    return LaunchPlan(
+        launcher="shell",
+        nnodes=first.nnodes,
+        nproc_per_node=first.nproc_per_node,
+        procs=tuple(procs),
+        script=first.script,
+        issues=tuple(issues),
+        notes=(f"{path}: {len(plans)} launches of {first.launcher}.",),
+        worlds=len(plans),
+        joined=by_hand,
+        per_process_cvd=True,
+        sets_local_rank=first.sets_local_rank,
+        argv=first.argv,
+        hosts=first.hosts,
+        env=ctx.env,
+    )
+
+
+def _independent_worlds(
+    launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan], path: Path
+) -> list[LaunchIssue]:
+    """RM902 for launches that run at once, each a launcher whose processes form a process
+    group, and that carry no rank of one world: a sweep of plain `python` runs, or a world
+    started line by line (RANK / --node_rank per line), is no such mistake."""
+    if _one_world_by_hand(launches) or any(
+        identify(list(sl.argv)) not in _GROUP_LAUNCHERS for sl in launches
+    ):
+        return []
+    first = plans[0]
+    sizes = [p.world_size for p in plans]
+    total = sum(sizes)
+    return [
+        LaunchIssue(
+            "RM902",
+            f"{len(plans)} independent launches (worlds of size {', '.join(map(str, sorted(set(sizes))))}) "
+            f"instead of one job of {total} ranks",
+            detail=f"{path}: line(s) {', '.join(sorted({str(sl.line) for sl in launches}))} start their "
+            "own launcher; every world has its own rank 0 and no rank talks to another world.",
+            fix=f"torchrun --nproc-per-node {total} {first.script or 'train.py'}  (one launch; each rank "
+            "selects cuda:LOCAL_RANK)",
+            ranks=tuple(range(total)),
+        )
+    ]
+
+
+def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) -> list[LaunchIssue]:
+    ports: dict[str, list[int]] = {}
+    for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
+        if plan.launcher not in ("torchrun", "torch.distributed.launch", "accelerate"):
+            continue
+        port = _opt(
+            sl.argv, ("--master_port", "--master-port", "--main_process_port")
+        ) or sl.env.get("MASTER_PORT", "29500")
+        if "--standalone" in sl.argv or not _hosts_the_store(sl):
+            continue
+        ports.setdefault(port, []).append(w)
+    out = []
+    for port, worlds in ports.items():
+        if len(worlds) > 1:
+            line = EADDRINUSE.format(port=port)
+            out.append(
+                LaunchIssue(
+                    "RM906",
+                    f"{len(worlds)} launches bind the same master port {port}",
+                    detail="Only the first can host the store; the others fail to start.",
+                    fix="one launch for the whole job, or a different --master-port per launch",
+                    predicted=(line,),
+                )
+            )
+    return out
+
+
+def _opt(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    for i, a in enumerate(argv):
+        name, eq, val = a.partition("=")
+        if name in names:
+            return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return None
+
+
+def _hosts_the_store(sl: ShellLaunch) -> bool:
+    """Whether the line's launcher binds the master port: node rank (or rank) 0, or not given;
+    the other nodes of a world connect to it as clients."""
+    rank = next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+    return rank is None or rank.strip() in ("0", "")
+
+
+def several_launches(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
+    """The plan of two or more launch lines of ``path``."""
+    if not all(sl.background for sl in launches[:-1]):
+        return _largest(launches, ctx, path)
+    return _combine(launches, ctx, path)
