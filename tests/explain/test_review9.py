@@ -208,3 +208,21 @@ def test_ranks_of_two_nccl_releases_make_one_rank_map() -> None:
     assert rankmap.title.startswith(
         "Rank map rebuilt from the log: 4 rank(s) on 2 host(s), 1 communicator(s)"
     )
+
+
+def test_peers_that_lose_a_rank_which_failed_on_its_own_name_that_rank() -> None:
+    log = (
+        "node18: [rank11]: Traceback (most recent call last):\n"
+        "node18: [rank11]: AssertionError: router dropped tokens: 8190 != 8192\n"
+        "node17: node17:40214:40520 [3] misc/socket.cc:538 NCCL WARN Net : Connection closed by "
+        "remote peer node18<51884>\n"
+        "node17: ncclRemoteError: A call failed possibly due to a network error or a remote "
+        "process exiting prematurely.\n"
+    )
+    first = _findings(log)[0]
+    assert first.code == "RM041" and first.severity is Severity.WARNING
+    assert "rank 11" in first.title and "AssertionError: router dropped tokens" in first.detail
+    # the peers' own words alone stay a connection failure
+    peers_only = "".join(line + "\n" for line in log.splitlines()[2:])
+    alone = _findings(peers_only)[0]
+    assert alone.code == "RM041" and alone.title == "NCCL ranks could not connect to each other"

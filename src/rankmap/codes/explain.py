@@ -41,7 +41,9 @@ define(
     "NCCL ranks could not connect to each other",
     cause="Socket connections between ranks (bootstrap or the socket transport) failed or timed "
     "out: a firewall, a wrong interface (`NCCL_SOCKET_IFNAME`), an unreachable address, or a "
-    "peer that died first.",
+    "peer that died first. When the log shows a rank that stopped on an exception of its own "
+    "(not a communication error), the finding names it and is a warning: the peers' socket "
+    "errors follow from it.",
     fix="Check every node reaches the others on the interface NCCL chose "
     "(`NCCL_DEBUG=INFO` shows `Bootstrap : Using <if>:<ip>`); pin it with "
     "`NCCL_SOCKET_IFNAME`; look for the rank that exited first.",

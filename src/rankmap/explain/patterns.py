@@ -169,6 +169,10 @@ _RETRIED = frozenset({"store_error"})
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
 # "Bootstrap : Using eth0:10.0.0.1<0>" (NCCL INFO, every rank): the address a process bootstraps from
 _BOOT_IP = _R(r"Bootstrap ?: Using (?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<")
+# The last line of a Python traceback: the exception a process stopped with
+_PY_EXCEPTION = _R(
+    r"^\s*(?:\[rank\d+\]:\s*)?(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s(?P<msg>.{1,200})"
+)
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
 _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
@@ -289,6 +293,7 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_NO_IFACE, "no_interface"),
     (_BOOT_DUP, "bootstrap_dup_rank"),
     (_BOOT_IP, "bootstrap_ip"),
+    (_PY_EXCEPTION, "py_exception"),
     (_NVML_NF, "nvml_not_found"),
     (_STORE, "store_error"),
     (_SOCKET, "socket_error"),

@@ -6,14 +6,17 @@ their first findings should appear when no shared-GPU / ordinal finding leads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.findings_map import oom_findings, quote
+from rankmap.explain.patterns import Event
 from rankmap.explain.score_model import UNDECIDED_MARK
-from rankmap.findings import Finding, finding
+from rankmap.findings import Finding, Severity, finding
 
 
 def _simple(
@@ -171,9 +174,41 @@ def _nvml_nf(ev: Evidence, ctx: Context) -> list[Finding]:
 def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
     if ev.has("no_interface", "store_error"):
         return []
-    return _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
+    found = _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
         ev, ctx
     )
+    first = _own_failure(ev)
+    if not found or first is None:
+        return found
+    # a rank that stopped on an error of its own closes its sockets: what its peers then print
+    # ("Connection closed by remote peer", ncclRemoteError) is the consequence (reference/nccl.md
+    # (e): "remote process exited or there was a network error")
+    who = f"rank {first.rank}" if first.rank is not None else "a process"
+    return [
+        replace(
+            found[0],
+            title=f"NCCL ranks lost their connection to {who}, which stopped on its own error first",
+            detail=f"{who.capitalize()} ended with `{first.get('exc')}: {first.get('msg')}`; "
+            "the socket errors of the other ranks follow from it. Fix that error first.",
+            severity=Severity.WARNING,
+            evidence=(quote(first), *found[0].evidence[:3]),
+        )
+    ]
+
+
+# Exceptions of the communication itself: they are what the peers print, not a failure of their own
+_COMMUNICATION = re.compile(
+    r"Dist|Nccl|NCCL|Rendezvous|Store|Socket|Connection|Timeout|ChildFailed|Signal|"
+    r"nccl|socket|connect|store|rendezvous|timed out|watchdog|remote process|NCCL error"
+)
+
+
+def _own_failure(ev: Evidence) -> Event | None:
+    """The first exception a process stopped with that is not about the communication."""
+    for e in ev.of("py_exception"):
+        if not _COMMUNICATION.search(f"{e.get('exc')} {e.get('msg')}"):
+            return e
+    return None
 
 
 # CUDA errors of a binary with no code for the GPU's architecture: NCCL's kernels are looked up
