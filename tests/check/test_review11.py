@@ -168,3 +168,20 @@ def test_workers_a_script_spawns_are_its_ranks(tmp_path: Path) -> None:
     assert any(
         "the map shows the parent process only" in n for n in report.sections["launch"]["notes"]
     )
+
+
+LIGHTNING = (
+    "import argparse\nimport lightning.pytorch as pl\n"
+    "ap = argparse.ArgumentParser()\nap.add_argument('--gpus', type=int, default=4)\n"
+    "args = ap.parse_args()\n"
+    "trainer = pl.Trainer(accelerator='gpu', devices=args.gpus, strategy='ddp')\n"
+    "trainer.fit(model)\n"
+)
+
+
+def test_lightning_devices_in_a_plain_python_launch_are_its_ranks(tmp_path: Path) -> None:
+    files = {"lit.py": LIGHTNING}
+    too_many = _run(tmp_path, files, ["python", "lit.py", "--gpus", "8"], "workstation-4gpu")
+    assert _errors(too_many) == ["RM102"]
+    assert "devices=4 at" in too_many.ordered_findings()[0].fix
+    assert _errors(_run(tmp_path, files, ["python", "lit.py"], "workstation-4gpu")) == []

@@ -184,6 +184,8 @@ def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> Launch
 
     if selection.spawn_where is None or plan.world_size != 1 or len(plan.procs) != 1:
         return plan
+    if selection.spawn_sets_local_rank and plan.launcher != "python":
+        return plan  # Lightning under srun / a launcher takes that launcher's processes
     parent = plan.procs[0]
     if selection.spawn_count is None:
         if selection.spawn_per_gpu:
@@ -194,12 +196,26 @@ def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> Launch
         )
         return replace(plan, notes=(*plan.notes, note))
     k = selection.spawn_count
+    lightning = selection.spawn_sets_local_rank
     procs = tuple(
-        replace(parent, rank=i, local_rank=i, env=dict(parent.env), args=parent.args)
+        replace(
+            parent,
+            rank=i,
+            local_rank=i,
+            env={**parent.env, **({"LOCAL_RANK": str(i)} if lightning else {})},
+        )
         for i in range(k)
     )
-    note = f"{selection.spawn_where} starts {k} worker process(es): spawn index = local rank."
-    hints = {**plan.fix_hints, "spawn": selection.spawn_where}
+    note = f"{selection.spawn_where} starts {k} worker process(es): " + (
+        "Lightning runs one per device, LOCAL_RANK set."
+        if lightning
+        else "spawn index = local rank."
+    )
+    hints = {
+        **plan.fix_hints,
+        "spawn": selection.spawn_where,
+        "spawn_arg": "devices" if lightning else "nprocs",
+    }
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
 
 

@@ -31,8 +31,10 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
     """The launch command starting ``per_node`` processes per node."""
     opts, is_per_node = _COUNT_OPTS.get(plan.launcher, ((), True))
     value = str(per_node if is_per_node else per_node * max(plan.nnodes, 1))
-    if plan.fix_hints.get("spawn"):  # the script starts its workers itself (mp.spawn)
-        return f"nprocs={value} at {plan.fix_hints['spawn']} (or nprocs=torch.cuda.device_count())"
+    if plan.fix_hints.get("spawn"):  # the script starts its workers itself (mp.spawn, Lightning)
+        arg, where = plan.fix_hints.get("spawn_arg", "nprocs"), plan.fix_hints["spawn"]
+        every = '"auto"' if arg == "devices" else "torch.cuda.device_count()"
+        return f"{arg}={value} at {where} (or {arg}={every})"
     if plan.launcher == "accelerate" and plan.fix_hints.get("config_file"):
         return f"num_processes: {value}  (in {plan.fix_hints['config_file']}), or --num_processes {value}"
     new = replace_option(plan.argv, opts, value) if opts else None

@@ -98,9 +98,35 @@ class Calls(Guards):
                     out.append((mod, call))
         return out
 
-    def spawned(self) -> tuple[str, Value] | None:
-        """(path:line, the count) of the first live ``mp.spawn`` / ``start_processes`` call:
-        ``nprocs=`` or its third positional argument (``Num``, ``DeviceCount``, or Unknown)."""
+    def spawned(self) -> tuple[str, Value, bool] | None:
+        """(path:line, the count, whether the workers get LOCAL_RANK) of the first live
+        ``mp.spawn`` / ``start_processes`` call: ``nprocs=`` or its third positional argument
+        (``Num``, ``DeviceCount``, or Unknown; no variables set); else of a Lightning ``Trainer``
+        / ``Fabric`` with ``devices=K`` (under a plain ``python`` its launcher starts the other
+        processes with LOCAL_RANK set, reference/launchers.md §7)."""
+        found = self._spawn_call()
+        if found is not None:
+            return (*found, False)
+        lightning = self._lightning_devices()
+        return (*lightning, True) if lightning is not None else None
+
+    def _lightning_devices(self) -> tuple[str, Value] | None:
+        for cls in ("Trainer", "Fabric"):
+            for mod, call in self._calls.get(cls, []):
+                if self.dead(mod, call) or not {"lightning", "pytorch_lightning"} & mod.top_modules:
+                    continue
+                devices = next((k.value for k in call.keywords if k.arg == "devices"), None)
+                if isinstance(devices, (ast.List, ast.Tuple)) and devices.elts:
+                    return mod.where(call), Num(len(devices.elts))
+                if devices is None:
+                    continue
+                frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+                count = self.value(devices, frame)
+                if isinstance(count, Num) and count.value > 0:  # "auto", -1: one per GPU
+                    return mod.where(call), count
+        return None
+
+    def _spawn_call(self) -> tuple[str, Value] | None:
         for spawner in ("spawn", "start_processes"):
             for mod, call in self._calls.get(spawner, []):
                 if self.dead(mod, call) or dotted(call.func).split(".")[0] in ("subprocess",):

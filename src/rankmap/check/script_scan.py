@@ -80,6 +80,7 @@ class DeviceSelection:
     spawn_where: str | None = None  # path:line of mp.spawn / start_processes: it starts workers
     spawn_count: int | None = None  # their number when read (a literal or a computed number)
     spawn_per_gpu: bool = False  # nprocs=torch.cuda.device_count(): one worker per visible GPU
+    spawn_sets_local_rank: bool = False  # the workers get LOCAL_RANK (Lightning), not mp.spawn
 
     @property
     def uses_index(self) -> bool:
@@ -224,8 +225,9 @@ def _spawn_facts(flow: object) -> dict[str, object]:
     found = flow.spawned()
     if found is None:
         return {}
-    where, count = found
+    where, count, sets_local_rank = found
     return {
+        "spawn_sets_local_rank": sets_local_rank,
         "spawn_where": where,
         "spawn_count": count.value if isinstance(count, Num) and 0 < count.value <= 4096 else None,
         "spawn_per_gpu": isinstance(count, DeviceCount),
