@@ -115,7 +115,6 @@ class OrdinalFacts:
 
     no_devices: bool = False  # the process sees no GPU at all
     read_error: bool = False  # the index could not even be read (KeyError / ValueError)
-    launcher_sets_local_rank: bool = True
     selection: str | None = None  # global_rank when the index is (or is read as) the global rank
     via_cvd: bool = False  # the index is an entry of CUDA_VISIBLE_DEVICES (a physical index)
     per_process: bool = False  # each process sees only its own GPU(s)
@@ -126,8 +125,9 @@ def ordinal_code(f: OrdinalFacts) -> str:
     """The code of the root cause of an out-of-range (or unreadable) device index."""
     rules: tuple[tuple[bool, str], ...] = (
         (f.no_devices, "RM203"),
-        (f.read_error and not f.launcher_sets_local_rank, "RM903"),
-        (f.read_error, "RM905"),
+        # a variable the launcher does not set (KeyError) or sets to something else (ValueError):
+        # RM903 under any launcher (RM905 is two processes claiming one rank)
+        (f.read_error, "RM903"),
         (f.via_cvd, "RM240"),
         (f.selection == GLOBAL_RANK, "RM401"),
         (f.selection == CONSTANT, "RM302"),

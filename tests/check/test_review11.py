@@ -185,3 +185,14 @@ def test_lightning_devices_in_a_plain_python_launch_are_its_ranks(tmp_path: Path
     assert _errors(too_many) == ["RM102"]
     assert "devices=4 at" in too_many.ordered_findings()[0].fix
     assert _errors(_run(tmp_path, files, ["python", "lit.py"], "workstation-4gpu")) == []
+
+
+def test_a_variable_torchrun_does_not_set_is_rm903(tmp_path: Path) -> None:
+    slurm_only = (
+        "import os, torch, torch.distributed as dist\n"
+        "torch.cuda.set_device(int(os.environ['SLURM_LOCALID']))\n"
+        "dist.init_process_group('nccl')\n"
+    )
+    argv = ["torchrun", "--nproc_per_node", "8", "train.py"]
+    report = _run(tmp_path, {"train.py": slurm_only}, argv, "dgx-h100")
+    assert _errors(report) == ["RM903"]  # not RM905, which is two processes claiming one rank

@@ -137,7 +137,6 @@ def _failure_code(
         OrdinalFacts(
             no_devices=not o.view.devices,
             read_error=bool(o.error and o.error.startswith(("KeyError", "ValueError"))),
-            launcher_sets_local_rank=plan.sets_local_rank,
             selection=sel.kind,
             via_cvd=sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives),
             per_process=c["per_process"],

@@ -437,7 +437,9 @@ define(
     "error",
     "The launcher does not set the variables the script reads",
     cause="mpirun/srun set OMPI_*/PMI_*/SLURM_* variables, not RANK/LOCAL_RANK/WORLD_SIZE; a "
-    "script reading LOCAL_RANK then defaults to 0 on every process.",
+    "script reading LOCAL_RANK then defaults to 0 on every process, or stops with KeyError. The "
+    "same under torchrun for a script that reads SLURM_LOCALID or OMPI_COMM_WORLD_LOCAL_RANK, and "
+    "for a value the script cannot parse as an index (ValueError).",
     fix="Map them before init: `LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` (or `SLURM_LOCALID`), "
     "or launch with torchrun.",
     example="`mpirun -np 8 python train.py` where train.py reads os.environ.get('LOCAL_RANK', 0)`.",
