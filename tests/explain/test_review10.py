@@ -75,3 +75,19 @@ def test_a_duplicated_rank_says_what_decides() -> None:
     first = findings_of(text)[0]
     assert first.code == "RM905"
     assert "--node_rank" in first.detail and "echo $NODE_RANK" in first.detail
+
+
+def test_the_same_node_rank_on_every_machine_is_host_identity() -> None:
+    text = (
+        "# multi-node init fails\n\nThe same run.sh on both machines:\n\n```bash\n"
+        "export NODE_RANK=0\n"
+        "torchrun --nproc_per_node 8 --nnodes 2 --node_rank $NODE_RANK --master_addr 10.0.0.1 "
+        "train.py\n```\n\n```\n"
+        "gpu-b:611:619 [0] bootstrap.cc:196 NCCL WARN Bootstrap Root : rank 0 of 16 ranks has "
+        "already checked in\n```\n"
+    )
+    fs = findings_of(text)
+    assert fs[0].code == "RM804" and fs[0].category == "host_identity"
+    assert "RM905" not in {f.code for f in fs}
+    one_node = text.replace("--nnodes 2", "--nnodes 1")
+    assert findings_of(one_node)[0].code == "RM905"
