@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rankmap.errors import UsageError
-from rankmap.launchers import LaunchContext, LaunchPlan, Proc, check_size
+from rankmap.launchers import LaunchContext, LaunchPlan, check_size
 from rankmap.launchers.command import parse_command
-from rankmap.launchers.mpi import parse_mpi_hostfile
+from rankmap.launchers.mpi import OMPI_VARS, parse_mpi_hostfile, ranks_in_order
 from rankmap.launchers.options import OptSpec, parse_options
 from rankmap.numbers import parse_int
 
@@ -102,10 +102,15 @@ SPEC = OptSpec(
     strict=False,
     guess_values=True,
 )
-_GLOO_VARS = ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
-              "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE")  # fmt: skip
-_MPI_VARS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-             "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK", "OMPI_UNIVERSE_SIZE")  # fmt: skip
+# what gloo_context.cc reads, and the counts they carry (mpi.ranks_in_order)
+GLOO_VARS = (
+    ("HOROVOD_RANK", "rank"),
+    ("HOROVOD_SIZE", "world"),
+    ("HOROVOD_LOCAL_RANK", "local_rank"),
+    ("HOROVOD_LOCAL_SIZE", "local_size"),
+    ("HOROVOD_CROSS_RANK", "node"),
+    ("HOROVOD_CROSS_SIZE", "nodes"),
+)
 
 
 def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
@@ -123,7 +128,10 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     hosts = _hosts(p.get("hosts"), p.get("hostfile"), world, ctx)
     layout = _layout(hosts, world)
     controllers = [c for c in ("gloo", "mpi") if p.flag(c)] or ["gloo", "mpi"]
-    procs = _procs(layout, controllers)
+    variables = (GLOO_VARS if "gloo" in controllers else ()) + (
+        OMPI_VARS if "mpi" in controllers else ()
+    )
+    procs = ranks_in_order(layout, variables)
     inner = parse_command(p.rest, {})
     machines = ctx.hosts(len(layout))
     return LaunchPlan(
@@ -185,22 +193,3 @@ def _layout(hosts: Sequence[tuple[str, int]], world: int) -> list[int]:
         layout.append(min(s, left))
         left -= layout[-1]
     return layout
-
-
-def _procs(layout: Sequence[int], controllers: Sequence[str]) -> list[Proc]:
-    """Ranks filling hosts in order, with the variables of the controller(s) that may run."""
-    world = sum(layout)
-    procs: list[Proc] = []
-    rank = 0
-    for node, k in enumerate(layout):
-        for lr in range(k):
-            values = (rank, world, lr, k, node, len(layout))
-            env: dict[str, str] = {}
-            if "gloo" in controllers:
-                env.update(zip(_GLOO_VARS, map(str, values), strict=True))
-            if "mpi" in controllers:
-                mpi_values = (rank, world, lr, k, node, world)
-                env.update(zip(_MPI_VARS, map(str, mpi_values), strict=True))
-            procs.append(Proc(rank, lr, node, env, node_rank=node))
-            rank += 1
-    return procs

@@ -186,7 +186,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     check_size(sum(layout), prog)  # -ppn N without -np
     hosts = _named_hosts(a, layout, ctx)
     world = sum(layout)
-    procs = _procs(layout, _HYDRA_VARS if a.hydra else _OMPI_VARS)
+    procs = ranks_in_order(layout, HYDRA_VARS if a.hydra else OMPI_VARS)
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
     inner_cmd = parse_command(a.rest, {})
     inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
@@ -234,13 +234,13 @@ def _one_launcher_per_node(options: list[str], a: MpiArgs, nnodes: int) -> str:
 
 
 # The variables each MPI flavour sets per rank, in order, and which count each one carries.
-_HYDRA_VARS = (
+HYDRA_VARS = (
     ("PMI_RANK", "rank"),
     ("PMI_SIZE", "world"),
     ("MPI_LOCALRANKID", "local_rank"),
     ("MPI_LOCALNRANKS", "local_size"),
 )
-_OMPI_VARS = (
+OMPI_VARS = (
     ("OMPI_COMM_WORLD_RANK", "rank"),
     ("OMPI_COMM_WORLD_SIZE", "world"),
     ("OMPI_COMM_WORLD_LOCAL_RANK", "local_rank"),
@@ -262,14 +262,22 @@ def _named_hosts(a: MpiArgs, layout: Sequence[int], ctx: LaunchContext) -> list[
     return hosts
 
 
-def _procs(layout: Sequence[int], variables: Sequence[tuple[str, str]]) -> list[Proc]:
-    """Ranks filling nodes in order, each with its flavour's rank variables."""
+def ranks_in_order(layout: Sequence[int], variables: Sequence[tuple[str, str]]) -> list[Proc]:
+    """Ranks filling nodes in order, each with the launcher's rank variables: (name, what) pairs,
+    ``what`` one of rank, world, local_rank, local_size, node, nodes."""
     world = sum(layout)
     procs: list[Proc] = []
     rank = 0
     for node, k in enumerate(layout):
         for lr in range(k):
-            counts = {"rank": rank, "world": world, "local_rank": lr, "local_size": k, "node": node}
+            counts = {
+                "rank": rank,
+                "world": world,
+                "local_rank": lr,
+                "local_size": k,
+                "node": node,
+                "nodes": len(layout),
+            }
             env = {name: str(counts[what]) for name, what in variables}
             procs.append(Proc(rank, lr, node, env, node_rank=node))
             rank += 1
