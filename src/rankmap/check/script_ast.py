@@ -36,6 +36,11 @@ class Frame:
     def where(self, node: ast.AST | None = None) -> str:
         return self.mod.where(node or self.node)
 
+    @classmethod
+    def at(cls, mod: Module, node: ast.AST) -> Frame:
+        """The frame of ``node`` in its own scope (a call, an ``if``): where it is evaluated."""
+        return cls(mod, mod.scope_of.get(id(stmt_of(mod, node)), mod.tree), node)
+
 
 def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):

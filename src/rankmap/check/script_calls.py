@@ -8,7 +8,7 @@ import ast
 from dataclasses import replace
 
 from rankmap.check import script_models as models
-from rankmap.check.script_ast import Frame, default_of, dotted, env_read, param_names, stmt_of, tail
+from rankmap.check.script_ast import Frame, default_of, dotted, env_read, param_names, tail
 from rankmap.check.script_guards import Guards
 from rankmap.check.script_program import Module
 from rankmap.check.script_values import (
@@ -75,7 +75,7 @@ class Calls(Guards):
         )
 
     def _arg_at(self, call: ast.Call, pos: int, name: str, mod: Module) -> Value | None:
-        frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+        frame = Frame.at(mod, call)
         for kw in call.keywords:
             if kw.arg == name:
                 return self.value(kw.value, frame)
@@ -120,7 +120,7 @@ class Calls(Guards):
                     return mod.where(call), Num(len(devices.elts))
                 if devices is None:
                     continue
-                frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+                frame = Frame.at(mod, call)
                 count = self.value(devices, frame)
                 if isinstance(count, Num) and count.value > 0:  # "auto", -1: one per GPU
                     return mod.where(call), count
@@ -134,7 +134,7 @@ class Calls(Guards):
                 count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
                 if count is None and len(call.args) > 2:
                     count = call.args[2]
-                frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+                frame = Frame.at(mod, call)
                 value = self.value(count, frame) if count is not None else Num(1)
                 return mod.where(call), value
         return None
@@ -148,7 +148,7 @@ class Calls(Guards):
             args = call.args[1]
         shift = 0 if tail(call.func) == "Process" else 1
         if isinstance(args, (ast.Tuple, ast.List)) and 0 <= pos - shift < len(args.elts):
-            frame = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+            frame = Frame.at(mod, call)
             return self.value(args.elts[pos - shift], frame)
         return Unknown(f"{where}: argument {pos} of the spawned function")
 

@@ -12,7 +12,6 @@ from rankmap.check.script_ast import (
     is_env_membership,
     is_environ,
     negate,
-    stmt_of,
     tail,
 )
 from rankmap.check.script_program import Module, Program, Scope, enclosing_ifs
@@ -73,7 +72,7 @@ class Guards:
         for test_if, in_body in enclosing_ifs(mod, node):
             d = self.decide(
                 test_if.test,
-                Frame(mod, mod.scope_of.get(id(stmt_of(mod, test_if)), mod.tree), test_if),
+                Frame.at(mod, test_if),
             )
             if d is not None and d != in_body:
                 return True
@@ -130,7 +129,7 @@ class Guards:
             return None
         mod, call = self._args[dest]
         dflt_node = next((k.value for k in call.keywords if k.arg == "default"), None)
-        where = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+        where = Frame.at(mod, call)
         default = self.value(dflt_node, where) if dflt_node is not None else None
         if dest != "local_rank" and self.script_args is not None:
             passed = self._passed(call)
@@ -237,7 +236,7 @@ class Guards:
         undecided = False
         for mod, call in self._calls.get(name, [])[:8]:
             ifs = enclosing_ifs(mod, call)
-            where = Frame(mod, mod.scope_of.get(id(stmt_of(mod, call)), mod.tree), call)
+            where = Frame.at(mod, call)
             g = self._guard(ifs, where)
             guards.append(g)
             undecided = undecided or (bool(ifs) and not g)
