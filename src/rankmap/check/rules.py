@@ -27,7 +27,7 @@ from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host
 from rankmap.check.rendezvous_rules import rendezvous_findings
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
-from rankmap.check.warn_rules import cross_world, warnings
+from rankmap.check.warn_rules import cross_world, mig_slices, warnings
 from rankmap.findings import Finding, finding
 from rankmap.gpu_sharing import (
     OrdinalFacts,
@@ -315,16 +315,11 @@ def _dup_code(
     group: list[RankOutcome], plan: LaunchPlan, sel: DeviceSelection, env: Mapping[str, str]
 ) -> str:
     c = _cause_context(group[0], plan, env)
-    mig = {
-        x.view.devices[x.cuda_index or 0].uuid
-        for x in group
-        if x.view.devices[x.cuda_index or 0].mig
-    }
     from_default = any(x.from_default for x in group)
     return shared_gpu_code(
         SharedGpuFacts(
             hosts_merged=len({x.proc.node for x in group}) > 1,
-            mig_siblings=len(mig) > 1,
+            mig_siblings=len(mig_slices(group)) > 1,
             each_sees_one=c["per_process"] and all(len(x.view.devices) == 1 for x in group),
             per_process=c["per_process"],
             launcher_var_missing=from_default and not plan.sets_local_rank,

@@ -4,7 +4,7 @@ independent launches sharing a GPU."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rankmap.check.nccl import device_of, host_key
@@ -96,7 +96,7 @@ def cross_world(
     out = []
     for (_, bus), group in users.items():
         worlds = sorted({o.proc.world for o in group})
-        slices = _mig_slices(group)
+        slices = mig_slices(group)
         if len(worlds) > 1 and len(slices) > 1 and not plan.joined:
             continue  # separate jobs on separate MIG instances: what MIG is for
         if len(worlds) > 1 and len(slices) > 1:
@@ -126,9 +126,7 @@ def cross_world(
     return out[:8]
 
 
-def _mig_slices(group: list[RankOutcome]) -> list[str]:
+def mig_slices(group: Sequence[RankOutcome]) -> list[str]:
     """The distinct MIG instances (UUIDs) a group of ranks on one physical GPU uses."""
-    slices = [
-        dev.uuid for o in group if (dev := o.view.devices[o.cuda_index or 0]).mig and dev.uuid
-    ]
+    slices = [dev.uuid for o in group if (dev := o.view.devices[o.cuda_index or 0]).mig]
     return list(dict.fromkeys(slices))

@@ -59,11 +59,13 @@ def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
 
 def _one_world_by_hand(launches: Sequence[ShellLaunch]) -> bool:
     """Whether the lines carry their own rank or node rank: one world started line by line."""
-    ranks = [
-        next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
-        for sl in launches
-    ]
+    ranks = [_line_rank(sl) for sl in launches]
     return len({r for r in ranks if r is not None}) >= 2
+
+
+def _line_rank(sl: ShellLaunch) -> str | None:
+    """The rank or node rank a launch line gives itself (``RANK=``, ``--node_rank``), if any."""
+    return next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
 
 
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
@@ -166,7 +168,7 @@ def _opt(argv: Sequence[str], names: Sequence[str]) -> str | None:
 def _hosts_the_store(sl: ShellLaunch) -> bool:
     """Whether the line's launcher binds the master port: node rank (or rank) 0, or not given;
     the other nodes of a world connect to it as clients."""
-    rank = next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+    rank = _line_rank(sl)
     return rank is None or rank.strip() in ("0", "")
 
 
