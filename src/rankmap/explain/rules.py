@@ -151,19 +151,19 @@ _RM905 = _simple(
 
 def _dup_rank(ev: Evidence, ctx: Context) -> list[Finding]:
     """A rank checked in twice in a launch for several nodes whose node rank is written into the
-    command (the same script started on every machine): the machines claim one node rank, and
-    their ranks collide (contract: duplicated node ranks are host_identity). Without that launch
-    the general RM905 stands."""
+    command (the launcher's RM804: the same script started on every machine): the machines claim
+    one node rank, and their ranks collide (contract: duplicated node ranks are host_identity).
+    Without that launch the general RM905 stands."""
     evs = ev.of("bootstrap_dup_rank")
-    node_rank = _fixed_node_rank(ctx)
-    if not evs or node_rank is None:
+    plan = ctx.launch.plan if ctx.launch else None
+    fixed = next((i for i in plan.issues if i.code == "RM804"), None) if plan else None
+    if not evs or fixed is None:
         return _RM905(ev, ctx)
-    nodes = ctx.launch.nnodes if ctx.launch else None
     return [
         finding(
             "RM804",
-            f"Two machines start the same node rank: --node-rank {node_rank} is written into a "
-            f"command meant for {nodes} nodes, and NCCL saw ranks checked in twice",
+            f"Two machines start the same node rank: {fixed.title}, and NCCL saw ranks checked "
+            "in twice",
             detail="Every machine ran the same command, so each claims the same node rank and "
             "the ranks of that node twice (`Bootstrap Root : rank N of M ranks has already "
             "checked in`). What would decide: `echo $NODE_RANK` / the --node_rank each host "
@@ -172,23 +172,6 @@ def _dup_rank(ev: Evidence, ctx: Context) -> list[Finding]:
             evidence=[quote(e) for e in evs[:3]],
         )
     ]
-
-
-_NODE_RANK = re.compile(r"--(?:node|machine)[_-]rank[= ](\S+)")
-
-
-def _fixed_node_rank(ctx: Context) -> str | None:
-    """The node rank a launch for several nodes writes into its command (a literal, or a
-    variable the input sets to one), if any."""
-    launch = ctx.launch
-    if launch is None or (launch.nnodes or 0) < 2:
-        return None
-    m = _NODE_RANK.search(launch.command)
-    value = m.group(1) if m else None
-    if value and value.startswith("$"):
-        name = value.strip("${}\"'")
-        value = dict(launch.env).get(name) or ctx.env.get(name)
-    return value if value is not None and value.isdigit() else None
 
 
 def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
