@@ -67,6 +67,7 @@ def sections(
         "device_selection_line": sel.line,
         "module": plan.module,
         "worlds": plan.worlds,
+        "joined": plan.joined,
         "argv": list(plan.argv),
         "notes": list(plan.notes) + list(sel.notes),
         "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},

@@ -113,17 +113,53 @@ def cross_world(
                 )
             )
         elif len(worlds) > 1:
-            out.append(
-                finding(
-                    "RM503",
-                    f"{len(worlds)} independent launches all use GPU {group[0].view.devices[group[0].cuda_index or 0].nvml_index} ({bus}) on {group[0].host.hostname}",
-                    detail="Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU.",
-                    devices=[bus],
-                    hosts=[group[0].host.hostname],
-                    fix="give each launch its own GPU (CUDA_VISIBLE_DEVICES=$i), or better one launch for the job",
-                )
-            )
+            out.append(_shared_by_launches(plan, group, len(worlds), bus))
     return out[:8]
+
+
+def _shared_by_launches(
+    plan: LaunchPlan, group: Sequence[RankOutcome], launches: int, bus: str
+) -> Finding:
+    """RM503: launch lines of one script whose ranks land on one GPU."""
+    nvml = group[0].view.devices[group[0].cuda_index or 0].nvml_index
+    host = group[0].host.hostname
+    narrowed = any(o.proc.env.get("CUDA_VISIBLE_DEVICES") for o in group)
+    why = (
+        "Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU."
+        if narrowed
+        else "No launch line narrows CUDA_VISIBLE_DEVICES: each one numbers the machine's GPUs "
+        "from cuda:0, so their ranks meet on the same GPUs."
+    )
+    if plan.joined:
+        ranks = sorted(o.proc.rank for o in group)
+        title = f"{launches} launch lines of one world put ranks {', '.join(map(str, ranks[:4]))} on GPU {nvml} ({bus}) on {host}"
+        why += (
+            " The lines form one job (a rank or node rank each) on this machine: NCCL stops at "
+            f"init with `Duplicate GPU detected : rank {ranks[0]} and rank {ranks[1]} both on "
+            "CUDA device ...` (reference/nccl.md (a))."
+        )
+        fix = f"give each line its own GPUs ({_split_lists(plan)}), or one launch for the machine"
+        return finding(
+            "RM503", title, detail=why, devices=[bus], hosts=[host], ranks=ranks, fix=fix
+        )
+    return finding(
+        "RM503",
+        f"{launches} independent launches all use GPU {nvml} ({bus}) on {host}",
+        detail=why,
+        devices=[bus],
+        hosts=[host],
+        fix="give each launch its own GPU (CUDA_VISIBLE_DEVICES=$i), or better one launch for the job",
+    )
+
+
+def _split_lists(plan: LaunchPlan) -> str:
+    """Disjoint CUDA_VISIBLE_DEVICES lists, one per launch line, in line order."""
+    counts = [sum(1 for p in plan.procs if p.world == w) for w in range(plan.worlds)]
+    starts = [sum(counts[:w]) for w in range(len(counts))]
+    lists = [",".join(str(i) for i in range(a, a + n)) for a, n in zip(starts, counts, strict=True)]
+    return " / ".join(f"CUDA_VISIBLE_DEVICES={x}" for x in lists[:4]) + (
+        " / ..." if len(lists) > 4 else ""
+    )
 
 
 def mig_slices(group: Sequence[RankOutcome]) -> list[str]:

@@ -100,8 +100,8 @@ class LaunchPlan:
 
     @property
     def world_size(self) -> int:
-        """Ranks in the (first) world."""
-        return sum(1 for p in self.procs if p.world == 0)
+        """Ranks in the (first) world; every line's ranks for a world started by hand."""
+        return len(self.procs) if self.joined else sum(1 for p in self.procs if p.world == 0)
 
 
 @dataclass

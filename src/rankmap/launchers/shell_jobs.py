@@ -68,17 +68,26 @@ def _line_rank(sl: ShellLaunch) -> str | None:
     return next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
 
 
+def _own_node(sl: ShellLaunch, plan: LaunchPlan) -> tuple[Proc, ...]:
+    """The processes a line of a world started by hand starts itself: those of its own node
+    rank (``--nnodes 2 --node_rank 1`` starts node 1's processes, not the whole world's)."""
+    rank = _line_rank(sl)
+    own = tuple(p for p in plan.procs if rank is not None and str(p.node_rank) == rank.strip())
+    return own or tuple(p for p in plan.procs if p.node == 0)
+
+
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
     plans = [ctx.launch(sl.command, ctx) for sl in launches]
+    by_hand = _one_world_by_hand(launches)
     procs: list[Proc] = []
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
-        for pr in plan.procs:
+        for pr in _own_node(sl, plan) if by_hand else plan.procs:
             env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
-            procs.append(replace(pr, world=w, env=env))
+            # the lines of one script run on the machine that runs the script
+            procs.append(replace(pr, world=w, env=env, node=0 if by_hand else pr.node))
     first = plans[0]
     issues = _independent_worlds(launches, plans, path)
     issues += _port_clash(launches, plans)
-    by_hand = _one_world_by_hand(launches)
     for plan in plans:
         # a fixed --node_rank per line is how a world is started by hand (RM804 is for one
         # command meant for every node)
@@ -87,8 +96,8 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
         ]
     return LaunchPlan(
         launcher="shell",
-        nnodes=first.nnodes,
-        nproc_per_node=first.nproc_per_node,
+        nnodes=1 if by_hand else first.nnodes,
+        nproc_per_node=len(procs) if by_hand else first.nproc_per_node,
         procs=tuple(procs),
         script=first.script,
         issues=tuple(issues),

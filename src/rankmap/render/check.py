@@ -42,7 +42,9 @@ def _launch_line(launch: dict[str, Any]) -> str:
         f"launch: {launch.get('launcher')} — {launch.get('nnodes')} node(s) × "
         f"{launch.get('nproc_per_node')} process(es) = world size {launch.get('world_size')}"
     )
-    if worlds and worlds > 1:
+    if worlds and worlds > 1 and launch.get("joined"):
+        head += f" (one world started by hand in {worlds} launch lines)"
+    elif worlds and worlds > 1:
         head += f" ({worlds} independent worlds)"
     sel = launch.get("device_selection")
     script = launch.get("script") or launch.get("module") or "no script"
