@@ -15,6 +15,7 @@ import rankmap
 from rankmap.adapters.versions import Versions
 from rankmap.model import HostIdentity
 
+DATA_SMI = Path(__file__).parents[1] / "data" / "smi"
 DGX_CVD = "CUDA_VISIBLE_DEVICES=3,GPU-e5c0,0,9,1"  # GPU-e5c0...: the UUID prefix of GPU 5
 
 
@@ -327,26 +328,7 @@ def test_inventory_findings_name_the_host(run_cli, fake_nvml) -> None:
     assert doc["findings"][0]["hosts"] == ["gpu-node-01"]
 
 
-DESKTOP_SMI = """\
-+---------------------------------------------------------------------------------------+
-| NVIDIA-SMI 545.29.06              Driver Version: 545.29.06    CUDA Version: 12.3     |
-|-----------------------------------------+----------------------+----------------------+
-| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |
-| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |
-|=========================================+======================+======================|
-|   0  NVIDIA GeForce RTX 4090        Off | 00000000:01:00.0  On |                  N/A |
-| 40%   40C    P8              30W / 450W |    281MiB / 24564MiB |      2%      Default |
-+-----------------------------------------+----------------------+----------------------+
-
-+---------------------------------------------------------------------------------------+
-| Processes:                                                                            |
-|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |
-|        ID   ID                                                             Usage      |
-|=======================================================================================|
-|    0   N/A  N/A      1711      G   /usr/lib/xorg/Xorg                          201MiB |
-|    0   N/A  N/A      1903      G   /usr/bin/gnome-shell                         80MiB |
-+---------------------------------------------------------------------------------------+
-"""
+DESKTOP_SMI = (DATA_SMI / "desktop_4090_display_procs.txt").read_text()
 
 
 def test_a_display_on_the_gpu_is_not_work_that_holds_it(run_cli, tmp_path: Path) -> None:

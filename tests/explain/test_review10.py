@@ -3,20 +3,18 @@ TypeError was read as the mapping's failure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from paste_findings import alarms_of, findings_of
 
-SMI = """\
-+---------------------------------------------------------------------------------------+
-| Processes:                                                                            |
-|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |
-|        ID   ID                                                             Usage      |
-|=======================================================================================|
-|    0   N/A  N/A      1711      G   /usr/lib/xorg/Xorg                          201MiB |
-|    0   N/A  N/A      1903      G   /usr/bin/gnome-shell                         80MiB |
-|    0   N/A  N/A     41102      C   python                                    19914MiB |
-|    1   N/A  N/A     41103      C   python                                    19914MiB |
-+---------------------------------------------------------------------------------------+
-"""
+# the desktop table of the doctor tests (two display processes on GPU 0) with two ranks running
+SMI = (Path(__file__).parents[1] / "data" / "smi" / "desktop_4090_display_procs.txt").read_text()
+SMI = SMI.replace(
+    "80MiB |\n+",
+    "80MiB |\n"
+    "|    0   N/A  N/A     41102      C   python                                    19914MiB |\n"
+    "|    1   N/A  N/A     41103      C   python                                    19914MiB |\n+",
+)
 
 
 def test_display_processes_on_gpu0_are_no_ranks_sharing_it() -> None:
