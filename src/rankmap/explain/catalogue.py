@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rankmap.categories import CATEGORIES  # the contract's categories, in a stable order for ties
-from rankmap.explain.catalogue_device import DEVICE_SIGNALS
+from rankmap.explain.catalogue_device import DEVICE_SIGNALS, SAME_RANK_VERBS
 from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
 from rankmap.explain.catalogue_frameworks import FRAMEWORK_KEYS, FRAMEWORK_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
@@ -112,6 +112,10 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cgroup": ("cgroup", "devices.allow"),
     "same-hostname": ("host name", "hostname", "prefix"),
     "node-rank-unset": ("node_rank", "node-rank", "node rank"),
+    "ranks-duplicated": (
+        "duplicat",
+        *(f"{v} {w}" for v in SAME_RANK_VERBS for w in ("rank", "node", "the same")),
+    ),
     "host-network": ("--hostname", "hostnetwork", "host network", "--net"),
     "boot-id": ("boot_id", "nccl_hostid", "hash"),
     "hostname-resolution": (
@@ -185,6 +189,9 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "multi-node": ("multi", "across ", " nodes", " machines", "second ", "other ", "2nd "),
     "all-on-gpu0": (
+        "gpu zero",
+        "cuda zero",
+        "device zero",
         "gpu-0",
         "gpu0",
         "gpu 0",

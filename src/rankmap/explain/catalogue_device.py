@@ -29,13 +29,17 @@ _ON = (
     r"(?:(?:are|were|is|was|get|gets|got|ended up|end up|ends up|go|goes|went|land|lands|landed|"
     r"(?:are |were |is |was |all )?(?:running|placed|allocated|assigned|scheduled|bound|mapped|"
     r"put|pinned|started|launched|created)|run|runs|ran|sit|sits|sat|stay|stays|stayed|all)"
-    r"(?: all)? (?:on|to|onto|in)|use|uses|used|using|share|shares|shared|sharing|occupy|"
+    r"(?: all)? (?:on|to|onto|in)|(?:are|were|is|was|get|gets|got) (?:all )?(?:assigned|given)|"
+    r"use|uses|used|using|share|shares|shared|sharing|occupy|"
     r"occupies|occupied|occupying|select|selects|selected|pick|picks|picked|choose|chooses|chose|"
     r"see|sees|saw|allocate|allocates|allocated|allocating|(?:collide|collides|collided|colliding|"
     r"clash|clashes|clashed|clashing) (?:on|over|at)|(?:compete|competes|competed|competing|contend|"
     r"contends|contended|contending|fight|fights|fought|fighting) (?:for|over))"
 )
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
+# What a node "gets" when it is given a rank ("all pods get rank 0", "each node has node_rank=0")
+SAME_RANK_VERBS = ("get", "gets", "got", "has", "have", "are", "is", "were", "was", "launched with",
+                    "start with", "starts with", "report", "reports")  # fmt: skip
 
 # Where a process reads its rank in the whole job (not on its node), in every launcher's and
 # framework's spelling (reference/launchers.md §1, §5, §6: RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
@@ -216,6 +220,18 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 2.5, "host_identity": 2},
        f"{LAUNCHERS} §1: torchrun's --node-rank is used with the static rendezvous backend only "
        "(confirmed by pytorch/pytorch#182374); without it every node is node 0"),
+    # every node (pod, slice, replica) started with the rank another one has: a node-rank or
+    # process-id setting that is the same everywhere (Lightning: global rank = node_rank *
+    # processes + local rank, launchers.md "Lightning"); the node's *local* rank 0 is normal
+    _s("ranks-duplicated", r"\bduplicat\w* (?:global |node |process |worker )?(?:ranks?|process "
+       r"ids?|process indices|node[_ -]ranks?)\b|\b(?:ranks?|process ids?|node[_ -]ranks?) (?:are|"
+       r"were|is|was|get|got) (?:all )?duplicated\b|\b(?:all|every|each|both) (?:of the )?(?:pods?|"
+       r"nodes?|workers?|machines?|slices?|replicas?|containers?|hosts?)\b[^.\n]{0,40}\b(?:"
+       + "|".join(SAME_RANK_VERBS)
+       + r") (?:the same )?(?:node[_ -]?)?rank(?:=| )?(?:0|zero)\b",
+       {"host_identity": 4, "launcher_config": 2},
+       f"{LAUNCHERS} (Lightning, torchrun): a rank is node rank x processes + local rank; nodes "
+       "given the same node rank (or process id) claim the same ranks", where=TEXT, failure=True),
     _s("host-network", r"--hostname|hostNetwork|host network|--net(?:work)?[= ]host\b",
        {"host_identity": 1.5, "container_mapping": 1},
        f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
@@ -349,7 +365,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| and| or)|"
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? |cuda:?|devices? )?(?:\d|one|two)\b)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
@@ -364,8 +380,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # a count of two or more ("4 processes"), not an id ("[PG GUID 0 Rank 0] using GPU 0")
        rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"
        rf"(?:\w+ )?"
-       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)[ :#-]?0\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| and| or)",
+       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)(?:[ :#-]?0| zero)\b"
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? |cuda:?|devices? )?(?:\d|one|two)\b)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
