@@ -55,6 +55,11 @@ CLASS_EXAMPLES = {
         "ncclRemoteError: remote process exited",
         "Watchdog caught collective operation timeout",
     ],
+    "nccl-cuda-call-failed": [
+        "RuntimeError: NCCL Error 1: unhandled cuda error",
+        "ncclCommInitRank failed: unhandled cuda error",
+        "node1:77:77 [0] NCCL WARN Cuda failure 'invalid argument'",
+    ],
     "hang-at-collective": [
         "training hangs at init_process_group",
         "dist.barrier() never returns",
@@ -68,6 +73,7 @@ CLASS_EXAMPLES = {
 NOT_OF_THE_CLASS = {
     "invalid-device-any": ["CUDA error: invalid device function", "invalid device pointer"],
     "device-count-message": ["Found 8 GPUs on this node", "detected 4 cuda devices"],
+    "nccl-cuda-call-failed": ["NCCL WARN Cuda failure 'out of memory'"],
     "device-error-any": [
         "RuntimeError: CUDA error: out of memory",
         "CUDA error: device-side assert triggered",

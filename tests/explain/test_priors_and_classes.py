@@ -123,6 +123,8 @@ def test_one_prior_per_failure_the_most_specific_class() -> None:
     assert priors.leading_class({"device-error-any", "invalid-device-any"}) == "invalid-device-any"
     assert priors.leading_class({"comm-error-any", "device-error-any"}) == "comm-error-any"
     assert priors.leading_class({"cvd-mentioned"}) is None
+    pair = {"comm-error-any", "nccl-cuda-call-failed"}
+    assert priors.leading_class(pair) == "nccl-cuda-call-failed"
     assert set(priors.ORDER) == set(priors.HAND)
 
 
@@ -286,3 +288,15 @@ def test_a_rendezvous_timeout_inside_init_process_group_is_no_mapping_alarm(erro
 def test_the_message_class_decides_before_the_traceback_frames() -> None:
     matched = {"init-traceback", "comm-error-any"}
     assert priors.leading_class(matched) == "comm-error-any"
+
+
+def test_a_generic_nccl_error_adds_no_prior_next_to_a_more_specific_class() -> None:
+    """'NCCL Error 1: unhandled cuda error': the failed CUDA call's class prior speaks for the
+    failure; the generic 'NCCL error' marker adds no 'other' points of its own on top."""
+    from paste_findings import findings_of
+
+    text = "# NCCL Error 1: unhandled cuda error\n\nThe job stops at the first all_reduce.\n"
+    first = findings_of(text)[0]
+    hand = priors.prior("nccl-cuda-call-failed")
+    assert first.category == max(hand, key=lambda c: hand[c])
+    assert "[nccl-generic-error]" not in first.detail

@@ -141,6 +141,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "CUDA runtime API error codes (https://docs.nvidia.com/cuda/cuda-runtime-api/"
        "group__CUDART__TYPES.html); a device error without more says little about the mapping",
        failure=True),
+    # a CUDA call inside NCCL failed (ncclUnhandledCudaError): the driver/runtime/NCCL build
+    # that does not fit the GPU, a peer GPU the process cannot reach, a P2P path; more specific
+    # than a communicator error in general, so it carries a prior of its own
+    _s("nccl-cuda-call-failed",
+       r"unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure" + _NOT_FAMILY,
+       prior("nccl-cuda-call-failed"),
+       f"{NCCL} (e): ncclUnhandledCudaError, 'a call to a CUDA function failed'",
+       failure=True),
     _s("comm-error-any",
        r"\bnccl(?:InternalError|InvalidUsage|InvalidArgument|RemoteError|UnhandledCudaError|"
        r"SystemError)\b|\bDistBackendError\b|(?:\[E[\d :.]*|/)ProcessGroupNCCL\.cpp|"
@@ -408,6 +416,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     # one key per alternative of the regex: a bare "nccl" would make every NCCL INFO line of a
     # big log a candidate (benchmarks/explain_1gb.py: 40x slower)
+    "nccl-cuda-call-failed": ("unhandled cuda error", "ncclunhandledcudaerror", "cuda failure"),
     "comm-error-any": (
         "ncclinternalerror",
         "ncclinvalidusage",

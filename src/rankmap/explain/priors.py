@@ -28,6 +28,7 @@ MASS: dict[str, float] = {
     "device-count-message": 3.5,
     "device-error-any": 1.5,
     "comm-error-any": 1.5,
+    "nccl-cuda-call-failed": 2.0,
     "hang-at-collective": 3.0,
     "gpu-held-by-another": 4.0,
     "init-traceback": 2.0,
@@ -58,6 +59,13 @@ HAND: dict[str, dict[str, float]] = {
     "device-error-any": {"other": 1, "version_mismatch": 0.5},
     # nccl.md (e)
     "comm-error-any": {"other": 1, "host_identity": 0.5},
+    # nccl.md (e): ncclUnhandledCudaError is a failed CUDA call: a driver/runtime/build that
+    # does not fit (cuda_devices.md), or a peer GPU out of reach (per-process visibility, P2P)
+    "nccl-cuda-call-failed": {
+        "version_mismatch": 1,
+        "other": 1,
+        "per_process_visible_devices": 0.5,
+    },
     # nccl.md (b), (d); pytorch_nccl.md §2
     "hang-at-collective": {"other": 1.5, "host_identity": 1, "no_set_device": 0.5},
     # pytorch_nccl.md §1: two processes on one device
@@ -101,6 +109,7 @@ ORDER: tuple[str, ...] = (
     "device-placement",
     "collective-timeout",
     "hang-at-collective",
+    "nccl-cuda-call-failed",
     "comm-error-any",
     "device-error-any",
     "device-selection-problem",  # prose: the choice of GPU went wrong, nothing says why
@@ -122,13 +131,13 @@ COUNTS: dict[str, dict[str, float]] = {
     "comm-error-any": {
         "global_rank_as_device": 0.75,
         "no_set_device": 0.75,
-        "other": 10.0,
+        "other": 10.5,
         "per_process_visible_devices": 0.5,
-        "version_mismatch": 6.0,
+        "version_mismatch": 2.5,
         "visible_devices_mismatch": 0.5,
     },
-    "device-count-message": {"launcher_config": 0.5, "per_process_visible_devices": 1.0},
-    "device-error-any": {"host_identity": 0.5, "other": 2.5, "version_mismatch": 2.5},
+    "device-count-message": {"per_process_visible_devices": 1.0},
+    "device-error-any": {"other": 2.5, "version_mismatch": 2.0},
     "device-placement": {"launcher_config": 1.0, "no_set_device": 1.0},
     "device-selection-problem": {
         "container_mapping": 0.5,
@@ -148,9 +157,9 @@ COUNTS: dict[str, dict[str, float]] = {
         "no_set_device": 0.5,
         "other": 26.0,
         "oversubscribed": 0.5,
-        "per_process_visible_devices": 0.5,
+        "per_process_visible_devices": 0.75,
         "version_mismatch": 1.5,
-        "visible_devices_mismatch": 1.5,
+        "visible_devices_mismatch": 1.75,
     },
     "gpu-held-by-another": {
         "container_mapping": 0.25,
@@ -162,12 +171,14 @@ COUNTS: dict[str, dict[str, float]] = {
     "invalid-device-any": {
         "container_mapping": 1.0,
         "global_rank_as_device": 1.5,
+        "launcher_config": 0.25,
         "mig": 0.5,
         "other": 0.5,
-        "oversubscribed": 8.5,
+        "oversubscribed": 8.75,
         "per_process_visible_devices": 0.5,
         "visible_devices_mismatch": 3.0,
     },
+    "nccl-cuda-call-failed": {"host_identity": 0.5, "other": 1.0, "version_mismatch": 4.0},
 }
 # measured precision of noisy context supports (signal -> category -> precision)
 NOISY: dict[str, dict[str, float]] = {

@@ -17,7 +17,7 @@ from dataclasses import replace
 from rankmap.codes import lookup
 from rankmap.explain.combinations import from_combinations
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts, in_title
+from rankmap.explain.docread import DocFacts, Hit, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import UNDECIDED_MARK, Scores
@@ -126,9 +126,10 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         f.category != "other" and f.severity is not Severity.INFO and f.code not in NETWORK_CODES
         for f in base
     )
-    lead_class = leading_class(frozenset(doc.hits))
+    hits = _hits_that_count(doc)
+    lead_class = leading_class(frozenset(hits))
     counted = []
-    for hit in doc.hits.values():
+    for hit in hits.values():
         sig = hit.signal
         if sig.failure and sig.id in CLASS_PRIORS:
             s.weak_failure = True  # a failure class: of this family, but its weights are priors
@@ -138,7 +139,9 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         elif sig.failure:
             s.failure = True
             s.note_failure(sig.supports)
-        if not (specific and sig.id in GENERIC_PRIORS):
+        # ... and so does a failure class's prior (one prior per failure, the most specific)
+        generic = sig.id in GENERIC_PRIORS
+        if not (generic and (specific or lead_class not in (None, sig.id))):
             counted.append(hit)
     # the title ranks the causes of a failure the paste shows; naming context in a title (a
     # CUDA_VISIBLE_DEVICES, a launcher) is no evidence that anything of this family failed
@@ -152,6 +155,14 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             pts = w * TITLE_WEIGHT if title and w > 0 else w
             where = "title" if title else hit.segment
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
+
+
+def _hits_that_count(doc: DocFacts) -> dict[str, Hit]:
+    """The catalogue hits that score: a CUDA call failing inside NCCL is no failure of this
+    family when NCCL's own warning names the CUDA error (``Cuda failure 'out of memory'``)."""
+    if "nccl-cuda-failure-named" in doc.hits:
+        return {k: h for k, h in doc.hits.items() if k != "nccl-cuda-call-failed"}
+    return doc.hits
 
 
 def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
