@@ -31,6 +31,12 @@ from rankmap.explain.signal_model import sig as _s
 LOG = frozenset({"log"})
 
 # The part of a CUDA/HIP error message that puts it outside the mapping family.
+# Variables a launcher or scheduler sets for each process (launchers.md §9): a script that
+# reads one its launcher does not set fails with a KeyError on it
+_LAUNCH_VAR = (
+    r"(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
+    r"SLURM_ ?[A-Z_]+|OMPI_COMM_WORLD_[A-Z_]+|PMIX?_[A-Z_]+|MV2_[A-Z_]+|MPI_LOCALRANKID)"
+)
 _NOT_FAMILY = (
     r"(?![^\n]{0,60}(?:out of memory|device-side assert|illegal memory access|"
     r"CUBLAS_STATUS|CUDNN_STATUS|misaligned address|launch failure))"
@@ -229,8 +235,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        where=TEXT),
     _s("rank-env-missing",
        r"environment variable (?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|"
-       r"MASTER_PORT) expected, but not set|KeyError: ['\"](?:LOCAL_RANK|RANK|WORLD_SIZE|"
-       r"LOCAL_WORLD_SIZE|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
+       r"MASTER_PORT) expected, but not set|KeyError: ['\"]" + _LAUNCH_VAR + r"['\"]|"
+       r"failed to (?:initiali[sz]e|init|set ?up)\b[^\n:]{0,40}: ['\"`]" + _LAUNCH_VAR + r"\b",
        {"launcher_config": 4},
        f"{PT} §7.1 (env:// needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and {LAUNCHERS} §9 "
        "(who sets LOCAL_RANK): the launcher used does not set the variable the script reads",
@@ -325,7 +331,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (e): connections between hosts that fail or are filtered are a network problem "
        "with a correct mapping (no device evidence)", where=PROSE, outside=True),
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
-       r"KeyError(?!: ['\"](?:LOCAL_)?(?:RANK|WORLD_SIZE)['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
+       r"KeyError(?!: ['\"]" + _LAUNCH_VAR + r"['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError)\b|TypeError: [^\n]{0,120}got an unexpected keyword "
        r"argument ['\"](?!(?:local[-_]rank|rank|world[-_]size|device_ids?|nproc\w*|num_processes|"
        r"master_(?:addr|port)|backend|init_method)['\"])", {},
@@ -467,7 +473,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
     "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
-    "rank-env-missing": ("expected, but not set", "keyerror"),
+    "rank-env-missing": ("expected, but not set", "keyerror", "failed to init", "failed to set"),
     "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
         "free memory on device",
