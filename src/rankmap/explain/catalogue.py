@@ -112,6 +112,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cgroup": ("cgroup", "devices.allow"),
     "same-hostname": ("host name", "hostname", "prefix"),
     "node-rank-unset": ("node_rank", "node-rank", "node rank"),
+    "scheduler-sets-cvd": ("_visible_devices",),
     "ranks-duplicated": (
         "duplicat",
         *(f"{v} {w}" for v in SAME_RANK_VERBS for w in ("rank", "node", "the same")),

@@ -36,6 +36,12 @@ _ON = (
     r"clash|clashes|clashed|clashing) (?:on|over|at)|(?:compete|competes|competed|competing|contend|"
     r"contends|contended|contending|fight|fights|fought|fighting) (?:for|over))"
 )
+_SCHEDULER = (
+    r"(?:batch system|scheduler|\bslurm\b|\bjsrun\b|\blsf\b|\bflux\b|\bpbs\b|\ballocation\b|"
+    r"resource manager)"
+)
+_VISIBLE_VAR = r"(?:CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES)"
+_IN_SENTENCE = r"(?:[^.!?\n]|\n(?!\n)){0,80}"  # a wrapped line goes on; an empty line ends it
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 # What a node "gets" when it is given a rank ("all pods get rank 0", "each node has node_rank=0")
 SAME_RANK_VERBS = ("get", "gets", "got", "has", "have", "are", "is", "were", "was", "launched with",
@@ -299,6 +305,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
        "(https://jax.readthedocs.io/en/latest/multi_process.html)", framework="jax"),
+    # prose that puts a scheduler and the visible-devices list in one sentence ("the batch
+    # system pre-selects a GPU per rank with CUDA_VISIBLE_DEVICES", "Slurm assigns 4,5,6,7 but
+    # the code overwrites CUDA_VISIBLE_DEVICES"): the list is the scheduler's, per job or task
+    _s("scheduler-sets-cvd", _SCHEDULER + _IN_SENTENCE + _VISIBLE_VAR + "|" + _VISIBLE_VAR
+       + _IN_SENTENCE + _SCHEDULER,
+       {"per_process_visible_devices": 2.5},
+       f"{LAUNCHERS} §5: Slurm (jsrun, flux, LSF likewise) sets CUDA_VISIBLE_DEVICES to the "
+       "GPUs of the job or of each task (https://slurm.schedmd.com/gres.html#GPU_Management)",
+       where=PROSE),
     _s("slurm-tasks", r"\bsrun\b|#SBATCH|\bsbatch\b|SLURM_LOCALID|SLURM_PROCID|--ntasks-per-node",
        {}, f"{LAUNCHERS} §5: Slurm starts the tasks (it sets no LOCAL_RANK; CUDA_VISIBLE_DEVICES "
        "per step, or per task with task binding)", framework="slurm"),

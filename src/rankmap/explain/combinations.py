@@ -193,6 +193,15 @@ def _one_rank_per_node(ctx: Context, doc: DocFacts) -> bool:
 
 def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """A visible-devices list against the symptom (an invalid ordinal, ranks on one GPU)."""
+    if doc and {"cvd-ignored", "scheduler-sets-cvd"} <= set(doc.hits):
+        s.add(
+            "per_process_visible_devices",
+            2.0,
+            "the list that is replaced is the one the scheduler set for the job or task: code "
+            "that overwrites CUDA_VISIBLE_DEVICES discards the scheduler's assignment "
+            "(reference/launchers.md §5, cuda_devices.md §1)",
+            _quote(doc, "scheduler-sets-cvd"),
+        )
     if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
         s.add(
             "container_mapping",
@@ -201,12 +210,21 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             "GPUs it sees (reference/cuda_devices.md §3)",
         )
     if doc and "cvd-assigned" in doc.hits and ({"same-gpu", "all-on-gpu0"} & set(doc.hits)):
-        s.add(
-            "visible_devices_mismatch",
-            4.0,
-            "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list is "
-            "indexed inconsistently (reference/cuda_devices.md §1)",
-        )
+        if "scheduler-sets-cvd" in doc.hits:  # the scheduler's per-task lists, not the user's
+            s.add(
+                "per_process_visible_devices",
+                4.0,
+                "the scheduler sets each task's CUDA_VISIBLE_DEVICES and yet the tasks end up on "
+                "one GPU: every task was given the same list (reference/launchers.md §5)",
+                _quote(doc, "scheduler-sets-cvd"),
+            )
+        else:
+            s.add(
+                "visible_devices_mismatch",
+                4.0,
+                "CUDA_VISIBLE_DEVICES was narrowed and yet the ranks end up on one GPU: the list "
+                "is indexed inconsistently (reference/cuda_devices.md §1)",
+            )
     # an invalid device: the ordinal finding, or the message in any stack's wording (the class)
     ordinal = any(f.code in ("RM102", "RM240", "RM501", "RM401") for f in base[:1]) or bool(
         doc and "invalid-device-any" in doc.hits

@@ -1,0 +1,36 @@
+"""A visible-devices list that the scheduler sets (Slurm, jsrun, flux, LSF) and that the job
+then gets wrong is the per-process list's cause, not the user's list (shapes written here;
+the corpus boundary: benchmarks/corpora/README.md, per_process vs visible_devices_mismatch)."""
+
+from __future__ import annotations
+
+from paste_findings import findings_of
+
+
+def test_every_task_given_the_same_list_by_the_scheduler_is_per_process() -> None:
+    text = (
+        "# All tasks share one GPU on our cluster\n\n"
+        "The batch system launches 4 tasks per node and sets CUDA_VISIBLE_DEVICES for each of "
+        "them.\nEvery task got export CUDA_VISIBLE_DEVICES=0, and as a result all 4 tasks were "
+        "running on GPU 0.\n"
+    )
+    assert findings_of(text)[0].category == "per_process_visible_devices"
+
+
+def test_the_same_words_without_a_scheduler_are_the_users_list() -> None:
+    text = (
+        "# All processes share one GPU\n\n"
+        "I export CUDA_VISIBLE_DEVICES=0 before the launch, and as a result all 4 processes "
+        "were running on GPU 0.\n"
+    )
+    assert findings_of(text)[0].category == "visible_devices_mismatch"
+
+
+def test_code_that_overwrites_the_schedulers_list_is_per_process() -> None:
+    text = (
+        "# Breaks GPU assignment under Slurm\n\n"
+        "Slurm assigns GPUs 4,5,6,7 through CUDA_VISIBLE_DEVICES, but the package overwrites "
+        "CUDA_VISIBLE_DEVICES with 0,1,2,3 at import, so jobs collide with other users' jobs.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "per_process_visible_devices", first
