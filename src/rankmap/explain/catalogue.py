@@ -113,6 +113,21 @@ KEYS: dict[str, tuple[str, ...]] = {
     "same-hostname": ("host name", "hostname", "prefix"),
     "node-rank-unset": ("node_rank", "node-rank", "node rank"),
     "scheduler-sets-cvd": ("_visible_devices",),
+    "procs-exceed-gpus-words": (
+        *(f"{w} {n} " for w in ("only", "just") for n in ("1", "one", "a single")),
+        *(
+            f"{w} {v} {n} "
+            for w in ("only", "just")
+            for v in ("has", "have", "had")
+            for n in ("1", "one", "a single")
+        ),
+        "!=",
+        "≠",
+        "match",
+        "and 1 gpu",
+        "and one gpu",
+        "and a single gpu",
+    ),  # fmt: skip
     "ranks-duplicated": (
         "duplicat",
         *(f"{v} {w}" for v in SAME_RANK_VERBS for w in ("rank", "node", "the same")),

@@ -467,5 +467,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"nproc[_-]per[_-]node\W{0,3} (?:should|must|has to|needs to) be (?:set to )?(?:the )?(?:number|count|#) "
        r"of (?:gpus|devices)(?: per node| on (?:each|the|one) node)?",
        {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU"),
+    # the same fact told as a count against one GPU or as a rule the run broke: "launches 2 MPI
+    # processes but the runner has only 1 GPU", "ranks != GPUs", "4 ranks and 1 GPU"
+    _s("procs-exceed-gpus-words",
+       r"\b(?:\d+|two|three|four|several|multiple) (?:mpi |worker |training )?(?:processes|ranks|"
+       r"PEs|tasks|workers)\b" + _IN_SENTENCE + r"\bbut\b" + _IN_SENTENCE + r"\b(?:only|just) "
+       r"(?:has |have |had )?(?:1|one|a single) (?:gpus?|device|card)\b|\branks? ?(?:!=|≠|do not "
+       r"match|don't match|does not match|doesn't match) ?(?:the )?(?:number of )?(?:available )?"
+       r"gpus?\b|number of (?:mpi )?(?:ranks|processes) (?:to |must |should |has to )?match(?:es)? "
+       r"the number of (?:available )?gpus|\b(?:\d+|two|three|four) (?:mpi )?(?:ranks|processes|PEs) "
+       r"and (?:1|one|a single) gpu\b",
+       {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU", where=PROSE),
 )
 # fmt: on

@@ -1,5 +1,5 @@
-"""A visible-devices list that the scheduler sets (Slurm, jsrun, flux, LSF) and that the job
-then gets wrong is the per-process list's cause, not the user's list (shapes written here;
+"""Prose that tells the cause: a visible-devices list the scheduler sets (Slurm, jsrun, flux,
+LSF) and the job then gets wrong, and more ranks than GPUs told as a count (shapes written here;
 the corpus boundary: benchmarks/corpora/README.md, per_process vs visible_devices_mismatch)."""
 
 from __future__ import annotations
@@ -34,3 +34,13 @@ def test_code_that_overwrites_the_schedulers_list_is_per_process() -> None:
     )
     first = findings_of(text)[0]
     assert first.category == "per_process_visible_devices", first
+
+
+def test_more_ranks_than_gpus_told_as_a_count_is_oversubscription() -> None:
+    for text in (
+        "# Deadlock in CI\n\nThe test starts 2 MPI processes but the runner has only 1 GPU, and "
+        "both end up on it; the job hangs.\n",
+        "# Hang with MPI\n\nOur run breaks the rule that ranks must match the GPUs (ranks != GPUs): "
+        "with 4 ranks and 1 GPU the run hangs.\n",
+    ):
+        assert findings_of(text)[0].category == "oversubscribed", text
