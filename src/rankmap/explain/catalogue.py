@@ -229,6 +229,10 @@ KEYS: dict[str, tuple[str, ...]] = {
         "rank 0 has",
         "on rank 0",
         "of rank 0",
+        "on rank=0",
+        "of rank=0",
+        "on rank:0",
+        "of rank:0",
     ),
     "gpu0-heavier": (
         "gpu0",

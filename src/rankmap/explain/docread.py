@@ -306,11 +306,19 @@ def _requested(text: str) -> int | None:
 
 
 _PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?[ \t]*$", re.M)
+# A checklist item of the template that asks on a condition ("2. If your question is about hang,
+# did you read this doc?"): it names what *might* apply to any report
+_CHECKLIST = re.compile(
+    r"^[ \t>*-]*(?:\d+\.\s*)?(?:\[[ xX]?\]\s*)?(?:if|when) (?:your|you)\b[^\n]{0,120}\b(?:did "
+    r"you|have you|please)\b[^\n]*$",
+    re.M | re.I,
+)
 
 
 def without_template(text: str) -> str:
-    """The paste without an issue template's text: HTML comments (``<!-- … -->``) and
-    placeholder lines left unanswered (``- PyTorch Version (e.g., 1.10):``). Line numbers kept."""
+    """The paste without an issue template's text: HTML comments (``<!-- … -->``), placeholder
+    lines left unanswered (``- PyTorch Version (e.g., 1.10):``) and conditional checklist items
+    (``If your question is about docker, did you read ...``). Line numbers kept."""
     parts: list[str] = []
     pos = 0
     while (start := text.find("<!--", pos)) != -1:
@@ -320,7 +328,7 @@ def without_template(text: str) -> str:
         parts += [text[pos:start], "\n" * text.count("\n", start, end)]
         pos = end + 3
     parts.append(text[pos:])
-    return _PLACEHOLDER.sub("", "".join(parts))
+    return _CHECKLIST.sub("", _PLACEHOLDER.sub("", "".join(parts)))
 
 
 def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
