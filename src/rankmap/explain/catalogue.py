@@ -281,6 +281,15 @@ KEYS: dict[str, tuple[str, ...]] = {
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "opennmt-gpu-ranks": ("gpu_ranks",),
+    "world-of-one": (
+        "procs",
+        "processes",
+        "world_size",
+        "world size",
+        "worldsize",
+        "comm size",
+        "communicator size",
+    ),  # fmt: skip
     "mpi-singletons": ("separate", "rank 0 of", "size 1", "size of 1"),
     "tf-cluster-config": ("tf_config", "multiworkermirroredstrategy", "parameterserverstrategy"),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),

@@ -72,6 +72,12 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "job of its own: every process is rank 0 of a world of size 1, N separate jobs "
        "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/quickstart.html)", failure=True,
        framework="mpi"),
+    # a program that reports a world of one process ("numprocs=1", "Num processes: 1"): context
+    # alone; next to a launch of several processes it is the mpi-singletons fact (combinations)
+    _s("world-of-one", r"\b(?:numprocs|num_?procs|nprocs|num(?:ber of)? (?:mpi )?process(?:es)?|"
+       r"world[_ ]?size|comm(?:unicator)? size)\s*[=:]\s*1\b(?![.,]\d)",
+       {}, f"{LAUNCHERS} §6: every process of N separate jobs is rank 0 of a world of size 1",
+       where=TEXT),
     _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
        "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
        "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),

@@ -33,6 +33,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _localhost_on_one_machine(ctx, doc, s)
     _duplicate_across_hosts(ctx, doc, s, base)
     _lightning_tasks(ctx, doc, s)
+    _world_of_one(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -40,6 +41,25 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+
+
+def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """A launch of several processes whose program reports a world of one: the processes do not
+    form one job (an MPI of another implementation, a program without MPI, launches meant as
+    one job; reference/launchers.md §6)."""
+    launch = ctx.launch
+    if doc is None or "world-of-one" not in doc.hits or launch is None:
+        return
+    procs = (launch.nproc_per_node or 1) * (launch.nnodes or 1)
+    if procs > 1:
+        s.failure = True
+        s.add(
+            "launcher_config",
+            5.0,
+            f"the launch starts {procs} processes but the program reports a world of one: they "
+            "are separate jobs of one process each (reference/launchers.md §6)",
+            _quote(doc, "world-of-one"),
+        )
 
 
 def _launch_cannot_fit(ctx: Context, s: Scores, gpus: int | None) -> None:

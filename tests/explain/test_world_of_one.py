@@ -1,0 +1,33 @@
+"""A launch of several processes whose program reports a world of one process: separate jobs
+of one process each (reference/launchers.md §6). Shapes written here."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rankmap.adapters.local import explain_files
+from rankmap.findings import Finding
+
+LOG = ">> MPI run (myId=0, numprocs=1) on processor node01\n-- initialising the MPI world\n"
+
+
+def _explain(text: str, launch: str | None) -> list[Finding]:
+    report = explain_files([Path("-")], stdin=io.StringIO(text), launch=launch)
+    return report.ordered_findings()
+
+
+def test_mpirun_of_four_that_reports_a_world_of_one_is_a_launcher_cause() -> None:
+    first = _explain(LOG, "mpirun -n 4 ./simulate input.in")[0]
+    assert first.category == "launcher_config"
+    assert "world of one" in first.detail
+
+
+def test_a_single_process_that_reports_a_world_of_one_is_no_alarm() -> None:
+    for launch in (None, "python simulate.py"):
+        assert all(f.severity.value == "info" for f in _explain(LOG, launch))
+
+
+def test_a_world_of_the_launched_size_is_no_alarm() -> None:
+    log = LOG.replace("numprocs=1", "numprocs=4")
+    assert all(f.severity.value == "info" for f in _explain(log, "mpirun -n 4 ./simulate in"))
