@@ -31,3 +31,19 @@ def test_a_single_process_that_reports_a_world_of_one_is_no_alarm() -> None:
 def test_a_world_of_the_launched_size_is_no_alarm() -> None:
     log = LOG.replace("numprocs=1", "numprocs=4")
     assert all(f.severity.value == "info" for f in _explain(log, "mpirun -n 4 ./simulate in"))
+
+
+def test_processes_that_do_not_fit_the_model_parallelism_are_a_launcher_cause() -> None:
+    for line in (
+        "RuntimeError: [TRT][ERROR] Assertion failed: mpiSize == tp * pp (worldConfig.cpp:90)",
+        "AssertionError: world size (6) is not divisible by tensor model parallel size (4) times "
+        "pipeline model parallel size (1)",
+    ):
+        first = _explain(line + "\n", "mpirun -n 6 python run.py")[0]
+        assert first.category == "launcher_config", line
+
+
+def test_a_device_index_out_of_range_is_an_invalid_device() -> None:
+    line = "RuntimeError: The device index is out of range. It must be in [0, 6), but got 11.\n"
+    first = _explain(line, None)[0]
+    assert first.category != "other" and "invalid-device-any" in first.detail

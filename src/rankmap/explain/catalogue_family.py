@@ -103,6 +103,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"valid)|ordinal \d+ (?:is )?out of range|(?:gpu|cuda|device) (?:index|id|ordinal) "
        r"\d+ (?:is )?(?:out of range|invalid|not (?:found|available|valid))|"
        r"no (?:gpu|cuda device|device) with (?:index|id|ordinal) \d+|"
+       r"(?:device|gpu) index is out of range|must be in \[0, ?\d+\), but got \d+|"
        r"explicit device specification '[^'\n]{0,80}GPU:\d+' because no devices matching|"
        r"(?:device|gpu) (?:id|index|ordinal|number) (?:must|should) be (?:less|smaller) than (?:the )?"
        r"(?:gpu|device|visible device)s? (?:count|number)",
@@ -285,7 +286,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"({PT} §1: several ranks on cuda:0)", outside=True),
     _s("outside-model-size", r"(?:model|network|it) (?:is |was )?too (?:big|large)|too (?:big|large) "
        r"(?:to|for) (?:fit|run|train)|does(?:n't| not) fit (?:in|on|into) (?:the |one |a single )?"
-       r"(?:gpu|memory|vram)|model[- ]parallel(?:ism)?|split the model", {},
+       r"(?:gpu|memory|vram)|(?<!tensor )(?<!pipeline )(?<!expert )model[- ]parallel(?:ism)?"
+       r"(?![- _](?:size|group|rank|world))|split the model", {},
        "a model that does not fit one GPU is a memory/parallelism question "
        "(https://pytorch.org/docs/stable/notes/faq.html), not a mapping one; a mapping guess then "
        "needs a message that names its cause", outside=True),
@@ -363,6 +365,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
 
 FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "invalid-device-any": (
+        "index is out of range",
+        "must be in [0,",
         "invalid device",
         "invalid_device",
         "errorinvaliddevice",
