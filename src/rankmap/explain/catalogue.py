@@ -281,6 +281,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "lightning": ("ddp_spawn", "strategy", "trainer(", "num_nodes", "--gpus", "initializing d"),
     "horovod": ("horovod", "hvd."),
     "opennmt-gpu-ranks": ("gpu_ranks",),
+    "world-size-vs-parallelism": ("world_size", "world size", "worldsize", "mpisize", "mpi size"),
     "world-of-one": (
         "procs",
         "processes",

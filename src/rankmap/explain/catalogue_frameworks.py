@@ -145,16 +145,6 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_VLLM}/vllm/config/parallel.py: tensor x pipeline parallel size above the GPUs visible "
        "on this node (multi-node needs the ray backend or --nnodes)",
        failure=True, framework="vllm"),
-    # the processes launched against the model parallelism asked for: Megatron's "world size (8)
-    # is not divisible by tensor model parallel size (3) ...", TensorRT-LLM's "mpiSize == tp * pp"
-    _s("world-size-vs-parallelism", r"(?:world[_ ]?size|mpiSize|mpi size)\b[^\n]{0,60}(?:==|!=|not "
-       r"equal|does ?n.t match|must (?:be )?equal|must match|not divisible|divisible)[^\n]{0,40}"
-       r"(?:\btp\b|tensor[_ -](?:model[_ -])?parallel)",
-       {"launcher_config": 4},
-       "Megatron-LM (megatron/core/parallel_state.py: world size must be divisible by tensor x "
-       "pipeline parallel size) and TensorRT-LLM (runtime/worldConfig.cpp: mpiSize == tp * pp): "
-       "the number of processes launched does not fit the model parallelism asked for",
-       failure=True),
     _s("vllm-heads-tp", r"Total number of attention heads \(\d+\) must be divisible by tensor "
        r"parallel size \(\d+\)",
        {"launcher_config": 3},
@@ -318,7 +308,6 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "vllm-gpus-exceed-pg": ("number of required gpus exceeds",),
     "vllm-driver-no-gpu": ("does not allocate any gpus",),
     "vllm-world-size-gpus": ("is larger than the number of available gpus",),
-    "world-size-vs-parallelism": ("world_size", "world size", "worldsize", "mpisize", "mpi size"),
     "vllm-heads-tp": ("must be divisible by tensor parallel size",),
     "vllm-memory-profiling": ("error in memory profiling",),
     "sglang-memory-unbalanced": ("memory capacity is unbalanced",),
