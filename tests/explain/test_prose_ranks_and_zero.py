@@ -38,3 +38,11 @@ def test_processes_assigned_device_zero_spelled_out_is_no_set_device() -> None:
         "assigned device zero and run out of memory.\n"
     )
     assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_processes_that_compete_for_the_first_gpu_is_no_set_device() -> None:
+    text = (
+        "# Workers slow down together\n\nWith four workers started by our trainer, all the "
+        "processes compete for the first GPU and the others stay idle.\n"
+    )
+    assert findings_of(text)[0].category == "no_set_device"

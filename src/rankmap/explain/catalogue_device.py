@@ -395,7 +395,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # a count of two or more ("4 processes"), not an id ("[PG GUID 0 Rank 0] using GPU 0")
        rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"
        rf"(?:\w+ )?"
-       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:gpu|cuda|device)(?:[ :#-]?0| zero)\b"
+       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:(?:gpu|cuda|device)(?:[ :#-]?0| zero)|"
+       rf"(?:1st|first) (?:gpu|cuda device|device))\b"
        r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? |cuda:?|devices? )?(?:\d|one|two)\b)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
