@@ -334,7 +334,11 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "with a correct mapping (no device evidence)", where=PROSE, outside=True),
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"]" + _LAUNCH_VAR + r"['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
-       r"PermissionError|JSONDecodeError)\b|TypeError: [^\n]{0,120}got an unexpected keyword "
+       r"PermissionError|JSONDecodeError|IsADirectoryError|NotADirectoryError|FileExistsError)\b|"
+       # an OS call's errno (a read-only or full file system, a refused file) and a model hub
+       # that cannot be reached are the program's environment, not its GPUs
+       r"\bOSError: (?:\[Errno \d+\]|We couldn't connect|Can't load|[^\n]{0,120}huggingface\.co)|"
+       r"TypeError: [^\n]{0,120}got an unexpected keyword "
        r"argument ['\"](?!(?:local[-_]rank|rank|world[-_]size|device_ids?|nproc\w*|num_processes|"
        r"master_(?:addr|port)|backend|init_method)['\"])", {},
        "Python's own exceptions name a program or installation error "
@@ -562,6 +566,10 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "unicodedecodeerror",
         "permissionerror",
         "jsondecodeerror",
+        "isadirectoryerror",
+        "notadirectoryerror",
+        "fileexistserror",
+        "oserror: ",
         "got an unexpected keyword",
     ),
     "outside-data": (

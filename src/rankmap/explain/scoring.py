@@ -135,7 +135,8 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             s.weak_failure = True  # a failure class: of this family, but its weights are priors
             if sig.id != lead_class:
                 continue  # one prior per failure: the most specific class's
-            s.note_failure(sig.supports)
+            if not _outside(doc, own=True, printed=True):  # a prior, not what the job printed
+                s.note_failure(sig.supports)
         elif sig.failure:
             s.failure = True
             s.note_failure(sig.supports)
