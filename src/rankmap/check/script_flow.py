@@ -61,6 +61,10 @@ from rankmap.check.script_values import (
 )
 
 MAX_DEPTH = 24
+# Values one question may visit: every parameter fans out to its call sites and every name to its
+# bindings, so a chain of 24 steps can branch into millions of paths in a big package (a
+# Lightning-based trainer took minutes); past this the value is unknown (open world, RM030).
+MAX_STEPS = 4000
 
 __all__ = ["Flow", "Frame", "dotted", "model_rank", "tail"]
 
@@ -75,6 +79,14 @@ class Flow(Calls):
         key = (id(node), hash(frame.bound))
         if key in self._active or self._depth > MAX_DEPTH:
             return Unknown(f"{frame.where(node)}: `{frame.mod.text(node)}` refers to itself", True)
+        if self._depth == 0:
+            self._steps = 0  # each question the analysis asks has its own budget
+        self._steps += 1
+        if self._steps > MAX_STEPS:  # reached through too many paths (call sites x bindings)
+            return Unknown(
+                f"{frame.where(node)}: `{frame.mod.text(node)}` is reached through more than "
+                f"{MAX_STEPS} paths; not followed further"
+            )
         self._active.add(key)
         self._depth += 1
         try:

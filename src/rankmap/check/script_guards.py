@@ -27,6 +27,7 @@ class Guards:
         self.unresolved: list[str] = []
         self._active: set[tuple[int, int]] = set()
         self._depth = 0
+        self._steps = 0  # values visited by the current question (script_flow.MAX_STEPS)
         self._calls: dict[str, list[tuple[Module, ast.Call]]] = {}
         self._args: dict[str, tuple[Module, ast.Call]] = {}
         for mod in prog.modules:

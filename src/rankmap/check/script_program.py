@@ -12,6 +12,7 @@ assignments per scope, attribute and key assignments, functions, and each statem
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,9 @@ class Binding:
     index: int | None = None
 
 
+_LINE_BREAKS = re.compile(r"(?<=\r\n)|(?<=\n)|(?<=\r)(?!\n)")
+
+
 @dataclass
 class Module:
     """One parsed file and its indexes."""
@@ -50,13 +54,35 @@ class Module:
     top_modules: set[str] = field(default_factory=set)  # first component of every import
     links: dict[str, Module] = field(default_factory=dict)  # import target -> the local module
     stars: list[str] = field(default_factory=list)  # targets of ``from x import *``
+    _split: list[str] | None = field(default=None, repr=False, compare=False)
 
     def where(self, node: ast.AST) -> str:
         return f"{self.path}:{getattr(node, 'lineno', '?')}"
 
     def text(self, node: ast.AST) -> str:
-        seg = ast.get_source_segment(self.source, node) or ""
+        """The node's source, on one line and at most 160 characters (``ast.get_source_segment``
+        without splitting the whole file again on every call: it is asked for every value the
+        analysis follows)."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if first is None or last is None or col is None or end_col is None:
+            return ""
+        lines = self._lines()[first - 1 : last]
+        if not lines:
+            return ""
+        if len(lines) == 1:
+            seg = lines[0].encode()[col:end_col].decode(errors="replace")
+        else:
+            head = lines[0].encode()[col:].decode(errors="replace")
+            seg = (
+                head + "".join(lines[1:-1]) + lines[-1].encode()[:end_col].decode(errors="replace")
+            )
         return " ".join(seg.split())[:160]
+
+    def _lines(self) -> list[str]:
+        if self._split is None:  # the line breaks ast counts: \n, \r\n, \r
+            self._split = _LINE_BREAKS.split(self.source)
+        return self._split
 
 
 @dataclass
