@@ -27,6 +27,7 @@ from rankmap.check.script_values import (
     VisibleList,
     as_device,
     best,
+    launcher_paths,
 )
 
 
@@ -64,7 +65,7 @@ class Calls(Guards):
                 continue
             values.append(self._spawn_arg(call, pos, mod))
         if values:
-            return best(values)
+            return launcher_paths(values) or best(values)
         default = default_of(func, name)
         if default is not None:
             return self.value(

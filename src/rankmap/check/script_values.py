@@ -163,6 +163,20 @@ def best(values: list[Value]) -> Value:
     return max(kept, key=score)
 
 
+def launcher_paths(values: list[Value]) -> Value | None:
+    """One rank read through call sites that read different launchers' variables (a framework's
+    ``launch_from_torch`` reads LOCAL_RANK, ``launch_from_slurm`` SLURM_LOCALID, and both call one
+    ``launch(local_rank=...)``): each is the path of its own launcher, so the process reads
+    whichever of them its launcher sets (first set wins), not the first call site's alone."""
+    ranks = [v for v in values if isinstance(v, Rank) and v.env_vars and not v.via_cvd]
+    if len(ranks) < 2 or len({r.scope for r in ranks}) != 1 or len({r.env_vars for r in ranks}) < 2:
+        return None
+    names = tuple(dict.fromkeys(n for r in ranks for n in r.env_vars))
+    default = next((r.env_default for r in ranks if r.env_default is not None), None)
+    required = all(r.env_required for r in ranks)
+    return replace(ranks[0], env_vars=names, env_default=default, env_required=required)
+
+
 def open_world(values: list[Value]) -> Value:
     """The value on paths the analysis cannot tell apart: the most telling one (:func:`best`),
     except that a constant or plain text never stands for a binding that may replace it and could
