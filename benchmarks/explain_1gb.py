@@ -17,7 +17,10 @@ every core (hyperscan: threads; pure: forked processes), grep on one: the wall r
 the free cores, the CPU ratio is what it would be on one core.
 Usage: ``python benchmarks/explain_1gb.py [--size-mb 1024] [--keep] [--log FILE] [--runs 5]``.
 
-Last measured (session 9 of 2026-12-06, 612 literals, 3 rounds at load 0.7): grep 1.05 s;
+Last measured (session 10 of 2026-12-06, 684 literals, 3 rounds at load 0.7): grep 1.18 s;
+hyperscan 1.41x wall (1.36-1.64), 0.97x CPU; pure 0.68x wall (0.42-0.77), 0.39x CPU; 31 / 28 MB.
+At load 2.0 on the same 2 cores (no core free): hyperscan 1.02-1.14x wall, pure 0.36-0.38x wall.
+Before (session 9 of 2026-12-06, 612 literals, 3 rounds at load 0.7): grep 1.05 s;
 hyperscan 1.48x wall (1.42-1.58), 1.02x CPU; pure 0.63x wall (0.61-0.63), 0.35x CPU; 31 / 28 MB.
 Before (session 7 of 2026-12-06, 599 literals, 3 rounds at load 1.0): grep 1.47 s;
 hyperscan 1.33x wall (1.31-1.67), 1.03x CPU; pure 0.68x wall (0.49-0.85), 0.37x CPU; 33 / 27 MB.
