@@ -186,6 +186,8 @@ SHELL_SEEDS = [
     "export X=$((2*3))\nsrun -n $X python t.py\n",
     "python prep.py > p.log 2>&1\ntorchrun --nnodes 2 --node_rank 1 t.py &> t.log &\nwait\n",
     "for i in 0 1; do RANK=$i horovodrun -np 2 python t.py 2>&1 | tee l$i & done\n",
+    "CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --node_rank 0 --nproc_per_node 2 t.py &\n"
+    "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 t.py &\nwait\n",
 ]
 
 
@@ -241,6 +243,11 @@ PASTE_SEEDS = [
     "NCCL version 2.14.3\nCUDA_VISIBLE_DEVICES set after import torch\n",
     "RuntimeError: CUDA error: invalid device ordinal\nhipErrorInvalidDevice\n"
     "Detected CUDA_VISIBLE_DEVICES=1 but ignoring it\n--gpus-per-task=1 cuIpcOpenMemHandle\n",
+    "# All pods get rank 0\n\n2. If your question is about docker, did you read the doc?\nThe batch "
+    "system sets CUDA_VISIBLE_DEVICES per task\nbut 2 MPI processes but only 1 GPU, ranks != GPUs\n",
+    "KeyError: 'SLURM_PROCID'\n>> MPI run (myId=0, numprocs=1)\nAssertion failed: mpiSize == tp * pp\n"
+    "OSError: [Errno 30] Read-only file system\nThe device index is out of range. It must be in "
+    "[0, 6), but got 11.\nNCCL error: unhandled cuda error\n",
 ]
 
 
