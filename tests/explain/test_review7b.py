@@ -203,7 +203,7 @@ def test_a_container_run_continued_past_the_paste_is_no_evidence() -> None:
     text = "```bash\ndocker run --rm -it \\\n```\n\nRuntimeError: No CUDA GPUs are available\n"
     doc = read_document(text)
     assert doc.container_runs and doc.container_runs[-1].endswith("\\")
-    from rankmap.explain.combinations import container_without_gpus
+    from rankmap.explain.containers import container_without_gpus
     from rankmap.explain.score_model import Scores
 
     scores = Scores()

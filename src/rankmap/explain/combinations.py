@@ -7,9 +7,8 @@ ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the pas
 
 from __future__ import annotations
 
-import re
-
 from rankmap.explain.configs import config_points
+from rankmap.explain.containers import container_sees_more, container_without_gpus
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.score_model import Scores
@@ -407,78 +406,6 @@ def _ds_selects(ctx: Context) -> bool:
     """The DeepSpeed launch passes one of the options that make it ignore CVD."""
     cmd = f" {ctx.launch.command} " if ctx.launch else ""
     return any(f" {opt}" in cmd or f" {opt.strip()}=" in cmd for opt in _DS_SELECT)
-
-
-def container_sees_more(doc: DocFacts, s: Scores) -> None:
-    """A container that sees more GPUs than it was given (``--gpus 1``, ``NV_GPU=1``, a pod's
-    ``nvidia.com/gpu: 1``, yet two GPU UUIDs or rows in its nvidia-smi)."""
-    requested = doc.gpus_requested or doc.configs.pod_gpus
-    seen = max(doc.gpu_uuids, doc.smi_gpus or 0)
-    if requested and seen > requested:
-        s.add(
-            "container_mapping",
-            4.0,
-            f"the container was given {requested} GPU(s) but its output shows {seen}: the runtime "
-            "(privileged mode, a runtime ignoring NVIDIA_VISIBLE_DEVICES) exposes more "
-            "(reference/cuda_devices.md §3-4)",
-        )
-
-
-# What gives a container GPUs (reference/cuda_devices.md §3): Docker's --gpus, the NVIDIA runtime,
-# NVIDIA_VISIBLE_DEVICES, device nodes, privileged mode, CDI devices.
-_GPU_REQUEST = re.compile(
-    r"^(?:--gpus\b|--runtime[ =]nvidia|(?:-e|--env)[ =]NVIDIA_VISIBLE_DEVICES|--device[ =]\S*"
-    r"(?:nvidia|kfd|dri)|--privileged|--cdi|--device[ =]nvidia\.com/gpu)",
-    re.I,
-)
-# docker run options that take a value as the next word (the first other word is the image)
-_VALUED = frozenset(
-    {
-        "-v", "--volume", "-e", "--env", "-p", "--publish", "--name", "-w", "--workdir",
-        "--network", "--net", "--ipc", "--shm-size", "-u", "--user", "--entrypoint", "--gpus",
-        "--runtime", "--device", "--mount", "--env-file", "-h", "--hostname", "--cpus", "-m",
-        "--memory", "--ulimit", "--cap-add", "--cap-drop", "--security-opt", "--label", "-l",
-        "--add-host", "--pid", "--platform", "--restart", "--log-driver", "--cgroupns",
-        "--group-add", "--tmpfs", "--expose", "--dns",
-    }
-)  # fmt: skip
-
-
-def _run_options(cmd: str) -> list[str]:
-    """The options of a ``docker/podman run`` command, up to its image (``--gpus`` after the
-    image is an argument of the container's command, not a GPU request)."""
-    words = cmd.split()
-    start = next((i + 1 for i, w in enumerate(words) if w == "run"), len(words))
-    out: list[str] = []
-    i = start
-    while i < len(words) and words[i].startswith("-"):
-        word = words[i]
-        if word in _VALUED and i + 1 < len(words):
-            out.append(f"{word} {words[i + 1]}")
-            i += 2
-        else:
-            out.append(word)
-            i += 1
-    return out
-
-
-def container_without_gpus(doc: DocFacts, s: Scores) -> None:
-    """Containers started without any GPU request next to "no CUDA GPUs are available": the
-    container was given no GPU (reference/cuda_devices.md §3: without ``--gpus`` or the NVIDIA
-    runtime it runs like runc)."""
-    if "no-cuda-device" not in doc.hits or not doc.container_runs:
-        return
-    if any(_GPU_REQUEST.match(opt) for cmd in doc.container_runs for opt in _run_options(cmd)):
-        return
-    if any(cmd.endswith("\\") for cmd in doc.container_runs):
-        return  # a command that continues where the paste does not show it: options unknown
-    s.add(
-        "container_mapping",
-        3.0,
-        "the container was started without a GPU request (no --gpus, NVIDIA runtime, "
-        "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3): "
-        f"{doc.container_runs[0][:120]}",
-    )
 
 
 def _quote(doc: DocFacts, sid: str) -> str:
