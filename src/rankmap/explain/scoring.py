@@ -301,6 +301,12 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
         return Severity.INFO
     if _outside(doc, own=True) and not s.mapping_failure and winner != "other":
         return Severity.INFO  # failure words of a failure outside the family, and a setting
+    if (
+        not s.mapping_failure
+        and winner not in ("other", *UNSUPPORTED_SETTINGS)
+        and s.strongest(winner) < STRONG
+    ):
+        return Severity.INFO  # failure words next to a supported setting: context, no failure
     return Severity.WARNING
 
 
