@@ -50,3 +50,25 @@ def test_the_torch_path_under_torchrun_reads_local_rank(tmp_path: Path) -> None:
 
 def test_a_launcher_that_sets_none_of_the_variables_still_fails(tmp_path: Path) -> None:
     assert "RM903" in _errors(tmp_path, ["python", "train.py"])
+
+
+def test_the_torch_path_under_mpirun_fails_as_the_program_would(tmp_path: Path) -> None:
+    """Only the helper the script calls is a path: ``launch_from_openmpi`` is never named."""
+    errors = _errors(tmp_path, ["mpirun", "-np", "8", "python", "train.py"])
+    assert "RM903" in errors
+
+
+def test_helpers_the_script_names_are_all_paths(tmp_path: Path) -> None:
+    """A script that may take either helper (chosen at run time) reads whichever is set."""
+    (tmp_path / "fw.py").write_text(FRAMEWORK)
+    both = "import os, fw\nif 'OMPI_COMM_WORLD_RANK' in os.environ:\n    fw.launch_from_openmpi()\n"
+    both += "else:\n    fw.launch_from_torch()\n"
+    (tmp_path / "train.py").write_text(both)
+    for argv in (
+        ["torchrun", "--nproc_per_node", "8", "train.py"],
+        ["mpirun", "-np", "8", "python", "train.py"],
+    ):
+        report = check_launch(
+            argv, machines=load_machine("dgx-h100"), env={}, cwd=tmp_path, files=LocalFiles()
+        )
+        assert [f.code for f in report.ordered_findings() if f.severity.value == "error"] == []

@@ -1,8 +1,9 @@
 """The script analysis ends on a package whose values are reached through very many paths: a
 parameter fans out to every call site and each of those to its own callers (a chain of 14
 functions, each calling the next three times, is 3**14 paths). Each question has a budget of
-values (script_flow.MAX_STEPS); past it the value is unknown, never a wrong error. The check
-runs in a child process so that a regression shows as a timeout, not a hung suite."""
+values (script_flow.MAX_STEPS); past it the value is the most telling one reached, or unknown —
+never a wrong error. This is a hang guard: the check runs in a child process so that a
+regression shows as a timeout, not a hung suite."""
 
 from __future__ import annotations
 

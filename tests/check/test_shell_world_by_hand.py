@@ -73,3 +73,29 @@ def test_independent_launches_keep_their_own_wording(tmp_path: Path) -> None:
     assert launch["joined"] is False and launch["world_size"] == 4
     shared = [f for f in report.ordered_findings() if f.code == "RM503"]
     assert shared and "independent launches" in shared[0].title
+
+
+def _check_on(tmp_path: Path, script: str, machine: str, train: str = DDP) -> Any:
+    (tmp_path / "job.sh").write_text(script)
+    (tmp_path / "train.py").write_text(train)
+    return check_launch(
+        ["bash", "job.sh"], machines=load_machine(machine), env={}, cwd=tmp_path, files=LocalFiles()
+    )
+
+
+def test_plain_python_lines_are_the_ranks_their_rank_variable_says(tmp_path: Path) -> None:
+    const = "import torch, torch.distributed as dist\ntorch.cuda.set_device(0)\n"
+    const += "dist.init_process_group('nccl')\n"
+    lines = "export WORLD_SIZE=2\nRANK=0 python train.py &\nRANK=1 python train.py &\nwait\n"
+    report = _check_on(tmp_path, lines, "workstation-4gpu", const)
+    assert sorted(r["rank"] for r in report.sections["ranks"]) == [0, 1]
+    shared = [f for f in report.ordered_findings() if f.code == "RM503"]
+    assert shared and shared[0].ranks == (0, 1)
+
+
+def test_more_ranks_than_the_machine_has_gpus_is_no_list_split(tmp_path: Path) -> None:
+    report = _check_on(tmp_path, _lines(("", "")), "workstation-4gpu")
+    shared = [f for f in report.ordered_findings() if f.code == "RM503"]
+    assert shared
+    assert "8 ranks for 4 GPU(s)" in shared[0].fix
+    assert "CUDA_VISIBLE_DEVICES=4" not in shared[0].fix

@@ -44,3 +44,19 @@ def test_more_ranks_than_gpus_told_as_a_count_is_oversubscription() -> None:
         "with 4 ranks and 1 GPU the run hangs.\n",
     ):
         assert findings_of(text)[0].category == "oversubscribed", text
+
+
+def test_one_gpu_used_and_a_gpu_per_process_are_no_count_of_gpus() -> None:
+    for text in (
+        "# Slow\n\nI launch 4 processes but only 1 GPU is used, the other GPUs stay idle.\n",
+        "# Setup\n\nWe run 8 processes and one GPU per process, and it fails at the end.\n",
+    ):
+        assert findings_of(text)[0].category != "oversubscribed", text
+
+
+def test_an_lr_scheduler_is_no_job_scheduler() -> None:
+    text = (
+        "# Crash with many GPUs\n\nThe LR scheduler reads CUDA_VISIBLE_DEVICES=0,1 to scale the "
+        "rate, and all 4 processes were running on GPU 0 with an error.\n"
+    )
+    assert findings_of(text)[0].category != "per_process_visible_devices"

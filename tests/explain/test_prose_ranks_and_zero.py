@@ -11,7 +11,7 @@ from paste_findings import alarms_of, findings_of
     "text",
     [
         "# Every pod gets node rank 0 in a two-node job\n\nThe operator starts both pods with "
-        "NODE_RANK=0 and the second one never joins.\n",
+        "NODE_RANK=0 and the second one never joins: the job hangs at init.\n",
         "# Training on two TPU slices fails with duplicate process IDs\n\nThe second slice "
         "starts counting from 0 again.\n",
         "# ranks are duplicated across nodes\n\nBoth machines print rank 0 and rank 1 and the "
@@ -46,3 +46,11 @@ def test_processes_that_compete_for_the_first_gpu_is_no_set_device() -> None:
         "processes compete for the first GPU and the others stay idle.\n"
     )
     assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_a_node_local_rank_zero_told_by_design_and_a_fix_in_tests_are_no_alarm() -> None:
+    for text in (
+        "# Question\n\nAll nodes get rank 0 for their local master process, by design.\n",
+        "# Cleanup\n\nThe PR removes duplicate node ranks in the hostfile parser tests.\n",
+    ):
+        assert not alarms_of(text), text

@@ -15,12 +15,14 @@ SMI = SMI.replace(
     "|    0   N/A  N/A     41102      C   python                                    19914MiB |\n"
     "|    1   N/A  N/A     41103      C   python                                    19914MiB |\n+",
 )
+assert "41103" in SMI  # the two ranks were added to the shared table
 
 
 def test_display_processes_on_gpu0_are_no_ranks_sharing_it() -> None:
     text = "# Training is slow\n\nNo errors, just slow. nvidia-smi:\n\n```\n" + SMI + "```\n"
     assert not alarms_of(text)
     two_jobs = SMI.replace("1903      G   /usr/bin/gnome-shell ", "1903      C   python           ")
+    assert two_jobs != SMI
     shared = "# Training is slow\n\n```\n" + two_jobs + "```\n"
     assert findings_of(shared)[0].category == "no_set_device"
 

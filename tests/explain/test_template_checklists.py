@@ -28,3 +28,11 @@ def test_the_report_after_the_checklist_is_still_read() -> None:
         "and they take a lot of its memory.\n"
     )
     assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_the_reporters_own_conditional_question_is_read() -> None:
+    text = (
+        "# OOM on GPU 0\n\nWhen you launch with 4 processes, did you notice that all processes "
+        "use GPU 0? They all run on GPU 0 for me and the job fails with an error.\n"
+    )
+    assert findings_of(text)[0].category == "no_set_device"

@@ -47,3 +47,20 @@ def test_a_device_index_out_of_range_is_an_invalid_device() -> None:
     line = "RuntimeError: The device index is out of range. It must be in [0, 6), but got 11.\n"
     first = _explain(line, None)[0]
     assert first.category != "other" and "invalid-device-any" in first.detail
+
+
+def test_a_working_single_process_run_or_a_parallel_group_of_one_is_no_world_of_one() -> None:
+    for text in (
+        "It works with world_size=1. With torchrun it takes longer per step than expected.\n",
+        "[INFO] expert parallel world size: 1, sequence parallel world size: 1. Training is healthy.\n",
+    ):
+        assert all(
+            f.severity.value == "info" for f in _explain(text, "torchrun --nproc_per_node 4 t.py")
+        )
+
+
+def test_a_world_size_that_fits_the_parallelism_is_no_alarm() -> None:
+    text = "world size 8 is divisible by tensor parallel size 2, training proceeds normally\n"
+    assert all(
+        f.severity.value == "info" for f in _explain(text, "torchrun --nproc_per_node 8 t.py")
+    )

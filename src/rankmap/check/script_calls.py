@@ -27,7 +27,7 @@ from rankmap.check.script_values import (
     VisibleList,
     as_device,
     best,
-    launcher_paths,
+    rank_of_any_launcher,
 )
 
 
@@ -53,19 +53,21 @@ class Calls(Guards):
                 if isinstance(n, ast.ClassDef) and func in n.body
             ]
             del cls
+        unreached: list[Value] = []  # from call sites inside functions nothing refers to
         for cname in call_names:
             for mod, call in self._calls.get(cname, [])[:16]:
                 if self.dead(mod, call):
                     continue
                 v = self._arg_at(call, pos - (1 if is_method else 0), name, mod)
                 if v is not None:
-                    values.append(v)
+                    (unreached if self._never_referenced(mod, call) else values).append(v)
+        values = values or unreached
         for mod, call in self._spawns(fname):
             if self.dead(mod, call):
                 continue
             values.append(self._spawn_arg(call, pos, mod))
         if values:
-            return launcher_paths(values) or best(values)
+            return rank_of_any_launcher(values) or best(values)
         default = default_of(func, name)
         if default is not None:
             return self.value(
@@ -74,6 +76,16 @@ class Calls(Guards):
         return Unknown(
             f"{frame.mod.where(func)}: parameter `{name}` of {fname or 'lambda'}() — no call found"
         )
+
+    def _never_referenced(self, mod: Module, call: ast.Call) -> bool:
+        """Whether ``call`` sits in a function that no file read ever names (not called, not
+        passed as a callback): a framework's ``launch_from_openmpi`` next to the
+        ``launch_from_torch`` the script calls."""
+        node: ast.AST | None = call
+        while (node := mod.parent.get(id(node))) is not None:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return node.name not in self._referenced
+        return False
 
     def _arg_at(self, call: ast.Call, pos: int, name: str, mod: Module) -> Value | None:
         frame = Frame.at(mod, call)

@@ -63,7 +63,8 @@ from rankmap.check.script_values import (
 MAX_DEPTH = 24
 # Values one question may visit: every parameter fans out to its call sites and every name to its
 # bindings, so a chain of 24 steps can branch into millions of paths in a big package (a
-# Lightning-based trainer took minutes); past this the value is unknown (open world, RM030).
+# Lightning-based trainer took minutes). Past this every further value is unknown: the answer is
+# the most telling value reached before the budget ran out (script_values.best), or unknown.
 MAX_STEPS = 4000
 
 __all__ = ["Flow", "Frame", "dotted", "model_rank", "tail"]

@@ -30,8 +30,13 @@ class Guards:
         self._steps = 0  # values visited by the current question (script_flow.MAX_STEPS)
         self._calls: dict[str, list[tuple[Module, ast.Call]]] = {}
         self._args: dict[str, tuple[Module, ast.Call]] = {}
+        self._referenced: set[str] = set()  # every name read anywhere (a call, a callback)
         for mod in prog.modules:
             for node in ast.walk(mod.tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    self._referenced.add(node.id)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    self._referenced.add(node.attr)
                 if isinstance(node, ast.Call):
                     self._calls.setdefault(tail(node.func), []).append((mod, node))
                     if tail(node.func) == "add_argument":

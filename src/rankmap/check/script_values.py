@@ -163,7 +163,7 @@ def best(values: list[Value]) -> Value:
     return max(kept, key=score)
 
 
-def launcher_paths(values: list[Value]) -> Value | None:
+def rank_of_any_launcher(values: list[Value]) -> Value | None:
     """One rank read through call sites that read different launchers' variables (a framework's
     ``launch_from_torch`` reads LOCAL_RANK, ``launch_from_slurm`` SLURM_LOCALID, and both call one
     ``launch(local_rank=...)``): each is the path of its own launcher, so the process reads

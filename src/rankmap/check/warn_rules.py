@@ -113,17 +113,23 @@ def cross_world(
                 )
             )
         elif len(worlds) > 1:
-            out.append(_shared_by_launches(plan, group, len(worlds), bus))
+            out.append(_shared_by_launches(plan, group, len(worlds), bus, env))
     return out[:8]
 
 
 def _shared_by_launches(
-    plan: LaunchPlan, group: Sequence[RankOutcome], launches: int, bus: str
+    plan: LaunchPlan,
+    group: Sequence[RankOutcome],
+    launches: int,
+    bus: str,
+    env: Mapping[str, str],
 ) -> Finding:
     """RM503: launch lines of one script whose ranks land on one GPU."""
     nvml = group[0].view.devices[group[0].cuda_index or 0].nvml_index
     host = group[0].host.hostname
-    narrowed = any(o.proc.env.get("CUDA_VISIBLE_DEVICES") for o in group)
+    narrowed = bool(env.get("CUDA_VISIBLE_DEVICES")) or any(
+        o.proc.env.get("CUDA_VISIBLE_DEVICES") for o in group
+    )
     why = (
         "Each launch's CUDA_VISIBLE_DEVICES gives its process the same GPU."
         if narrowed
@@ -138,7 +144,13 @@ def _shared_by_launches(
             f"init with `Duplicate GPU detected : rank {ranks[0]} and rank {ranks[1]} both on "
             "CUDA device ...` (reference/nccl.md (a))."
         )
-        fix = f"give each line its own GPUs ({_split_lists(plan)}), or one launch for the machine"
+        gpus = len(group[0].host.gpus)
+        fix = (
+            f"give each line its own GPUs ({_split_lists(plan)}), or one launch for the machine"
+            if len(plan.procs) <= gpus
+            else f"{len(plan.procs)} ranks for {gpus} GPU(s) on {host}: start at most {gpus} "
+            "processes on this machine in all, or run the lines on separate machines"
+        )
         return finding(
             "RM503", title, detail=why, devices=[bus], hosts=[host], ranks=ranks, fix=fix
         )

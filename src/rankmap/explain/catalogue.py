@@ -229,6 +229,12 @@ KEYS: dict[str, tuple[str, ...]] = {
         "rank 0 has",
         "on rank 0",
         "of rank 0",
+        "on rank = 0",
+        "of rank = 0",
+        "on rank0",
+        "of rank0",
+        "first device",
+        "first cuda device",
         "on rank=0",
         "of rank=0",
         "on rank:0",
@@ -371,7 +377,7 @@ KEYS: dict[str, tuple[str, ...]] = {
 # contrasts ("rank instead of local_rank", "doesn't support MIG") are never negatable.
 NEGATABLE = frozenset(
     {
-        "mig-profile", "mig-uuid", "mig-mode", "mig-word", "nvidia-visible", "k8s-gpu-resource",
+        "ranks-duplicated", "scheduler-sets-cvd", "mig-profile", "mig-uuid", "mig-mode", "mig-word", "nvidia-visible", "k8s-gpu-resource",
         "k8s-mig-resource", "device-plugin", "docker-gpus", "docker-word", "inside-container",
         "privileged", "cgroup", "two-pods-one-node", "gpus-per-task", "ray", "dask-cuda",
         "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",

@@ -36,12 +36,14 @@ _ON = (
     r"clash|clashes|clashed|clashing) (?:on|over|at)|(?:compete|competes|competed|competing|contend|"
     r"contends|contended|contending|fight|fights|fought|fighting) (?:for|over))"
 )
+# A job scheduler by name, not any "scheduler" (an LR or a diffusion scheduler) or "allocation"
 _SCHEDULER = (
-    r"(?:batch system|scheduler|\bslurm\b|\bjsrun\b|\blsf\b|\bflux\b|\bpbs\b|\ballocation\b|"
-    r"resource manager)"
+    r"(?:batch system|(?:job|batch|cluster|workload) scheduler|\bslurm\b|\bjsrun\b|\blsf\b|"
+    r"\bflux (?:run|submit|batch|alloc)\b|\bpbs\b|(?:job|slurm|node|gpu) allocation|resource "
+    r"manager)"
 )
 _VISIBLE_VAR = r"(?:CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES)"
-_IN_SENTENCE = r"(?:[^.!?\n]|\n(?!\n)){0,80}"  # a wrapped line goes on; an empty line ends it
+_IN_SENTENCE = SENTENCE + "{0,80}"  # the document reader searches one line at a time
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 # What a node "gets" when it is given a rank ("all pods get rank 0", "each node has node_rank=0")
 SAME_RANK_VERBS = ("get", "gets", "got", "has", "have", "are", "is", "were", "was", "launched with",
@@ -234,10 +236,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"were|is|was|get|got) (?:all )?duplicated\b|\b(?:all|every|each|both) (?:of the )?(?:pods?|"
        r"nodes?|workers?|machines?|slices?|replicas?|containers?|hosts?)\b[^.\n]{0,40}\b(?:"
        + "|".join(SAME_RANK_VERBS)
-       + r") (?:the same )?(?:node[_ -]?)?rank(?:=| )?(?:0|zero)\b",
+       + r") (?:the same )?(?:node[_ -]?)?rank(?:=| )?(?:0|zero)\b(?! (?:for|of|on|in) (?:their|its|"
+       r"each|the) (?:own )?local)",
        {"host_identity": 4, "launcher_config": 2},
        f"{LAUNCHERS} (Lightning, torchrun): a rank is node rank x processes + local rank; nodes "
-       "given the same node rank (or process id) claim the same ranks", where=TEXT, failure=True),
+       "given the same node rank (or process id) claim the same ranks", where=TEXT),
     _s("host-network", r"--hostname|hostNetwork|host network|--net(?:work)?[= ]host\b",
        {"host_identity": 1.5, "container_mapping": 1},
        f"{NCCL} (b): the host hash is hostname + boot_id; a container on the host network has "
@@ -380,7 +383,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? |cuda:?|devices? )?(?:\d|one|two)\b)|"
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
@@ -396,8 +399,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"
        rf"(?:\w+ )?"
        rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:(?:gpu|cuda|device)(?:[ :#-]?0| zero)|"
-       rf"(?:1st|first) (?:gpu|cuda device|device))\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? |cuda:?|devices? )?(?:\d|one|two)\b)",
+       # "the first GPU of its list" is each process's own first GPU: no pile-up
+       rf"(?:1st|first) (?:gpu|cuda device|device)(?! (?:of|in|from) (?:its|their|each|his|her|"
+       rf"the|that|this) ))\b"
+       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)",
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
@@ -473,11 +478,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("procs-exceed-gpus-words",
        r"\b(?:\d+|two|three|four|several|multiple) (?:mpi |worker |training )?(?:processes|ranks|"
        r"PEs|tasks|workers)\b" + _IN_SENTENCE + r"\bbut\b" + _IN_SENTENCE + r"\b(?:only|just) "
-       r"(?:has |have |had )?(?:1|one|a single) (?:gpus?|device|card)\b|\branks? ?(?:!=|≠|do not "
-       r"match|don't match|does not match|doesn't match) ?(?:the )?(?:number of )?(?:available )?"
-       r"gpus?\b|number of (?:mpi )?(?:ranks|processes) (?:to |must |should |has to )?match(?:es)? "
-       r"the number of (?:available )?gpus|\b(?:\d+|two|three|four) (?:mpi )?(?:ranks|processes|PEs) "
-       r"and (?:1|one|a single) gpu\b",
+       # "only 1 GPU is used" is the ranks-on-one-GPU symptom, not a count of GPUs
+       r"(?:has |have |had )?(?:1|one|a single) (?:gpus?|device|card)\b(?! (?:is|was|gets?|got|"
+       r"shows?|being|does|did) )|\branks? ?(?:!=|≠|do not match|don't match|does not match|"
+       r"doesn't match) ?(?:the )?(?:number of )?(?:available )?gpus?\b|number of (?:mpi )?"
+       r"(?:ranks|processes) (?:must|should|has to|needs? to|are required to|is required to) match "
+       r"the number of (?:available )?gpus|requires? the number of (?:mpi )?(?:ranks|processes) to "
+       r"match the number of (?:available )?gpus|\b(?:\d+|two|three|four) (?:mpi )?(?:ranks|"
+       r"processes|PEs) and (?:1|one|a single) gpu\b(?! (?:per|each|for each|apiece))",
        {"oversubscribed": 4}, f"{LAUNCHERS} §1: one process per GPU", where=PROSE),
 )
 # fmt: on

@@ -19,6 +19,7 @@ from rankmap.explain.priors import prior
 from rankmap.explain.signal_model import (
     CUDA_DEV,
     LAUNCHERS,
+    LOG,
     NCCL,
     PROSE,
     PT,
@@ -27,8 +28,6 @@ from rankmap.explain.signal_model import (
     Signal,
 )
 from rankmap.explain.signal_model import sig as _s
-
-LOG = frozenset({"log"})
 
 # The part of a CUDA/HIP error message that puts it outside the mapping family.
 # Variables a launcher or scheduler sets for each process (launchers.md §9): a script that
@@ -152,7 +151,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     # that does not fit the GPU, a peer GPU the process cannot reach, a P2P path; more specific
     # than a communicator error in general, so it carries a prior of its own
     _s("nccl-cuda-call-failed",
-       r"unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure" + _NOT_FAMILY,
+       r"(?:unhandled cuda error|ncclUnhandledCudaError|NCCL WARN Cuda failure)" + _NOT_FAMILY,
        prior("nccl-cuda-call-failed"),
        f"{NCCL} (e): ncclUnhandledCudaError, 'a call to a CUDA function failed'",
        failure=True),
@@ -335,9 +334,11 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"]" + _LAUNCH_VAR + r"['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
        r"PermissionError|JSONDecodeError|IsADirectoryError|NotADirectoryError|FileExistsError)\b|"
-       # an OS call's errno (a read-only or full file system, a refused file) and a model hub
+       # a file system's errno (ENOENT, EIO, EACCES, EEXIST, ENOTDIR, EISDIR, ENOSPC, EROFS,
+       # ENAMETOOLONG, EDQUOT; not the network's: EADDRINUSE is the store's port) and a model hub
        # that cannot be reached are the program's environment, not its GPUs
-       r"\bOSError: (?:\[Errno \d+\]|We couldn't connect|Can't load|[^\n]{0,120}huggingface\.co)|"
+       r"\bOSError: (?:\[Errno (?:2|5|13|17|20|21|28|30|36|122)\]|We couldn't connect|Can't load|"
+       r"[^\n]{0,120}huggingface\.co)|"
        r"TypeError: [^\n]{0,120}got an unexpected keyword "
        r"argument ['\"](?!(?:local[-_]rank|rank|world[-_]size|device_ids?|nproc\w*|num_processes|"
        r"master_(?:addr|port)|backend|init_method)['\"])", {},

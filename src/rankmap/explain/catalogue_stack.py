@@ -74,22 +74,24 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        framework="mpi"),
     # a program that reports a world of one process ("numprocs=1", "Num processes: 1"): context
     # alone; next to a launch of several processes it is the mpi-singletons fact (combinations)
-    _s("world-of-one", r"\b(?:numprocs|num_?procs|nprocs|num(?:ber of)? (?:mpi )?process(?:es)?|"
-       r"world[_ ]?size|comm(?:unicator)? size)\s*[=:]\s*1\b(?![.,]\d)",
+    _s("world-of-one", r"(?<!with )(?<!using )(?<!set )(?<!setting )(?<!for )(?<!when )(?<!if )"
+       r"\b(?:numprocs|num_?procs|nprocs|num(?:ber of)? (?:mpi )?process(?:es)?|"
+       r"(?<!parallel )(?<!parallel_)world[_ ]?size|comm(?:unicator)? size)\s*[=:]\s*1\b(?![.,]\d)",
        {}, f"{LAUNCHERS} §6: every process of N separate jobs is rank 0 of a world of size 1",
        where=TEXT),
     # the processes launched against the model parallelism asked for: Megatron's "world size (8)
     # is not divisible by tensor model parallel size (3) ...", TensorRT-LLM's "mpiSize == tp * pp"
-    _s("world-size-vs-parallelism", r"(?:world[_ ]?size|mpiSize|mpi size)\b[^\n]{0,60}(?:==|!=|not "
-       r"equal|does ?n.t match|must (?:be )?equal|must match|not divisible|divisible)[^\n]{0,40}"
-       r"(?:\btp\b|tensor[_ -](?:model[_ -])?parallel)",
+    _s("world-size-vs-parallelism", r"(?:world[_ ]?size|mpiSize|mpi size)\b[^\n]{0,60}(?:!=|not "
+       r"equal|does ?n.t match|not divisible)[^\n]{0,40}(?:\btp\b|tensor[_ -](?:model[_ -])?"
+       r"parallel)|assert\w*(?: failed)?:?[^\n]{0,40}(?:world[_ ]?size|mpiSize)\b[^\n]{0,20}==[^\n]"
+       r"{0,40}(?:\btp\b|tensor[_ -](?:model[_ -])?parallel)",
        {"launcher_config": 4},
        "the number of processes launched does not fit the model parallelism asked for: "
        "Megatron-LM (https://github.com/NVIDIA/Megatron-LM, megatron/core/parallel_state.py: "
        "world size divisible by tensor x pipeline parallel size), TensorRT-LLM "
        "(https://github.com/NVIDIA/TensorRT-LLM, cpp/tensorrt_llm/runtime/worldConfig.cpp: "
        "mpiSize == tp * pp)",
-       failure=True),
+       failure=True, where=TEXT),
     _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
        "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
        "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),

@@ -309,8 +309,8 @@ _PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?
 # A checklist item of the template that asks on a condition ("2. If your question is about hang,
 # did you read this doc?"): it names what *might* apply to any report
 _CHECKLIST = re.compile(
-    r"^[ \t>*-]*(?:\d+\.\s*)?(?:\[[ xX]?\]\s*)?(?:if|when) (?:your|you)\b[^\n]{0,120}\b(?:did "
-    r"you|have you|please)\b[^\n]*$",
+    r"^[ \t>*-]*(?:\d+\.[ \t]*)?(?:\[[ xX]?\][ \t]*)?(?:if|when) your (?:question|issue|problem|"
+    r"bug|report|request)\b[^\n]{0,120}\b(?:did you|have you|please)\b[^\n]*$",
     re.M | re.I,
 )
 

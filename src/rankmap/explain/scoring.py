@@ -140,7 +140,9 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
         elif sig.failure:
             s.failure = True
             s.note_failure(sig.supports)
-        # ... and so does a failure class's prior (one prior per failure, the most specific)
+        # a generic marker (``nccl-generic-error``: the classes among GENERIC_PRIORS that do not
+        # lead were skipped above) adds no prior next to the class that leads either: one prior
+        # per failure, the most specific
         generic = sig.id in GENERIC_PRIORS
         if not (generic and (specific or lead_class not in (None, sig.id))):
             counted.append(hit)

@@ -29,6 +29,7 @@ PROSE = frozenset({"prose"})
 CODE = frozenset({"code"})
 NOT_PROSE = frozenset({"log", "code", "shell", "config", "env"})
 NOT_LOG = frozenset({"prose", "code", "shell", "config", "env"})
+LOG = frozenset({"log"})
 
 # Any character of one sentence: a dot inside a name (torch.cuda.set_device, nvidia.com/gpu) does
 # not end it.

@@ -70,7 +70,8 @@ def _line_rank(sl: ShellLaunch) -> str | None:
 
 def _own_node(sl: ShellLaunch, plan: LaunchPlan) -> tuple[Proc, ...]:
     """The processes a line of a world started by hand starts itself: those of its own node
-    rank (``--nnodes 2 --node_rank 1`` starts node 1's processes, not the whole world's)."""
+    rank (``--nnodes 2 --node_rank 1`` starts node 1's processes, not the whole world's). A line
+    that gives no node rank starts node 0's, which is what torchrun's default node rank does."""
     rank = _line_rank(sl)
     own = tuple(p for p in plan.procs if rank is not None and str(p.node_rank) == rank.strip())
     return own or tuple(p for p in plan.procs if p.node == 0)
@@ -83,8 +84,11 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         for pr in _own_node(sl, plan) if by_hand else plan.procs:
             env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
-            # the lines of one script run on the machine that runs the script
-            procs.append(replace(pr, world=w, env=env, node=0 if by_hand else pr.node))
+            # the lines of one script run on the machine that runs the script, and a line that
+            # starts one process with RANK=k is rank k of the world (not its own rank 0)
+            own = sl.env.get("RANK", "")
+            rank = int(own) if by_hand and len(plan.procs) == 1 and own.isdecimal() else pr.rank
+            procs.append(replace(pr, world=w, env=env, node=0 if by_hand else pr.node, rank=rank))
     first = plans[0]
     issues = _independent_worlds(launches, plans, path)
     issues += _port_clash(launches, plans)
