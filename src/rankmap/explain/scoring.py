@@ -301,14 +301,8 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
-    if _outside(doc, own=True) and not s.mapping_failure and winner != "other":
-        return Severity.INFO  # failure words of a failure outside the family, and a setting
-    if (
-        not s.mapping_failure
-        and winner not in ("other", *UNSUPPORTED_SETTINGS)
-        and s.strongest(winner) < STRONG
-    ):
-        return Severity.INFO  # failure words next to a supported setting: context, no failure
+    if _context_only(winner, s, doc, printed=False):
+        return Severity.INFO  # failure words (of a failure outside the family, or of none) only
     return Severity.WARNING
 
 
@@ -320,16 +314,18 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
 UNSUPPORTED_SETTINGS = frozenset({"mig", "host_identity"})
 
 
-def _context_only(winner: str, s: Scores, doc: DocFacts | None) -> bool:
-    """Whether a mapping category leads on context alone next to a failure that points
-    elsewhere: no failure points at the mapping, and either the failure is one outside the
-    family (an OOM, a data-loader crash, a network timeout: a MIG slice or a docker run next to
-    it is a setting, not its cause), or no support names the cause (STRONG) and the setting is
-    one NCCL supports (a watchdog timeout under a Slurm binding or a docker run)."""
+def _context_only(winner: str, s: Scores, doc: DocFacts | None, *, printed: bool = True) -> bool:
+    """Whether a mapping category leads on context alone: no failure points at the mapping, and
+    either a failure outside the family shows (an OOM, a data-loader crash, a network timeout: a
+    MIG slice or a docker run next to it is a setting, not its cause), or no support names the
+    cause (STRONG) and the setting is one NCCL supports (a watchdog timeout, or mere failure
+    words, under a Slurm binding or a docker run). ``printed``: for the settings NCCL does not
+    support, only an outside failure the job printed counts (next to a failure of the family);
+    without one, one the reporter tells counts too."""
     if winner == "other" or s.mapping_failure:
         return False
     if winner in UNSUPPORTED_SETTINGS:  # ranks a generic failure, not one the job printed outside
-        return s.outside_printed or _outside(doc, own=True, printed=True)
+        return s.outside_printed or _outside(doc, own=True, printed=printed)
     return _outside(doc, own=True) or s.strongest(winner) < STRONG
 
 
