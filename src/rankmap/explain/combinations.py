@@ -304,7 +304,7 @@ def _launcher_and_binding(
     per_task = _binding_in_effect(ctx, doc)
     per_worker = per_task or "ray" in hits or "ray-named" in hits
     ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
-    named = "nccl-cuda-failure-named" in hits  # "Cuda failure 'out of memory'": its own cause
+    named = doc.cuda_error_named  # "Cuda failure 'out of memory'": its own cause
     if ipc and per_worker and not named and not doc.shows_outside(own=True):
         s.mapping_failure = True  # the failure is explained by the binding: a mapping failure
         who = "per-task GPU binding" if per_task else "Ray's per-worker CUDA_VISIBLE_DEVICES"

@@ -207,6 +207,12 @@ class DocFacts:
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
+    @property
+    def cuda_error_named(self) -> bool:
+        """Whether NCCL's own warning names the CUDA error of a failed call (``Cuda failure 'out
+        of memory'``): the failure is that error, not a GPU NCCL could not reach."""
+        return "nccl-cuda-failure-named" in self.hits
+
     def shows_outside(self, *, own: bool = False, printed: bool = False) -> bool:
         """Whether the input shows a failure outside this family (an OOM, a model too big, a
         data-loader crash, a Python error, a network timeout). ``own``: a failure of its own,

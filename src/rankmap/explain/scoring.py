@@ -163,7 +163,7 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
 def _hits_that_count(doc: DocFacts) -> dict[str, Hit]:
     """The catalogue hits that score: a CUDA call failing inside NCCL is no failure of this
     family when NCCL's own warning names the CUDA error (``Cuda failure 'out of memory'``)."""
-    if "nccl-cuda-failure-named" in doc.hits:
+    if doc.cuda_error_named:
         return {k: h for k, h in doc.hits.items() if k != "nccl-cuda-call-failed"}
     return doc.hits
 
