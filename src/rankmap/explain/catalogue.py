@@ -377,13 +377,14 @@ KEYS: dict[str, tuple[str, ...]] = {
 # contrasts ("rank instead of local_rank", "doesn't support MIG") are never negatable.
 NEGATABLE = frozenset(
     {
-        "ranks-duplicated", "scheduler-sets-cvd", "mig-profile", "mig-uuid", "mig-mode", "mig-word", "nvidia-visible", "k8s-gpu-resource",
+        "mig-profile", "mig-uuid", "mig-mode", "mig-word", "nvidia-visible", "k8s-gpu-resource",
         "k8s-mig-resource", "device-plugin", "docker-gpus", "docker-word", "inside-container",
         "privileged", "cgroup", "two-pods-one-node", "gpus-per-task", "ray", "dask-cuda",
         "jax-distributed", "mpi-local", "multi-node", "lightning", "horovod", "accelerate-config",
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
-        "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0",
+        "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0", "ranks-duplicated",
+        "scheduler-sets-cvd",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

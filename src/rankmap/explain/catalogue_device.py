@@ -3,6 +3,7 @@ binding, the rank used as the device, GPU 0 symptoms, oversubscription (see sign
 
 from __future__ import annotations
 
+from rankmap.explain.context import VISIBLE_VARS
 from rankmap.explain.signal_model import (
     CODE,
     CUDA_DEV,
@@ -42,7 +43,7 @@ _SCHEDULER = (
     r"\bflux (?:run|submit|batch|alloc)\b|\bpbs\b|(?:job|slurm|node|gpu) allocation|resource "
     r"manager)"
 )
-_VISIBLE_VAR = r"(?:CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES)"
+_VISIBLE_VAR = f"(?:{'|'.join(VISIBLE_VARS)})"
 _IN_SENTENCE = SENTENCE + "{0,80}"  # the document reader searches one line at a time
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 # What a node "gets" when it is given a rank ("all pods get rank 0", "each node has node_rank=0")

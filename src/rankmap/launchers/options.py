@@ -135,6 +135,15 @@ def int_value(
     return number
 
 
+def option_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    """The value of the first option in ``names`` (``--opt v`` or ``--opt=v``), or None."""
+    for i, arg in enumerate(argv):
+        name, eq, val = arg.partition("=")
+        if name in names:
+            return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return None
+
+
 def replace_option(argv: Sequence[str], names: Sequence[str], value: str) -> list[str] | None:
     """``argv`` with the value of the first option in ``names`` replaced, or None if absent."""
     out = list(argv)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rankmap.launchers import LaunchContext, LaunchIssue, LaunchPlan, Proc, identify
+from rankmap.launchers.options import option_value
 
 EADDRINUSE = (
     "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
@@ -65,7 +66,9 @@ def _one_world_by_hand(launches: Sequence[ShellLaunch]) -> bool:
 
 def _line_rank(sl: ShellLaunch) -> str | None:
     """The rank or node rank a launch line gives itself (``RANK=``, ``--node_rank``), if any."""
-    return next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or _opt(sl.argv, _WORLD_OPTS)
+    return next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or option_value(
+        sl.argv, _WORLD_OPTS
+    )
 
 
 def _own_node(sl: ShellLaunch, plan: LaunchPlan) -> tuple[Proc, ...]:
@@ -148,7 +151,7 @@ def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) ->
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         if plan.launcher not in ("torchrun", "torch.distributed.launch", "accelerate"):
             continue
-        port = _opt(
+        port = option_value(
             sl.argv, ("--master_port", "--master-port", "--main_process_port")
         ) or sl.env.get("MASTER_PORT", "29500")
         if "--standalone" in sl.argv or not _hosts_the_store(sl):
@@ -168,14 +171,6 @@ def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) ->
                 )
             )
     return out
-
-
-def _opt(argv: Sequence[str], names: Sequence[str]) -> str | None:
-    for i, a in enumerate(argv):
-        name, eq, val = a.partition("=")
-        if name in names:
-            return val if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-    return None
 
 
 def _hosts_the_store(sl: ShellLaunch) -> bool:
