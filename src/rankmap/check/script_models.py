@@ -9,36 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Environment variables that hold a rank or one node's process count: one table for every
+# command (reference/launchers.md §9), re-exported as sources of the analysis.
+from rankmap.launch_vars import GLOBAL_RANK_VARS as GLOBAL_RANK_VARS
+from rankmap.launch_vars import LOCAL_RANK_VARS as LOCAL_RANK_VARS
+from rankmap.launch_vars import LOCAL_SIZE_VARS as LOCAL_SIZE_VARS
+
 # --- sources -------------------------------------------------------------------------------
-# Environment variables that hold a rank (reference/launchers.md §9 "who set what").
-LOCAL_RANK_VARS = (
-    "LOCAL_RANK",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "MV2_COMM_WORLD_LOCAL_RANK",
-    "PMI_LOCAL_RANK",
-    "PALS_LOCAL_RANKID",
-    "JSM_NAMESPACE_LOCAL_RANK",
-)
-GLOBAL_RANK_VARS = (
-    "RANK",
-    "SLURM_PROCID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "MV2_COMM_WORLD_RANK",
-    "PALS_RANKID",
-)
-# Environment variables that hold one node's process count (reference/launchers.md: the
-# torchrun table, Slurm, the MPI table).
-LOCAL_SIZE_VARS = (
-    "LOCAL_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "MPI_LOCALNRANKS",
-    "MV2_COMM_WORLD_LOCAL_SIZE",
-    "SLURM_NTASKS_PER_NODE",
-)
 # Argparse spellings of a local-rank argument (launchers.md §2, §4).
 LOCAL_RANK_ARGS = ("local_rank", "local-rank")
 

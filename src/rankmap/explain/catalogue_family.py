@@ -28,14 +28,12 @@ from rankmap.explain.signal_model import (
     Signal,
 )
 from rankmap.explain.signal_model import sig as _s
+from rankmap.launch_vars import launcher_var_pattern
 
-# The part of a CUDA/HIP error message that puts it outside the mapping family.
 # Variables a launcher or scheduler sets for each process (launchers.md §9): a script that
 # reads one its launcher does not set fails with a KeyError on it
-_LAUNCH_VAR = (
-    r"(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|NODE_RANK|GROUP_RANK|MASTER_ADDR|MASTER_PORT|"
-    r"SLURM_ ?[A-Z_]+|OMPI_COMM_WORLD_[A-Z_]+|PMIX?_[A-Z_]+|MV2_[A-Z_]+|MPI_LOCALRANKID)"
-)
+_LAUNCH_VAR = launcher_var_pattern()
+# The part of a CUDA/HIP error message that puts it outside the mapping family.
 _NOT_FAMILY = (
     r"(?![^\n]{0,60}(?:out of memory|device-side assert|illegal memory access|"
     r"CUBLAS_STATUS|CUDNN_STATUS|misaligned address|launch failure))"

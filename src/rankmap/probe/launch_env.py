@@ -1,8 +1,6 @@
 """Which launcher started this process and which rank it is, from the environment alone (pure).
 
-Variables per launcher come from reference/launchers.md (torchrun §1, accelerate §3, DeepSpeed §4,
-Slurm §5, MPI §6). ``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` win because scripts (and DeepSpeed's
-Open MPI runner) map launcher variables onto them; the launcher's own variables are the fallback.
+Variables per launcher, in precedence order, are :mod:`rankmap.launch_vars`'s tables.
 """
 
 from __future__ import annotations
@@ -10,31 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-_RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
-_WORLD = (
-    "WORLD_SIZE",
-    "SLURM_NTASKS",
-    "SLURM_NPROCS",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_SIZE",
-    "MV2_COMM_WORLD_SIZE",
+from rankmap.launch_vars import (
+    GLOBAL_RANK_VARS,
+    LOCAL_RANK_VARS,
+    LOCAL_SIZE_VARS,
+    NODE_RANK_VARS,
+    WORLD_SIZE_VARS,
 )
-_LOCAL_RANK = (
-    "LOCAL_RANK",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "MV2_COMM_WORLD_LOCAL_RANK",
-)
-_LOCAL_WORLD = (
-    "LOCAL_WORLD_SIZE",
-    "LOCAL_SIZE",  # DeepSpeed
-    "SLURM_NTASKS_PER_NODE",
-    "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "MPI_LOCALNRANKS",
-    "MV2_COMM_WORLD_LOCAL_SIZE",
-)
-_NODE_RANK = ("GROUP_RANK", "NODE_RANK", "CROSS_RANK", "SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK")
 
 
 @dataclass(frozen=True)
@@ -110,11 +90,11 @@ def _run_id(env: Mapping[str, str]) -> str:
 def parse_rank_env(env: Mapping[str, str]) -> RankEnv:
     """Rank, sizes, node rank and launcher of this process; never raises."""
     problems: list[str] = []
-    rank, _ = _first_int(env, _RANK, problems)
-    world, _ = _first_int(env, _WORLD, problems)
-    local_rank, _ = _first_int(env, _LOCAL_RANK, problems)
-    local_world, _ = _first_int(env, _LOCAL_WORLD, problems)
-    node_rank, _ = _first_int(env, _NODE_RANK, problems)
+    rank, _ = _first_int(env, GLOBAL_RANK_VARS, problems)
+    world, _ = _first_int(env, WORLD_SIZE_VARS, problems)
+    local_rank, _ = _first_int(env, LOCAL_RANK_VARS, problems)
+    local_world, _ = _first_int(env, LOCAL_SIZE_VARS, problems)
+    node_rank, _ = _first_int(env, NODE_RANK_VARS, problems)
     restart, _ = _first_int(env, ("TORCHELASTIC_RESTART_COUNT",), problems)
     return RankEnv(
         launcher=detect_launcher(env),
