@@ -105,6 +105,18 @@ def parse_env(text: str) -> dict[str, str]:
     return out
 
 
+def _command_or_none(restated: str) -> str | None:
+    """The restated launch as ``--launch`` gets it; a restatement that is prose, not a command
+    (an unclosed quote: "the repo's iterable dataset"), is no launch at all — a user would not
+    pass it, and rankmap rightly refuses it with exit 2."""
+    text = restated.strip()
+    try:
+        shlex.split(text)
+    except ValueError:
+        return None
+    return text or None
+
+
 def run_one(row: dict[str, str], folder: Path, mode: str) -> dict[str, Any]:
     from rankmap.adapters.local import explain_files
     from rankmap.errors import RankMapError
@@ -121,7 +133,7 @@ def run_one(row: dict[str, str], folder: Path, mode: str) -> dict[str, Any]:
             log = folder / "logs" / f"{tid}.log"
             if not log.exists() or not log.stat().st_size:
                 return {"skipped": True}
-            launch = (row.get("launch_restated") or "").strip() or None
+            launch = _command_or_none(row.get("launch_restated") or "")
             env = parse_env(row.get("env_restated") or "")
             report = explain_files([log], launch=launch, env=env)
     except RankMapError as exc:
