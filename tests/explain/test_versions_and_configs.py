@@ -187,3 +187,24 @@ def test_a_unicode_digit_is_no_number() -> None:
     facts = ConfigFacts()
     read_parsed({"num_processes": "²", "gpu_ids": "¹,²"}, facts)
     assert config_points(facts, None, None) == []
+
+
+NCCL_FAILED = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error\n"
+
+
+def test_a_reporter_saying_two_versions_do_not_fit_points_to_versions() -> None:
+    for sentence in (
+        "It seems to come from an incompatibility between the torch version and the NCCL version.",
+        "The NCCL version bundled with the wheel does not match the CUDA toolkit.",
+        "Our CUDA and driver versions are mismatched on the second node.",
+    ):
+        text = f"# NCCL error at init\n{sentence}\n{NCCL_FAILED}"
+        assert _first_category(text) == "version_mismatch", sentence
+
+
+def test_a_version_mismatch_ruled_out_or_outside_the_stack_is_no_evidence() -> None:
+    ruled_out = "# NCCL error at init\nThere is no version mismatch between torch and NCCL.\n"
+    assert _first_category(ruled_out + NCCL_FAILED) != "version_mismatch"
+    # a version sentence with no failure of this family is no guess at all
+    healthy = "# Question\nIs the tokenizer version incompatible with this checkpoint?\n"
+    assert _first_category(healthy) == "other"

@@ -330,6 +330,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "gfx-arch": ("gfx",),
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),
     "upgraded-driver": ("upgrad", "updat", "install", "downgrad"),
+    "versions-incompatible": ("version",),
     "cuda-versions": (
         "torch.version.cuda",
         "nvcc",
@@ -384,7 +385,7 @@ NEGATABLE = frozenset(
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
         "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0", "ranks-duplicated",
-        "scheduler-sets-cvd",
+        "scheduler-sets-cvd", "versions-incompatible",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

@@ -16,6 +16,10 @@ from rankmap.explain.signal_model import sig as _s
 _NOT_AVOIDED = r"(?<!instead of )(?<!rather than )(?<!not )(?<!never )"
 
 # fmt: off
+# A sentence that says two versions of the GPU stack do not fit (the stack named in it).
+_STACK = r"\b(?:nccl|rccl|cuda|cudnn|driver|torch|pytorch|jax|jaxlib|tensorflow|rocm|hip|toolkit)\b"
+_UNFIT = r"(?:incompatib\w*|mismatch\w*|do(?:es)? ?n[o']?t match)"
+
 STACK_SIGNALS: tuple[Signal, ...] = (
     # --- launcher / framework configuration -----------------------------------------------------
     # a keyword a launcher or framework passes (local_rank, world_size, ...); any other
@@ -137,6 +141,11 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("upgraded-driver", r"after (?:upgrading|updating|installing) (?:the |my |nvidia )*driver|"
        r"(?:driver|cuda|nccl) (?:upgrade|update)d?|(?:downgrad|upgrad)(?:e|ed|ing) "
        r"(?:to )?(?:the )?(?:driver|cuda|nccl|torch|pytorch)",
+       {"version_mismatch": 3}, f"{NCCL} (g)", where=TEXT),
+    # the reporter states the cause class: two versions of the stack that do not fit together
+    _s("versions-incompatible", rf"{_STACK}[^\n.]{{0,60}}\bversions?\b[^\n.]{{0,50}}{_UNFIT}|"
+       rf"\bversions?\b[^\n.]{{0,50}}{_UNFIT}[^\n.]{{0,60}}{_STACK}|"
+       rf"{_UNFIT} (?:between|of|in) [^\n.]{{0,60}}{_STACK}[^\n.]{{0,40}}\bversions?\b",
        {"version_mismatch": 3}, f"{NCCL} (g)", where=TEXT),
     _s("cuda-versions", r"torch\.version\.cuda|nvcc --version|cu1\d{2}\b|\+cu\d{3}|CUDA Version: "
        r"\d+\.\d|cuda[- ]?toolkit", {"version_mismatch": 1}, f"{NCCL} (g)"),
