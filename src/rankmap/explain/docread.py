@@ -187,6 +187,7 @@ class DocFacts:
     code_call: str | None = None
     smi_gpus: int | None = None
     stated_gpus: int | None = None  # "2 GPUs" in the prose
+    stated_gpus_at: str = ""  # where the prose says it (source:line: the sentence)
     configs: ConfigFacts = field(default_factory=ConfigFacts)  # accelerate, pod spec, hostfile
     frameworks: list[str] = field(default_factory=list)
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
@@ -231,6 +232,17 @@ class DocFacts:
         return any(a <= lineno <= b for a, b in self.prose_spans)
 
 
+def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
+    """The first GPU count the reporter's prose states, and the line that states it."""
+    for no, line in seg.lines():
+        m = _GPU_COUNT.search(line)
+        if m:
+            n = m.group("n").lower()
+            facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
+            facts.stated_gpus_at = f"{source}:{no}: {line.strip()[:160]}"
+            return
+
+
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     """Segment ``text`` and read each segment; bounded by :data:`DOC_LIMIT`."""
     text = without_template(text[:DOC_LIMIT])
@@ -264,10 +276,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         elif seg.kind == "config":
             _config(seg, facts)
         elif seg.kind == "prose" and facts.stated_gpus is None:
-            m = _GPU_COUNT.search(seg.text)
-            if m:
-                n = m.group("n").lower()
-                facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
+            _stated_gpus(seg, source, facts)
     if facts.launch and facts.sbatch:
         facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
@@ -543,7 +552,7 @@ def _container_runs(seg: Segment, facts: DocFacts) -> None:
 def _shell(seg: Segment, facts: DocFacts) -> None:
     if "#SBATCH" in seg.text:
         from rankmap.errors import RankMapError
-        from rankmap.launchers.slurm import parse_sbatch_lines
+        from rankmap.launchers.slurm_options import parse_sbatch_lines
 
         with contextlib.suppress(RankMapError):
             facts.sbatch.update(parse_sbatch_lines(seg.text))

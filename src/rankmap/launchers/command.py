@@ -133,9 +133,35 @@ class Command:
         return ["env", *words] if words else []
 
 
+SHELLS = ("bash", "sh", "dash", "zsh", "ksh")
+
+
+def shell_body_index(words: Sequence[str]) -> int | None:
+    """Index of the command string of ``bash -c 'BODY'`` in ``words`` (anywhere: ``srun ...
+    bash -lc BODY``): that shell expands BODY when it runs, in its own environment, so BODY is
+    not expanded now."""
+    for i, word in enumerate(words):
+        if os.path.basename(word) not in SHELLS:
+            continue
+        for j in range(i + 1, len(words)):
+            option = words[j]
+            if not option.startswith("-") or option.startswith("--") or option == "-":
+                break
+            if "c" in option[1:]:  # -c, -lc, -ec
+                return j + 1 if j + 1 < len(words) else None
+        return None
+    return None
+
+
+def expand_words(words: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """Every word expanded from ``env``, but a shell's ``-c`` command string."""
+    body = shell_body_index(words)
+    return [w if i == body else expand_word(w, env) for i, w in enumerate(words)]
+
+
 def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     """Read ``argv`` the way a shell and the wrappers would before the launcher starts."""
-    words = [expand_word(t, env) for t in argv]
+    words = expand_words(argv, env)
     assigned: dict[str, str] = {}
     unset: set[str] = set()
     cleared = False

@@ -105,10 +105,11 @@ def _shell(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
 def _sbatch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     """``sbatch [opts] job.sh``: the script's launch lines, command-line options over #SBATCH."""
     from rankmap.errors import UsageError
-    from rankmap.launchers import shell, slurm
+    from rankmap.launchers import shell
     from rankmap.launchers.options import parse_options
+    from rankmap.launchers.slurm_options import SPEC
 
-    p = parse_options(list(argv[1:]), slurm.SPEC)
+    p = parse_options(list(argv[1:]), SPEC)
     if not p.rest:
         raise UsageError("sbatch: no batch script given", hint="sbatch job.sbatch")
     flags = {k: v if isinstance(v, str) else "1" for k, v in p.values.items()}

@@ -22,6 +22,7 @@ from rankmap.launchers import (
     identify,
 )
 from rankmap.launchers.command import parse_command
+from rankmap.launchers.task_shell import task_note, task_program, with_task_env
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
@@ -190,13 +191,23 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     flavour = "MPICH/Hydra" if a.hydra else "Open MPI"
     inner_cmd = parse_command(a.rest, {})
     inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
+    notes = [f"{flavour}: {world} rank(s) over {len(layout)} node(s) {layout}."]
+    program = None
+    if identify(inner) == "shell":
+        program = task_program(inner, ctx, {k for q in procs for k in q.env})
+    if program is not None:
+        inner, inner_env = list(program.argv), {**inner_env, **program.env}
+        if identify(inner) in (None, "python"):
+            node_env = {n: {**a.env, **inner_env} for n in range(len(layout))}
+            procs, unresolved = with_task_env(procs, node_env, program)
+            notes.append(task_note(program, unresolved))
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),
         nproc_per_node=max(layout),
         procs=tuple(procs),
         script=next((t for t in inner if t.endswith(".py")), None),
-        notes=(f"{flavour}: {world} rank(s) over {len(layout)} node(s) {layout}.",),
+        notes=tuple(notes),
         sets_local_rank=False,
         node_env={n: {**a.env, **inner_env} for n in range(len(layout))},
         argv=tuple(argv),

@@ -19,8 +19,9 @@ from rankmap.launchers import (
     check_launches,
     identify,
 )
-from rankmap.launchers.command import expand_word, parse_command
+from rankmap.launchers.command import expand_word, parse_command, shell_body_index
 from rankmap.launchers.shell_jobs import ShellLaunch, several_launches
+from rankmap.launchers.slurm_options import parse_sbatch_lines
 from rankmap.numbers import int_or_none, parse_int
 
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
@@ -50,8 +51,6 @@ class ShellScript:
 
 def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
     """Read a shell script without running it."""
-    from rankmap.launchers.slurm import parse_sbatch_lines
-
     sbatch = parse_sbatch_lines(text)
     env: dict[str, str] = {}
     vars_: dict[str, str] = dict(base_env)
@@ -200,7 +199,8 @@ def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[s
 def _launch(
     cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int, background: bool
 ) -> list[ShellLaunch]:
-    line = parse_command([_expand(t, vars_) for t in cmd], {})
+    body = shell_body_index(cmd)
+    line = parse_command([t if i == body else _expand(t, vars_) for i, t in enumerate(cmd)], {})
     kind = identify(list(line.argv))
     if kind is None or kind == "shell":
         return []

@@ -22,75 +22,11 @@ from rankmap.launchers import (
     identify,
 )
 from rankmap.launchers.command import parse_command
-from rankmap.launchers.options import OptSpec, parse_options, replace_option
+from rankmap.launchers.options import parse_options, replace_option
+from rankmap.launchers.slurm_options import SPEC
+from rankmap.launchers.task_shell import task_note, task_program, with_task_env
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
-
-_VALUE = {
-    "nodes": True,
-    "ntasks": True,
-    "ntasks_per_node": True,
-    "gpus_per_task": True,
-    "gres": True,
-    "gpus_per_node": True,
-    "gpus": True,
-    "gpu_bind": True,
-    "tres_bind": True,
-    "cpus_per_task": True,
-    "mpi": True,
-    "partition": True,
-    "time": True,
-    "job_name": True,
-    "account": True,
-    "export": True,
-    "output": True,
-    "error": True,
-    "mem": True,
-    "nodelist": True,
-    "cpu_bind": True,
-    "container_image": True,
-    "container_mounts": True,
-    "qos": True,
-    "constraint": True,
-    "exclusive": False,
-    "label": False,
-    "unbuffered": False,
-    "overlap": False,
-}
-SPEC = OptSpec(
-    "srun",
-    _VALUE,
-    {
-        "-N": "nodes",
-        "-n": "ntasks",
-        "-G": "gpus",
-        "-c": "cpus_per_task",
-        "-p": "partition",
-        "-t": "time",
-        "-J": "job_name",
-        "-A": "account",
-        "-o": "output",
-        "-e": "error",
-        "-w": "nodelist",
-        "-l": "label",
-        "-u": "unbuffered",
-        "-C": "constraint",
-        "-q": "qos",
-    },
-    strict=False,
-    guess_values=True,
-)
-
-
-def parse_sbatch_lines(text: str) -> dict[str, str]:
-    """``#SBATCH --opt=value`` / ``#SBATCH -N 2`` lines -> {long option name: value}."""
-    argv: list[str] = []
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("#SBATCH"):
-            argv += s[len("#SBATCH") :].split("#", 1)[0].split()
-    p = parse_options([*argv, "prog"], SPEC)
-    return {k: (v if isinstance(v, str) else "1") for k, v in p.values.items()}
 
 
 def _count(value: str | None, name: str) -> int | None:
@@ -145,7 +81,17 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     procs, node_env = _procs(tasks, hosts)
     inner_cmd = parse_command(p.rest, {})
     inner_env, inner = dict(inner_cmd.assigned), list(inner_cmd.argv)
+    program = None
+    if identify(inner) == "shell":
+        program = task_program(
+            inner, ctx, {k for e in (*node_env.values(), *(q.env for q in procs)) for k in e}
+        )
+    if program is not None:
+        inner, inner_env = list(program.argv), {**inner_env, **program.env}
     kind = identify(inner)
+    if program is not None and kind in (None, "python"):
+        procs, unresolved = with_task_env(procs, node_env, program)
+        notes.append(task_note(program, unresolved))
     base_plan = LaunchPlan(
         launcher="srun",
         nnodes=n_nodes,

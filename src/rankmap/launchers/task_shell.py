@@ -1,0 +1,121 @@
+"""The program each task of ``srun`` / ``mpirun`` runs when that program is a shell:
+``srun bash -c 'LOCAL_RANK=$SLURM_LOCALID python train.py'``, or a wrapper script that exports
+variables and ``exec``s python.
+
+The shell starts once per task, after the launcher has set that task's variables, so a reference
+to one of them (``$SLURM_LOCALID``, ``$OMPI_COMM_WORLD_LOCAL_RANK``) takes each task's own value
+(POSIX: parameter expansion happens when the command runs, in the environment it runs in). A
+reference rankmap cannot resolve is left out, with a note (open world); a shell that runs several
+programs, or none that rankmap knows, is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from rankmap.errors import RankMapError
+from rankmap.launchers import LaunchContext, Proc
+from rankmap.launchers.command import SHELLS, expand_word
+from rankmap.launchers.shell import parse_shell
+
+
+@dataclass(frozen=True)
+class TaskProgram:
+    """What one task's shell ends up running, and the variables it sets for it."""
+
+    argv: tuple[str, ...]  # the program (python train.py ... or a launcher)
+    env: Mapping[str, str]  # assignments with a literal value: the same in every task
+    per_task: Mapping[str, str]  # assignments that name a variable: expanded task by task
+    where: str  # "bash -c" or the wrapper script's path
+
+    @property
+    def args_per_task(self) -> bool:
+        """The program's own words name a variable (``--local_rank $SLURM_LOCALID``)."""
+        return any("$" in word for word in self.argv[1:])
+
+
+def task_program(
+    inner: Sequence[str], ctx: LaunchContext, task_vars: Iterable[str]
+) -> TaskProgram | None:
+    """The program behind ``bash -c '...'`` / ``sh wrapper.sh`` / ``./wrapper.sh``, or None.
+    ``task_vars``: the variables the launcher sets in each task (they stay references here, so
+    that ``${SLURM_LOCALID:-0}`` is not read as its default)."""
+    found = _shell_text(inner, ctx)
+    if found is None:
+        return None
+    text, where = found
+    try:
+        script = parse_shell(text, where, {name: f"${{{name}}}" for name in task_vars})
+    except RankMapError:
+        return None
+    if len(script.launches) != 1:
+        return None
+    launch = script.launches[0]
+    env = {k: v for k, v in launch.env.items() if k not in launch.unset}
+    return TaskProgram(
+        argv=tuple(launch.argv),
+        env={k: v for k, v in env.items() if "$" not in v},
+        per_task={k: v for k, v in env.items() if "$" in v},
+        where=where,
+    )
+
+
+def _shell_text(inner: Sequence[str], ctx: LaunchContext) -> tuple[str, str] | None:
+    if not inner:
+        return None
+    prog = os.path.basename(inner[0])
+    path: str | None = inner[0] if prog.endswith(".sh") else None
+    if prog in SHELLS:
+        words = list(inner[1:])
+        while words and words[0].startswith("-") and words[0] != "-":
+            option = words.pop(0)
+            if not option.startswith("--") and "c" in option[1:]:  # -c, -lc, -ec
+                return (words[0], f"{prog} -c") if words else None
+        path = words[0] if words else None
+    if path is None:
+        return None
+    try:
+        return ctx.read(path, "task script"), path
+    except RankMapError:
+        return None
+
+
+def with_task_env(
+    procs: Sequence[Proc], node_env: Mapping[int, Mapping[str, str]], program: TaskProgram
+) -> tuple[list[Proc], list[str]]:
+    """Each task with the variables its shell sets from the task's own ones, and the names that
+    could not be resolved (left unset)."""
+    out: list[Proc] = []
+    unresolved: set[str] = set()
+    for proc in procs:
+        scope = {**node_env.get(proc.node, {}), **proc.env}
+        env = dict(proc.env)
+        for name, value in program.per_task.items():
+            expanded = expand_word(value, scope)
+            if "$" in expanded:
+                unresolved.add(name)
+                continue
+            env[name] = expanded
+            scope[name] = expanded
+        args = proc.args
+        if program.args_per_task:
+            args = args + tuple(expand_word(word, scope) for word in program.argv[1:])
+        out.append(replace(proc, env=env, args=args))
+    return out, sorted(unresolved)
+
+
+def task_note(program: TaskProgram, unresolved: Sequence[str]) -> str:
+    """What the report says of the per-task shell."""
+    parts = []
+    if program.per_task:
+        parts.append(f"sets {', '.join(sorted(program.per_task))} from the task's own variables")
+    if program.args_per_task:
+        parts.append("passes arguments built from the task's own variables")
+    note = f"each task runs {program.where}, then {' '.join(program.argv[:2])}"
+    if parts:
+        note += ": it " + " and ".join(parts)
+    if unresolved:
+        note += f"; {', '.join(unresolved)} could not be resolved (left unset)"
+    return note
