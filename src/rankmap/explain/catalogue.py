@@ -156,6 +156,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "bind verbose,none",
         "gres/gpu:none",
     ),
+    "cvd-per-rank": ("visible_devices",),
     "gpus-per-task": (
         "gpus-per-task",
         "gpus_per_task",

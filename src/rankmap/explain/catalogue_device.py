@@ -17,6 +17,12 @@ from rankmap.explain.signal_model import (
     Signal,
 )
 from rankmap.explain.signal_model import sig as _s
+from rankmap.launch_vars import GLOBAL_RANK_VARS, LOCAL_RANK_VARS
+
+# A variable that holds each process's own rank (launchers.md §9).
+_RANK_VAR = (
+    "(?:" + "|".join(sorted({*LOCAL_RANK_VARS, *GLOBAL_RANK_VARS}, key=len, reverse=True)) + ")"
+)
 
 # The words prose uses for "the processes of a job" and for "run on / use" (every inflection):
 # one vocabulary for the symptoms below, so "all 4 tasks were running on GPU 0", "the workers
@@ -281,6 +287,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES "
        "(--ntasks-per-gpu implies --gpu-bind=single:N: https://slurm.schedmd.com/sbatch.html)"),
+    # a visible-devices list set from each process's own rank (``export
+    # CUDA_VISIBLE_DEVICES=$SLURM_LOCALID`` in a task wrapper): every process sees one GPU, its
+    # own, as device 0 (reference/cuda_devices.md §1-2)
+    _s("cvd-per-rank", rf"(?:{'|'.join(VISIBLE_VARS)})\s*=\s*[\"']?\$\{{?{_RANK_VAR}\b",
+       {"per_process_visible_devices": 4},
+       f"{CUDA_DEV} §1-2: a visible-devices list of one entry per process renumbers that GPU to "
+       "device 0 inside it"),
     # the binding --gpus-per-task implies "can be overridden with an explicit --tres-bind=gres/gpu
     # specification" (https://slurm.schedmd.com/sbatch.html, --gpus-per-task): none = no binding
     _s("gpu-bind-none", r"(?:--)?(?:gpu[-_]bind[= ](?:verbose,)?|tres[-_]bind[= ]gres/gpu:)none\b",
@@ -368,7 +381,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"should (?:be|use) (?:the )?local[_ ]rank|parallel_config\.rank|"
        r"global rank as (?:the )?device|(?:misuse|misused|wrong|incorrect|mistaken)(?: use)?(?: of)? (?:the )?global rank|"
        r"global rank (?:is|was) (?:misused|wrongly used|used by mistake)|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
-       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
+       # (a device word, not a host name such as gpu-n01: review 14)
+       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)(?![-\w])|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
     _s("local-rank-wrong", r"\blocal[_ ]rank\w*\b" + SENTENCE + r"{0,60}\b(?:wrong|incorrect\w*|"

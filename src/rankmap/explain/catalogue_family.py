@@ -128,7 +128,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"are |was |is )?(?:found|available|detected|visible)\b|exceeds? (?:the )?available "
        r"\(\d+\)|(?:found|detected|sees?|saw|shows?|"
        r"returns?) (?:only (?:\d+|one)|no|0) (?:gpus?|cuda devices?|devices?)\b(?! per)|"
-       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*\d|exceeds? (?:the )?(?:total )?(?:number of )?"
+       # a count is a symptom when it is none or one ("device_count() is 2" of a healthy job is
+       # not): review 14
+       r"device_count\(\)\s*(?:==|returns?|is|=|gives)\s*[01](?![\d.])|exceeds? (?:the )?(?:total )?(?:number of )?"
        r"available (?:gpus|devices)|(?:not enough|insufficient) (?:gpus|devices|gpu devices)|"
        r"requested \d+ (?:gpus|devices)[^\n]{0,40}(?:only|available|has)|"
        r"(?:number of|num) (?:available |visible )?(?:gpus|devices) \(\d+\)",

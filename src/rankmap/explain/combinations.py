@@ -26,7 +26,13 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
         s.mapping_failure = True  # the stated launch cannot fit: a predicted failure
-        s.add("oversubscribed", 4.0, f"{nproc} processes per node, {gpus} GPU(s) stated")
+        told = doc is not None and not ctx.gpus_per_node() and not doc.smi_gpus
+        s.add(
+            "oversubscribed",
+            4.0,
+            f"{nproc} processes per node, {gpus} GPU(s) stated",
+            doc.stated_gpus_at if told and doc else None,
+        )
     _launch_cannot_fit(ctx, s, gpus)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)

@@ -144,7 +144,10 @@ def explain_files(
     elif not launch and (pasted := log_launch(ev)):
         launch = pasted
         notes.append(f"launch command taken from the log: {redact_free_text(pasted)[:200]}")
-    merged_env = {**(doc.env if doc else {}), **dict(env or {})}
+    # a pasted value that names a variable (``CUDA_VISIBLE_DEVICES=$SLURM_LOCALID``) is set when
+    # the process runs, not known here: left out (open world; catalogue "cvd-per-rank" reads it)
+    pasted_env = {k: v for k, v in (doc.env if doc else {}).items() if "$" not in v}
+    merged_env = {**pasted_env, **dict(env or {})}
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")

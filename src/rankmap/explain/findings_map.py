@@ -109,7 +109,9 @@ def _alternatives(
                 c.code,
                 f"Also possible for the {what}: {lookup(c.code).summary}",
                 detail=f"Support: {why}." + (f" Would decide: {decide}." if decide else ""),
-                severity=Severity.WARNING if c.score > 0 else Severity.INFO,
+                # a pattern several causes share (all ranks on cudaDev 0: no set_device, or MIG)
+                # is no alarm of its own: a warning needs more than that one point (review 14)
+                severity=Severity.WARNING if c.score > 1 else Severity.INFO,
             )
         )
     return out

@@ -275,7 +275,7 @@ def _rescored(
     if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
         return base, s  # "the model is too big": only a message naming the cause overrides it
     if lead is not None and lead.code != "RM003" and lead.category == winner:
-        return base, s
+        return [_decided_by_input(lead, s, winner), *base[1:]], s
     runner = ranked[1] if len(ranked) > 1 else None
     margin = pts - (runner[1] if runner else 0.0)
     strong = pts >= 7 and margin >= CLEAR_MARGIN and s.strongest(winner) >= STRONG
@@ -363,6 +363,19 @@ def _demoted(f: Finding) -> Finding:
     if f.severity is Severity.ERROR and (f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail):
         return replace(f, severity=Severity.WARNING)
     return f
+
+
+def _decided_by_input(lead: Finding, s: Scores, cat: str) -> Finding:
+    """A finding the log alone could not decide, with what decided it in the rest of the input
+    (a GPU count the reporter states, a config, the launch): said and quoted (review 14)."""
+    if UNDECIDED_MARK not in lead.detail:
+        return lead
+    quotes = [q for q in s.evidence.get(cat, ()) if q not in lead.evidence]
+    return replace(
+        lead,
+        detail=f"{lead.detail} The rest of the input points to {cat}: {_support(s, cat)}.",
+        evidence=(*lead.evidence, *quotes[:3]),
+    )
 
 
 def _support(s: Scores, cat: str, n: int = 4) -> str:

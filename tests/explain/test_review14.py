@@ -1,0 +1,80 @@
+"""Review 14 (a black-box review with 55 pastes written by a helper): the shapes it found,
+restated here."""
+
+from __future__ import annotations
+
+from paste_findings import alarms_of, findings_of
+
+
+def test_a_visible_list_set_from_each_process_rank_is_per_process_not_one_gpu() -> None:
+    text = (
+        "# invalid device ordinal on every rank but 0\n"
+        "Each task runs a wrapper that does `export CUDA_VISIBLE_DEVICES=$SLURM_LOCALID` and the "
+        "script calls `torch.cuda.set_device(local_rank)`.\n"
+        "```\nexport CUDA_VISIBLE_DEVICES=$SLURM_LOCALID\nexec python train.py\n```\n"
+        "```\n[rank1]: RuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "per_process_visible_devices"
+    # the reference is not a one-entry list: no visible-devices error built on it
+    assert not [f for f in found if f.code == "RM201"]
+
+
+def test_a_container_given_the_right_gpus_with_a_count_of_two_is_no_alarm() -> None:
+    text = (
+        "# docker run --gpus '\"device=2,3\"': DDP trains fine, a NUMA warning at start-up\n"
+        "```\ndocker run --rm --gpus '\"device=2,3\"' img torchrun --nproc_per_node=2 train.py\n```\n"
+        "Inside the container torch.cuda.device_count() is 2 and the ranks use cuda:0 and cuda:1.\n"
+        "```\nW0311 12:01:05 numa.cc:88] Could not read node1/cpulist, NUMA affinity not set\n```\n"
+        "Can I ignore it? Training works.\n"
+    )
+    assert alarms_of(text) == []
+
+
+def test_a_count_of_none_or_one_is_still_a_symptom() -> None:
+    text = (
+        "# only one GPU inside the container\n"
+        "```\ndocker run --gpus all img torchrun --nproc_per_node=4 train.py\n```\n"
+        "torch.cuda.device_count() returns 1 and ranks 1-3 fail.\n"
+        "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    assert findings_of(text)[0].category != "other"
+
+
+def test_a_host_name_with_gpu_in_it_is_not_a_device_word() -> None:
+    text = (
+        "# where does ModelCheckpoint write on two nodes?\n"
+        "Two nodes under Slurm, 4 GPUs each; training is fine. The checkpoint of global rank 0 "
+        "is on gpu-n01 only, since /scratch is node-local. Is that expected?\n"
+    )
+    assert "[rank-not-local]" not in findings_of(text)[0].detail
+    assert alarms_of(text) == []
+
+
+def test_an_alternative_with_only_a_shared_pattern_is_info() -> None:
+    log = (
+        "node1:2301:2301 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.11<0>\n"
+        "node1:4410:4410 [0] NCCL INFO Bootstrap : Using eth0:10.1.0.12<0>\n"
+        "node1:2301:2390 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 busId 1e000 - "
+        "Init START\n"
+        "node1:4410:4499 [0] NCCL INFO comm 0x7a2c rank 1 nranks 2 cudaDev 0 busId 1e000 - "
+        "Init START\n"
+        "node1:4410:4499 [0] init.cc:1050 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+        "both on CUDA device 1e000\n"
+    )
+    found = findings_of(log)
+    assert found[0].category == "host_identity"
+    mig = [f for f in found if f.category == "mig"]
+    assert mig and all(f.severity.value == "info" for f in mig)
+
+
+def test_a_gpu_count_told_in_prose_is_quoted_where_it_is_told() -> None:
+    text = (
+        "# invalid device ordinal with torchrun\n"
+        "My workstation has 2 GPUs.\n"
+        "```\ntorchrun --nproc_per_node=4 train.py\n```\n"
+        "```\n[rank2]: RuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "oversubscribed"
+    assert any("My workstation has 2 GPUs." in q for q in first.evidence)
