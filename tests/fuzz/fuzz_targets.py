@@ -167,7 +167,23 @@ def _launch_argv(launcher: str) -> st.SearchStrategy[list[str]]:
     )
     options = st.lists(st.one_of(pair, pair, st.sampled_from(flags).map(lambda f: [f])), max_size=6)
     head = ["accelerate", "launch"] if launcher == "accelerate" else [launcher]
-    tail = st.sampled_from([["train.py"], ["python", "train.py"], ["-m", "pkg"], []])
+    tail = st.sampled_from(
+        [
+            ["train.py"],
+            ["python", "train.py"],
+            ["-m", "pkg"],
+            [],
+            # a shell per task (launchers/task_shell.py)
+            ["bash", "-c", "LOCAL_RANK=$SLURM_LOCALID python train.py --r ${PMI_RANK:-0}"],
+            [
+                "sh",
+                "-lc",
+                "export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK; exec python t.py",
+            ],
+            ["bash", "-c"],
+            ["./wrap.sh"],
+        ]
+    )
     return st.tuples(options, tail).map(lambda t: [*head, *sum(t[0], []), *t[1]])
 
 
@@ -186,6 +202,7 @@ SHELL_SEEDS = [
     "export X=$((2*3))\nsrun -n $X python t.py\n",
     "python prep.py > p.log 2>&1\ntorchrun --nnodes 2 --node_rank 1 t.py &> t.log &\nwait\n",
     "for i in 0 1; do RANK=$i horovodrun -np 2 python t.py 2>&1 | tee l$i & done\n",
+    "srun -n 4 bash -lc 'export LOCAL_RANK=${SLURM_LOCALID:-0}; exec python t.py' &> l.log\n",
     "CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --node_rank 0 --nproc_per_node 2 t.py &\n"
     "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 t.py &\nwait\n",
 ]
