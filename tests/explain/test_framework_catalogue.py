@@ -192,3 +192,13 @@ def test_a_context_message_alone_is_no_mapping_alarm() -> None:
         assert not BY_ID[sid].failure
         category, severity = _first(EXAMPLES[sid] + "\n")
         assert severity == Severity.INFO or category == "other", sid
+
+
+def test_heads_that_tensor_parallelism_cannot_divide_are_no_mapping_alarm() -> None:
+    line = (
+        "ValueError: Total number of attention heads (40) must be divisible by tensor parallel "
+        "size (3)."
+    )
+    assert BY_ID["vllm-heads-tp"].outside
+    category, severity = _first(f"# vllm serve with 3 GPUs fails\n{line}\n")
+    assert severity == Severity.INFO or category == "other"

@@ -147,10 +147,11 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        failure=True, framework="vllm"),
     _s("vllm-heads-tp", r"Total number of attention heads \(\d+\) must be divisible by tensor "
        r"parallel size \(\d+\)",
-       {"launcher_config": 3},
+       {},
        f"{_VLLM}/vllm/config/model.py (verify_with_parallel_config): the tensor parallel size "
-       "must divide the model's heads (a GPU count that does not fit the model)",
-       failure=True, framework="vllm"),
+       "must divide the model's heads — a constraint of the model, whose message names its own "
+       "fix; the GPUs are mapped as asked (outside the family: dev thread labelled negative)",
+       outside=True, framework="vllm"),
     _s("vllm-memory-profiling", r"Error in memory profiling\.[^\n]{0,200}(?:not properly cleaned "
        r"up|Initial free memory)",
        {"oversubscribed": 3, "no_set_device": 1},
