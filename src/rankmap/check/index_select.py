@@ -17,7 +17,23 @@ def select_index(
     sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int
 ) -> tuple[int | None, str | None, str, bool]:
     """(cuda index, error, how it was chosen, whether a default stood in for a missing value)."""
+    idx, err, why, dflt = _select(sel, proc, base, n_visible)
+    if sel.factor != 1 or sel.offset:
+        why += f" ({_arithmetic(sel)})"
+    return idx, err, why, dflt
 
+
+def _arithmetic(sel: DeviceSelection) -> str:
+    """How the script combines the rank: ``× 2 + 1``."""
+    parts = [f"× {sel.factor}"] if sel.factor != 1 else []
+    if sel.offset:
+        parts.append(f"{'+' if sel.offset > 0 else '-'} {abs(sel.offset)}")
+    return " ".join(parts)
+
+
+def _select(
+    sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int
+) -> tuple[int | None, str | None, str, bool]:
     def get(name: str) -> str | None:
         return proc.env.get(name, base.get(name))
 
@@ -154,6 +170,7 @@ def with_mod(
 
 
 def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
+    idx = idx * sel.factor + sel.offset  # literal arithmetic on the rank (``local_rank + 1``)
     if sel.modulo and n_visible > 0:
         return idx % n_visible
     return idx

@@ -194,3 +194,31 @@ def model_rank(model: models.FrameworkModel, where: str) -> Rank:
         by_process=model.by_process,
         origin=f"{where}: {model.name}",
     )
+
+
+def env_write(node: ast.AST) -> list[tuple[str, ast.expr, bool]]:
+    """What ``node`` writes into the process environment: (variable, value, overrides) for
+    ``os.environ["X"] = v``, ``os.environ.update(X=v)`` / ``update({"X": v})`` (override) and
+    ``os.environ.setdefault("X", v)`` (only when X is unset)."""
+    out: list[tuple[str, ast.expr, bool]] = []
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            read = env_read(target)
+            if read is not None and read[2]:
+                out.append((read[0], node.value, True))
+    elif isinstance(node, ast.Call):
+        name = dotted(node.func)
+        if name.endswith("environ.setdefault") and len(node.args) == 2:
+            key = node.args[0]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                out.append((key.value, node.args[1], False))
+        elif name.endswith("environ.update"):
+            out += [(k.arg, k.value, True) for k in node.keywords if k.arg]
+            for arg in node.args[:1]:
+                if isinstance(arg, ast.Dict):
+                    out += [
+                        (k.value, v, True)
+                        for k, v in zip(arg.keys, arg.values, strict=True)
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                    ]
+    return out

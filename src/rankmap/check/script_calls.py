@@ -30,6 +30,8 @@ from rankmap.check.script_values import (
     rank_of_any_launcher,
 )
 
+_RANK_VARS = frozenset((*models.LOCAL_RANK_VARS, *models.GLOBAL_RANK_VARS))
+
 
 class Calls(Guards):
     """Calls, parameters and function returns."""
@@ -167,6 +169,9 @@ class Calls(Guards):
 
     # --- calls ---------------------------------------------------------------------------
     def env_value(self, var: str, default: ast.expr | None, required: bool, frame: Frame) -> Value:
+        written = self._written(var, frame) if var in _RANK_VARS else None
+        if written is not None:
+            return written
         where = frame.where()
         dflt = self.value(default, frame) if default is not None else None
         scope = (
@@ -184,6 +189,41 @@ class Calls(Guards):
             return replace(dflt, env_vars=(var, *dflt.env_vars), origin=f"{where}: {var}")
         num = dflt.value if isinstance(dflt, Num) else None
         return Rank(scope, (var,), num, required and default is None, origin=f"{where}: {var}")
+
+    def _written(self, var: str, frame: Frame) -> Value | None:
+        """``var`` as the script itself may set it before reading it (``os.environ["LOCAL_RANK"]
+        = os.environ["OMPI_COMM_WORLD_LOCAL_RANK"]``, ``os.environ.setdefault(...)``). Where the
+        write sits (a branch, a function never called) is not followed, so it only adds a
+        possibility: the variables it reads are tried in the order the process would find them,
+        and the launcher's own ``var`` stays the fallback; a literal written is a default. None:
+        the script writes no such variable, or nothing usable."""
+        writes = self._env_writes.get(var)
+        if not writes or var in self._env_resolving:
+            return None
+        self._env_resolving.add(var)
+        try:
+            found = [(self.value(v, Frame.at(mod, v)), over) for mod, v, over in writes[:4]]
+        finally:
+            self._env_resolving.discard(var)
+        own = Rank("local" if var in models.LOCAL_RANK_VARS else "global", (var,))
+        chains: list[Value] = []
+        for value, overrides in found:
+            if isinstance(value, Rank) and value.env_vars:
+                names = (*value.env_vars, var) if overrides else (var, *value.env_vars)
+                # RANK % device_count() written into LOCAL_RANK is a local index
+                scope = own.scope if value.modulo else value.scope
+                chains.append(replace(value, scope=scope, env_vars=tuple(dict.fromkeys(names))))
+            elif isinstance(value, Num):
+                chains.append(replace(own, env_default=value.value))
+            elif isinstance(value, Unknown):
+                chains.append(value)
+        if not chains:
+            return None
+        if len(chains) == 1:
+            return chains[0]
+        return rank_of_any_launcher(chains) or Unknown(
+            f"{frame.where()}: ${var} is set by the script itself in {len(chains)} places"
+        )
 
     def call(self, node: ast.Call, frame: Frame) -> Value:
         env = env_read(node)

@@ -55,10 +55,22 @@ from rankmap.check.script_values import (
     VisibleList,
     best,
     conditional,
+    first_set,
+    linear,
     open_world,
     scaled,
     with_modulo,
 )
+
+_LINEAR = (ast.Add, ast.Sub, ast.Mult)
+
+
+def _linear_terms(op: ast.operator, number: int) -> tuple[int, int]:
+    """(factor, offset) of ``rank <op> number``."""
+    if isinstance(op, ast.Mult):
+        return number, 0
+    return 1, number if isinstance(op, ast.Add) else -number
+
 
 MAX_DEPTH = 24
 # Values one question may visit: every parameter fans out to its call sites and every name to its
@@ -128,7 +140,9 @@ class Flow(Calls):
         if isinstance(node, ast.IfExp):
             return best([self.value(node.body, sub), self.value(node.orelse, sub)])
         if isinstance(node, ast.BoolOp):
-            return best([self.value(v, sub) for v in node.values])
+            values = [self.value(v, sub) for v in node.values]
+            chained = first_set(values) if isinstance(node.op, ast.Or) else None
+            return chained or best(values)
         if isinstance(node, ast.NamedExpr):
             return self.value(node.value, sub)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
@@ -174,6 +188,10 @@ class Flow(Calls):
             return left
         if isinstance(node.op, ast.Add) and isinstance(right, Num) and right.value == 0:
             return left
+        if is_rank(left) and isinstance(right, Num) and isinstance(node.op, _LINEAR):
+            return linear(left, *_linear_terms(node.op, right.value))
+        if is_rank(right) and isinstance(left, Num) and isinstance(node.op, (ast.Add, ast.Mult)):
+            return linear(right, *_linear_terms(node.op, left.value))
         if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and is_rank(left):
             return scaled(left)
         if isinstance(node.op, (ast.Add, ast.Mult)) and is_rank(right):

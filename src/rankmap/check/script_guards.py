@@ -9,6 +9,7 @@ from dataclasses import replace
 from rankmap.check.script_ast import (
     Frame,
     env_read,
+    env_write,
     is_env_membership,
     is_environ,
     negate,
@@ -31,8 +32,13 @@ class Guards:
         self._calls: dict[str, list[tuple[Module, ast.Call]]] = {}
         self._args: dict[str, tuple[Module, ast.Call]] = {}
         self._referenced: set[str] = set()  # every name read anywhere (a call, a callback)
+        # os.environ writes of the script itself: variable -> (module, value, overrides)
+        self._env_writes: dict[str, list[tuple[Module, ast.expr, bool]]] = {}
+        self._env_resolving: set[str] = set()
         for mod in prog.modules:
             for node in ast.walk(mod.tree):
+                for var, value, overrides in env_write(node):
+                    self._env_writes.setdefault(var, []).append((mod, value, overrides))
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     self._referenced.add(node.id)
                 elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):

@@ -61,6 +61,8 @@ class DeviceSelection:
     notes: tuple[str, ...] = field(default_factory=tuple)
     sets_current: bool = True  # the index becomes the current device (set_device, framework)
     scaled: bool = False  # the index is a rank combined with a factor the analysis assumed 1
+    factor: int = 1  # index = rank * factor + offset (literal arithmetic), before the modulo
+    offset: int = 0
     via_cvd: bool = False  # the index is the CUDA_VISIBLE_DEVICES entry at the rank (physical id)
     conditional: bool = False  # read on a path that may not run: a missing variable is no error
     framework: str | None = None  # the framework model that selects the device
@@ -377,6 +379,8 @@ def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
         modulo=v.modulo,
         dist_rank=v.by_process,
         scaled=v.scaled,
+        factor=v.factor,
+        offset=v.offset,
         via_cvd=v.via_cvd,
         conditional=v.conditional,
         **base,  # type: ignore[arg-type]

@@ -23,6 +23,8 @@ class Rank:
     by_process: bool = False  # the runtime/framework knows the rank itself
     modulo: bool = False  # ... % torch.cuda.device_count()
     scaled: bool = False  # combined with a factor/offset the analysis assumes keeps ranks apart
+    factor: int = 1  # rank * factor + offset, before any modulo (``local_rank + 1``, ``2 * lr``)
+    offset: int = 0
     via_cvd: bool = False  # the entry of CUDA_VISIBLE_DEVICES at this rank (a physical id)
     conditional: bool = False  # read in a branch whose condition the analysis cannot decide
     origin: str = ""  # "path:line: text" of the source
@@ -163,6 +165,22 @@ def best(values: list[Value]) -> Value:
     return max(kept, key=score)
 
 
+def first_set(values: list[Value]) -> Value | None:
+    """``os.environ.get("LOCAL_RANK") or os.environ["SLURM_LOCALID"] or 0``: Python's ``or``
+    gives the first operand that is set (``get`` returns None when a variable is unset, and a
+    set variable is a non-empty, true string), so the reads chain like nested defaults."""
+    *head, last = values
+    reads = [r for r in head if isinstance(r, Rank) and r.env_vars and r.env_default is None]
+    if not reads or len(reads) != len(head) or any(r.by_process for r in reads):
+        return None
+    names = tuple(n for r in reads for n in r.env_vars)
+    if isinstance(last, Num):
+        return replace(reads[0], env_vars=names, env_default=last.value, env_required=False)
+    if isinstance(last, Rank) and last.scope == reads[0].scope and last.env_vars:
+        return replace(last, env_vars=tuple(dict.fromkeys((*names, *last.env_vars))))
+    return None
+
+
 def rank_of_any_launcher(values: list[Value]) -> Value | None:
     """One rank read through call sites that read different launchers' variables (a framework's
     ``launch_from_torch`` reads LOCAL_RANK, ``launch_from_slurm`` SLURM_LOCALID, and both call one
@@ -205,6 +223,16 @@ def with_modulo(v: Value) -> Value:
     if isinstance(v, Dev) and v.index is not None:
         return Dev(with_modulo(v.index))
     return v
+
+
+def linear(v: Value, factor: int, offset: int) -> Value:
+    """``v * factor + offset`` with literal numbers: exact for a rank read before any modulo
+    (the index it selects is computed), else :func:`scaled` (open world)."""
+    if isinstance(v, Rank) and not (v.modulo or v.scaled or v.via_cvd):
+        return replace(v, factor=v.factor * factor, offset=v.offset * factor + offset)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, linear(o, factor, offset)) for g, o in v.options))
+    return scaled(v)
 
 
 def scaled(v: Value) -> Value:
