@@ -79,3 +79,16 @@ def test_literal_arithmetic_on_the_rank_is_computed(tmp_path: Path) -> None:
     )
     report = _check(tmp_path, run, {"train.py": modulo})
     assert _codes(report) == [] and _cuda(report) == [1, 2, 3, 0]
+
+
+def test_spawning_one_worker_per_visible_gpu_is_that_many_workers(tmp_path: Path) -> None:
+    script = (
+        "import torch, torch.multiprocessing as mp\n"
+        "def worker(i):\n    torch.cuda.set_device(i)\n"
+        "if __name__ == '__main__':\n    mp.spawn(worker, nprocs=torch.cuda.device_count())\n"
+    )
+    report = _check(tmp_path, ["python", "train.py"], {"train.py": script})
+    assert _codes(report) == [] and _cuda(report) == [0, 1, 2, 3]
+    narrowed = ["env", "CUDA_VISIBLE_DEVICES=1,2", "python", "train.py"]
+    report = _check(tmp_path, narrowed, {"train.py": script})
+    assert _codes(report) == [] and _cuda(report) == [0, 1]

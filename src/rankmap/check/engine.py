@@ -160,7 +160,7 @@ def run_check(
     launch_env = plan.env if plan.env is not None else dict(env)
     path = script or script_path(plan, ctx)
     selection = read_selection(path, ctx.files, tuple(plan.script_args))
-    plan = with_spawned_workers(plan, selection)
+    plan = with_spawned_workers(plan, selection, launch_env)
     outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
@@ -176,10 +176,13 @@ def run_check(
     return CheckRun(plan, selection, tuple(outcomes), report)
 
 
-def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> LaunchPlan:
+def with_spawned_workers(
+    plan: LaunchPlan, selection: DeviceSelection, env: Mapping[str, str] | None = None
+) -> LaunchPlan:
     """A one-process launch whose script starts its own workers (``mp.spawn(fn, nprocs=K)``):
-    the K workers, spawn index = local rank, when K was read; otherwise a note that the map shows
-    the parent only. Launchers that start the ranks themselves are left as they are."""
+    the K workers, spawn index = local rank, when K was read (``nprocs=device_count()``: one per
+    GPU the parent sees); otherwise a note that the map shows the parent only. Launchers that
+    start the ranks themselves are left as they are."""
     from dataclasses import replace
 
     if selection.spawn_where is None or plan.world_size != 1 or len(plan.procs) != 1:
@@ -187,15 +190,15 @@ def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> Launch
     if selection.spawn_sets_local_rank and plan.launcher != "python":
         return plan  # Lightning under srun / a launcher takes that launcher's processes
     parent = plan.procs[0]
-    if selection.spawn_count is None:
-        if selection.spawn_per_gpu:
-            return plan
+    k = selection.spawn_count
+    if k is None and selection.spawn_per_gpu:
+        k = _visible_to(parent, plan, env or {}) or None
+    if k is None:
         note = (
             f"{selection.spawn_where} starts worker processes whose number was not followed: "
             "the map shows the parent process only."
         )
         return replace(plan, notes=(*plan.notes, note))
-    k = selection.spawn_count
     lightning = selection.spawn_sets_local_rank
     procs = tuple(
         replace(
@@ -217,6 +220,15 @@ def with_spawned_workers(plan: LaunchPlan, selection: DeviceSelection) -> Launch
         "spawn_arg": "devices" if lightning else "nprocs",
     }
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
+
+
+def _visible_to(proc: Proc, plan: LaunchPlan, env: Mapping[str, str]) -> int:
+    """How many GPUs ``proc`` sees on its host (``torch.cuda.device_count()`` in it)."""
+    if not plan.hosts or proc.node >= len(plan.hosts):
+        return 0
+    base = node_env(plan, env, proc.node)
+    visible = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
+    return len(resolve_visible(plan.hosts[proc.node], visible).devices)
 
 
 def read_selection(
