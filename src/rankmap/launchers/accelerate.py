@@ -118,7 +118,10 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     plan = plan_from_args(targs, ctx, launcher="accelerate", argv=argv, extra_env=extra)
     from dataclasses import replace
 
-    issues += [replace(i, fix=_accelerate_fix(i.code, i.fix)) for i in plan.issues]
+    issues += [
+        replace(i, title=_accelerate_title(i.code, i.title), fix=_accelerate_fix(i.code, i.fix))
+        for i in plan.issues
+    ]
     if cfg_path:
         notes.insert(0, f"accelerate config: {cfg_path}")
     return replace(
@@ -226,6 +229,11 @@ def _torchrun_args(
         script=rest_args[0] if rest_args else None,
         script_args=tuple(rest_args[1:]),
     )
+
+
+def _accelerate_title(code: str, title: str) -> str:
+    """The option as accelerate spells it (``machine_rank``, ``--machine_rank``)."""
+    return title.replace("--node-rank", "machine_rank") if code == "RM804" else title
 
 
 def _accelerate_fix(code: str, fix: str) -> str:

@@ -364,7 +364,9 @@ def _same_node_rank(args: TorchrunArgs, n_agents: int) -> LaunchIssue:
         detail="If this exact command line runs on every node, all of them register as node "
         f"{args.node_rank} and claim the same global ranks (the rendezvous hangs or ranks "
         "collide). The rank map below assumes each node gets its own node rank.",
-        severity="warning",
+        # the per-node command of every multi-node tutorial: a possibility, not an alarm (review
+        # 15); two lines or two nodes seen with one node rank are the error (probe, explain)
+        severity="info",
         fix="Pass a different --node-rank per node (e.g. --node-rank $SLURM_NODEID), or use "
         "--rdzv-backend c10d --rdzv-endpoint HOST:29400 and drop --node-rank.",
     )
