@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rankmap.check.nccl import device_of, host_key
-from rankmap.findings import Finding, finding
+from rankmap.findings import Finding, Severity, finding
 from rankmap.launchers import LaunchPlan
 
 if TYPE_CHECKING:
@@ -40,6 +40,9 @@ def warnings(
                     f"CUDA order differs from nvidia-smi order on {first.host.hostname} ({pairs})",
                     hosts=[first.host.hostname],
                     fix="export CUDA_DEVICE_ORDER=PCI_BUS_ID (or use GPU UUIDs in CUDA_VISIBLE_DEVICES)",
+                    # with no list to mistranslate, every rank still gets its own GPU: a heads-up
+                    # for reading nvidia-smi, no alarm (review 15)
+                    severity=Severity.INFO if cvd is None else Severity.WARNING,
                 )
             )
     out += _identity_warnings(plan, outcomes, env)

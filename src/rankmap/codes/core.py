@@ -201,7 +201,9 @@ define(
     "warning",
     "CUDA order and nvidia-smi order differ on this machine",
     cause="CUDA_DEVICE_ORDER defaults to FASTEST_FIRST; on machines with mixed GPU models cuda:0 "
-    "is not nvidia-smi GPU 0, and integer CUDA_VISIBLE_DEVICES entries follow CUDA's order.",
+    "is not nvidia-smi GPU 0, and integer CUDA_VISIBLE_DEVICES entries follow CUDA's order. "
+    "`check` says it at info when CUDA_VISIBLE_DEVICES is unset (every rank still gets its own "
+    "GPU; only reading nvidia-smi against cuda:N misleads).",
     fix="`export CUDA_DEVICE_ORDER=PCI_BUS_ID`, or use GPU UUIDs in CUDA_VISIBLE_DEVICES.",
     example="`cuda:0 is nvidia-smi GPU 1 (RTX 4090); nvidia-smi GPU 0 is a T400`.",
 )
