@@ -343,7 +343,8 @@ class Flow(Calls):
             if node.attr in models.RANK_ATTRS and isinstance(base, Framework):
                 return Rank(models.RANK_ATTRS[node.attr], by_process=True, origin=frame.where())
             return Unknown(
-                f"{frame.where()}: `{frame.mod.text(node)}` is never assigned in the files read"
+                f"{frame.where()}: no assignment to `{frame.mod.text(node)}` found in the files "
+                "read (a property, a class-level field or a library's attribute is not followed)"
             )
         return combine(options)
 
