@@ -78,3 +78,12 @@ def test_a_gpu_count_told_in_prose_is_quoted_where_it_is_told() -> None:
     first = findings_of(text)[0]
     assert first.category == "oversubscribed"
     assert any("My workstation has 2 GPUs." in q for q in first.evidence)
+
+
+def test_a_memory_size_next_to_gpus_is_no_gpu_count() -> None:
+    from rankmap.explain.docread import read_document
+
+    assert read_document("I run it on a machine with 3 V100 32G GPUs.\n").stated_gpus != 32
+    assert read_document("Our nodes have 80GB GPUs.\n").stated_gpus is None
+    assert read_document("My workstation has 2 GPUs.\n").stated_gpus == 2
+    assert read_document("Each node has 8x A100 GPUs.\n").stated_gpus == 8

@@ -46,7 +46,9 @@ _GPU_MODEL = r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2
 _GPU_COUNT = re.compile(
     # "2 GPUs", "8x A100 GPUs", or the compound "a 4-GPU machine" (not "one GPU": "only one GPU is
     # used" is a symptom, not the machine's count)
-    r"\b(?P<n>\d{1,2}|one|two|three|four|eight)(?:\s*(?:x\s*)?(?:[A-Z]\w*\s+)?(?:gpus|cards)|"
+    # (a model word needs a space or an "x" before it: "3 V100 32G GPUs" is 3 GPUs of 32 GB)
+    r"\b(?P<n>\d{1,2}|one|two|three|four|eight)(?:(?:(?:\s*x\s*|\s+)(?:[A-Z]\w*\s+)?|\s*)"
+    r"(?:gpus|cards)|"
     r"-(?:gpus?|cards?)|"
     # "2x RTX 3090", "4 x A100", "2 A100s", "eight H100s": a count of a GPU model
     r"\s*x\s*(?:NVIDIA\s+)?(?:GeForce\s+)?"
