@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from rankmap.adapters.local import explain_files
 from rankmap.explain.catalogue import SIGNALS
-from rankmap.explain.docread import _search, negated, read_document
+from rankmap.explain.denial import negated
+from rankmap.explain.docread import _search, read_document
 from rankmap.findings import Finding, Severity
 
 MAPPING_ALARM = "a finding of a mapping category above info"

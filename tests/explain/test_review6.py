@@ -13,7 +13,8 @@ from paste_findings import alarms_of as _alarms
 from paste_findings import findings_of as _explain_all
 
 from rankmap.adapters.local import explain_files
-from rankmap.explain.docread import read_document, wanted
+from rankmap.explain.denial import wanted
+from rankmap.explain.docread import read_document
 from rankmap.findings import Finding, Severity
 
 

@@ -1,0 +1,90 @@
+"""What the reporter's prose denies, wants or rules out around a match: "not using docker",
+"MIG disabled", "which is what we want", "we suspected the network, but ...". The document reader
+(:mod:`rankmap.explain.docread`) skips such matches: a setting denied or a state wanted is no
+evidence, a failure ruled out is no failure of theirs.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_NEGATED = 4  # negated matches skipped per signal and segment
+# A negation just before a prose match ("not using docker", "no MIG", "without a container",
+# "don't use Ray"): at most two words of a small list between (so "doesn't support MIG" stays a
+# MIG signal), in the same clause. Only settings/context signals are negatable
+# (:data:`rankmap.explain.catalogue.NEGATABLE`).
+_NEGATED_BEFORE = re.compile(
+    r"(?:n't|\bnot|\bno|\bnever|\bwithout|\bnor|\bneither|\bnon)[\s-]+(?:the case that\s+)?"
+    r"(?:(?:using|use|used|"
+    r"run|running|in|inside|on|with|have|has|had|a|an|the|any|my|our|enabled?|set|via|through|"
+    r"involved?|need|needed|requires?|required)\s+){0,2}$",
+    re.IGNORECASE,
+)
+# ... or just after it ("MIG disabled", "MIG mode: Disabled", "docker is not used").
+_NEGATED_AFTER = re.compile(
+    r"^['\"`]?[\s:=]*(?:mode\s*[:=]?\s*)?(?:is |are |was |were )?(?:disabled|off|not (?:enabled|used|"
+    r"involved|set|the (?:cause|issue|problem)|a thing|relevant|applicable|supported)|"
+    r"does(?:n't| not) apply|n/a)\b",
+    re.IGNORECASE,
+)
+
+
+# A state the writer says they want ("pods see all GPUs, which is what we want", "every rank
+# sees one GPU, as intended"): the rest of the sentence after a prose match. It applies to every
+# prose signal, negatable or not: a wanted state is no complaint.
+# The words between the match and the wanted phrase deny nothing ("not one GPU each as expected",
+# ", not as intended", "instead of ... as intended" are complaints), and the phrase is not a plan
+# or a prediction ("what we want to avoid", "which was expected to fail").
+# (a dot inside a name, "tf.config.set_visible_devices", does not end the sentence)
+_NO_DENIAL = (
+    r"(?:(?!\b(?:not|never|instead|rather|but|though|although)\b|n't)(?:[^.;!?\n]|[.!?](?=\w)))"
+)
+_WANTED_AFTER = re.compile(
+    rf"{_NO_DENIAL}{{0,140}}?\b(?:which|that|this)(?: part| mapping| setup| one)? (?:is|was|looks|"
+    r"seems) (?:exactly )?(?:what (?:we|i) (?:want|"
+    r"wanted|need|needed|expect|expected)(?! to (?:avoid|prevent|stop|fix|eliminate|get rid))|"
+    r"(?:as )?(?:expected|intended|desired|correct|fine|ok|okay)(?! to\b))\b|"
+    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b(?! not\b)",
+    re.IGNORECASE,
+)  # used with match(text, pos): no "^", which would anchor at the text's start
+
+
+def wanted(text: str, end: int) -> bool:
+    """Whether the sentence after a prose match says the state is the one wanted."""
+    return bool(_WANTED_AFTER.match(text, end, min(len(text), end + 200)))
+
+
+# A failure outside the family the writer rules out ("we first suspected ssh connection issues,
+# but ...", "not a network connection problem", "the port is blocked, but that is unrelated"):
+# no failure of theirs. Read in the sentence of the match.
+_DISMISSED_BEFORE = re.compile(
+    r"\b(?:suspect\w*|thought|assumed|guess\w*|ruled out|not|no|isn't|wasn't|without)\b"
+    r"[^.;!?\n]{0,40}$",
+    re.IGNORECASE,
+)
+_DISMISSED_AFTER = re.compile(
+    r"[^.;!?\n]{0,60}?(?:\bbut\b(?! (?:only|just|also|still|then|sometimes|randomly|"
+    r"intermittently|when|after|on|in|with|every)\b)|\bunrelated\b|\b(?:is|are|was|were) fine\b|\bruled out\b|"
+    r"\bnot the (?:cause|issue|problem)\b)",
+    re.IGNORECASE,
+)
+
+
+def dismissed(text: str, start: int, end: int) -> bool:
+    """Whether the sentence around ``text[start:end]`` rules the problem out."""
+    before = text[max(0, start - 60) : start]
+    if _DISMISSED_BEFORE.search(re.split(r"[.;!?\n]", before)[-1]):
+        return True
+    return bool(_DISMISSED_AFTER.match(text, end, min(len(text), end + 80)))
+
+
+def negated(text: str, start: int, end: int) -> bool:
+    """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[max(line_start, start - 48) : start]
+    clause = re.split(r"[.;,!?()]", before)[-1]
+    if _NEGATED_BEFORE.search(clause):
+        return True
+    line_end = text.find("\n", end)
+    after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
+    return bool(_NEGATED_AFTER.match(after))
