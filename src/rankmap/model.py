@@ -7,7 +7,8 @@ ordinal inside one process, after CUDA_VISIBLE_DEVICES), ``uuid``, ``pci_bus_id`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import uuid as _uuid
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -262,3 +263,20 @@ class Placement:
         if self.source is not None:
             out["source"] = self.source
         return out
+
+
+def clone_host(host: Host, i: int) -> Host:
+    """Node ``i`` built from ``host``: same GPUs, its own hostname and boot_id (node 0 unchanged)."""
+    if i == 0:
+        return host
+    name = f"{host.hostname}-{i}" if not host.hostname[-1:].isdecimal() else _bump(host.hostname, i)
+    boot = str(_uuid.uuid5(_uuid.NAMESPACE_OID, f"{host.identity.boot_id}/{i}"))
+    ident = replace(host.identity, hostname=name, boot_id=boot, machine_id=None)
+    return replace(host, hostname=name, identity=ident)
+
+
+def _bump(hostname: str, i: int) -> str:
+    """``dgx-h100-01`` -> ``dgx-h100-02`` for i=1 (keeps the digit width)."""
+    digits = len(hostname) - len(hostname.rstrip("0123456789"))
+    stem, num = hostname[:-digits], int(hostname[-digits:])
+    return f"{stem}{num + i:0{digits}d}"

@@ -92,3 +92,23 @@ def test_spawning_one_worker_per_visible_gpu_is_that_many_workers(tmp_path: Path
     narrowed = ["env", "CUDA_VISIBLE_DEVICES=1,2", "python", "train.py"]
     report = _check(tmp_path, narrowed, {"train.py": script})
     assert _codes(report) == [] and _cuda(report) == [0, 1]
+
+
+def test_concurrent_whole_jobs_and_sweeps_are_no_split_job(tmp_path: Path) -> None:
+    halves = (
+        "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 --master_port 29500 train.py &\n"
+        "CUDA_VISIBLE_DEVICES=2,3 torchrun --nproc_per_node 2 --master_port 29501 train.py &\n"
+        "wait\n"
+    )
+    folds = (
+        "for i in 0 1 2 3; do\n  CUDA_VISIBLE_DEVICES=$i torchrun --nproc_per_node 1 "
+        "--master_port $((29500 + i)) train.py --fold $i &\ndone\nwait\n"
+    )
+    split = folds.replace(" --fold $i", "")
+    for name, text, want in (
+        ("halves", halves, []),
+        ("folds", folds, []),
+        ("split", split, ["RM902"]),
+    ):
+        report = _check(tmp_path, ["bash", "run.sh"], {"run.sh": text, "train.py": BY_ENV})
+        assert _codes(report) == want, name

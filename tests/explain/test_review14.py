@@ -87,3 +87,34 @@ def test_a_memory_size_next_to_gpus_is_no_gpu_count() -> None:
     assert read_document("Our nodes have 80GB GPUs.\n").stated_gpus is None
     assert read_document("My workstation has 2 GPUs.\n").stated_gpus == 2
     assert read_document("Each node has 8x A100 GPUs.\n").stated_gpus == 8
+
+
+def test_one_profile_given_for_each_of_two_nodes_is_no_host_collision(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import io
+    from pathlib import Path
+
+    from rankmap.adapters.local import explain_files
+    from rankmap.inventory import load_machines
+
+    lines = []
+    for host, base in (("node-a", 0), ("node-b", 4)):
+        for local in range(4):
+            rank = base + local
+            lines.append(
+                f"{host}:{100 + local}:{200 + local} [{local}] NCCL INFO comm 0x{rank:04x} rank "
+                f"{rank} nranks 8 cudaDev {local} busId {0x18 + local * 0x10:x}000 - Init START"
+            )
+    lines.append("[rank5]: RuntimeError: stack expects each tensor to be equal size")
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = explain_files(
+        [Path(log)],
+        stdin=io.StringIO(""),
+        launch="torchrun --nnodes 2 --nproc-per-node 4 --rdzv-endpoint node-a:29500 train.py",
+        machines=load_machines(["workstation-4gpu", "workstation-4gpu"]),
+    )
+    alarms = [
+        f for f in report.ordered_findings()
+        if f.category != "other" and f.severity.value != "info"
+    ]  # fmt: skip
+    assert alarms == []

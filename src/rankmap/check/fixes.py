@@ -80,11 +80,13 @@ def device_line(plan: LaunchPlan, *, modulo: bool = False) -> str:
     # ``or`` reads the launcher's variable only when LOCAL_RANK is missing: a default argument
     # (``environ.get("LOCAL_RANK", environ[var])``) is evaluated first and raises KeyError
     # under torchrun, which does not set the MPI/Slurm variable.
-    index = (
-        f'int(os.environ.get("LOCAL_RANK") or os.environ["{var}"])'
-        if var
-        else 'int(os.environ["LOCAL_RANK"])'
-    )
+    if var:
+        index = f'int(os.environ.get("LOCAL_RANK") or os.environ["{var}"])'
+    elif not plan.sets_local_rank:  # one process started by hand (python train.py): rank 0
+        index = 'int(os.environ.get("LOCAL_RANK", 0))'
+    else:
+        index = 'int(os.environ["LOCAL_RANK"])'
+
     if modulo:
         index += " % torch.cuda.device_count()"
     return f"torch.cuda.set_device({index})"

@@ -42,7 +42,9 @@ def _select(
             if guard_holds(guard, get):
                 idx, err, why, dflt = select_index(alt, proc, base, n_visible)
                 said = [f"{v[1:]} unset" if v.startswith("!") else f"{v} set" for v in guard]
-                return idx, err, (f"{', '.join(said)}: " if guard else "") + why, dflt
+                prefix = f"{', '.join(said)}: " if guard else ""
+                # a nested choice under the same guard says it once
+                return idx, err, why if why.startswith(prefix) else prefix + why, dflt
         return None, None, "no branch of the device selection applies: not simulated", False
     if sel.via_cvd:
         return _cvd_entry(sel, proc, base, n_visible)

@@ -161,17 +161,24 @@ def _failures(
         first = groups[0]
         o = first[0]
         n_vis = len(o.view.devices)
-        asked = sorted({x.cuda_index for x in first if x.cuda_index is not None})
-        where = (
-            o.host.hostname if len(groups) == 1 else f"{len(groups)} nodes ({o.host.hostname}, ...)"
-        )
+        hosts = list(dict.fromkeys(g[0].host.hostname for g in groups))
+        # several worlds (lines of one script) on one machine: their ranks, not one node's
+        one_host_worlds = len(hosts) < len(groups)
+        who = [x for g in groups for x in g] if one_host_worlds else first
+        asked = sorted({x.cuda_index for x in who if x.cuda_index is not None})
+        where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} nodes ({hosts[0]}, ...)"
         if error.startswith(("KeyError", "ValueError")):
             title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
             title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
         else:
+            asking = (
+                rank_phrase(x.proc.rank for x in who)
+                if one_host_worlds
+                else f"local ranks {ranks_text(x.proc.local_rank for x in first)}"
+            )
             title = (
-                f"local ranks {ranks_text(x.proc.local_rank for x in first)} on {where} ask for "
+                f"{asking} on {where} ask for "
                 f"{_cuda_list(asked)} but only {n_vis} GPU(s) are visible "
                 f"({'cuda:0' if n_vis == 1 else f'cuda:0-{n_vis - 1}'}): "
                 "invalid device ordinal"

@@ -222,3 +222,39 @@ def env_write(node: ast.AST) -> list[tuple[str, ast.expr, bool]]:
                         if isinstance(k, ast.Constant) and isinstance(k.value, str)
                     ]
     return out
+
+
+def guarded_env_return(stmt: ast.stmt) -> list[str] | None:
+    """The variables of ``if "X" in os.environ: return <reads X>`` or of ``for key in ("X",
+    "Y"): if key in os.environ: return <reads key>``, in order; None for any other statement."""
+    if isinstance(stmt, ast.If) and not stmt.orelse and is_env_membership(stmt.test):
+        key = stmt.test.left  # type: ignore[attr-defined]
+        ret = stmt.body[-1] if stmt.body else None
+        if (
+            isinstance(key, ast.Constant)
+            and isinstance(key.value, str)
+            and isinstance(ret, ast.Return)
+            and ret.value is not None
+            and any(env_read(n) is not None for n in ast.walk(ret.value))
+        ):
+            return [key.value]
+        return None
+    if (
+        isinstance(stmt, ast.For)
+        and isinstance(stmt.target, ast.Name)
+        and isinstance(stmt.iter, (ast.Tuple, ast.List))
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in stmt.iter.elts)
+        and len(stmt.body) == 1
+        and not stmt.orelse
+    ):
+        inner = stmt.body[0]
+        var = stmt.target.id
+        if (
+            isinstance(inner, ast.If)
+            and not inner.orelse
+            and is_env_membership(inner.test)
+            and is_name(inner.test.left, var)  # type: ignore[attr-defined]
+            and isinstance(inner.body[-1], ast.Return)
+        ):
+            return [e.value for e in stmt.iter.elts]  # type: ignore[attr-defined]
+    return None

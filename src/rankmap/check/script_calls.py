@@ -8,7 +8,15 @@ import ast
 from dataclasses import replace
 
 from rankmap.check import script_models as models
-from rankmap.check.script_ast import Frame, default_of, dotted, env_read, param_names, tail
+from rankmap.check.script_ast import (
+    Frame,
+    default_of,
+    dotted,
+    env_read,
+    guarded_env_return,
+    param_names,
+    tail,
+)
 from rankmap.check.script_guards import Guards
 from rankmap.check.script_program import Module
 from rankmap.check.script_values import (
@@ -27,6 +35,8 @@ from rankmap.check.script_values import (
     VisibleList,
     as_device,
     best,
+    first_set,
+    open_world,
     rank_of_any_launcher,
 )
 
@@ -296,6 +306,10 @@ class Calls(Guards):
         values = []
         for mod, func in funcs[:4]:
             bound = tuple(self._bind_args(func, node, frame))
+            chained = self._first_set_returns(mod, func, bound)
+            if chained is not None:
+                values.append(chained)
+                continue
             returns = [
                 r.value
                 for r in ast.walk(func)
@@ -305,11 +319,34 @@ class Calls(Guards):
             ]
             for r in returns[:6]:
                 values.append(self.value(r, Frame(mod, func, r, bound)))
+        # a return the analysis cannot follow is not replaced by another return's constant
         return (
-            best(values)
+            open_world(values)
             if values
             else Unknown(f"{frame.where()}: `{dotted(node.func)}()` returns nothing")
         )
+
+    def _first_set_returns(
+        self, mod: Module, func: ast.AST, bound: tuple[tuple[str, Value], ...]
+    ) -> Value | None:
+        """``if "LOCAL_RANK" in os.environ: return int(os.environ["LOCAL_RANK"])`` … ``return
+        0`` (or the same as ``for key in ("LOCAL_RANK", "SLURM_LOCALID"): if key in os.environ:
+        return int(os.environ[key])``): the first variable set, like nested ``.get`` defaults."""
+        body = getattr(func, "body", [])
+        names: list[str] = []
+        for stmt in body[:-1]:
+            guarded = guarded_env_return(stmt)
+            if guarded is None:
+                if isinstance(stmt, (ast.Expr, ast.Assign)) and not names:
+                    continue  # a docstring or set-up before the chain
+                return None
+            names += guarded
+        last = body[-1] if body else None
+        if not names or not isinstance(last, ast.Return) or last.value is None:
+            return None
+        fallback = self.value(last.value, Frame(mod, func, last, bound))
+        reads = [self.env_value(n, None, False, Frame(mod, func, last, bound)) for n in names]
+        return first_set([*reads, fallback])
 
     def _bind_args(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, frame: Frame

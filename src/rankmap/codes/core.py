@@ -429,7 +429,9 @@ define(
     "independent worlds of size 1 (often on different master ports): no rank ever talks to another. "
     "Only launches that run at once (`&`) of a launcher whose processes form a process group, with "
     "no rank or node rank of their own per line, count: lines run one after another, a sweep of "
-    "plain `python` runs and a world started line by line (`--node_rank`, `RANK=`) are none.",
+    "plain `python` runs, a world started line by line (`--node_rank`, `RANK=`), lines that each "
+    "start a multi-process job, and lines that run different experiments (`--fold $i`: arguments "
+    "that differ beyond the rendezvous options) are none.",
     fix="Start one launcher with `--nproc-per-node N` and let each rank select cuda:LOCAL_RANK.",
     example="`8 worlds of size 1 instead of one job of 8 ranks`.",
 )

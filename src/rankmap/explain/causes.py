@@ -138,17 +138,20 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
         hosts = ", ".join(rm.all_cuda0())
         cands["RM301"].add(3, f"every rank on {hosts} initialised NCCL on cudaDev 0 nvmlDev 0")
         cands["mig"].add(1, "all ranks on cudaDev 0 nvmlDev 0 is also the MIG pattern")
+    gpus = ctx.gpus_per_node()
+    # the launch spreads the ranks over machines whose GPUs they fit: a wrap across them, or more
+    # ranks on one host than it has GPUs, is machines NCCL took for one host (review 16)
+    spread = _fits_each_node(ctx, gpus)
     wrap = _wrap_pattern(ev)
-    if wrap:
+    if wrap and not spread:
         cands["oversub"].add(3, wrap)
     banners = [e.get("dev") for e in ev.of("device_banner")]
     if ev.has("accel_env") and len(banners) >= 2 and len(set(banners)) == 1:
         cands["oversub"].add(
             4, f"accelerate put {len(banners)} processes on cuda:{banners[0]} (wraps modulo GPUs)"
         )
-    gpus = ctx.gpus_per_node()
     named = {r for e in ev.of("duplicate_gpu") for r in e.ranks}
-    if gpus is not None and len(named) > gpus:
+    if gpus is not None and len(named) > gpus and not spread:
         cands["oversub"].add(5, f"{len(named)} ranks share a host that has {gpus} GPU(s)")
     for split in (_split_hosts(ev), _one_name_two_addresses(ev), _launch_nodes_apart(ctx, ev)):
         if split:
@@ -278,6 +281,13 @@ def _one_name_two_addresses(ev: Evidence) -> str | None:
                 "machines or containers share that host name"
             )
     return None
+
+
+def _fits_each_node(ctx: Context, gpus: int | None) -> bool:
+    """Whether the launch puts its processes on two or more machines, each with enough GPUs."""
+    launch = ctx.launch
+    nproc = launch.nproc_per_node if launch else None
+    return bool(launch and nproc and gpus and (launch.nnodes or 0) >= 2 and nproc <= gpus)
 
 
 def _launch_nodes_apart(ctx: Context, ev: Evidence) -> str | None:

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from rankmap.errors import InputError
-from rankmap.model import Host
+from rankmap.model import Host, clone_host
 from rankmap.sources import Files, NoFiles
 
 
@@ -69,8 +69,19 @@ def load_machine(spec: str, files: Files | None = None) -> list[Host]:
 
 
 def load_machines(specs: Iterable[str], files: Files | None = None) -> list[Host]:
-    """Every host of every ``--machine`` value, in order (one value may hold several hosts)."""
-    return [host for spec in specs for host in load_machine(spec, files)]
+    """Every host of every ``--machine`` value, in order (one value may hold several hosts).
+    A built-in profile named again is another node of the same kind (``-m dgx-h100 -m
+    dgx-h100``: two machines), with its own hostname and boot_id, as ``--nodes 2`` clones it —
+    not one machine named twice, which NCCL would take for one host (review 16)."""
+    hosts: list[Host] = []
+    seen: dict[str, int] = {}
+    for spec in specs:
+        copy = seen.get(spec, 0)
+        seen[spec] = copy + 1
+        loaded = load_machine(spec, files)
+        builtin = "/" not in spec and not spec.endswith((".json", ".xml", ".txt", ".csv"))
+        hosts += [clone_host(h, copy) for h in loaded] if builtin and copy else loaded
+    return hosts
 
 
 def detect_format(text: str) -> str:

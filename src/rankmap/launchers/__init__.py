@@ -8,13 +8,12 @@ accelerate/DeepSpeed, config files it reads through :class:`LaunchContext`) into
 from __future__ import annotations
 
 import os
-import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rankmap.errors import UsageError
-from rankmap.model import Host
+from rankmap.model import Host, clone_host
 from rankmap.sources import Files, NoFiles
 
 SUPPORTED = (
@@ -193,23 +192,6 @@ def expand_machines(machines: Sequence[Host], n: int) -> list[Host]:
         f"the launch needs {n} nodes but {len(machines)} --machine values were given",
         hint="give one --machine per node, or one --machine with --nodes N",
     )
-
-
-def clone_host(host: Host, i: int) -> Host:
-    """Node ``i`` built from ``host``: same GPUs, its own hostname and boot_id (node 0 unchanged)."""
-    if i == 0:
-        return host
-    name = f"{host.hostname}-{i}" if not host.hostname[-1:].isdecimal() else _bump(host.hostname, i)
-    boot = str(_uuid.uuid5(_uuid.NAMESPACE_OID, f"{host.identity.boot_id}/{i}"))
-    ident = replace(host.identity, hostname=name, boot_id=boot, machine_id=None)
-    return replace(host, hostname=name, identity=ident)
-
-
-def _bump(hostname: str, i: int) -> str:
-    """``dgx-h100-01`` -> ``dgx-h100-02`` for i=1 (keeps the digit width)."""
-    digits = len(hostname) - len(hostname.rstrip("0123456789"))
-    stem, num = hostname[:-digits], int(hostname[-digits:])
-    return f"{stem}{num + i:0{digits}d}"
 
 
 def split_env_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:

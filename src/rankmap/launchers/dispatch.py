@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,9 @@ from rankmap.launchers import (
 )
 from rankmap.launchers.command import parse_command
 
+# a variable left as written in a launcher's option (``--nnodes $NNODES``)
+_UNRESOLVED = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+
 
 def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     """The :class:`LaunchPlan` of ``argv``; ``UsageError`` for an unknown launcher or a launch
@@ -31,7 +35,18 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         ctx = replace(ctx, simulate=simulate_launch)
     cmd = parse_command(argv, ctx.env)
     ctx = replace(ctx, env=cmd.env)
-    plan = _simulate(list(cmd.argv), ctx)
+    try:
+        plan = _simulate(list(cmd.argv), ctx)
+    except UsageError as exc:
+        unresolved = _UNRESOLVED.findall(exc.message)
+        if not unresolved or exc.hint:
+            raise
+        name = unresolved[0].strip("${}")
+        raise UsageError(
+            exc.message,
+            hint=f"${name} is set when the job runs; rankmap does not know its value here: "
+            f"pass --env {name}=VALUE",
+        ) from None
     if not plan.procs and not plan.issues:
         raise UsageError(
             f"{plan.launcher}: this launch starts no processes (world size 0)",
@@ -89,7 +104,11 @@ def _simulate(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
 
 def _shell(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
     from rankmap.launchers import shell
+    from rankmap.launchers.command import shell_body_index
 
+    body = shell_body_index(rest)
+    if body is not None:  # bash -c 'for i in 0 1; do ... & done; wait': the string is the script
+        return shell.simulate_text(rest[body], Path(f"{rest[0]} -c"), ctx)
     path = rest[1] if len(rest) > 1 and not rest[0].endswith(".sh") else rest[0]
     if path == rest[0] and not path.endswith(".sh"):
         raise UsageError(f"{rest[0]}: no script given", hint="rankmap check -- bash job.sh")

@@ -21,7 +21,7 @@ from rankmap.launchers import (
 )
 from rankmap.launchers.command import expand_word, parse_command, shell_body_index
 from rankmap.launchers.shell_jobs import ShellLaunch, several_launches
-from rankmap.launchers.slurm_options import parse_sbatch_lines
+from rankmap.launchers.slurm_options import batch_env, parse_sbatch_lines
 from rankmap.numbers import int_or_none, parse_int
 
 _ARITH = re.compile(r"\$\(\((.*?)\)\)")
@@ -29,6 +29,10 @@ _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
 _CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
 _BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")  # in $(( )) arithmetic only
+# A word that is one variable (``$LAUNCHER``, ``${CMD}``): unquoted, the shell splits its value
+# into words (POSIX field splitting; quotes are gone once a line is read, so a quoted
+# "$LAUNCHER" is split too — a command held in a variable is the common case)
+_WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+)$")
 # NOTE: a longer line (after joining ``\\`` continuations) is data - a heredoc body, base64 - not
 # a launch line; shlex reads one character at a time and is quadratic in a token's length, so
 # such lines are skipped instead of tokenised (a 20 MB line would otherwise take hours).
@@ -200,7 +204,15 @@ def _launch(
     cmd: list[str], vars_: Mapping[str, str], env: Mapping[str, str], no: int, background: bool
 ) -> list[ShellLaunch]:
     body = shell_body_index(cmd)
-    line = parse_command([t if i == body else _expand(t, vars_) for i, t in enumerate(cmd)], {})
+    words: list[str] = []
+    for i, token in enumerate(cmd):
+        if i == body:
+            words.append(token)
+        elif _WHOLE_VAR.match(token):  # `$LAUNCHER train.py`: the value splits into words
+            words += _expand(token, vars_).split() or [token]
+        else:
+            words.append(_expand(token, vars_))
+    line = parse_command(words, {})
     kind = identify(list(line.argv))
     if kind is None or kind == "shell":
         return []
@@ -262,8 +274,15 @@ def simulate_file(path: str | Path, ctx: LaunchContext) -> LaunchPlan:
 
 def simulate_shell(path: Path, ctx: LaunchContext, *, argv: Sequence[str]) -> LaunchPlan:
     """Plan of a shell/sbatch script (``--shell FILE``); ``argv``, when given, is the launch."""
-    text = ctx.read(path, "--shell")
-    script = parse_shell(text, str(path), ctx.env)
+    return simulate_text(ctx.read(path, "--shell"), path, ctx, argv=argv)
+
+
+def simulate_text(
+    text: str, path: Path, ctx: LaunchContext, *, argv: Sequence[str] = ()
+) -> LaunchPlan:
+    """Plan of a script's text (a file, or the command string of ``bash -c '...'``)."""
+    job = batch_env({**parse_sbatch_lines(text), **ctx.sbatch}, ctx.nodes)
+    script = parse_shell(text, str(path), {**job, **ctx.env})
     sub = replace(ctx, env=script.environment(ctx.env), sbatch={**script.sbatch, **ctx.sbatch})
     if argv:
         return ctx.launch(argv, sub)

@@ -129,8 +129,13 @@ def _independent_worlds(
         identify(list(sl.argv)) not in _GROUP_LAUNCHERS for sl in launches
     ):
         return []
-    first = plans[0]
     sizes = [p.world_size for p in plans]
+    # each line a whole multi-process job (two 4-GPU runs on an 8-GPU machine), or lines that
+    # run different experiments (--fold $i, another config): separate jobs, not one split
+    # (review 17)
+    if all(size > 1 for size in sizes) or len({_experiment(sl) for sl in launches}) > 1:
+        return []
+    first = plans[0]
     total = sum(sizes)
     return [
         LaunchIssue(
@@ -144,6 +149,30 @@ def _independent_worlds(
             ranks=tuple(range(total)),
         )
     ]
+
+
+# Options that differ between the lines of one job split by hand (its rendezvous), not between
+# experiments
+_RENDEZVOUS_OPTS = (
+    "--master_port", "--master-port", "--main_process_port", "--main-process-port",
+    "--rdzv_endpoint", "--rdzv-endpoint", "--rdzv_id", "--rdzv-id",
+)  # fmt: skip
+
+
+def _experiment(sl: ShellLaunch) -> tuple[str, ...]:
+    """A launch line without its rendezvous options: what the line runs."""
+    words: list[str] = []
+    skip = False
+    for word in sl.argv:
+        if skip:
+            skip = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in _RENDEZVOUS_OPTS:
+            skip = "=" not in word
+            continue
+        words.append(word)
+    return tuple(words)
 
 
 def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) -> list[LaunchIssue]:

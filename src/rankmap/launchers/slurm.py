@@ -24,7 +24,7 @@ from rankmap.launchers import (
 from rankmap.launchers.command import parse_command
 from rankmap.launchers.options import parse_options, replace_option
 from rankmap.launchers.slurm_options import SPEC
-from rankmap.launchers.task_shell import task_note, task_program, with_task_env
+from rankmap.launchers.task_shell import launcher_argv, task_note, task_program, with_task_env
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
@@ -89,6 +89,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if program is not None:
         inner, inner_env = list(program.argv), {**inner_env, **program.env}
     kind = identify(inner)
+    if program is not None and kind not in (None, "python", "shell"):
+        inner = launcher_argv(program, procs, node_env)
     if program is not None and kind in (None, "python"):
         procs, unresolved = with_task_env(procs, node_env, program)
         notes.append(task_note(program, unresolved))

@@ -4,6 +4,8 @@ srun simulation, by shell scripts and by explain's paste reader (reference/launc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rankmap.launchers.options import OptSpec, parse_options
 
 _VALUE = {
@@ -71,3 +73,51 @@ def parse_sbatch_lines(text: str) -> dict[str, str]:
             argv += s[len("#SBATCH") :].split("#", 1)[0].split()
     p = parse_options([*argv, "prog"], SPEC)
     return {k: (v if isinstance(v, str) else "1") for k, v in p.values.items()}
+
+
+def batch_env(sbatch: Mapping[str, str], nodes: int | None = None) -> dict[str, str]:
+    """The job variables a batch script sees, from its ``#SBATCH`` / ``sbatch`` options (sbatch
+    man page, OUTPUT ENVIRONMENT VARIABLES: SLURM_JOB_NUM_NODES and SLURM_NNODES, SLURM_NTASKS,
+    SLURM_NTASKS_PER_NODE when --ntasks-per-node is given, SLURM_CPUS_PER_TASK when -c is,
+    SLURM_GPUS_PER_NODE when --gpus-per-node is; SLURM_GPUS_ON_NODE, reference/launchers.md §5),
+    so that ``torchrun --nnodes $SLURM_NNODES`` in the script reads the allocation."""
+    env: dict[str, str] = {}
+    n = _leading_int(sbatch.get("nodes")) or nodes
+    if n:
+        env["SLURM_NNODES"] = env["SLURM_JOB_NUM_NODES"] = str(n)
+    per_node = _leading_int(sbatch.get("ntasks_per_node"))
+    if per_node:
+        env["SLURM_NTASKS_PER_NODE"] = str(per_node)
+    tasks = _leading_int(sbatch.get("ntasks")) or (n * per_node if n and per_node else None)
+    if tasks:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(tasks)
+    cpus = _leading_int(sbatch.get("cpus_per_task"))
+    if cpus:
+        env["SLURM_CPUS_PER_TASK"] = str(cpus)
+    gpus = _gpu_total(sbatch.get("gpus_per_node")) or _gpu_total(sbatch.get("gres"))
+    if gpus:
+        env["SLURM_GPUS_ON_NODE"] = str(gpus)
+        if sbatch.get("gpus_per_node"):
+            env["SLURM_GPUS_PER_NODE"] = str(gpus)
+    return env
+
+
+def _leading_int(value: str | None) -> int | None:
+    """``2`` / ``2-4`` (a node range: its minimum) -> 2."""
+    digits = ""
+    for ch in (value or "").strip():
+        if not ch.isdecimal():
+            break
+        digits += ch
+    return int(digits) if digits and len(digits) <= 6 and int(digits) > 0 else None
+
+
+def _gpu_total(value: str | None) -> int | None:
+    """``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4 (the last count of a GPU gres)."""
+    for part in (value or "").split(","):
+        bits = part.split(":")
+        if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
+            count = _leading_int(bits[-1])
+            if count:
+                return count
+    return None

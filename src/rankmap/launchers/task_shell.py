@@ -119,3 +119,32 @@ def task_note(program: TaskProgram, unresolved: Sequence[str]) -> str:
     if unresolved:
         note += f"; {', '.join(unresolved)} could not be resolved (left unset)"
     return note
+
+
+# The options that give a launcher its node rank: taken from a per-node variable
+# (``--node_rank $SLURM_NODEID``), each node gets its own, as the nested simulation assumes
+_NODE_RANK_OPTS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
+
+
+def launcher_argv(
+    program: TaskProgram, procs: Sequence[Proc], node_env: Mapping[int, Mapping[str, str]]
+) -> list[str]:
+    """A launcher run by every task's shell (``srun bash -c 'torchrun --nnodes $SLURM_NNODES
+    --node_rank $SLURM_NODEID ...'``), as node 0's first task runs it; a node rank read from a
+    variable is dropped (every node has its own: what the nested launcher's plan assumes)."""
+    scope = {**node_env.get(0, {}), **(procs[0].env if procs else {})}
+    words: list[str] = []
+    argv = list(program.argv)
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        name, eq, value = word.partition("=")
+        if name in _NODE_RANK_OPTS:
+            raw = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if "$" in raw:
+                skip = not eq
+                continue
+        words.append(expand_word(word, scope))
+    return words

@@ -367,6 +367,7 @@ def _same_node_rank(args: TorchrunArgs, n_agents: int) -> LaunchIssue:
         # the per-node command of every multi-node tutorial: a possibility, not an alarm (review
         # 15); two lines or two nodes seen with one node rank are the error (probe, explain)
         severity="info",
-        fix="Pass a different --node-rank per node (e.g. --node-rank $SLURM_NODEID), or use "
-        "--rdzv-backend c10d --rdzv-endpoint HOST:29400 and drop --node-rank.",
+        fix="Pass a different --node-rank per node (under Slurm: srun bash -c 'torchrun ... "
+        "--node-rank $SLURM_NODEID ...', in single quotes so that each node's shell expands it), "
+        "or use --rdzv-backend c10d --rdzv-endpoint HOST:29400 and drop --node-rank.",
     )
