@@ -86,10 +86,9 @@ def test_mpi_hosts_without_slots(run_cli, tmp_path, launch):
     ("launch", "says"),
     [
         (["bash"], "no script"),
-        (["bash", "-c", "torchrun t.py"], "-c"),
         (["sh", "-x", "j.sh"], "-x"),
     ],
-    ids=["bare", "-c", "-x"],
+    ids=["bare", "-x"],
 )
 def test_shell_launch_without_a_script_file(run_cli, launch, says):
     res = run_cli([*CHECK, *launch])

@@ -114,7 +114,7 @@ def _shell(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
         raise UsageError(f"{rest[0]}: no script given", hint="rankmap check -- bash job.sh")
     if path.startswith("-"):
         raise UsageError(
-            f"{rest[0]} {path}: only a script file is read (shell options and -c strings "
+            f"{rest[0]} {path}: only a script file or a -c string is read (shell options "
             "are not simulated)",
             hint="save the commands to job.sh and run `rankmap check -- bash job.sh`",
         )
