@@ -30,12 +30,6 @@ def _first(text: str) -> Finding:
             "launcher_config",
         ),
         (
-            "Warning  FailedScheduling  default-scheduler  0/4 nodes are available: "
-            "4 Insufficient nvidia.com/gpu.\n",
-            "k8s-gpu-unschedulable",
-            "container_mapping",  # the device plugin's GPUs (with k8s-gpu-resource's context)
-        ),
-        (
             "(autoscaler) Warning: No available node types can fulfill resource request "
             "{'GPU': 8.0, 'CPU': 1.0}. Add suitable node types to this cluster.\n",
             "ray-resources-unmet",
@@ -49,6 +43,21 @@ def test_a_launcher_or_scheduler_refusal_is_a_warning_guess(
     assert sid in read_document(line).hits
     first = _first(line)
     assert (first.category, first.severity) == (category, Severity.WARNING)
+
+
+def test_a_pod_waiting_for_free_gpus_is_a_possible_cause_not_an_alarm() -> None:
+    # "Insufficient nvidia.com/gpu" also means a full cluster (review 18), unlike Ray's "no
+    # node type can fulfill" or MPI's missing slots, which no wait resolves
+    line = (
+        "Warning  FailedScheduling  default-scheduler  0/4 nodes are available: "
+        "4 Insufficient nvidia.com/gpu.\n"
+    )
+    assert "k8s-gpu-unschedulable" in read_document(line).hits
+    first = _first(line)
+    assert first.category in ("container_mapping", "oversubscribed")
+    assert first.severity == Severity.INFO
+    stuck = "# pod stuck Pending\n" + line
+    assert _first(stuck).severity == Severity.INFO  # "stuck Pending" is no hang
 
 
 def test_a_ray_bundle_pinned_to_a_node_address_is_host_identity_not_a_count() -> None:

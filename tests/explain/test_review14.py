@@ -118,3 +118,23 @@ def test_one_profile_given_for_each_of_two_nodes_is_no_host_collision(tmp_path) 
         if f.category != "other" and f.severity.value != "info"
     ]  # fmt: skip
     assert alarms == []
+
+
+def test_review18_a_setting_that_works_now_is_no_complaint() -> None:
+    text = (
+        "# jax.distributed.initialize() must be called before any JAX computations\n"
+        "I called jax.devices() at import time. Moved the print after initialize. One process "
+        "per GPU via SLURM, works now.\n"
+        "RuntimeError: jax.distributed.initialize() must be called before any JAX computations.\n"
+    )
+    assert all(f.category != "per_process_visible_devices" for f in findings_of(text)[:1])
+
+
+def test_review18_a_version_guess_gives_a_framework_neutral_fix() -> None:
+    text = (
+        "# TensorFlow sees no GPU\n"
+        "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
+        "library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "version_mismatch" and "PyTorch" not in first.fix

@@ -265,11 +265,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §6: mpirun starts at most the slots its hostfile or allocation gives each "
        "node (https://docs.open-mpi.org/en/v5.0.x/launching-apps/scheduling.html): -np above "
        "them is refused unless --oversubscribe", failure=True, framework="mpi"),
+    # a pod waiting for free GPUs: the cluster may simply be full, so it ranks the causes of a
+    # request that no node can hold without being a failure of the mapping (review 18)
     _s("k8s-gpu-unschedulable", r"Insufficient (?:nvidia\.com|amd\.com)/(?:gpu|mig-)",
        {"oversubscribed": 2, "container_mapping": 2},
        f"{CUDA_DEV} §4: the scheduler places a pod only on a node whose device plugin has its GPU "
-       "request free (FailedScheduling: `0/N nodes are available: Insufficient nvidia.com/gpu`)",
-       failure=True),
+       "request free (FailedScheduling: `0/N nodes are available: Insufficient nvidia.com/gpu`)"),
     _s("exception-any",
        _LINE + r"(?:\w+\.)*\w*(?:Error|Exception)\b(?:\([\w.]*\))?:|"
        r"Traceback \(most recent call last\)",

@@ -200,8 +200,11 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "NVSHMEM needs peer/RDMA access inside the container "
        "(https://docs.nvidia.com/nvshmem/api/faq.html)", framework="nvshmem"),
     # "can potentially cause a hang" (PyTorch's device-guess warning) is no hang
+    # (a pod "stuck Pending" or a job stuck in the queue waits for resources; it never ran)
     _s("hang-first-collective", r"(?<!cause a )(?<!may )(?<!can )(?<!could )"
-       r"\b(?:hangs?|hung|hanging|stuck|freez(?:e|es|ing))\b",
+       r"\b(?:hangs?|hung|hanging|stuck|freez(?:e|es|ing))\b"
+       r"(?! (?:in |at |on )?(?:the )?(?:pending|containercreating|queued?|scheduling|"
+       r"waiting for (?:resources|a node|gpus?))\b)",
        {"other": 1, "host_identity": 1}, f"{NCCL} (d): a hang at the first collective",
        failure=True, where=TEXT),
     _s("nccl-generic-error", r"NCCL (?:error|WARN)|ncclUnhandledCudaError|ncclSystemError|"

@@ -44,7 +44,10 @@ _WANTED_AFTER = re.compile(
     r"seems) (?:exactly )?(?:what (?:we|i) (?:want|"
     r"wanted|need|needed|expect|expected)(?! to (?:avoid|prevent|stop|fix|eliminate|get rid))|"
     r"(?:as )?(?:expected|intended|desired|correct|fine|ok|okay)(?! to\b))\b|"
-    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b(?! not\b)",
+    rf"{_NO_DENIAL}{{0,80}}?,? (?:just )?as (?:expected|intended|desired|it should)\b(?! not\b)|"
+    # "One process per GPU via Slurm, works now": the setting is the one that works
+    rf"{_NO_DENIAL}{{0,80}}?(?:,|;| and| -|—) (?:it |this |that |everything )?(?:now )?works?"
+    r"(?: (?:now|fine|again|well|correctly|as expected))?\b(?! (?:on|with|for|only|if|when)\b)",
     re.IGNORECASE,
 )  # used with match(text, pos): no "^", which would anchor at the text's start
 

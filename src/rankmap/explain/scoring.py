@@ -50,6 +50,20 @@ FIX_OF: dict[str, str] = {
     "host_identity": "RM801",
     "launcher_config": "RM901",
 }
+# A best guess names a category, not one of its specific causes: where the specific code's fix
+# belongs to one cause (RM050: a driver too old for PyTorch's CUDA), the guess gives the
+# category's (review 18: a TensorFlow paste was told to install another PyTorch build)
+GENERAL_FIX: dict[str, str] = {
+    "version_mismatch": "Make the versions fit: the CUDA / cuDNN / NCCL the framework build "
+    "expects (its tested configurations) against what is installed and what the driver supports "
+    "(`nvidia-smi`), and the same build on every node; install the matching libraries or a build "
+    "for the installed ones.",
+    "launcher_config": "Make the launcher and the framework agree: the process and node counts, "
+    "the node rank, the rank variables the launcher sets against those the code reads, and the "
+    "order of the framework's distributed set-up (its init call before any device use); the "
+    "launcher's effective settings are the full command, `accelerate env`, the DeepSpeed "
+    "hostfile.",
+}
 DECIDE: dict[str, str] = {
     "oversubscribed": "processes per node against GPUs: `nvidia-smi -L | wc -l` vs the launcher's "
     "--nproc-per-node / -np",
@@ -417,7 +431,7 @@ def _guess_finding(
         devices=keep.devices if keep and keep.devices else devices,
         hosts=keep.hosts if keep else (),
         evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
-        fix=lookup(FIX_OF[cat]).fix,
+        fix=GENERAL_FIX.get(cat) or lookup(FIX_OF[cat]).fix,
         severity=severity,
     )
 
