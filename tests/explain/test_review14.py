@@ -138,3 +138,14 @@ def test_review18_a_version_guess_gives_a_framework_neutral_fix() -> None:
     )
     first = findings_of(text)[0]
     assert first.category == "version_mismatch" and "PyTorch" not in first.fix
+
+
+def test_review19_a_transport_info_line_does_not_demote_a_duplicate_gpu() -> None:
+    dup = (
+        "node1:101:201 [1] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+        "both on CUDA device 1a000\n"
+    )
+    info = "node1:100:200 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+    alone, with_info = findings_of(dup)[0], findings_of(info + dup)[0]
+    assert with_info.code == alone.code == "RM103"
+    assert with_info.severity == alone.severity

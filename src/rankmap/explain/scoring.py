@@ -103,6 +103,10 @@ CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
+# The smallest single support that replaces an undecided mapping failure (RM102/RM103) by a
+# best guess of another category: a framework, a setting or a symptom (2 and more), not a
+# point of context
+OVERRIDE_UNDECIDED = 2.0
 # The first words of a best guess whose support is below every alarm's (at info).
 WEAK_NOTE = (
     "Weak evidence: nothing in the input decides the cause and the support is below what an "
@@ -290,6 +294,13 @@ def _rescored(
         return base, s  # "the model is too big": only a message naming the cause overrides it
     if lead is not None and lead.code != "RM003" and lead.category == winner:
         return [_decided_by_input(lead, s, winner), *base[1:]], s
+    if lead is not None and _undecided_mapping(lead) and (
+        winner == "other" or s.strongest(winner) < OVERRIDE_UNDECIDED
+    ):
+        # a duplicate GPU / an invalid ordinal the log shows is a mapping failure: "other" does
+        # not explain it, and context of a point or so (an NCCL INFO "via P2P/IPC" line of
+        # every healthy log) does not replace its deciding question (review 19)
+        return base, s
     runner = ranked[1] if len(ranked) > 1 else None
     margin = pts - (runner[1] if runner else 0.0)
     strong = pts >= 7 and margin >= CLEAR_MARGIN and s.strongest(winner) >= STRONG
@@ -377,6 +388,11 @@ def _demoted(f: Finding) -> Finding:
     if f.severity is Severity.ERROR and (f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail):
         return replace(f, severity=Severity.WARNING)
     return f
+
+
+def _undecided_mapping(f: Finding) -> bool:
+    """A failure of the mapping the log shows whose cause it cannot decide (RM102, RM103)."""
+    return f.category != "other" and UNDECIDED_MARK in f.detail
 
 
 def _decided_by_input(lead: Finding, s: Scores, cat: str) -> Finding:
