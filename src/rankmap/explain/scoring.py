@@ -103,9 +103,9 @@ CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this
 STRONG = 5.0  # a single support this big names the cause
 NO_FAILURE_GUESS = 4.0  # without any failure in the input, only a clear signal gets a guess
 CLEAR_MARGIN = 3.0
-# The smallest single support that replaces an undecided mapping failure (RM102/RM103) by a
-# best guess of another category: a framework, a setting or a symptom (2 and more), not a
-# point of context
+# The least support that replaces an undecided mapping failure (RM102/RM103) by a best guess of
+# another category: a framework, a setting or a symptom (2 points and more), not a point of
+# context
 OVERRIDE_UNDECIDED = 2.0
 # The first words of a best guess whose support is below every alarm's (at info).
 WEAK_NOTE = (
@@ -295,7 +295,7 @@ def _rescored(
     if lead is not None and lead.code != "RM003" and lead.category == winner:
         return [_decided_by_input(lead, s, winner), *base[1:]], s
     if lead is not None and _undecided_mapping(lead) and (
-        winner == "other" or s.strongest(winner) < OVERRIDE_UNDECIDED
+        winner == "other" or pts < OVERRIDE_UNDECIDED
     ):
         # a duplicate GPU / an invalid ordinal the log shows is a mapping failure: "other" does
         # not explain it, and context of a point or so (an NCCL INFO "via P2P/IPC" line of
