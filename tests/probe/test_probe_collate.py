@@ -256,3 +256,21 @@ def test_large_job_text_shows_grouped_layouts_and_outliers() -> None:
     assert "outlier 1 node(s) x 4 ranks: n3" in text
     assert "0->cuda:0->GPU 0, 1->cuda:0->GPU 0, 2->cuda:2->GPU 2" in text  # the outlier's layout
     assert "Rank map" not in text  # no 200-row table
+
+
+def _one_gpu_host(rank: int) -> RankRecord:
+    """A rank on a one-GPU machine, no CUDA_VISIBLE_DEVICES: it sees the machine's one GPU."""
+    one = ({"nvml_index": 0, "uuid": GPUS[0], "pci_bus_id": BUS[0]},)
+    return replace(rec(rank, local=rank, gpus=1, world_size=2), gpus=one)
+
+
+def test_two_processes_on_a_one_gpu_machine_are_too_many_not_per_process_binding() -> None:
+    # review 19: RM501's fix (% device_count) would put both ranks on GPU 0
+    found = codes([_one_gpu_host(0), _one_gpu_host(1)], world_size=2)
+    assert "RM102" in found and "RM501" not in found
+
+
+def test_a_visible_list_with_no_usable_entry_is_rm203_as_doctor_says() -> None:
+    bad = [rec(r, local=r, gpus=0, world_size=2, cuda_visible_devices="0,0") for r in range(2)]
+    found = codes(bad, world_size=2)
+    assert "RM203" in found and "RM201" not in found

@@ -110,15 +110,22 @@ def _ordinal_code(r: RankRecord, node_records: list[RankRecord]) -> str:
     count = len(r.visible_uuids) if r.visible_uuids is not None else None
     host_gpus = next((len(p.gpus) for p in node_records if p.gpus is not None), None)
     narrowed = r.cuda_visible_devices is not None and count is not None
+    seen = {tuple(p.visible_uuids) for p in node_records if p.visible_uuids is not None}
     return ordinal_code(
         OrdinalFacts(
+            # a visible list with no usable entry (0,0 / 9 / abc / an unknown MIG UUID): doctor's
+            # and check's RM203, not a count to fix (review 19)
+            no_devices=count == 0,
             selection="global_rank"
             if r.cuda_index == r.rank and r.local_rank is not None and r.rank != r.local_rank
             else None,
+            # each process sees its own one GPU: a node with more GPUs, or different ones per
+            # process — on a one-GPU machine every process sees the one GPU (oversubscribed)
             per_process=count == 1
             and all(
                 p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records
-            ),
+            )
+            and (len(seen) > 1 or (host_gpus or 0) > 1),
             narrowed=narrowed
             and (
                 (r.gpus is not None and len(r.gpus) > (count or 0))
