@@ -173,3 +173,22 @@ def test_a_bad_profile_from_the_environment_is_named_as_rankmap_machine() -> Non
     with pytest.raises(InputError) as err:
         collect_record(env, machine="no-such-profile")  # typed by the user: --machine stays
     assert "RANKMAP_MACHINE" not in err.value.message
+
+
+@pytest.mark.parametrize("device", ["banana", 1.7, [0], True, "cuda:x"])
+def test_a_device_that_is_not_one_is_refused_not_taken_for_cpu(device: object) -> None:
+    # review 19: verify(device="banana") returned ok and checked nothing
+    from rankmap.adapters.device import choose_index
+    from rankmap.errors import InputError
+    from rankmap.probe.launch_env import parse_rank_env
+
+    with pytest.raises(InputError):
+        choose_index(device, parse_rank_env({}), None, profile=True)
+
+
+@pytest.mark.parametrize(("device", "want"), [(3, 3), ("cuda:2", 2), ("cpu", None), ("cuda", 0)])
+def test_the_devices_verify_takes(device: object, want: int | None) -> None:
+    from rankmap.adapters.device import choose_index
+    from rankmap.probe.launch_env import parse_rank_env
+
+    assert choose_index(device, parse_rank_env({}), None, profile=True)[0] == want

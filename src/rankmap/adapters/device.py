@@ -65,21 +65,31 @@ def _torch() -> Any:
     return torch
 
 
+# torch.device's type names (torch/csrc/Device.cpp's parser): anything else is a typo
+_DEVICE_TYPES = frozenset(
+    {"cpu", "cuda", "mps", "xpu", "xla", "meta", "hpu", "mtia", "privateuseone", "ipu", "ve",
+     "lazy", "vulkan", "opengl", "opencl", "mkldnn", "ideep", "fpga", "maia", "hip"}
+)  # fmt: skip
+
+
 def choose_index(
     device: Any, renv: RankEnv, torch: Any, *, profile: bool
 ) -> tuple[int | None, str]:
     """(cuda index, why) for this rank; ``(None, "cpu")`` when the caller says CPU."""
     if device is not None:
+        wrong = InputError(f"device={device!r}: expected a CUDA index, 'cuda:N' or a torch.device")
         if isinstance(device, bool):
-            raise InputError(
-                f"device={device!r}: expected a CUDA index, 'cuda:N' or a torch.device"
-            )
+            raise wrong
         if isinstance(device, int):
             return device, "argument"
+        if not isinstance(device, str) and not hasattr(device, "type"):
+            raise wrong  # 1.7, [0]: a typo must not switch the check off (review 19)
         kind = getattr(device, "type", None)
         index = getattr(device, "index", None)
         if isinstance(device, str):
             kind, _, rest = device.strip().partition(":")
+            if kind not in _DEVICE_TYPES:
+                raise wrong
             if rest and not rest.strip().isdecimal():
                 raise InputError(f"device={device!r}: expected 'cuda:N'")
             index = int(rest) if rest else None

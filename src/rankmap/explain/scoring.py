@@ -294,8 +294,10 @@ def _rescored(
         return base, s  # "the model is too big": only a message naming the cause overrides it
     if lead is not None and lead.code != "RM003" and lead.category == winner:
         return [_decided_by_input(lead, s, winner), *base[1:]], s
-    if lead is not None and _undecided_mapping(lead) and (
-        winner == "other" or pts < OVERRIDE_UNDECIDED
+    if (
+        lead is not None
+        and _undecided_mapping(lead)
+        and (winner == "other" or pts < OVERRIDE_UNDECIDED)
     ):
         # a duplicate GPU / an invalid ordinal the log shows is a mapping failure: "other" does
         # not explain it, and context of a point or so (an NCCL INFO "via P2P/IPC" line of

@@ -122,9 +122,7 @@ def _ordinal_code(r: RankRecord, node_records: list[RankRecord]) -> str:
             # each process sees its own one GPU: a node with more GPUs, or different ones per
             # process — on a one-GPU machine every process sees the one GPU (oversubscribed)
             per_process=count == 1
-            and all(
-                p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records
-            )
+            and all(p.visible_uuids is not None and len(p.visible_uuids) == 1 for p in node_records)
             and (len(seen) > 1 or (host_gpus or 0) > 1),
             narrowed=narrowed
             and (
