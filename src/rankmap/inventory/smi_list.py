@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from rankmap.errors import InputError
 from rankmap.inventory.normalise import PasteLine, label_of_prefix
 from rankmap.inventory.smi_common import shown_uuid
 from rankmap.inventory.smi_hosts import Listing, name_from_paste
@@ -29,8 +30,18 @@ def looks_like_list(lines: list[PasteLine]) -> bool:
     return any(_GPU.search(x.text) for x in lines)
 
 
+# An index of four digits: no machine has a thousand GPUs (NVML indices of one host are small);
+# the paste is generated or corrupt, and reading its first thousand would be a silent guess
+_HUGE_INDEX = re.compile(r"\bGPU \d{4,}: [^\n]{1,160}\(UUID: ?G")
+
+
 def read_list(lines: list[PasteLine]) -> list[Listing]:
     """Every ``-L`` printout in the paste, one listing each."""
+    if any(_HUGE_INDEX.search(x.text) for x in lines):
+        raise InputError(
+            "nvidia-smi -L: a GPU index of 1000 or more; no machine has that many GPUs "
+            "(a generated or corrupt paste)"
+        )
     listings: list[Listing] = []
     open_by_label: dict[str, Listing] = {}
     for pos, line in enumerate(lines):
