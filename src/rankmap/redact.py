@@ -41,8 +41,11 @@ _NOT_SECRET_NAME = re.compile(
 )
 # Values that carry nothing: JSON literals, empties and placeholders (`KEY=VALUE`, `xxx`).
 _TRIVIAL_VALUES = frozenset(
-    {"", "null", "none", "true", "false", "yes", "no", "0", "1", "value", "...", "xxx", "***"}
-)
+    {"", "null", "none", "true", "false", "yes", "no", "0", "1", "value", "...", "xxx", "***",
+     # the words of a sentence about a credential ("password: is not set"), not one
+     "is", "not", "was", "are", "set", "unset", "empty", "missing", "required", "invalid", "the",
+     "a", "an", "must", "should", "will", "has", "have", "needed", "optional", "expired"}
+)  # fmt: skip
 
 TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
     # (what, regex). Lengths follow each vendor's documented format, with some slack.
@@ -74,10 +77,14 @@ _BEARER = re.compile(r"(?P<head>\bbearer\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})", 
 _VALUE = r"(?P<value>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}'|[^\s\"',;}\]]{1,4096})"
 _NAME = r"(?P<name>[A-Za-z_][A-Za-z0-9_-]{0,128})"
 # NAME=value, NAME = value, NAME: value, "NAME": "value", 'NAME': 'value'
+# (on one line: an empty `HF_TOKEN=` does not take the next line's first word; a name inside a
+# path, `/etc/passwd:`, is no key — review 19)
 _KEYED = re.compile(
-    r"(?<![\w-])(?P<q>[\"']?)" + _NAME + r"(?P=q)(?P<sep>\s{0,4}[=:]\s{0,4})(?!//)" + _VALUE
+    r"(?<![\w/-])(?P<q>[\"']?)" + _NAME + r"(?P=q)(?P<sep>[ \t]{0,4}[=:][ \t]{0,4})(?!//)" + _VALUE
 )
-_FLAG = re.compile(r"(?<!\S)(?P<name>--?[A-Za-z][A-Za-z0-9_-]{0,128})(?P<sep>=|\s+)(?!-)" + _VALUE)
+_FLAG = re.compile(
+    r"(?<!\S)(?P<name>--?[A-Za-z][A-Za-z0-9_-]{0,128})(?P<sep>=|[ \t]+)(?!-)" + _VALUE
+)
 
 
 def is_secret_name(name: str) -> bool:
