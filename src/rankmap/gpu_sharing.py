@@ -119,6 +119,7 @@ class OrdinalFacts:
     via_cvd: bool = False  # the index is an entry of CUDA_VISIBLE_DEVICES (a physical index)
     per_process: bool = False  # each process sees only its own GPU(s)
     narrowed: bool = False  # CUDA_VISIBLE_DEVICES hides GPUs the node has
+    mig_listed: bool = False  # the visible list names several MIG instances (CUDA shows one)
 
 
 def ordinal_code(f: OrdinalFacts) -> str:
@@ -131,6 +132,8 @@ def ordinal_code(f: OrdinalFacts) -> str:
         (f.via_cvd, "RM240"),
         (f.selection == GLOBAL_RANK, "RM401"),
         (f.selection == CONSTANT, "RM302"),
+        # CUDA enumerates one MIG instance per process (reference/cuda_devices.md, MIG)
+        (f.mig_listed, "RM602"),
         (f.per_process, "RM501"),
         (f.narrowed, "RM201"),
     )

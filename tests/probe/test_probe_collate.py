@@ -274,3 +274,13 @@ def test_a_visible_list_with_no_usable_entry_is_rm203_as_doctor_says() -> None:
     bad = [rec(r, local=r, gpus=0, world_size=2, cuda_visible_devices="0,0") for r in range(2)]
     found = codes(bad, world_size=2)
     assert "RM203" in found and "RM201" not in found
+
+
+def test_two_mig_instances_in_one_visible_list_are_rm602() -> None:
+    # review 19: CUDA shows one MIG instance per process; RM501's Slurm fix does not apply
+    cvd = "MIG-11111111-2222-3333-4444-555555555555,MIG-66666666-7777-8888-9999-000000000000"
+    bad = [rec(r, local=r, gpus=1, world_size=2, cuda_visible_devices=cvd) for r in range(2)]
+    report = collate(bad, world_size=2)
+    mig = [f for f in report.findings if f.code == "RM602"]
+    assert mig and mig[0].severity.value == "error"
+    assert mig[0].title.startswith("rank 1 on n0 asks for cuda:1")

@@ -53,7 +53,7 @@ def ordinal_error(index: int, count: int) -> str:
     """The error a rank asking for ``cuda:index`` with ``count`` visible devices meets."""
     return (
         f"invalid device ordinal: cuda:{index} requested but {count} CUDA device(s) visible "
-        f"(valid: {'cuda:0-' + str(count - 1) if count else 'none'})"
+        f"(valid: {('cuda:0' if count == 1 else f'cuda:0-{count - 1}') if count else 'none'})"
     )
 
 

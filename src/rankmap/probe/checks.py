@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from rankmap.findings import Finding, finding
+from rankmap.findings import Finding, Severity, finding
 from rankmap.gpu_sharing import (
     OrdinalFacts,
     SharedGpuFacts,
@@ -116,6 +116,10 @@ def _ordinal_code(r: RankRecord, node_records: list[RankRecord]) -> str:
             # a visible list with no usable entry (0,0 / 9 / abc / an unknown MIG UUID): doctor's
             # and check's RM203, not a count to fix (review 19)
             no_devices=count == 0,
+            mig_listed=sum(
+                e.strip().startswith("MIG-") for e in (r.cuda_visible_devices or "").split(",")
+            )
+            > 1,
             selection="global_rank"
             if r.cuda_index == r.rank and r.local_rank is not None and r.rank != r.local_rank
             else None,
@@ -148,11 +152,13 @@ def check_ordinals(
         idx = ", ".join(f"cuda:{r.cuda_index}" for r in bad[:MAX_LISTED])
         seen = f"only {count} GPU(s) are visible" if count is not None else "they do not exist"
         cvd = bad[0].cuda_visible_devices
+        verb = "asks" if len(bad) == 1 else "ask"
         out.append(
             finding(
                 code,
-                f"{_rank_list([r.rank for r in bad])} on {label[key]} ask for {idx} but {seen} "
+                f"{_rank_list([r.rank for r in bad])} on {label[key]} {verb} for {idx} but {seen} "
                 "(invalid device ordinal)",
+                severity=Severity.ERROR,  # the process fails, whichever cause the code names
                 detail=f"{bad[0].device_error}"
                 + (f"; CUDA_VISIBLE_DEVICES={cvd}" if cvd is not None else "")
                 + f"; device chosen by {bad[0].device_selected_by}.",
