@@ -192,3 +192,26 @@ def test_the_devices_verify_takes(device: object, want: int | None) -> None:
     from rankmap.probe.launch_env import parse_rank_env
 
     assert choose_index(device, parse_rank_env({}), None, profile=True)[0] == want
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"RANK": "abc", "WORLD_SIZE": "2"}, "RANK='abc' is not an integer"),
+        ({"RANK": "5", "WORLD_SIZE": "2"}, "outside its world"),
+        ({"WORLD_SIZE": "0"}, "at least one rank"),
+    ],
+)
+def test_launcher_variables_no_launcher_sets_are_refused(env: dict[str, str], says: str) -> None:
+    # review 19: RANK=abc was rank 0 and waited for peers; RANK 5 of 2 was "store unreachable"
+    from rankmap.errors import InputError
+    from rankmap.probe import _check_rank_env
+
+    with pytest.raises(InputError, match=says):
+        _check_rank_env(env)
+
+
+def test_a_local_rank_of_minus_one_means_not_distributed() -> None:
+    from rankmap.adapters.device import choose_index
+
+    assert choose_index(None, parse_rank_env({"LOCAL_RANK": "-1"}), None, profile=True)[0] == 0

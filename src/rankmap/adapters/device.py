@@ -99,7 +99,7 @@ def choose_index(
             return int(index), "argument"
     if not profile and torch is not None and torch.cuda.is_initialized():
         return int(torch.cuda.current_device()), "current_device"
-    if renv.local_rank is not None:
+    if renv.local_rank is not None and renv.local_rank >= 0:  # -1: "not distributed" (HF)
         return renv.local_rank, "local_rank"
     return 0, "default"
 

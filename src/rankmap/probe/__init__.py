@@ -140,6 +140,7 @@ def run_probe(
     ``UnavailableError`` (no store, unreachable, or no answer while connecting) and
     ``ProbeTimeout`` (rank 0 published no verdict; the store stopped answering or went away).
     """
+    _check_rank_env(environ)
     record = ports.collect_record(
         environ, device=device, machine=machine, allow_cuda_init=allow_cuda_init
     )
@@ -245,6 +246,26 @@ def _outcome(ex: _Exchange, where: str, verdict: bytes | None) -> ProbeOutcome:
     report = ex.report or _verdict_report(verdict, where)
     missing = [int(m) for m in report.sections.get("missing_ranks", [])]
     return ProbeOutcome(report, mine.rank, mine.world_size, mine, missing)
+
+
+def _check_rank_env(environ: Mapping[str, str]) -> None:
+    """InputError for launcher variables no launcher sets (review 19): a rank that is no number
+    (it was read as rank 0 and waited for peers), a world of no rank, a rank outside its world."""
+    from rankmap.launch_vars import WORLD_SIZE_VARS
+    from rankmap.probe.launch_env import parse_rank_env
+
+    renv = parse_rank_env(environ)
+    if renv.problems:
+        raise InputError(f"launcher environment: {renv.problems[0].removesuffix('; ignored')}")
+    name = next((n for n in WORLD_SIZE_VARS if (environ.get(n) or "").strip()), None)
+    head = environ[name].strip().split("(")[0].split(",")[0] if name is not None else ""
+    if name is not None and head.lstrip("-").isdecimal() and int(head) < 1:
+        raise InputError(f"{name}={environ[name]}: a world needs at least one rank")
+    if name is not None and not 0 <= renv.rank < renv.world_size:
+        raise InputError(
+            f"rank {renv.rank} is outside its world of {renv.world_size} rank(s) "
+            f"(RANK must be 0..{renv.world_size - 1})"
+        )
 
 
 def _check_world(record: RankRecord) -> None:
