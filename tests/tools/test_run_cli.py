@@ -156,3 +156,15 @@ def test_preflight_of_a_cpu_gloo_job_has_no_error() -> None:
     )
     assert not report.has_errors
     assert [f.code for f in report.findings] == ["RM031"]
+
+
+def test_a_failure_with_no_known_cause_is_not_reported_as_ok(
+    run_cli, sub_env, jobs: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # review 19: "OK diagnosis" next to a job that exited 1 read as success
+    run_dir = tmp_path / "r9"
+    result = _run(
+        run_cli, sub_env, "--run-dir", str(run_dir), "--", sys.executable, str(jobs / "job.py"), "1"
+    )
+    assert result.status == 1
+    assert "no cause of this family found in the job's output" in result.stderr

@@ -145,6 +145,8 @@ def run(args: argparse.Namespace, ctx: AppContext) -> int:
         return 1
     elif report.findings:
         _print_findings(report, ctx.stderr, ctx, "preflight")
+    else:  # say that it ran (review 19: silence read as "skipped")
+        _say(ctx, "preflight: no findings")
     run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(ctx.cwd)
     run_dir = make_run_dir(run_dir if run_dir.is_absolute() else ctx.cwd / run_dir)
     # ``HF_TOKEN=x torchrun ...``: the prefix is the job's environment, as a shell would do.
@@ -229,4 +231,6 @@ def _diagnose(
     (run_dir / "diagnosis.json").write_text(report_json(report), encoding="utf-8")
     ctx.stderr.write("\n")
     _say(ctx, f"the job exited with code {code}; diagnosis (also in {run_dir}/diagnosis.json):")
+    if code and report.verdict == "ok":  # "OK" next to a failed job read as success (review 19)
+        _say(ctx, "no cause of this family found in the job's output; what was read:")
     _print_findings(report, ctx.stderr, ctx, "diagnosis")
