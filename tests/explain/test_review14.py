@@ -149,3 +149,15 @@ def test_review19_a_transport_info_line_does_not_demote_a_duplicate_gpu() -> Non
     alone, with_info = findings_of(dup)[0], findings_of(info + dup)[0]
     assert with_info.code == alone.code == "RM103"
     assert with_info.severity == alone.severity
+
+
+def test_review19_quotes_of_a_file_name_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from rankmap.adapters.local import explain_files
+
+    log = tmp_path / "job.log"
+    log.write_text("# ordinal\nRuntimeError: CUDA error: invalid device ordinal\n")
+    found = explain_files([Path(log)])
+    quotes = [q for f in found.findings for q in f.evidence]
+    assert quotes and all("<stdin>" not in q for q in quotes)

@@ -135,7 +135,12 @@ def explain_files(
     ]
     if flags:
         texts.append("\n".join(flags))
-    doc = read_document("\n".join(texts)) if texts else None
+    # quotes name the file they come from (review 19: a file's lines were cited as <stdin>); the
+    # flags are appended after its lines, so its line numbers hold
+    names = [str(p) for p in paths]
+    source = names[0] if len(names) == 1 else "<input>"
+    source = "<stdin>" if source == "-" else source
+    doc = read_document("\n".join(texts), source) if texts else None
     notes: list[str] = []
     typed = bool(launch)
     if not launch and doc is not None and doc.launch:
