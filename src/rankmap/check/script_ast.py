@@ -235,7 +235,7 @@ def guarded_env_return(stmt: ast.stmt) -> list[str] | None:
             and isinstance(key.value, str)
             and isinstance(ret, ast.Return)
             and ret.value is not None
-            and any(env_read(n) is not None for n in ast.walk(ret.value))
+            and _returns_var(ret.value, key.value, None)
         ):
             return [key.value]
         return None
@@ -249,12 +249,36 @@ def guarded_env_return(stmt: ast.stmt) -> list[str] | None:
     ):
         inner = stmt.body[0]
         var = stmt.target.id
+        ret = inner.body[-1] if isinstance(inner, ast.If) and inner.body else None
         if (
             isinstance(inner, ast.If)
             and not inner.orelse
             and is_env_membership(inner.test)
             and is_name(inner.test.left, var)  # type: ignore[attr-defined]
-            and isinstance(inner.body[-1], ast.Return)
+            and isinstance(ret, ast.Return)
+            and ret.value is not None
+            and _returns_var(ret.value, None, var)
         ):
             return [e.value for e in stmt.iter.elts]  # type: ignore[attr-defined]
     return None
+
+
+def _returns_var(value: ast.expr, key: str | None, loop_var: str | None) -> bool:
+    """Whether a return reads the guarded variable itself: ``os.environ["X"]`` (``key``) or
+    ``os.environ[k]`` of the loop's ``k`` (``loop_var``), as the value or inside ``int()``
+    (review 20: a guard on X that returns RANK, or 0, is no read of X)."""
+    node = value
+    while isinstance(node, ast.Call) and dotted(node.func) in ("int", "str") and node.args:
+        node = node.args[0]
+    if key is not None:
+        read = env_read(node)
+        return read is not None and read[0] == key
+    if isinstance(node, ast.Subscript) and dotted(node.value).endswith("environ"):
+        return is_name(node.slice, loop_var)
+    if (
+        isinstance(node, ast.Call)
+        and node.args
+        and dotted(node.func).endswith(("environ.get", "getenv"))
+    ):
+        return is_name(node.args[0], loop_var)
+    return False

@@ -170,7 +170,13 @@ def first_set(values: list[Value]) -> Value | None:
     gives the first operand that is set (``get`` returns None when a variable is unset, and a
     set variable is a non-empty, true string), so the reads chain like nested defaults."""
     *head, last = values
-    reads = [r for r in head if isinstance(r, Rank) and r.env_vars and r.env_default is None]
+    # (a required read, os.environ["X"] or int() of one, is never None: its `or` tests the
+    # number, 0 included — review 20)
+    reads = [
+        r
+        for r in head
+        if isinstance(r, Rank) and r.env_vars and r.env_default is None and not r.env_required
+    ]
     if not reads or len(reads) != len(head) or any(r.by_process for r in reads):
         return None
     names = tuple(n for r in reads for n in r.env_vars)

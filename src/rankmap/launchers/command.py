@@ -155,6 +155,8 @@ class Command:
 
 
 SHELLS = ("bash", "sh", "dash", "zsh", "ksh")
+# shell options followed by a separate value (bash(1): -o/+o option, -O/+O shopt option)
+_SHELL_VALUE_OPTS = ("-o", "+o", "-O", "+O")
 
 
 def shell_body_index(words: Sequence[str]) -> int | None:
@@ -164,12 +166,20 @@ def shell_body_index(words: Sequence[str]) -> int | None:
     for i, word in enumerate(words):
         if os.path.basename(word) not in SHELLS:
             continue
-        for j in range(i + 1, len(words)):
+        j = i + 1
+        while j < len(words):
             option = words[j]
-            if not option.startswith("-") or option.startswith("--") or option == "-":
+            if option.startswith("--") and option != "--":  # --login, --norc, --noprofile
+                j += 1
+                continue
+            if not option.startswith(("-", "+")) or option in ("-", "--"):
                 break
-            if "c" in option[1:]:  # -c, -lc, -ec
+            if option in _SHELL_VALUE_OPTS:  # -o pipefail, +O extglob
+                j += 2
+                continue
+            if option.startswith("-") and "c" in option[1:]:  # -c, -lc, -ec
                 return j + 1 if j + 1 < len(words) else None
+            j += 1
         return None
     return None
 

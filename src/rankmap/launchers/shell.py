@@ -29,6 +29,7 @@ _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
 _CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
 _BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")  # in $(( )) arithmetic only
+_NAME = re.compile(r"(?<![$\w])([A-Za-z_]\w*)")  # a bare variable name in $(( ))
 # A word that is one variable (``$LAUNCHER``, ``${CMD}``): unquoted, the shell splits its value
 # into words (POSIX field splitting; quotes are gone once a line is read, so a quoted
 # "$LAUNCHER" is split too — a command held in a variable is the common case)
@@ -222,10 +223,23 @@ def _launch(
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
     def arith(m: re.Match[str]) -> str:
         expr = bytes.fromhex(m.group(1)).decode()
-        return str(_eval(_VAR.sub(lambda v: vars_.get(v.group(1) or v.group(2), "0"), expr), vars_))
+        names = {v.group(1) or v.group(2) for v in _VAR.finditer(expr)} | set(_NAME.findall(expr))
+        if any("$" in vars_.get(n, "") for n in names):  # a task's own variable: its shell's
+            return f"$(({expr}))"
+        return arithmetic(expr, vars_)
 
     token = re.sub(r"__AR_([0-9a-f]*)__", arith, token)
     return expand_word(token, vars_)
+
+
+def arithmetic(expr: str, vars_: Mapping[str, str]) -> str:
+    """``$(( expr ))`` as bash computes it, from ``vars_``."""
+    return str(_eval(_VAR.sub(lambda v: vars_.get(v.group(1) or v.group(2), "0"), expr), vars_))
+
+
+def expand_arithmetic(text: str, vars_: Mapping[str, str]) -> str:
+    """Every ``$(( expr ))`` left in ``text`` computed from ``vars_`` (a task's variables)."""
+    return _ARITH.sub(lambda m: arithmetic(m.group(1), vars_), text)
 
 
 def _eval(expr: str, vars_: Mapping[str, str]) -> int:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 
 from rankmap.errors import RankMapError
 from rankmap.launchers import LaunchContext, Proc
-from rankmap.launchers.command import SHELLS, expand_word
-from rankmap.launchers.shell import parse_shell
+from rankmap.launchers.command import SHELLS, expand_word, shell_body_index
+from rankmap.launchers.shell import expand_arithmetic, parse_shell
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,14 @@ def _shell_text(inner: Sequence[str], ctx: LaunchContext) -> tuple[str, str] | N
     prog = os.path.basename(inner[0])
     path: str | None = inner[0] if prog.endswith(".sh") else None
     if prog in SHELLS:
+        body = shell_body_index(inner)
+        if body is not None:
+            return inner[body], f"{prog} -c"
         words = list(inner[1:])
-        while words and words[0].startswith("-") and words[0] != "-":
+        while words and words[0].startswith(("-", "+")) and words[0] != "-":
             option = words.pop(0)
-            if not option.startswith("--") and "c" in option[1:]:  # -c, -lc, -ec
-                return (words[0], f"{prog} -c") if words else None
+            if option in ("-o", "+o", "-O", "+O") and words:
+                words.pop(0)
         path = words[0] if words else None
     if path is None:
         return None
@@ -93,7 +96,7 @@ def with_task_env(
         scope = {**node_env.get(proc.node, {}), **proc.env}
         env = dict(proc.env)
         for name, value in program.per_task.items():
-            expanded = expand_word(value, scope)
+            expanded = expand_word(expand_arithmetic(value, scope), scope)
             if "$" in expanded:
                 unresolved.add(name)
                 continue
