@@ -161,3 +161,18 @@ def test_review19_quotes_of_a_file_name_the_file(tmp_path) -> None:  # type: ign
     found = explain_files([Path(log)])
     quotes = [q for f in found.findings for q in f.evidence]
     assert quotes and all("<stdin>" not in q for q in quotes)
+
+
+def test_review19_a_modulo_by_a_device_count_of_zero_is_no_gpu_visible() -> None:
+    log = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "train.py", line 5, in <module>\n'
+        "[rank0]:     torch.cuda.set_device(local_rank % torch.cuda.device_count())\n"
+        "[rank0]: ZeroDivisionError: integer modulo by zero\n"
+    )
+    assert findings_of(log)[0].category == "visible_devices_mismatch"
+    other = (
+        "[rank0]:     steps = total % batches\n"
+        "[rank0]: ZeroDivisionError: integer modulo by zero\n"
+    )
+    assert findings_of(other)[0].category != "visible_devices_mismatch"

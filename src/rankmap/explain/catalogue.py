@@ -332,6 +332,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cudnn": ("cudnn", "libcudart", "could not load dynamic library"),
     "upgraded-driver": ("upgrad", "updat", "install", "downgrad"),
     "versions-incompatible": ("version",),
+    "modulo-by-zero": ("modulo by zero",),
+    "device-count-call": ("device_count()",),
     "cuda-versions": (
         "torch.version.cuda",
         "nvcc",

@@ -4,6 +4,7 @@ versions, GPU peer access / IPC / NVSHMEM, framework identification (see signal_
 from __future__ import annotations
 
 from rankmap.explain.signal_model import (
+    CUDA_DEV,
     LAUNCHERS,
     NCCL,
     NOT_LOG,
@@ -83,6 +84,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?<!parallel )(?<!parallel_)world[_ ]?size|comm(?:unicator)? size)\s*[=:]\s*1\b(?![.,]\d)",
        {}, f"{LAUNCHERS} §6: every process of N separate jobs is rank 0 of a world of size 1",
        where=TEXT),
+    # Python's modulo by zero and a call of torch.cuda.device_count(): context each; together
+    # (combinations._no_gpu_modulo) `local_rank % torch.cuda.device_count()` with no GPU visible
+    _s("modulo-by-zero", r"ZeroDivisionError: integer (?:division or )?modulo by zero", {},
+       "Python raises ZeroDivisionError for x % 0 "
+       "(https://docs.python.org/3/library/exceptions.html#ZeroDivisionError)", where=NOT_PROSE),
+    _s("device-count-call", r"\bdevice_count\(\)\s*\)*\s*$|%\s*(?:torch\.)?(?:cuda\.)?"
+       r"device_count\(\)", {}, f"{CUDA_DEV} §1: the number of devices the process sees",
+       where=NOT_PROSE),
     # the processes launched against the model parallelism asked for: Megatron's "world size (8)
     # is not divisible by tensor model parallel size (3) ...", TensorRT-LLM's "mpiSize == tp * pp"
     _s("world-size-vs-parallelism", r"(?:world[_ ]?size|mpiSize|mpi size)\b[^\n]{0,60}(?:!=|not "

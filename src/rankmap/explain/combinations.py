@@ -39,6 +39,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _duplicate_across_hosts(ctx, doc, s, base)
     _lightning_tasks(ctx, doc, s)
     _world_of_one(ctx, doc, s)
+    _no_gpu_modulo(doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -46,6 +47,20 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+
+
+def _no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:
+    """``local_rank % torch.cuda.device_count()`` failing with a modulo by zero: the process
+    sees no GPU at all (an empty or wrong CUDA_VISIBLE_DEVICES, a container without GPUs, a
+    CPU-only build) — not a rank that selects no device (review 19)."""
+    if doc is None or not {"modulo-by-zero", "device-count-call"} <= set(doc.hits):
+        return
+    s.failure = True
+    why = "a modulo by torch.cuda.device_count() divided by zero: the process sees no GPU"
+    quote = _quote(doc, "modulo-by-zero")
+    s.add("visible_devices_mismatch", 4.0, why + " (CUDA_VISIBLE_DEVICES empty or wrong)", quote)
+    s.add("container_mapping", 2.0, why + " (a container given no GPU)", quote)
+    s.add("version_mismatch", 2.0, why + " (a CPU-only build, or a driver CUDA cannot use)", quote)
 
 
 def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
