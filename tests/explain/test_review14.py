@@ -172,7 +172,6 @@ def test_review19_a_modulo_by_a_device_count_of_zero_is_no_gpu_visible() -> None
     )
     assert findings_of(log)[0].category == "visible_devices_mismatch"
     other = (
-        "[rank0]:     steps = total % batches\n"
-        "[rank0]: ZeroDivisionError: integer modulo by zero\n"
+        "[rank0]:     steps = total % batches\n[rank0]: ZeroDivisionError: integer modulo by zero\n"
     )
     assert findings_of(other)[0].category != "visible_devices_mismatch"
