@@ -28,6 +28,8 @@ LOCAL_RANK_VARS = (
     "PALS_LOCAL_RANKID",
     "JSM_NAMESPACE_LOCAL_RANK",
 )
+# A variable that holds each process's own rank, local or global.
+RANK_VARS = frozenset((*LOCAL_RANK_VARS, *GLOBAL_RANK_VARS))
 WORLD_SIZE_VARS = (
     "WORLD_SIZE",
     "SLURM_NTASKS",

@@ -101,3 +101,11 @@ def test_without_a_script_the_line_offered_for_plain_python_does_not_fail(tmp_pa
     )
     rm005 = next(f for f in report.findings if f.code == "RM005")
     assert 'os.environ.get("LOCAL_RANK", 0)' in rm005.detail
+
+
+def test_the_batch_gpu_count_reads_gres_as_srun_does() -> None:
+    from rankmap.launchers.slurm_options import batch_env
+
+    assert batch_env({"gres": "gpu:a100:4"})["SLURM_GPUS_ON_NODE"] == "4"
+    assert batch_env({"gres": "gpu"})["SLURM_GPUS_ON_NODE"] == "1"  # a bare request is one
+    assert "SLURM_GPUS_ON_NODE" not in batch_env({"gres": "shard:2"})

@@ -39,8 +39,7 @@ from rankmap.check.script_values import (
     open_world,
     rank_of_any_launcher,
 )
-
-_RANK_VARS = frozenset((*models.LOCAL_RANK_VARS, *models.GLOBAL_RANK_VARS))
+from rankmap.launch_vars import RANK_VARS
 
 
 class Calls(Guards):
@@ -179,7 +178,7 @@ class Calls(Guards):
 
     # --- calls ---------------------------------------------------------------------------
     def env_value(self, var: str, default: ast.expr | None, required: bool, frame: Frame) -> Value:
-        written = self._written(var, frame) if var in _RANK_VARS else None
+        written = self._written(var, frame) if var in RANK_VARS else None
         if written is not None:
             return written
         where = frame.where()

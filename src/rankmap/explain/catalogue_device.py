@@ -17,12 +17,10 @@ from rankmap.explain.signal_model import (
     Signal,
 )
 from rankmap.explain.signal_model import sig as _s
-from rankmap.launch_vars import GLOBAL_RANK_VARS, LOCAL_RANK_VARS
+from rankmap.launch_vars import RANK_VARS
 
 # A variable that holds each process's own rank (launchers.md §9).
-_RANK_VAR = (
-    "(?:" + "|".join(sorted({*LOCAL_RANK_VARS, *GLOBAL_RANK_VARS}, key=len, reverse=True)) + ")"
-)
+_RANK_VAR = "(?:" + "|".join(sorted(RANK_VARS, key=lambda n: (-len(n), n))) + ")"
 
 # The words prose uses for "the processes of a job" and for "run on / use" (every inflection):
 # one vocabulary for the symptoms below, so "all 4 tasks were running on GPU 0", "the workers

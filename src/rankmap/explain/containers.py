@@ -9,6 +9,7 @@ import re
 
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.score_model import Scores
+from rankmap.launchers.command import CONTAINER_VALUE_OPTIONS
 
 
 def container_sees_more(doc: DocFacts, s: Scores) -> None:
@@ -33,17 +34,6 @@ _GPU_REQUEST = re.compile(
     r"(?:nvidia|kfd|dri)|--privileged|--cdi|--device[ =]nvidia\.com/gpu)",
     re.I,
 )
-# docker run options that take a value as the next word (the first other word is the image)
-_VALUED = frozenset(
-    {
-        "-v", "--volume", "-e", "--env", "-p", "--publish", "--name", "-w", "--workdir",
-        "--network", "--net", "--ipc", "--shm-size", "-u", "--user", "--entrypoint", "--gpus",
-        "--runtime", "--device", "--mount", "--env-file", "-h", "--hostname", "--cpus", "-m",
-        "--memory", "--ulimit", "--cap-add", "--cap-drop", "--security-opt", "--label", "-l",
-        "--add-host", "--pid", "--platform", "--restart", "--log-driver", "--cgroupns",
-        "--group-add", "--tmpfs", "--expose", "--dns",
-    }
-)  # fmt: skip
 
 
 def _run_options(cmd: str) -> list[str]:
@@ -55,7 +45,7 @@ def _run_options(cmd: str) -> list[str]:
     i = start
     while i < len(words) and words[i].startswith("-"):
         word = words[i]
-        if word in _VALUED and i + 1 < len(words):
+        if word in CONTAINER_VALUE_OPTIONS and i + 1 < len(words):
             out.append(f"{word} {words[i + 1]}")
             i += 2
         else:

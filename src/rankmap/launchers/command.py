@@ -75,17 +75,24 @@ def _w(
     return Wrapper(name, words, frozenset(values.split()), positionals, module_flags)
 
 
-_CONTAINER_VALUES = (
-    "-a --attach --add-host --blkio-weight --cap-add --cap-drop --cgroup-parent --cidfile -c "
-    "--cpu-shares --cpus --cpuset-cpus --cpuset-mems --cpu-period --cpu-quota --device "
-    "--device-cgroup-rule --dns --dns-option --dns-search --entrypoint -e --env --env-file "
-    "--expose --gpus --group-add -h --hostname --health-cmd --health-interval --health-retries "
-    "--ip --ip6 --ipc --isolation -l --label --label-file --link --log-driver --log-opt -m "
-    "--memory --memory-reservation --memory-swap --mount --name --network --net "
-    "--network-alias --pid --pids-limit --platform -p --publish --pull --restart --runtime "
-    "--security-opt --shm-size --stop-signal --stop-timeout --storage-opt --sysctl --tmpfs -u "
-    "--user --ulimit --userns --uts -v --volume --volume-driver --volumes-from -w --workdir"
-)
+# `docker run` / `podman run` options followed by a separate value (docker run --help, Docker
+# 27): the command's own parser and explain's reader of container runs use this one list
+CONTAINER_VALUE_OPTIONS = frozenset(
+    {
+        "-a", "--attach", "--add-host", "--blkio-weight", "--cap-add", "--cap-drop",
+        "--cgroup-parent", "--cgroupns", "--cidfile", "-c", "--cpu-shares", "--cpus", "--cpuset-cpus",
+        "--cpuset-mems", "--cpu-period", "--cpu-quota", "--device", "--device-cgroup-rule", "--dns",
+        "--dns-option", "--dns-search", "--entrypoint", "-e", "--env", "--env-file", "--expose",
+        "--gpus", "--group-add", "-h", "--hostname", "--health-cmd", "--health-interval",
+        "--health-retries", "--ip", "--ip6", "--ipc", "--isolation", "-l", "--label", "--label-file",
+        "--link", "--log-driver", "--log-opt", "-m", "--memory", "--memory-reservation",
+        "--memory-swap", "--mount", "--name", "--network", "--net", "--network-alias", "--pid",
+        "--pids-limit", "--platform", "-p", "--publish", "--pull", "--restart", "--runtime",
+        "--security-opt", "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt",
+        "--sysctl", "--tmpfs", "-u", "--user", "--ulimit", "--userns", "--uts", "-v", "--volume",
+        "--volume-driver", "--volumes-from", "-w", "--workdir",
+    }
+)  # fmt: skip
 # Options with a separate value, from each tool's --help (uv 0.x, conda 24, coreutils 9,
 # numactl 2.0, util-linux taskset). An option missing here is read as a flag; ``--opt=value``
 # always is one word.
@@ -121,8 +128,8 @@ WRAPPERS: dict[tuple[str, ...], Wrapper] = {
     ("taskset",): _w("taskset", 1, positionals=1),
     # a container runs the command after its image (docker run --help, Docker 27): the GPUs it
     # passes through are not modelled here (explain reads --gpus / --device itself)
-    ("docker", "run"): _w("docker run", 2, _CONTAINER_VALUES, positionals=1),
-    ("podman", "run"): _w("podman run", 2, _CONTAINER_VALUES, positionals=1),
+    ("docker", "run"): _w("docker run", 2, " ".join(CONTAINER_VALUE_OPTIONS), positionals=1),
+    ("podman", "run"): _w("podman run", 2, " ".join(CONTAINER_VALUE_OPTIONS), positionals=1),
     ("docker", "exec"): _w(
         "docker exec", 2, "-e --env --env-file -u --user -w --workdir", positionals=1
     ),
@@ -156,7 +163,7 @@ class Command:
 
 SHELLS = ("bash", "sh", "dash", "zsh", "ksh")
 # shell options followed by a separate value (bash(1): -o/+o option, -O/+O shopt option)
-_SHELL_VALUE_OPTS = ("-o", "+o", "-O", "+O")
+SHELL_VALUE_OPTS = ("-o", "+o", "-O", "+O")
 
 
 def shell_body_index(words: Sequence[str]) -> int | None:
@@ -174,7 +181,7 @@ def shell_body_index(words: Sequence[str]) -> int | None:
                 continue
             if not option.startswith(("-", "+")) or option in ("-", "--"):
                 break
-            if option in _SHELL_VALUE_OPTS:  # -o pipefail, +O extglob
+            if option in SHELL_VALUE_OPTS:  # -o pipefail, +O extglob
                 j += 2
                 continue
             if option.startswith("-") and "c" in option[1:]:  # -c, -lc, -ec

@@ -197,10 +197,11 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         program = task_program(inner, ctx, {k for q in procs for k in q.env})
     if program is not None:
         inner, inner_env = list(program.argv), {**inner_env, **program.env}
-        if identify(inner) in (None, "python"):
-            node_env = {n: {**a.env, **inner_env} for n in range(len(layout))}
-            procs, unresolved = with_task_env(procs, node_env, program)
-            notes.append(task_note(program, unresolved))
+    node_env = {n: {**a.env, **inner_env} for n in range(len(layout))}
+    kind = identify(inner)
+    if program is not None and kind in (None, "python"):
+        procs, unresolved = with_task_env(procs, node_env, program)
+        notes.append(task_note(program, unresolved))
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),
@@ -209,12 +210,11 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         script=next((t for t in inner if t.endswith(".py")), None),
         notes=tuple(notes),
         sets_local_rank=False,
-        node_env={n: {**a.env, **inner_env} for n in range(len(layout))},
+        node_env=node_env,
         argv=tuple(argv),
         hosts=tuple(hosts),
         fix_hints={"local_var": "MPI_LOCALRANKID" if a.hydra else "OMPI_COMM_WORLD_LOCAL_RANK"},
     )
-    kind = identify(inner)
     if kind in (None, "python", "shell"):
         return plan
     fix = _one_launcher_per_node(list(argv[: len(argv) - len(a.rest)]), a, len(layout))

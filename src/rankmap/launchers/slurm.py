@@ -23,10 +23,10 @@ from rankmap.launchers import (
 )
 from rankmap.launchers.command import parse_command
 from rankmap.launchers.options import parse_options, replace_option
-from rankmap.launchers.slurm_options import SPEC
+from rankmap.launchers.slurm_options import SPEC, gres_gpu_text
 from rankmap.launchers.task_shell import launcher_argv, task_note, task_program, with_task_env
 from rankmap.model import Host
-from rankmap.numbers import is_digits, parse_int
+from rankmap.numbers import parse_int
 
 
 def _count(value: str | None, name: str) -> int | None:
@@ -42,18 +42,11 @@ def _count(value: str | None, name: str) -> int | None:
 
 
 def _gpu_count(value: str | None) -> int | None:
-    """``gpu:4`` / ``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4."""
-    if value is None:
+    """``gpu:4`` / ``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4, bounded (a bare ``gpu`` is 1)."""
+    text = gres_gpu_text(value)
+    if text is None:
         return None
-    for part in value.split(","):
-        bits = part.split(":")
-        if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
-            last = bits[-1].split("(")[0]
-            if is_digits(last):
-                return check_gpus(parse_int(last, "srun: GPUs per task"), "srun: GPUs per task")
-            if bits[0] in ("gpu", "gres/gpu"):
-                return 1
-    return None
+    return check_gpus(parse_int(text, "srun: GPUs per task"), "srun: GPUs per task")
 
 
 def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:

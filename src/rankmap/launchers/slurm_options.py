@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rankmap.launchers.options import OptSpec, parse_options
+from rankmap.numbers import is_digits
 
 _VALUE = {
     "nodes": True,
@@ -94,7 +95,9 @@ def batch_env(sbatch: Mapping[str, str], nodes: int | None = None) -> dict[str, 
     cpus = _leading_int(sbatch.get("cpus_per_task"))
     if cpus:
         env["SLURM_CPUS_PER_TASK"] = str(cpus)
-    gpus = _gpu_total(sbatch.get("gpus_per_node")) or _gpu_total(sbatch.get("gres"))
+    gpus = _leading_int(gres_gpu_text(sbatch.get("gpus_per_node"))) or _leading_int(
+        gres_gpu_text(sbatch.get("gres"))
+    )
     if gpus:
         env["SLURM_GPUS_ON_NODE"] = str(gpus)
         if sbatch.get("gpus_per_node"):
@@ -112,12 +115,15 @@ def _leading_int(value: str | None) -> int | None:
     return int(digits) if digits and len(digits) <= 6 and int(digits) > 0 else None
 
 
-def _gpu_total(value: str | None) -> int | None:
-    """``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4 (the last count of a GPU gres)."""
+def gres_gpu_text(value: str | None) -> str | None:
+    """The GPU count of ``gpu:4`` / ``gpu:a100:4`` / ``a100:4`` / ``4`` as written ("4"), "1"
+    for a bare ``gpu`` request; None when the value names no GPU count."""
     for part in (value or "").split(","):
         bits = part.split(":")
         if bits[0] in ("gpu", "gres/gpu") or len(bits) <= 2:
-            count = _leading_int(bits[-1])
-            if count:
-                return count
+            last = bits[-1].split("(")[0]
+            if is_digits(last):
+                return last
+            if bits[0] in ("gpu", "gres/gpu"):
+                return "1"
     return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from rankmap.errors import RankMapError
 from rankmap.launchers import LaunchContext, Proc
-from rankmap.launchers.command import SHELLS, expand_word, shell_body_index
+from rankmap.launchers.command import SHELL_VALUE_OPTS, SHELLS, expand_word, shell_body_index
 from rankmap.launchers.shell import expand_arithmetic, parse_shell
 
 
@@ -74,7 +74,7 @@ def _shell_text(inner: Sequence[str], ctx: LaunchContext) -> tuple[str, str] | N
         words = list(inner[1:])
         while words and words[0].startswith(("-", "+")) and words[0] != "-":
             option = words.pop(0)
-            if option in ("-o", "+o", "-O", "+O") and words:
+            if option in SHELL_VALUE_OPTS and words:
                 words.pop(0)
         path = words[0] if words else None
     if path is None:

@@ -252,15 +252,14 @@ def _check_rank_env(environ: Mapping[str, str]) -> None:
     """InputError for launcher variables no launcher sets (review 19): a rank that is no number
     (it was read as rank 0 and waited for peers), a world of no rank, a rank outside its world."""
     from rankmap.launch_vars import WORLD_SIZE_VARS
-    from rankmap.probe.launch_env import parse_rank_env
+    from rankmap.probe.launch_env import first_int, parse_rank_env
 
     renv = parse_rank_env(environ)
     if renv.problems:
         raise InputError(f"launcher environment: {renv.problems[0].removesuffix('; ignored')}")
-    name = next((n for n in WORLD_SIZE_VARS if (environ.get(n) or "").strip()), None)
-    head = environ[name].strip().split("(")[0].split(",")[0] if name is not None else ""
-    if name is not None and head.lstrip("-").isdecimal() and int(head) < 1:
-        raise InputError(f"{name}={environ[name]}: a world needs at least one rank")
+    world, name = first_int(environ, WORLD_SIZE_VARS, [])  # as set (parse_rank_env makes 0 one)
+    if world is not None and world < 1:
+        raise InputError(f"{name}={environ[str(name)]}: a world needs at least one rank")
     if name is not None and not 0 <= renv.rank < renv.world_size:
         raise InputError(
             f"rank {renv.rank} is outside its world of {renv.world_size} rank(s) "

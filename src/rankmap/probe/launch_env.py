@@ -58,7 +58,7 @@ def detect_launcher(env: Mapping[str, str]) -> str:
     return "none"
 
 
-def _first_int(
+def first_int(
     env: Mapping[str, str], names: Sequence[str], problems: list[str]
 ) -> tuple[int | None, str | None]:
     for name in names:
@@ -90,12 +90,12 @@ def _run_id(env: Mapping[str, str]) -> str:
 def parse_rank_env(env: Mapping[str, str]) -> RankEnv:
     """Rank, sizes, node rank and launcher of this process; never raises."""
     problems: list[str] = []
-    rank, _ = _first_int(env, GLOBAL_RANK_VARS, problems)
-    world, _ = _first_int(env, WORLD_SIZE_VARS, problems)
-    local_rank, _ = _first_int(env, LOCAL_RANK_VARS, problems)
-    local_world, _ = _first_int(env, LOCAL_SIZE_VARS, problems)
-    node_rank, _ = _first_int(env, NODE_RANK_VARS, problems)
-    restart, _ = _first_int(env, ("TORCHELASTIC_RESTART_COUNT",), problems)
+    rank, _ = first_int(env, GLOBAL_RANK_VARS, problems)
+    world, _ = first_int(env, WORLD_SIZE_VARS, problems)
+    local_rank, _ = first_int(env, LOCAL_RANK_VARS, problems)
+    local_world, _ = first_int(env, LOCAL_SIZE_VARS, problems)
+    node_rank, _ = first_int(env, NODE_RANK_VARS, problems)
+    restart, _ = first_int(env, ("TORCHELASTIC_RESTART_COUNT",), problems)
     return RankEnv(
         launcher=detect_launcher(env),
         rank=rank if rank is not None else 0,
