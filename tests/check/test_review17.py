@@ -108,4 +108,4 @@ def test_the_batch_gpu_count_reads_gres_as_srun_does() -> None:
 
     assert batch_env({"gres": "gpu:a100:4"})["SLURM_GPUS_ON_NODE"] == "4"
     assert batch_env({"gres": "gpu"})["SLURM_GPUS_ON_NODE"] == "1"  # a bare request is one
-    assert "SLURM_GPUS_ON_NODE" not in batch_env({"gres": "shard:2"})
+    assert "SLURM_GPUS_ON_NODE" not in batch_env({"nodes": "2"})  # no GPU request: not set
