@@ -21,6 +21,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"ordin",
     b"VISIBLE GPUS",
     b"LOCAL_RANK:",
+    b"GLOBAL_RANK: ",
+    b"worker_count=",
     b"INVALID_DEVICE",
     b"ASSERT",
     b"using GPU",

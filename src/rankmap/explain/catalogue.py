@@ -173,7 +173,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "jax-distributed": ("jax.", "local_device_ids"),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
     "local-rank-as-device": ("set_device",),
-    "one-gpu-per-proc": ("per ", "each ", "visible devices", "process-per"),
+    "one-gpu-per-proc": ("per ", "each ", "every ", "visible", "process-per"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
         "mpi_localrankid",
@@ -300,6 +300,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),  # fmt: skip
     "mpi-singletons": ("separate", "rank 0 of", "size 1", "size of 1"),
     "tf-cluster-config": ("tf_config", "multiworkermirroredstrategy", "parameterserverstrategy"),
+    "launch-command-blamed": ("launch", "start-up", "startup"),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),
     "no-kernel-image": (
@@ -388,7 +389,7 @@ NEGATABLE = frozenset(
         "deepspeed-include", "upgraded-driver", "hip-visible", "cvd-assigned", "cvd-mentioned",
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
         "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0", "ranks-duplicated",
-        "scheduler-sets-cvd", "versions-incompatible",
+        "scheduler-sets-cvd", "versions-incompatible", "launch-command-blamed",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

@@ -348,8 +348,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
        r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
        r"process[- ]per[- ](?:gpu|device)|"
-       r"each (?:process|"
-       r"task|worker) (?:only )?sees? (?:only )?(?:one|a single|its own) gpu",
+       r"(?:each|every) (?:process|task|worker|rank) (?:only )?sees? (?:only )?(?:one|a single|"
+       r"(?:its|their) (?:own )?)(?:gpu|device|accelerator)|"
+       r"(?:one|a single|single)[- ]visible[- ](?:gpu|device|accelerator)|"
+       r"sees? (?:only )?(?:its|their) (?:own )?(?:gpu|device|accelerator) as (?:device |gpu |cuda:?)0",
        {"per_process_visible_devices": 3}, f"{LAUNCHERS} §5, §8"),
     _s("mpi-local", r"OMPI_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID|jsrun|--map-by|-npernode|"
        r"mpi4py|mpi4jax|PMI_RANK", {"launcher_config": 1, "per_process_visible_devices": 1},
@@ -395,7 +397,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
-       r"[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
+       # "each process sees its own GPU as device 0" is per-process visibility, not a pile-up
+       r"(?![^.\n]{0,40}\b(?:its|their) (?:own )?(?:gpu|device|accelerator)\b)[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
        r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "

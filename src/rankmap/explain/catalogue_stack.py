@@ -9,6 +9,7 @@ from rankmap.explain.signal_model import (
     NCCL,
     NOT_LOG,
     NOT_PROSE,
+    PROSE,
     TEXT,
     Signal,
 )
@@ -108,6 +109,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("opennmt-gpu-ranks", r"\bgpu_ranks\b", {"launcher_config": 3},
        "OpenNMT-py: world_size is the number of processes and gpu_ranks the GPUs of this node "
        "they run on, one each (https://opennmt.net/OpenNMT-py/options/train.html, distributed)"),
+    # the writer blames the command that started the processes ("stuck because of a wrong launch
+    # command", "the launcher config was broken"): the launcher's settings, whatever it is
+    _s("launch-command-blamed", r"\b(?:wrong|incorrect|bad|broken|mis-?configured|improper|faulty) "
+       r"(?:launch(?:er|ing)?|start-?up) (?:command|script|config(?:uration)?|arguments|args|"
+       r"options|parameters|cmd)s?\b|\blaunch(?:er)? (?:command|script|config(?:uration)?|cmd)s? "
+       r"(?:is|was|are|were) (?:wrong|incorrect|broken|mis-?configured)\b",
+       {"launcher_config": 2.5}, f"{LAUNCHERS} §1: the launcher's options decide the processes",
+       where=PROSE),
     _s("master-addr", r"MASTER_ADDR|MASTER_PORT|init_method|env://|rdzv", {"launcher_config": 1},
        f"{LAUNCHERS} §1"),
     _s("spawn-independent", r"mp\.spawn|multiprocessing\.spawn|torch\.multiprocessing",

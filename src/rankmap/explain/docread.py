@@ -110,9 +110,23 @@ _ADVICE_AFTER = re.compile(
 )
 
 
+# ... or one it proposes as the fix ("Instead, we can move them with `x`", "it should be `x`",
+# "replace it with `x`", "a workaround is `x`"): what the writer would run, not what failed.
+_PROPOSED_BEFORE = re.compile(
+    r"(?:\binstead\b(?! of)|\b(?:we|you|one) (?:can|could|should|might)\b|\bshould (?:be|use|call)\b|"
+    r"\breplac\w* [^.!?\n`]{0,40}\bwith\b|\bfix(?:ed)? (?:it |this )?(?:by|with)\b|\bsuggest\w*|"
+    r"\bpropos\w*|\bworkaround\b)[^.!?\n`]{0,60}$",
+    re.IGNORECASE,
+)
+
+
 def _advised_against(text: str, start: int, end: int) -> bool:
-    before = text[max(0, start - 80) : start]
-    return bool(_ADVICE_BEFORE.search(before) or _ADVICE_AFTER.match(text[end : end + 60]))
+    before = text[max(0, start - 100) : start]
+    return bool(
+        _ADVICE_BEFORE.search(before)
+        or _PROPOSED_BEFORE.search(before)
+        or _ADVICE_AFTER.match(text[end : end + 60])
+    )
 
 
 def inline_code(seg: Segment) -> Segment | None:

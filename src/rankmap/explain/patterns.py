@@ -178,6 +178,11 @@ _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
 _PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
 _PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
+# torch's store-based barrier of init_process_group (torch/distributed/distributed_c10d.py,
+# _store_based_barrier): "Timed out initializing process group in store based barrier on rank:
+# 0, for key: store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)"; every
+# process that joins adds one to worker_count
+_BARRIER = _R(r"store based barrier\b.*\(world_size=(?P<world>\d+), worker_count=(?P<count>\d+)")
 _DEVICE_BANNER = _R(r"^Device: cuda:(?P<dev>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")
@@ -304,6 +309,7 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_CVD, "env_cvd"),
     (_PL_LOCAL, "framework_local_rank"),
     (_PL_GLOBAL, "framework_rank"),
+    (_BARRIER, "barrier_count"),
     (_DEVICE_BANNER, "device_banner"),
     (_NUM_PROC, "accel_nproc"),
     (_ACC_ENV, "accel_env"),

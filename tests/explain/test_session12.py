@@ -1,0 +1,106 @@
+"""Session 12: shapes of the fresh dev part of batch b17 and of reviews 21-22, restated here."""
+
+from __future__ import annotations
+
+from paste_findings import findings_of
+
+
+def _lightning_lines(ranks: list[int], world: int) -> str:
+    return "".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks)
+
+
+def test_a_global_rank_announced_twice_while_others_never_appear_is_two_processes_per_rank() -> (
+    None
+):
+    text = (
+        "# two nodes stall at DDP init\n"
+        "Works on one node; on two Slurm nodes the job stops at initializing.\n"
+        "```\n" + _lightning_lines([0, 0, 1, 1, 2, 2, 3, 3], 8) + "```\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category, first.severity.value) == (
+        "RM905",
+        "launcher_config",
+        "error",
+    )
+    assert "GLOBAL_RANK: 0" in first.evidence[0]
+
+
+def test_one_node_of_two_shows_its_own_ranks_once_each() -> None:
+    # the console of one node of a 2-node job: ranks 0-3 of 8, once each, is no collision
+    text = "# slow start on 2 nodes\n```\n" + _lightning_lines([0, 1, 2, 3], 8) + "```\n"
+    assert not [f for f in findings_of(text) if f.code == "RM905"]
+
+
+def test_ranks_announced_again_after_a_failure_are_a_restart() -> None:
+    text = (
+        "```\n" + _lightning_lines([0, 1], 4) + "Traceback (most recent call last):\n"
+        "RuntimeError: NCCL communicator was aborted\n" + _lightning_lines([0, 1], 4) + "```\n"
+    )
+    assert not [f for f in findings_of(text) if f.code == "RM905"]
+
+
+def test_a_store_barrier_counting_more_workers_than_the_world_is_a_rank_collision() -> None:
+    text = (
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, "
+        "for key: store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category) == ("RM905", "launcher_config")
+
+
+def test_a_store_barrier_short_of_workers_is_no_rank_collision() -> None:
+    text = (
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, "
+        "for key: store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)\n"
+    )
+    assert not [f for f in findings_of(text) if f.code == "RM905"]
+
+
+def test_each_process_seeing_its_own_device_as_device_0_is_per_process_visibility() -> None:
+    text = (
+        "# pick device 0 when the launcher masks each worker to one GPU\n"
+        "Our launcher sets CUDA_VISIBLE_DEVICES per worker, so each process sees only its own "
+        "GPU as device 0, but the trainer indexes cuda:LOCAL_RANK.\n"
+        "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    assert findings_of(text)[0].category == "per_process_visible_devices"
+
+
+def test_a_worker_that_sees_its_own_device_as_device_0_is_not_all_ranks_on_gpu_0() -> None:
+    text = (
+        "# ranks 1-3 crash\n"
+        "Every worker sees its own device as device 0 after the scheduler masks it.\n"
+        "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "per_process_visible_devices"
+    assert "no_set_device" not in [f.category for f in found]
+
+
+def test_code_the_sentence_proposes_as_the_fix_is_not_the_failing_code() -> None:
+    text = (
+        "# parameters of every rank land on cuda:0\n"
+        "The module calls `self.to('cuda')`, which puts the weights of every process on GPU 0. "
+        "Instead, we can move them to the process's device with `self.to(f'cuda:{self.global_rank}')`.\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "no_set_device"
+    assert "global_rank_as_device" not in [f.category for f in found]
+
+
+def test_a_launch_command_the_writer_blames_supports_the_launcher() -> None:
+    text = (
+        "# [BUG] multi-node run hangs before the process group exists\n"
+        "Running on two nodes with our launcher hangs before init. I think it is a wrong launch "
+        "command that the tool builds for the second node.\n"
+    )
+    assert findings_of(text)[0].category == "launcher_config"
+
+
+def test_a_launch_command_denied_as_the_cause_is_no_support() -> None:
+    text = (
+        "# multi-node run hangs before the process group exists\n"
+        "Running on two nodes hangs before init. It is not a wrong launch command, I checked it.\n"
+    )
+    assert findings_of(text)[0].category != "launcher_config"
