@@ -104,3 +104,56 @@ def test_a_launch_command_denied_as_the_cause_is_no_support() -> None:
         "Running on two nodes hangs before init. It is not a wrong launch command, I checked it.\n"
     )
     assert findings_of(text)[0].category != "launcher_config"
+
+
+def test_a_bare_python_exception_is_no_alarm() -> None:
+    # review 21: a lone ValueError / shape mismatch was an "other" warning of this family
+    for line in (
+        "ValueError: too many values to unpack (expected 2)",
+        "[rank0]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x512 and 256x10)",
+    ):
+        first = findings_of(line + "\n")[0]
+        assert first.severity.value == "info", line
+
+
+def test_an_nccl_error_is_still_a_warning_of_the_family() -> None:
+    first = findings_of(
+        "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled cuda error\n"
+    )[0]
+    assert first.severity.value in ("warning", "error")
+
+
+_NODE = "torchrun --nnodes {n} --node_rank {r} --nproc_per_node 8 --master_addr 10.0.0.1 train.py"
+
+
+def test_two_node_prompts_with_one_node_rank_are_duplicated_node_ranks() -> None:
+    text = f"node1$ {_NODE.format(n=2, r=0)}\nnode2$ {_NODE.format(n=2, r=0)}\nhangs at init\n"
+    assert findings_of(text)[0].category == "host_identity"
+
+
+def test_node_launch_lines_with_their_own_node_ranks_are_no_finding() -> None:
+    text = (
+        f"[me@node1 ~]$ {_NODE.format(n=2, r=0)}\n"
+        f"[me@node2 ~]$ {_NODE.format(n=2, r=1)}\n"
+        "hangs at init\n"
+    )
+    assert findings_of(text)[0].category not in ("host_identity", "launcher_config")
+
+
+def test_node_launch_lines_waiting_for_different_node_counts_are_a_launcher_mismatch() -> None:
+    text = (
+        f"nodeA$ {_NODE.format(n=2, r=0)}\n"
+        f"nodeB$ {_NODE.format(n=1, r=0)}\n"
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
+        "1/2 clients joined.\n"
+    )
+    assert findings_of(text)[0].category == "launcher_config"
+
+
+def test_one_command_with_a_fixed_node_rank_run_on_both_nodes_is_a_duplicated_node_rank() -> None:
+    text = f"I run the same command on both nodes:\n{_NODE.format(n=2, r=0)}\nit hangs at init\n"
+    assert findings_of(text)[0].category == "host_identity"
+    # without the sentence, the per-node command of every tutorial is no finding
+    assert (
+        findings_of(f"{_NODE.format(n=2, r=0)}\nit hangs at init\n")[0].category != "host_identity"
+    )

@@ -204,6 +204,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "get_rank",
         "world",
     ),
+    "same-command-every-node": ("same ", "identical ", "one ", "copy", "copied"),
     "multi-node": ("multi", "across ", " nodes", " machines", "second ", "other ", "2nd "),
     "all-on-gpu0": (
         "gpu zero",
@@ -390,6 +391,7 @@ NEGATABLE = frozenset(
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
         "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0", "ranks-duplicated",
         "scheduler-sets-cvd", "versions-incompatible", "launch-command-blamed",
+        "same-command-every-node",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

@@ -392,6 +392,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §1: LOCAL_RANK is the rank within the node; a local rank that is wrong is "
        "most often the global rank (wrong from the second node on) or one the launcher never set",
        where=PROSE),
+    # one command or config for every node ("the same command on both nodes", "copy-pasted the
+    # yaml to the second machine"): context alone; with a node rank fixed in that command
+    # (explain.node_launches) every node claims the same ranks
+    _s("same-command-every-node", r"\b(?:same|identical|one|the very same) (?:launch(?:er)? )?"
+       r"(?:command|script|config(?:uration)?|yaml|cmd|command line)s?[^.\n]{0,30}\b(?:on|for|to|"
+       r"across|in) (?:both|all|each|every|the two|two) (?:machines|nodes|hosts|servers)\b|"
+       r"\bcop(?:y|ied)[- ]?past\w* (?:the )?(?:same )?(?:command|config(?:uration)?|yaml|script)s?"
+       r"[^.\n]{0,30}\b(?:machines?|nodes?|hosts?|servers?)\b",
+       {"host_identity": 0.5, "launcher_config": 0.5},
+       f"{LAUNCHERS} §1: each node needs its own --node-rank / machine_rank", where=PROSE),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
        r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),

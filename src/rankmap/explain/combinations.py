@@ -11,6 +11,7 @@ from rankmap.explain.configs import config_points
 from rankmap.explain.containers import container_sees_more, container_without_gpus
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
+from rankmap.explain.node_launches import node_launch_points
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.findings import Finding
@@ -44,6 +45,9 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
+            s.add(cat, pts, why)
+        same = "same-command-every-node" in doc.hits
+        for cat, pts, why in node_launch_points(doc.commands, same_everywhere=same):
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)

@@ -42,7 +42,11 @@ LAUNCHER_WORDS = (
     r"python[\d.]*\s+-m\s+(?:vllm|sglang)\S*|docker\s+run|kubectl|ray\s+start|nvidia-smi|"
     r"python[\d.]*\s+\S+\.py|\S*_perf\b"
 )
-_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~/][^$#\n]*)?[$#]\s+(?P<cmd>\S.*)$")
+# "$ cmd", "(env) user@host:~/dir$ cmd", "node1$ cmd", "[user@host dir]$ cmd"
+_PROMPT = re.compile(
+    r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[~/][^$#\n]*)?|\[[\w.@-]+(?: [^\]\n]*)?\])?[$#]\s+"
+    r"(?P<cmd>\S.*)$"
+)
 _LAUNCH_LINE = re.compile(
     rf"^\s*(?:[!+]\s*)?(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:{LAUNCHER_WORDS})(?:\s|$)"
 )

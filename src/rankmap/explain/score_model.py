@@ -21,6 +21,7 @@ class Scores:
     evidence: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     failure: bool = False  # a specific message or finding of this family failed
     weak_failure: bool = False  # a failure class (a prior only: rankmap.explain.priors) matched
+    failure_class: str | None = None  # the most specific failure class matched (its signal id)
     # a failure that points at the mapping (its strongest support is a mapping category, not
     # ``other``): what lets context name a mapping cause at warning severity or above
     mapping_failure: bool = False

@@ -146,6 +146,7 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
     )
     hits = _hits_that_count(doc)
     lead_class = leading_class(frozenset(hits))
+    s.failure_class = lead_class
     counted = []
     for hit in hits.values():
         sig = hit.signal
@@ -317,12 +318,21 @@ def _rescored(
     return [guess, *rest, *runners], s
 
 
+def _exception_alone(s: Scores) -> bool:
+    """Whether the only failure is an exception whose class names nothing of this family (a
+    Python exception, a traceback): of any program, a best guess of ``other`` is no alarm then
+    (review 21: a bare ValueError or a shape mismatch was an ``other`` warning)."""
+    return not s.failure and s.failure_class == "exception-any"
+
+
 def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None) -> Severity:
     """How loud a best guess is: an error needs a failure of this family and a decided cause;
     a cause guessed from context alone (a MIG profile, a Slurm binding, a CUDA_VISIBLE_DEVICES)
     in an input that reports no failure at all — no failure signal, no failure words — is a
     possible cause at ``info``: an alarm needs positive evidence."""
     if _shows_family_failure(s, doc):
+        if winner == "other" and _exception_alone(s):
+            return Severity.INFO  # "ValueError: too many values to unpack" names no GPU failure
         if _context_only(winner, s, doc):
             return Severity.INFO  # a failure that points elsewhere; only context names the mapping
         return Severity.ERROR if decided else Severity.WARNING

@@ -1,0 +1,117 @@
+"""The launch lines of one multi-node job read together: a paste that shows the command of each
+node ("node1$ torchrun --nnodes 2 --node_rank 0 ...", "node2$ torchrun ...") shows what every
+node was told. Two nodes told the same node rank claim the same ranks, and nodes told different
+node counts wait for different worlds (reference/launchers.md §1: torchrun's --nnodes and
+--node-rank; accelerate's num_machines and machine_rank).
+
+Only the lines of one job count: the same script and the same rendezvous address. Lines of a
+tutorial that differ in their node rank, or a single command, say nothing here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rankmap.launchers.options import option_value
+
+_NNODES = ("--nnodes", "--num_machines", "--num-machines")
+_NODE_RANK = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
+_ADDRESS = ("--master_addr", "--master-addr", "--main_process_ip", "--rdzv_endpoint",
+            "--rdzv-endpoint")  # fmt: skip
+_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate")
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    """What one node's launch line says about the job."""
+
+    script: str
+    nnodes: str | None
+    node_rank: str | None
+    address: str | None
+    text: str
+
+
+def _parse(command: str) -> NodeLine | None:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    at = next((i for i, w in enumerate(argv) if any(w.endswith(n) for n in _LAUNCHERS)), None)
+    if at is None:
+        return None
+    rest = argv[at + 1 :]
+    script = next((w for w in rest if w.endswith(".py") or w.endswith(".sh")), "")
+    return NodeLine(
+        script=script,
+        nnodes=option_value(rest, _NNODES),
+        node_rank=option_value(rest, _NODE_RANK),
+        address=option_value(rest, _ADDRESS),
+        text=command.strip()[:160],
+    )
+
+
+def _jobs(commands: Sequence[str]) -> list[list[NodeLine]]:
+    """Launch lines grouped by job: the same script and the same rendezvous address."""
+    groups: dict[tuple[str, str | None], list[NodeLine]] = {}
+    for cmd in commands:
+        line = _parse(cmd)
+        if line is not None and line.script:
+            groups.setdefault((line.script, line.address), []).append(line)
+    return [g for g in groups.values() if len(g) >= 2]
+
+
+def node_launch_points(
+    commands: Sequence[str], *, same_everywhere: bool = False
+) -> list[tuple[str, float, str]]:
+    """(category, points, reason) from the launch lines of each node of one job;
+    ``same_everywhere``: the writer says one command ran on every node."""
+    out: list[tuple[str, float, str]] = []
+    if same_everywhere:
+        out += _one_command_fixed_rank(commands)
+    for lines in _jobs(commands):
+        counts = {ln.nnodes for ln in lines if ln.nnodes is not None}
+        if len(counts) >= 2:
+            out.append(
+                (
+                    "launcher_config",
+                    4.0,
+                    f"the launch lines of one job wait for different node counts "
+                    f"({', '.join(sorted(counts))}): `{lines[0].text}`",
+                )
+            )
+            continue
+        multi = any(n.isdecimal() and int(n) > 1 for n in counts)
+        ranks = [ln.node_rank for ln in lines if ln.node_rank is not None]
+        if multi and len(ranks) >= 2 and len(set(ranks)) < len(ranks):
+            out.append(
+                (
+                    "host_identity",
+                    4.0,
+                    f"two launch lines of one {max(counts)}-node job give the same node rank "
+                    f"{ranks[0]}: both nodes claim the same ranks (`{lines[0].text}`)",
+                )
+            )
+    return out
+
+
+def _one_command_fixed_rank(commands: Sequence[str]) -> list[tuple[str, float, str]]:
+    """One multi-node command with its node rank written in, run on every node (as the writer
+    says): every node claims that node rank."""
+    for cmd in commands:
+        line = _parse(cmd)
+        if line is None or line.node_rank is None or not (line.nnodes or "").isdecimal():
+            continue
+        if int(line.nnodes or 0) > 1:
+            return [
+                (
+                    "host_identity",
+                    4.0,
+                    f"one command with --node-rank {line.node_rank} for a {line.nnodes}-node job, "
+                    f"run on every node: all of them claim node rank {line.node_rank} "
+                    f"(`{line.text}`)",
+                )
+            ]
+    return []
