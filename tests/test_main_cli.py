@@ -61,3 +61,10 @@ def test_python_dash_m_works_without_torch_import() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["command"] == "machines"
+
+
+def test_traceback_is_rankmaps_own_option_wherever_it_stands(run_cli) -> None:  # type: ignore[no-untyped-def]
+    # review 22: the hint "re-run with --traceback" led to `rankmap explain --traceback`, a
+    # usage error
+    result = run_cli(["explain", "--traceback", "--help"])
+    assert result.status == 0 and result.stdout.startswith("usage: rankmap explain")

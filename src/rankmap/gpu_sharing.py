@@ -120,6 +120,8 @@ class OrdinalFacts:
     per_process: bool = False  # each process sees only its own GPU(s)
     narrowed: bool = False  # CUDA_VISIBLE_DEVICES hides GPUs the node has
     mig_listed: bool = False  # the visible list names several MIG instances (CUDA shows one)
+    # the process sees one MIG instance of a node that has several: the index counts instances
+    mig_hidden: bool = False
 
 
 def ordinal_code(f: OrdinalFacts) -> str:
@@ -133,7 +135,7 @@ def ordinal_code(f: OrdinalFacts) -> str:
         (f.selection == GLOBAL_RANK, "RM401"),
         (f.selection == CONSTANT, "RM302"),
         # CUDA enumerates one MIG instance per process (reference/cuda_devices.md, MIG)
-        (f.mig_listed, "RM602"),
+        (f.mig_listed or f.mig_hidden, "RM602"),
         (f.per_process, "RM501"),
         (f.narrowed, "RM201"),
     )

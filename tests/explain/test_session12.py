@@ -157,3 +157,19 @@ def test_one_command_with_a_fixed_node_rank_run_on_both_nodes_is_a_duplicated_no
     assert (
         findings_of(f"{_NODE.format(n=2, r=0)}\nit hangs at init\n")[0].category != "host_identity"
     )
+
+
+def test_nccl_versions_of_two_nodes_in_one_sentence_are_a_version_conflict() -> None:
+    text = (
+        "python train.py on 2 nodes\n"
+        "NCCL version 2.18.1+cuda12.1 on node1 and 2.21.5+cuda12.4 on node2, the job hangs in "
+        "the first all_reduce\n"
+    )
+    assert findings_of(text)[0].category == "version_mismatch"
+    # a second software's version in the sentence is not a second NCCL
+    assert (
+        findings_of("NCCL version 2.18.1 and torch 2.1.0, the job hangs in the first all_reduce\n")[
+            0
+        ].category
+        != "version_mismatch"
+    )

@@ -28,7 +28,7 @@ from rankmap.check.rendezvous_rules import rendezvous_findings
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, mig_slices, warnings
-from rankmap.findings import Finding, finding
+from rankmap.findings import Finding, Severity, finding
 from rankmap.gpu_sharing import (
     OrdinalFacts,
     SharedGpuFacts,
@@ -141,8 +141,16 @@ def _failure_code(
             via_cvd=sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives),
             per_process=c["per_process"],
             narrowed=c["narrowed"],
+            mig_hidden=_mig_hidden(o),
         )
     )
+
+
+def _mig_hidden(o: RankOutcome) -> bool:
+    """The process sees one MIG instance while its node has several (CUDA enumerates one MIG
+    instance per process, reference/nccl.md (c)): an index past 0 counts the others."""
+    instances = sum(len(g.mig_devices) for g in o.host.gpus if g.mig_mode)
+    return len(o.view.devices) == 1 and o.view.devices[0].mig and instances > 1
 
 
 def _failures(
@@ -197,6 +205,7 @@ def _failures(
                 ranks=[x.proc.rank for g in groups for x in g],
                 hosts=[g[0].host.hostname for g in groups],
                 fix=_fix(code, plan, sel, o, env),
+                severity=Severity.ERROR,  # the job stops here (RM602's default is a warning)
             )
         )
     return out

@@ -88,7 +88,12 @@ def main(argv: Sequence[str] | None = None, ctx: AppContext | None = None) -> in
                 sys.stderr.write(f"rankmap: error: {exc.message}\n")
             return int(exc.exit_status)
     args_list = list(sys.argv[1:] if argv is None else argv)
-    show_traceback = "--traceback" in args_list
+    # --traceback is rankmap's own option wherever it stands before a `--` (after one, it belongs
+    # to the launch command): the commands' parsers never see it
+    own = args_list.index("--") if "--" in args_list else len(args_list)
+    show_traceback = "--traceback" in args_list[:own]
+    if show_traceback:
+        args_list = [a for a in args_list[:own] if a != "--traceback"] + args_list[own:]
     try:
         # the command named on the line is the only one whose module is needed (start-up time)
         named = next((a for a in args_list if not a.startswith("-")), None)

@@ -59,12 +59,16 @@ def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
     entries = ctx.cvd_entries() or []
     if any(e.startswith("MIG-") for e in entries):
         out.append(f"CUDA_VISIBLE_DEVICES lists MIG instances ({','.join(entries)[:80]})")
-    if any(g.mig_mode for h in ctx.machines for g in h.gpus):
+    if _mig_machine(ctx):
         out.append("the machine given has MIG mode enabled")
     if ev.has("mig_seen"):
         line = ev.of("mig_seen")[0].line
         out.append(f"the log mentions MIG devices ({line.where()})")
     return out
+
+
+def _mig_machine(ctx: Context) -> bool:
+    return any(g.mig_mode for h in ctx.machines for g in h.gpus)
 
 
 def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | None:
@@ -85,6 +89,14 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         cands["RM201"].add(
             6,
             f"{nproc} processes per node but {ctx.visible_var()} exposes {cvd} GPU(s)",
+        )
+    elif nproc is not None and gpus is not None and nproc > gpus and _mig_machine(ctx):
+        # CUDA enumerates one MIG instance per process (reference/nccl.md (c)): the processes of a
+        # MIG machine share its instances, however many there are
+        cands["mig"].add(
+            6,
+            f"{nproc} processes per node on a machine in MIG mode: CUDA shows each process one "
+            "MIG instance (reference/nccl.md (c))",
         )
     elif nproc is not None and gpus is not None and nproc > gpus:
         cands["oversub"].add(6, f"{nproc} processes per node on a {gpus}-GPU machine")

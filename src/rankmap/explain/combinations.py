@@ -34,6 +34,10 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             f"{nproc} processes per node, {gpus} GPU(s) stated",
             doc.stated_gpus_at if told and doc else None,
         )
+    elif nproc and gpus and nproc <= gpus and ctx.launch and not ctx.launch.nested_in:
+        # the launch fits the GPUs: an ordinal or a shared GPU is not the class's usual cause
+        # (the failure-class prior of oversubscribed, rankmap.explain.priors) here (review 22)
+        s.add("oversubscribed", -3.0, f"{nproc} processes per node fit the {gpus} GPU(s)")
     _launch_cannot_fit(ctx, s, gpus)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)

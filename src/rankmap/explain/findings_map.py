@@ -10,6 +10,7 @@ from rankmap.explain.causes import DECIDED, Candidate, duplicate_candidates, ord
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus
 from rankmap.explain.patterns import Event
+from rankmap.explain.score_model import UNDECIDED_MARK
 from rankmap.explain.signals import is_nccl_tests
 from rankmap.findings import Finding, Severity, finding
 from rankmap.gpu_sharing import ORDINAL_CATEGORIES, SHARED_GPU_CATEGORIES, as_shared_gpu
@@ -160,6 +161,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             check.title,
             detail=f"{check.detail} The log confirms it: {shared}.{vnote}",
             fix=check.fix,
+            severity=check.severity,
             **common,
         )
         chosen = check.code
@@ -210,6 +212,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             check.title,
             detail=f"{check.detail} The log confirms it: {what}{rank_txt}.",
             fix=check.fix,
+            severity=check.severity,
             **common,
         )
         chosen = check.code
@@ -223,18 +226,38 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         )
         chosen = best.code
     else:
-        decide = "; ".join(DECIDERS[c] for c in ("RM102", "RM501", "RM401"))
+        chosen, *others = _undecided_ordinal(ctx, cands)
+        decide = "; ".join(DECIDERS[c] for c in (chosen, *others))
         first = finding(
-            "RM102",
+            chosen,
             f"invalid device ordinal: {what}{rank_txt}",
-            detail=f"Seen as: {', '.join(forms)}. The log alone does not say whether there are "
-            "more processes than GPUs, each process sees only its own GPU, or the global rank is "
-            f"used as the index. What would decide: {decide}.",
+            detail=f"Seen as: {', '.join(forms)}. {_UNDECIDED_ORDINAL[chosen]} What would decide: "
+            f"{decide}.",
             **common,
         )
-        chosen = "RM102"
-    defaults = ("RM501", "RM401") if chosen == "RM102" and best.score < DECIDED else ()
-    return [first, *_alternatives(chosen, cands, defaults, "invalid device ordinal")]
+        return [first, *_alternatives(chosen, cands, others, "invalid device ordinal")]
+    return [first, *_alternatives(chosen, cands, (), "invalid device ordinal")]
+
+
+# What an undecided ordinal failure leaves open (UNDECIDED_MARK: the scoring decides).
+_UNDECIDED_ORDINAL = {
+    "RM102": f"{UNDECIDED_MARK} whether there are more processes than GPUs, each process sees "
+    "only its own GPU, or the global rank is used as the index.",
+    "RM201": f"{UNDECIDED_MARK} which: the launch fits the machine's GPUs, so the process saw "
+    "fewer of them than the machine has: a CUDA_VISIBLE_DEVICES narrower than the process count, "
+    "each process seeing only its own GPU, or the global rank used as the index.",
+}
+
+
+def _undecided_ordinal(ctx: Context, cands: list[Candidate]) -> tuple[str, ...]:
+    """The lead code and the alternatives of an ordinal failure no cause explains: more
+    processes than GPUs first, unless the launch is known to fit the machine's GPUs (then a
+    process saw fewer GPUs than the machine has; on one node the global rank is the local one)."""
+    fits = any(c.code == "RM102" and c.score < 0 for c in cands)
+    if not fits:
+        return ("RM102", "RM501", "RM401")
+    one_node = ctx.launch is not None and (ctx.launch.nnodes or 1) <= 1
+    return ("RM201", "RM501") if one_node else ("RM201", "RM501", "RM401")
 
 
 # check's findings about how a PyTorch script reads its rank/device: void for nccl-tests.

@@ -81,9 +81,26 @@ def versions_in(text: str) -> Versions:
             _add(out.built_cuda, next(g for g in m.groups() if g))
     for m in _nccl_matches(text, low) if "nccl" in low else ():
         _add(out.nccl, next(g for g in m.groups() if g))
+        for other in _continued(text, m.end()):  # "NCCL 2.18.1 on node1 and 2.21.5 on node2"
+            _add(out.nccl, other)
     for m in _TORCH.finditer(text) if "torch" in low else ():
         _add(out.torch, next(g for g in m.groups() if g))
     return out
+
+
+# The same kind's second value in the sentence of a match: "NCCL version 2.18.1 on node1 and
+# 2.21.5 on node2", "2.18.1 vs 2.21.5" (a full x.y.z version: a count or a date has no two dots)
+_CONTINUED = re.compile(
+    r"(?:[^.\n]|\.(?=\w)){0,40}?\b(?:and|vs\.?|versus|but|while|whereas)\s+"
+    r"(?:(?:on|in|at|the|other|another|second|one|node\w*|host\w*|machine\w*|server\w*|"
+    r"containers?|pods?|ranks?)\s+){0,3}v?(2\.\d{1,2}\.\d{1,2})\b",
+    re.IGNORECASE,
+)
+
+
+def _continued(text: str, end: int) -> list[str]:
+    m = _CONTINUED.match(text, end, min(len(text), end + 120))
+    return [m.group(1)] if m else []
 
 
 def _nccl_matches(text: str, low: str) -> Iterator[re.Match[str]]:
