@@ -150,7 +150,7 @@ def _mig_hidden(o: RankOutcome) -> bool:
     """The process sees one MIG instance while its node has several (CUDA enumerates one MIG
     instance per process, reference/nccl.md (c)): an index past 0 counts the others."""
     instances = sum(len(g.mig_devices) for g in o.host.gpus if g.mig_mode)
-    return len(o.view.devices) == 1 and o.view.devices[0].mig and instances > 1
+    return len(o.view.devices) == 1 and o.view.devices[0].mig is not None and instances > 1
 
 
 def _failures(
