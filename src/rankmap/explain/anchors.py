@@ -23,6 +23,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"LOCAL_RANK:",
     b"GLOBAL_RANK: ",
     b"worker_count=",
+    b"global_ranks=",
+    b"group_rank=",
     b"INVALID_DEVICE",
     b"ASSERT",
     b"using GPU",

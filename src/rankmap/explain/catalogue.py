@@ -350,7 +350,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "nccl-version-mismatch": ("nccl version mismatch", "different nccl version", "libnccl"),
     "peer-access": ("peer", "p2p not supported", "p2p access", "p2p is not"),
     "custom-allreduce": ("custom",),
-    "iommu": ("iommu", "acs ", "pci=noats"),
+    "iommu": ("iommu", "acs ", "pci=noats", "io_page_fault", "dmar: "),
     "p2p-disable": ("nccl_p2p_disable", "nccl_p2p_level", "nccl_shm_disable"),
     "nccl-cuda-failure": ("unhandled cuda error", "unhandledcudaerror", "cuda failure"),
     "nccl-cuda-failure-named": ("cuda failure",),

@@ -195,7 +195,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("custom-allreduce", r"custom[ _-]?all[ _-]?reduce", {"other": 4},
        "vLLM/TensorRT-LLM custom all-reduce needs GPU peer access "
        "(https://docs.vllm.ai/en/latest/serving/distributed_serving.html)"),
-    _s("iommu", r"\biommu\b|ACS (?:enabled|override)|pci=noats", {"other": 4},
+    # the kernel's IOMMU fault lines name it too: AMD-Vi's "Event logged [IO_PAGE_FAULT ...]",
+    # Intel VT-d's "DMAR: [DMA Read] Request device [52:00.0] ... fault" (Linux drivers/iommu)
+    _s("iommu", r"\biommu\b|ACS (?:enabled|override)|pci=noats|IO_PAGE_FAULT|"
+       r"DMAR: \[DMA (?:Read|Write)\]|DMAR: DRHD: handling fault", {"other": 4},
        "NCCL troubleshooting: IOMMU/ACS block GPU peer traffic "
        "(https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)"),
     _s("p2p-disable", r"NCCL_P2P_DISABLE|NCCL_P2P_LEVEL|NCCL_SHM_DISABLE", {"other": 2},

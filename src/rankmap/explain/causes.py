@@ -14,6 +14,8 @@ from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.signals import (
     framework_local_rank_clash,
+    logged_visible_list,
+    per_process_lists,
     physical_index_after_narrowing,
     ray_duplicate,
     subgroup_duplicate,
@@ -48,9 +50,7 @@ def _quote(ev_line: object) -> str:
 def _cvd_count(ctx: Context, ev: Evidence) -> int | None:
     entries = ctx.cvd_entries()
     if entries is None:
-        cvds = ev.of("env_cvd")
-        if cvds:
-            entries = [e for e in (cvds[-1].get("v") or "").split(",") if e]
+        entries = logged_visible_list(ev)
     return len(entries) if entries is not None else None
 
 
@@ -196,6 +196,8 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
         cands["mig"].score = min(cands["mig"].score, 2)
     if ctx.launch and ctx.launch.gpus_per_task == 1:
         cands["per_process"].add(6, "srun --gpus-per-task=1: each task sees only cuda:0")
+    if own_lists := per_process_lists(ev):
+        cands["per_process"].add(6, own_lists)
     if (
         ctx.env.get("SLURM_GPUS_PER_TASK") == "1"
         or ctx.env.get("SLURM_TRES_PER_TASK") == "gres/gpu:1"

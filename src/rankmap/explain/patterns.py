@@ -178,6 +178,10 @@ _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
 _PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
 _PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
+# torchrun's agent after its rendezvous (torch/distributed/elastic/agent/server/api.py, "Rendezvous
+# complete for workers. Result:" / "Starting worker group"): the global ranks of its workers and
+# its node's rank ("  global_ranks=[0, 1, 2, 3]", "  group_rank=0"), one block per agent
+_AGENT_RANKS = _R(r"(?:^|\s)(?P<key>global_ranks|group_rank)=\[?(?P<list>\d+(?:,\s*\d+)*)\]?\s*$")
 # torch's store-based barrier of init_process_group (torch/distributed/distributed_c10d.py,
 # _store_based_barrier): "Timed out initializing process group in store based barrier on rank:
 # 0, for key: store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)"; every
@@ -310,6 +314,7 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_PL_LOCAL, "framework_local_rank"),
     (_PL_GLOBAL, "framework_rank"),
     (_BARRIER, "barrier_count"),
+    (_AGENT_RANKS, "agent_ranks"),
     (_DEVICE_BANNER, "device_banner"),
     (_NUM_PROC, "accel_nproc"),
     (_ACC_ENV, "accel_env"),

@@ -15,6 +15,7 @@ from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.findings_map import oom_findings, quote
 from rankmap.explain.patterns import Event
+from rankmap.explain.rank_claims import claimed_twice
 from rankmap.explain.score_model import UNDECIDED_MARK
 from rankmap.findings import Finding, Severity, finding
 
@@ -149,95 +150,33 @@ _RM905 = _simple(
 )
 
 
-_FAILURE_KINDS = ("py_exception", "torchrun_root", "torchrun_failed", "torch_nccl_error", "oom")
-
-
-def _announced_twice(ev: Evidence) -> list[Event]:
-    """Framework lines that announce one global rank from two processes of one start (Lightning
-    prints ``initializing ddp: GLOBAL_RANK: r, MEMBER: r+1/W`` once per process): a rank
-    announced twice while other ranks of the world never appear. A rank announced again after a
-    failure is a restart, and a log of one node of several shows only its own ranks once each."""
-    evs = [e for e in ev.of("framework_rank") if e.line.lineno is not None]
-    world = max((e.geti("world") or 0 for e in evs), default=0)
-    ranks = [e.geti("rank") for e in evs]
-    if not evs or len(set(ranks)) >= world or len(evs) > world:
-        return []
-    failed = [e.line.lineno for e in ev.of(*_FAILURE_KINDS) if e.line.lineno is not None]
-    twice: list[Event] = []
-    first: dict[int | None, int] = {}
-    for e, rank in zip(evs, ranks, strict=True):
-        line = e.line.lineno or 0
-        if rank not in first:
-            first[rank] = line
-        elif not any(first[rank] < f < line for f in failed):
-            twice.append(e)
-    return twice
-
-
-def _barrier_overfull(ev: Evidence) -> list[Event]:
-    """torch's store-based barrier counted more processes than the world size: processes of
-    two launches joined one store under the same ranks."""
-    return [
-        e for e in ev.of("barrier_count") if (e.geti("count") or 0) > (e.geti("world") or 0) > 0
-    ]
-
-
-_RM905_DETAIL = (
-    "The processes number their ranks alike: {how}. On several machines, the same --node_rank / "
-    "NODE_RANK on two of them (a script copied unchanged, or a scheduler that was not told the "
-    "number of nodes) does it; otherwise two independent launches, or RANK / WORLD_SIZE exported "
-    "for every process. What would decide: `echo $NODE_RANK $RANK` and the --node_rank / "
-    "num_nodes each host passed."
-)
-
-
-def _claimed_twice(ev: Evidence) -> list[Finding]:
-    """RM905 from a framework's own rank lines, where NCCL's bootstrap said nothing."""
-    twice, overfull = _announced_twice(ev), _barrier_overfull(ev)
-    if not twice and not overfull:
-        return []
-    how = (
-        "the framework announced the same global rank from two processes while other ranks of "
-        "the world never appeared"
-        if twice
-        else "torch's store-based barrier counted more processes than the world size"
-    )
-    evs = twice or overfull
-    return [
-        finding(
-            "RM905",
-            "Two processes claim the same global rank",
-            ranks=sorted({r for e in twice if (r := e.geti("rank")) is not None}),
-            detail=_RM905_DETAIL.format(how=how),
-            evidence=[quote(e) for e in evs[:3]],
-        )
-    ]
-
-
 def _dup_rank(ev: Evidence, ctx: Context) -> list[Finding]:
-    """A rank checked in twice in a launch for several nodes whose node rank is written into the
-    command (the launcher's RM804: the same script started on every machine): the machines claim
-    one node rank, and their ranks collide (contract: duplicated node ranks are host_identity).
-    Without that launch the general RM905 stands; without NCCL's bootstrap line, a framework's
-    own rank lines may show it."""
+    """A rank claimed twice (NCCL's bootstrap, or a framework's own rank lines) in a launch for
+    several nodes whose node rank is written into the command (the launcher's RM804: the same
+    script started on every machine): the machines claim one node rank, and their ranks collide
+    (contract: duplicated node ranks are host_identity). Without that launch the general RM905
+    stands."""
     evs = ev.of("bootstrap_dup_rank")
-    if not evs:
-        return _claimed_twice(ev)
+    general = _RM905(ev, ctx) if evs else claimed_twice(ev)
     plan = ctx.launch.plan if ctx.launch else None
     fixed = next((i for i in plan.issues if i.code == "RM804"), None) if plan else None
-    if fixed is None:
-        return _RM905(ev, ctx)
+    if not general or fixed is None:
+        return general
+    seen = (
+        "NCCL saw ranks checked in twice (`Bootstrap Root : rank N of M ranks has already "
+        "checked in`)"
+        if evs
+        else "the log shows ranks claimed twice"
+    )
     return [
         finding(
             "RM804",
-            f"Two machines start the same node rank: {fixed.title}, and NCCL saw ranks checked "
-            "in twice",
-            detail="Every machine ran the same command, so each claims the same node rank and "
-            "the ranks of that node twice (`Bootstrap Root : rank N of M ranks has already "
-            "checked in`). What would decide: `echo $NODE_RANK` / the --node_rank each host "
-            "passed.",
-            ranks=sorted({e.rank for e in evs if e.rank is not None}),
-            evidence=[quote(e) for e in evs[:3]],
+            f"Two machines start the same node rank: {fixed.title}, and {seen.split(' (')[0]}",
+            detail=f"Every machine ran the same command, so each claims the same node rank and "
+            f"the ranks of that node twice: {seen}. What would decide: `echo $NODE_RANK` / the "
+            "--node_rank each host passed.",
+            ranks=general[0].ranks,
+            evidence=general[0].evidence,
         )
     ]
 

@@ -97,6 +97,8 @@ NETWORK_CODES = frozenset({"RM906", "RM041"})
 # Catalogue classes whose weights are priors of a generic device/communicator error.
 GENERIC_PRIORS = frozenset({"nccl-generic-error", "comm-error-any", "device-error-any"})
 PT_SECTION = "reference/pytorch_nccl.md §1"
+NO_CAUSE = ("RM003", "RM042")  # "nothing recognised" and the rank map summary
+NAMES_CAUSE = 3.0  # a single support this big names a cause the rank map summary does not
 MIN_GUESS = 2.0  # a best guess needs at least this much support
 WEAK_GUESS = 0.1  # ... or any points when the input shows a failure of this family
 CONTEXT_GUESS = 3.0  # failure words and context, no failure of the family: this much
@@ -293,7 +295,11 @@ def _rescored(
     winner, pts = ranked[0]
     if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
         return base, s  # "the model is too big": only a message naming the cause overrides it
-    if lead is not None and lead.code != "RM003" and lead.category == winner:
+    # the rank map summary (RM042, "Nothing to fix") names no cause: a failure it did not
+    # explain that a signal names (nccl-tests' wrong results, an IOMMU fault: 3 points or more)
+    # is the guess's to name; a generic NCCL warning next to a clean map stays the map (review 22)
+    named = lead is not None and lead.code == "RM042" and s.strongest(winner) >= NAMES_CAUSE
+    if lead is not None and lead.code != "RM003" and lead.category == winner and not named:
         return [_decided_by_input(lead, s, winner), *base[1:]], s
     if (
         lead is not None
@@ -447,7 +453,7 @@ def _guess_finding(
         other = f" against {DECIDE[runner[0]]}" if runner else ""
         detail += f" What would decide: {DECIDE[cat]}{other}."
     # the rank map summary (RM042) names every rank seen, not the ranks of a cause
-    keep = lead if lead is not None and lead.code not in ("RM003", "RM042") else None
+    keep = lead if lead is not None and lead.code not in NO_CAUSE else None
     ranks, devices = s.named
     return finding(
         code,

@@ -53,6 +53,31 @@ def subgroup_duplicate(ev: Evidence) -> str | None:
 _RAY_WORKER_LINE = re.compile(r"^\s*\(\w+ pid=\d+")
 
 
+def logged_visible_list(ev: Evidence) -> list[str] | None:
+    """The visible-devices list the log prints for the job, if it prints one list: a list a Ray
+    worker prints is Ray's own (launchers.md §8), and lists that differ between the processes
+    ("rank 1: CUDA_VISIBLE_DEVICES=1") are each process's own (:func:`per_process_lists`)."""
+    cvds = [e for e in ev.of("env_cvd") if not _RAY_WORKER_LINE.match(e.line.text)]
+    if not cvds or per_process_lists(ev):
+        return None
+    return [x for x in (cvds[-1].get("v") or "").split(",") if x]
+
+
+def per_process_lists(ev: Evidence) -> str | None:
+    """Processes that print different visible-devices lists of one GPU each: a wrapper, a
+    scheduler or a launcher gave every process its own GPU, which it sees as cuda:0
+    (cuda_devices.md §1-2)."""
+    values = list(dict.fromkeys(e.get("v") or "" for e in ev.of("env_cvd")))
+    if len(values) < 2 or any("," in v or not v for v in values):
+        return None
+    if any(v.upper().startswith("MIG") for v in values):
+        return None  # MIG instances, one per process: the MIG case (nccl.md (c)), not a GPU each
+    return (
+        f"the processes print different one-GPU visible lists ({', '.join(values[:4])}): each "
+        "sees only its own GPU, as cuda:0"
+    )
+
+
 def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     """CUDA_VISIBLE_DEVICES renumbers GPUs from 0; an entry >= the count is a physical index.
 
@@ -62,9 +87,7 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     """
     entries = ctx.cvd_entries()
     if entries is None:
-        # a list a Ray worker prints is Ray's own (launchers.md §8), not one the user narrowed
-        cvds = [e for e in ev.of("env_cvd") if not _RAY_WORKER_LINE.match(e.line.text)]
-        entries = [x for x in (cvds[-1].get("v") or "").split(",") if x] if cvds else None
+        entries = logged_visible_list(ev)
     if not entries or not all(x.isdecimal() for x in entries):
         return None
     nums = [saturating_int(x) for x in entries]

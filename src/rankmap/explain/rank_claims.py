@@ -1,0 +1,105 @@
+"""Ranks that two processes claim, read from what frameworks print about their own ranks
+(RM905 where NCCL's bootstrap said nothing): Lightning's per-process rank line, torchrun's agent
+blocks and torch's store-based barrier.
+
+A rank printed again after a failure is a restart, and the console of one node of several shows
+only that node's ranks: neither is a claim of two processes.
+"""
+
+from __future__ import annotations
+
+from rankmap.explain.collect import Evidence
+from rankmap.explain.findings_map import quote
+from rankmap.explain.patterns import Event
+from rankmap.findings import Finding, finding
+
+_FAILURE_KINDS = ("py_exception", "torchrun_root", "torchrun_failed", "torch_nccl_error", "oom")
+
+
+def _announced_twice(ev: Evidence) -> list[Event]:
+    """Framework lines that announce one global rank from two processes of one start (Lightning
+    prints ``initializing ddp: GLOBAL_RANK: r, MEMBER: r+1/W`` once per process): a rank
+    announced twice while other ranks of the world never appear. A rank announced again after a
+    failure is a restart, and a log of one node of several shows only its own ranks once each."""
+    evs = [e for e in ev.of("framework_rank") if e.line.lineno is not None]
+    world = max((e.geti("world") or 0 for e in evs), default=0)
+    ranks = [e.geti("rank") for e in evs]
+    if not evs or len(set(ranks)) >= world or len(evs) > world:
+        return []
+    return _again(evs, ranks, _failure_lines(ev))
+
+
+def _failure_lines(ev: Evidence) -> list[int]:
+    return [e.line.lineno for e in ev.of(*_FAILURE_KINDS) if e.line.lineno is not None]
+
+
+def _again(evs: list[Event], keys: list[object], failed: list[int]) -> list[Event]:
+    """The events whose key an earlier event already had, with no failure between the two (a
+    restart prints its ranks again)."""
+    twice: list[Event] = []
+    first: dict[object, int] = {}
+    for e, key in zip(evs, keys, strict=True):
+        line = e.line.lineno or 0
+        if key not in first:
+            first[key] = line
+        elif not any(first[key] < f < line for f in failed):
+            twice.append(e)
+    return twice
+
+
+def _agents_twice(ev: Evidence) -> list[Event]:
+    """torchrun agents that give their workers the same global ranks (``global_ranks=[0, 1]``
+    in two agent blocks): two nodes that took the same node rank."""
+    evs = [
+        e
+        for e in ev.of("agent_ranks")
+        if e.get("key") == "global_ranks" and e.line.lineno is not None
+    ]
+    keys: list[object] = [tuple((e.get("list") or "").replace(" ", "").split(",")) for e in evs]
+    return _again(evs, keys, _failure_lines(ev))
+
+
+def _barrier_overfull(ev: Evidence) -> list[Event]:
+    """torch's store-based barrier counted more processes than the world size: processes of
+    two launches joined one store under the same ranks."""
+    return [
+        e for e in ev.of("barrier_count") if (e.geti("count") or 0) > (e.geti("world") or 0) > 0
+    ]
+
+
+_RM905_DETAIL = (
+    "The processes number their ranks alike: {how}. On several machines, the same --node_rank / "
+    "NODE_RANK on two of them (a script copied unchanged, or a scheduler that was not told the "
+    "number of nodes) does it; otherwise two independent launches, or RANK / WORLD_SIZE exported "
+    "for every process. What would decide: `echo $NODE_RANK $RANK` and the --node_rank / "
+    "num_nodes each host passed."
+)
+
+
+def claimed_twice(ev: Evidence) -> list[Finding]:
+    """RM905 from a framework's own rank lines, where NCCL's bootstrap said nothing."""
+    twice, agents, overfull = _announced_twice(ev), _agents_twice(ev), _barrier_overfull(ev)
+    if twice:
+        how = (
+            "the framework announced the same global rank from two processes while other ranks "
+            "of the world never appeared"
+        )
+        ranks = sorted({r for e in twice if (r := e.geti("rank")) is not None})
+    elif agents:
+        how = "two torchrun agents gave their workers the same global ranks"
+        ranks = sorted({int(r) for e in agents for r in (e.get("list") or "").split(",")})
+    elif overfull:
+        how = "torch's store-based barrier counted more processes than the world size"
+        ranks = []
+    else:
+        return []
+    evs = twice or agents or overfull
+    return [
+        finding(
+            "RM905",
+            "Two processes claim the same global rank",
+            ranks=ranks,
+            detail=_RM905_DETAIL.format(how=how),
+            evidence=[quote(e) for e in evs[:3]],
+        )
+    ]
