@@ -8,6 +8,8 @@ only that node's ranks: neither is a claim of two processes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rankmap.explain.collect import Evidence
 from rankmap.explain.findings_map import quote
 from rankmap.explain.patterns import Event
@@ -33,7 +35,7 @@ def _failure_lines(ev: Evidence) -> list[int]:
     return [e.line.lineno for e in ev.of(*_FAILURE_KINDS) if e.line.lineno is not None]
 
 
-def _again(evs: list[Event], keys: list[object], failed: list[int]) -> list[Event]:
+def _again(evs: list[Event], keys: Sequence[object], failed: list[int]) -> list[Event]:
     """The events whose key an earlier event already had, with no failure between the two (a
     restart prints its ranks again)."""
     twice: list[Event] = []
