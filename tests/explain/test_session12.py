@@ -173,3 +173,38 @@ def test_nccl_versions_of_two_nodes_in_one_sentence_are_a_version_conflict() -> 
         ].category
         != "version_mismatch"
     )
+
+
+def test_a_writer_who_forgot_set_device_decides_a_shared_gpu() -> None:
+    text = (
+        "forgot set_device in my script, torchrun --nproc_per_node 4 train.py\n"
+        "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000\n"
+    )
+    assert findings_of(text)[0].category == "no_set_device"
+    # "set_device" named without saying it is missing decides nothing
+    text = text.replace("forgot set_device in my script", "my script has set_device")
+    assert findings_of(text)[0].category != "no_set_device"
+
+
+def test_a_visible_list_shorter_than_the_tensor_parallel_size_is_a_visible_devices_mismatch() -> (
+    None
+):
+    text = (
+        "CUDA_VISIBLE_DEVICES=3 vllm serve my-model --tensor-parallel-size 2\n"
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in "
+        "the placement group.\n"
+    )
+    assert findings_of(text)[0].category == "visible_devices_mismatch"
+    # a list as long as the tensor-parallel size leaves the engine's own message to decide
+    assert findings_of(text.replace("=3 ", "=3,4 "))[0].category != "visible_devices_mismatch"
+
+
+def test_a_backtrace_frame_inside_libnccl_is_a_crash_of_nccl() -> None:
+    text = (
+        "Caught signal 11 (Segmentation fault: address not mapped to object at address 0x8)\n"
+        "==== backtrace ====\n"
+        " 0  /usr/lib/x86_64-linux-gnu/libnccl.so.2(+0x5a1b2) [0x7f3a]\n"
+        " 1  /usr/lib/x86_64-linux-gnu/libnccl.so.2(ncclTopoCompute+0x312) [0x7f3b]\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.category, first.severity.value) == ("other", "warning")

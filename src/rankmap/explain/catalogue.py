@@ -204,6 +204,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "get_rank",
         "world",
     ),
+    "nccl-crash-frame": ("libnccl.so", "librccl.so"),
+    "set-device-missing": ("set_device",),
     "same-command-every-node": ("same ", "identical ", "one ", "copy", "copied"),
     "multi-node": ("multi", "across ", " nodes", " machines", "second ", "other ", "2nd "),
     "all-on-gpu0": (

@@ -453,6 +453,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("map-location", r"map_location", {"other": 2, "no_set_device": 1},
        "https://pytorch.org/docs/stable/generated/torch.load.html"),
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
+    # the writer says the script never selects the device ("forgot set_device", "missing
+    # torch.cuda.set_device()", "we never call set_device")
+    _s("set-device-missing", r"\b(?:forg[oe]t(?:ting)?|missing|without|never|didn't|did not|"
+       r"doesn't|does not|don't|do not|no|lack of|absence of) (?:to )?(?:call(?:ing)? |use |using "
+       r"|a |any )?(?:torch\.cuda\.)?set_device\b",
+       {"no_set_device": 3.5}, f"{PT} §1: without set_device every rank works on cuda:0",
+       where=TEXT),
     _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
        r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"
        r"(?<!to be )on the same (?:gpu|device|cuda device)|"

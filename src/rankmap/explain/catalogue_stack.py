@@ -231,6 +231,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("nccl-generic-error", r"NCCL (?:error|WARN)|ncclUnhandledCudaError|ncclSystemError|"
        r"unhandled cuda error|unhandled system error",
        {"other": 1}, f"{NCCL} (e)", failure=True),
+    # a stack frame inside NCCL / RCCL ("libnccl.so.2(ncclTopoCompute+0x312)", the glibc
+    # backtrace a crashing process prints): the library itself crashed, a bug of its version
+    # or of its input (NCCL's release notes list such fixes)
+    _s("nccl-crash-frame", r"\blib[nr]ccl\.so(?:\.[\d.]+)?\((?:\w+)?\+0x[0-9a-fA-F]+\)|"
+       r"\bin (?:nccl|rccl)\w+ \(\) from \S*lib[nr]ccl\.so",
+       {"other": 3, "version_mismatch": 1},
+       "a backtrace frame inside libnccl / librccl: the crash is in NCCL's own code "
+       "(https://github.com/NVIDIA/nccl/releases: fixed crashes per release)", failure=True),
     # --- frameworks (identify only) --------------------------------------------------------------
     # naming the benchmark or the library is context, not a failure (a healthy run names them too)
     _s("nccl-tests", r"\b[rn]ccl-tests\b|\b[a-z_]+_perf\b", {},

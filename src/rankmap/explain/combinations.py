@@ -45,6 +45,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _lightning_tasks(ctx, doc, s)
     _world_of_one(ctx, doc, s)
     _no_gpu_modulo(doc, s)
+    _visible_below_parallelism(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -55,6 +56,21 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+
+
+def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """A visible-devices list shorter than the tensor-parallel size the command asks for: the
+    engine needs one GPU per tensor-parallel rank and sees fewer (reference/cuda_devices.md §1)."""
+    entries = ctx.cvd_entries() if ctx.user_cvd() is not None else None
+    size = doc.parallel_size if doc else None
+    if entries and size and size > len(entries):
+        s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            3.0,
+            f"{ctx.visible_var()}={','.join(entries)[:40]} leaves {len(entries)} GPU(s) to a "
+            f"tensor-parallel size of {size} (reference/cuda_devices.md §1)",
+        )
 
 
 def _no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:

@@ -219,6 +219,7 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
+    parallel_size: int | None = None  # the largest tensor-parallel size a command asks for
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
     container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
@@ -260,6 +261,14 @@ def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
             return
 
 
+# The GPUs one server / engine process asks for: vLLM / SGLang / TGI's tensor-parallel size
+# ("--tensor-parallel-size 2", "-tp 2", "tensor_parallel_size=2", "--tp 2", "--num-shard 2").
+_PARALLEL_SIZE = re.compile(
+    r"(?:--tensor[-_]parallel[-_]size|--tp(?:[-_]size)?|(?<![\w-])-tp|tensor_parallel_size|"
+    r"--num[-_]shard)\s*[= ]\s*(\d{1,3})\b"
+)
+
+
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     """Segment ``text`` and read each segment; bounded by :data:`DOC_LIMIT`."""
     text = without_template(text[:DOC_LIMIT])
@@ -268,6 +277,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
+    facts.parallel_size = max(map(int, _PARALLEL_SIZE.findall(text)), default=0) or None
     facts.title_line = _title_line(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
@@ -505,6 +515,22 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
             facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
         for k, v in env_assignments(Segment("env", cmd, 0)).items():
             facts.env.setdefault(k, v)
+        for k, v in _env_prefix(cmd).items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
+            facts.env.setdefault(k, v)
+
+
+_ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
+
+
+def _env_prefix(cmd: str) -> dict[str, str]:
+    """The ``KEY=value`` words before a command's program (its environment)."""
+    out: dict[str, str] = {}
+    for word in cmd.split()[:16]:
+        m = _ASSIGNMENT.match(word.strip("'\""))
+        if m is None:
+            break
+        out[m.group("k")] = m.group("v").strip("'\"")
+    return out
 
 
 # Lightning's processes per node: ``Trainer(..., devices=4)`` / ``Fabric(devices=4)``.
