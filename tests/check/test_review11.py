@@ -82,7 +82,7 @@ def test_one_world_started_line_by_line_is_no_split_and_no_port_clash(tmp_path: 
 
 
 def test_mig_instances_of_one_gpu_in_one_world_by_hand_are_mig(tmp_path: Path) -> None:
-    migs = ("MIG-352c5ed8-d9df-5a6d-a9a8-f17f015114df", "MIG-3274418e-8451-5f27-a7e4-1cb9d6001119")
+    migs = ("MIG-5e1f0a37-2c4b-5d8e-9f61-7a3b2c9d0e14", "MIG-3274418e-8451-5f27-a7e4-1cb9d6001119")
     lines = "".join(
         f"CUDA_VISIBLE_DEVICES={m} torchrun --nnodes 2 --node_rank {k} --nproc_per_node 1 "
         "--master_addr 127.0.0.1 --master_port 29500 train.py &\n"

@@ -16,7 +16,7 @@ from rankmap.findings import Report
 from rankmap.inventory import load_machine
 
 DATA = Path(__file__).parents[1] / "data" / "check"
-MIG0 = "MIG-352c5ed8-d9df-5a6d-a9a8-f17f015114df"
+MIG0 = "MIG-5e1f0a37-2c4b-5d8e-9f61-7a3b2c9d0e14"
 MIG1 = "MIG-3274418e-8451-5f27-a7e4-1cb9d6001119"
 H100_GPU0 = "0000:18:00.0"
 

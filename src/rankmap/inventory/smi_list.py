@@ -51,6 +51,8 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
             current = open_by_label.get(label)
             if current is not None and current.gpus:
                 _add_migs(current, line.text)
+                if cut := _CUT_GPU.search(line.text):
+                    _note_cut(current, cut.group(0).strip())
             continue
         for number, match in enumerate(matches):
             end = matches[number + 1].start() if number + 1 < len(matches) else len(line.text)
@@ -65,9 +67,34 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
                 current.hostname = line_host or name_from_paste(lines, pos, floor)
                 listings.append(current)
                 open_by_label[label] = current
-            current.gpus.append(gpu)
+            current.gpus.append(_unique(current, gpu))
             _add_migs(current, line.text[match.end() : end])
+        cut = _CUT_GPU.search(line.text[matches[-1].end() :])
+        current = open_by_label.get(label)
+        if cut and current is not None and current.gpus:
+            _note_cut(current, cut.group(0).strip())
     return [item for item in listings if item.gpus]
+
+
+# A GPU line cut before its UUID ("GPU 3: NVIDIA H100 80GB HB" as the paste's last line): the
+# GPU is not shown, and the listing says so (review 19: it was dropped silently)
+_CUT_GPU = re.compile(r"\bGPU \d{1,3}: (?![^\n]*\(UUID: ?G)[^\n]{0,160}$")
+
+
+def _note_cut(current: Listing, text: str) -> None:
+    gpu = current.gpus[-1]
+    note = f"the paste cuts a GPU line before its UUID (`{text[:80]}`): that GPU is not shown"
+    current.gpus[-1] = replace(gpu, errors=(*gpu.errors, note))
+
+
+def _unique(current: Listing, gpu: Gpu) -> Gpu:
+    """``gpu``, noted when an earlier GPU of its listing shows the same UUID (one GPU listed
+    twice, or UUIDs masked or edited by hand): NVML gives every GPU its own UUID."""
+    twin = next((g for g in current.gpus if g.uuid == gpu.uuid), None)
+    if twin is None:
+        return gpu
+    note = f"the same UUID as GPU {twin.nvml_index}: a paste edited by hand or masked"
+    return replace(gpu, errors=(*gpu.errors, note))
 
 
 def _starts_new(current: Listing, gpu: Gpu, line_host: str | None) -> bool:
