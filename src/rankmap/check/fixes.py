@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rankmap.launchers import LaunchPlan
@@ -25,6 +25,15 @@ _LOCAL_VAR = {
     "srun": "SLURM_LOCALID",
     "mpirun": "OMPI_COMM_WORLD_LOCAL_RANK",
 }
+
+
+def typed(plan: LaunchPlan, argv: Sequence[str], drop: str | None = None) -> str:
+    """``argv`` as the user would type it: after the environment words of their command
+    (``drop``: a variable the fix sets itself)."""
+    prefix = [w for w in plan.prefix if drop is None or not w.startswith(f"{drop}=")]
+    if prefix == ["env"]:
+        prefix = []
+    return shlex.join([*prefix, *argv])
 
 
 def fix_count(plan: LaunchPlan, per_node: int) -> str:
@@ -49,7 +58,7 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
             new = None
     if new is None:
         return f"start {value} process(es) per node"
-    return shlex.join(new)
+    return typed(plan, new)
 
 
 def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str:
@@ -107,9 +116,13 @@ def fix_mig(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str:
     )
     multi_rank = "  # NCCL >= 2.30 only (experimental); NCCL <= 2.29 needs one rank per GPU"
     if node_cvd is None or not slices:
-        return f"NCCL_MULTI_RANK_GPU_ENABLE=1 {shlex.join(plan.argv)}{multi_rank}"
+        return f"NCCL_MULTI_RANK_GPU_ENABLE=1 {typed(plan, plan.argv)}{multi_rank}"
     n = min(len(slices), plan.nproc_per_node)
-    launch = shlex.join(plan.argv) if n == plan.nproc_per_node else fix_count(plan, n)
+    launch = (
+        typed(plan, plan.argv, drop="CUDA_VISIBLE_DEVICES")
+        if n == plan.nproc_per_node
+        else (fix_count(plan, n))
+    )
     cvd = "CUDA_VISIBLE_DEVICES=" + ",".join(slices[:n])
     note = "" if n == plan.nproc_per_node else f"  # {o.host.hostname} has {n} physical GPU(s)"
     return f"{cvd} {launch}{note}"

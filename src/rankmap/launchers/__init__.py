@@ -83,6 +83,9 @@ class LaunchPlan:
     # launchers.dispatch; per-node launcher variables stay in ``node_env``).
     env: Mapping[str, str] | None = None
     wrappers: tuple[str, ...] = ()  # programs stepped over before the launcher ("uv run")
+    # the environment words typed before the launcher (``FOO=1``, ``env -u X FOO=1``): a fixed
+    # command keeps them (review 19: `env K=V torchrun ...` lost its prefix in the fix)
+    prefix: tuple[str, ...] = ()
     nproc_from_machine: bool = False  # the process count is the machine's GPU count, not stated
     outer: str | None = None  # the launcher that runs this one on every task (srun, mpirun)
     outer_tasks_per_node: int | None = None  # tasks per node of ``outer``
