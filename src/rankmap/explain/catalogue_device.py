@@ -106,6 +106,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"start ({CUDA_DEV} §1); the same unknown error follows a container that lost its device "
        "nodes and a driver updated without reloading (https://github.com/NVIDIA/nvidia-docker/"
        "issues/1671)", failure=True),
+    # the index the framework prints set against the GPU nvidia-smi shows ("current_device() is
+    # 0 but nvidia-smi shows my job on GPU 3"): CUDA numbers the visible GPUs from 0, nvidia-smi
+    # numbers every GPU of the machine (cuda_devices.md §1-2)
+    _s("index-vs-nvidia-smi", r"(?:cuda:\d|current_device\(\)|device (?:index|id)|\bindex)"
+       r"[^.\n]{0,40}\b(?:is|=|==|returns?|prints?|says?) ?\d\b[^.\n]{0,60}\bnvidia-smi\b[^.\n]{0,40}"
+       r"\bGPU ?\d|\bnvidia-smi\b[^.\n]{0,40}\bGPU ?\d\b[^.\n]{0,60}\b(?:cuda:\d|current_device"
+       r"\(\)|device (?:index|id))", {"visible_devices_mismatch": 1.5},
+       f"{CUDA_DEV} §1-2: CUDA renumbers the visible GPUs from 0; nvidia-smi shows physical ones",
+       where=PROSE),
     _s("cvd-mentioned", r"CUDA_VISIBLE_DEVICES?\b", {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1"),
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
