@@ -1,0 +1,48 @@
+"""Session 12: a fixed command is the user's command (review 19), written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rankmap.adapters.files import LocalFiles
+from rankmap.check.engine import check_launch
+from rankmap.cli import main
+from rankmap.inventory import load_machine
+
+DDP = (
+    "import os, torch, torch.distributed as dist\n"
+    "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "dist.init_process_group('nccl')\n"
+)
+
+
+def _fix(tmp_path: Path, argv: list[str]) -> str:
+    (tmp_path / "train.py").write_text(DDP)
+    report = check_launch(
+        argv, machines=load_machine("workstation-4gpu"), env={}, cwd=tmp_path, files=LocalFiles()
+    )
+    return report.ordered_findings()[0].fix
+
+
+def test_the_fix_keeps_the_environment_words_before_the_launcher(tmp_path: Path) -> None:
+    fix = _fix(tmp_path, ["env", "FOO=1", "torchrun", "--nproc-per-node", "8", "train.py"])
+    assert fix.startswith("env FOO=1 torchrun --nproc-per-node 4 train.py")
+    fix = _fix(
+        tmp_path, ["CUDA_VISIBLE_DEVICES=0,1", "torchrun", "--nproc-per-node", "4", "train.py"]
+    )
+    assert fix.startswith("CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc-per-node 2 train.py")
+    # a wrapper before the launcher is not an environment word: the launcher's command alone
+    fix = _fix(tmp_path, ["uv", "run", "torchrun", "--nproc-per-node", "8", "train.py"])
+    assert fix.startswith("torchrun --nproc-per-node 4 train.py")
+
+
+def test_a_secret_in_the_typed_environment_stays_out_of_the_fix(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "train.py").write_text(DDP)
+    secret = "hf_Zq8XfL2mN4pR7tV9wY1bC3dE5gH6jK0"
+    argv = ["--machine", "workstation-4gpu", "--json", "--", "env", f"HF_TOKEN={secret}"]
+    argv += ["torchrun", "--nproc-per-node", "8", str(tmp_path / "train.py")]
+    assert main(["check", *argv]) == 1
+    out = capsys.readouterr().out
+    assert secret not in out
+    assert "HF_TOKEN=" in json.loads(out)["findings"][0]["fix"]
