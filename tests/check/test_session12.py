@@ -46,3 +46,30 @@ def test_a_secret_in_the_typed_environment_stays_out_of_the_fix(tmp_path: Path, 
     out = capsys.readouterr().out
     assert secret not in out
     assert "HF_TOKEN=" in json.loads(out)["findings"][0]["fix"]
+
+
+def _check_script(tmp_path: Path, script: str, nproc: int) -> tuple[list[str], list[int | None]]:
+    (tmp_path / "train.py").write_text(script)
+    report = check_launch(
+        ["torchrun", "--nproc-per-node", str(nproc), "train.py"],
+        machines=load_machine("workstation-4gpu"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    errors = [f.code for f in report.ordered_findings() if f.severity.value == "error"]
+    return errors, [p.cuda_index for p in report.placements]
+
+
+def test_a_literal_modulus_on_the_local_rank_is_computed(tmp_path: Path) -> None:
+    # review 20: `local_rank % 2` was read as `% torch.cuda.device_count()`
+    script = (
+        "import os, torch\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "torch.cuda.set_device(local_rank % 2)\n"
+    )
+    errors, cuda = _check_script(tmp_path, script, 4)
+    assert cuda == [0, 1, 0, 1] and errors == ["RM101"]
+    assert _check_script(tmp_path, script, 2) == ([], [0, 1])
+    # modulo the device count stays the wrap it was
+    wrap = script.replace("local_rank % 2", "local_rank % torch.cuda.device_count()")
+    assert _check_script(tmp_path, wrap, 4) == ([], [0, 1, 2, 3])

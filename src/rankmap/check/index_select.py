@@ -18,7 +18,7 @@ def select_index(
 ) -> tuple[int | None, str | None, str, bool]:
     """(cuda index, error, how it was chosen, whether a default stood in for a missing value)."""
     idx, err, why, dflt = _select(sel, proc, base, n_visible)
-    if sel.factor != 1 or sel.offset:
+    if sel.factor != 1 or sel.offset or sel.modulus:
         why += f" ({_arithmetic(sel)})"
     return idx, err, why, dflt
 
@@ -28,6 +28,8 @@ def _arithmetic(sel: DeviceSelection) -> str:
     parts = [f"× {sel.factor}"] if sel.factor != 1 else []
     if sel.offset:
         parts.append(f"{'+' if sel.offset > 0 else '-'} {abs(sel.offset)}")
+    if sel.modulus:
+        parts.append(f"% {sel.modulus}")
     return " ".join(parts)
 
 
@@ -173,6 +175,8 @@ def with_mod(
 
 def _mod(idx: int, sel: DeviceSelection, n_visible: int) -> int:
     idx = idx * sel.factor + sel.offset  # literal arithmetic on the rank (``local_rank + 1``)
+    if sel.modulus > 0:
+        idx %= sel.modulus  # ``local_rank % 2``
     if sel.modulo and n_visible > 0:
         return idx % n_visible
     return idx

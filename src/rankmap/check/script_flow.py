@@ -59,6 +59,7 @@ from rankmap.check.script_values import (
     linear,
     open_world,
     scaled,
+    with_literal_modulus,
     with_modulo,
 )
 
@@ -182,6 +183,8 @@ class Flow(Calls):
                 return Num(arith(node.op, left.value, right.value))
             except (ZeroDivisionError, TypeError):
                 return Unknown(f"{frame.where(node)}: `{frame.mod.text(node)}`")
+        if isinstance(node.op, ast.Mod) and isinstance(right, Num) and right.value > 0:
+            return with_literal_modulus(left, right.value)  # ``local_rank % 2`` (review 20)
         if isinstance(node.op, ast.Mod):
             return with_modulo(left)
         if isinstance(node.op, ast.Mult) and isinstance(right, Num) and right.value == 1:

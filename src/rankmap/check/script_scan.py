@@ -63,6 +63,7 @@ class DeviceSelection:
     scaled: bool = False  # the index is a rank combined with a factor the analysis assumed 1
     factor: int = 1  # index = rank * factor + offset (literal arithmetic), before the modulo
     offset: int = 0
+    modulus: int = 0  # index % N with a literal N (after factor/offset), 0: none
     via_cvd: bool = False  # the index is the CUDA_VISIBLE_DEVICES entry at the rank (physical id)
     conditional: bool = False  # read on a path that may not run: a missing variable is no error
     framework: str | None = None  # the framework model that selects the device
@@ -381,6 +382,7 @@ def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
         scaled=v.scaled,
         factor=v.factor,
         offset=v.offset,
+        modulus=v.modulus,
         via_cvd=v.via_cvd,
         conditional=v.conditional,
         **base,  # type: ignore[arg-type]

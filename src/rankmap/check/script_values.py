@@ -25,6 +25,7 @@ class Rank:
     scaled: bool = False  # combined with a factor/offset the analysis assumes keeps ranks apart
     factor: int = 1  # rank * factor + offset, before any modulo (``local_rank + 1``, ``2 * lr``)
     offset: int = 0
+    modulus: int = 0  # ... % N with a literal N (after factor/offset), 0: none
     via_cvd: bool = False  # the entry of CUDA_VISIBLE_DEVICES at this rank (a physical id)
     conditional: bool = False  # read in a branch whose condition the analysis cannot decide
     origin: str = ""  # "path:line: text" of the source
@@ -231,10 +232,20 @@ def with_modulo(v: Value) -> Value:
     return v
 
 
+def with_literal_modulus(v: Value, modulus: int) -> Value:
+    """``v % modulus`` with a literal modulus (``local_rank % 2``): exact for a rank read before
+    any other modulo, else :func:`scaled` (open world)."""
+    if isinstance(v, Rank) and not (v.modulo or v.scaled or v.via_cvd or v.modulus):
+        return replace(v, modulus=modulus)
+    if isinstance(v, Choice):
+        return Choice(tuple((g, with_literal_modulus(o, modulus)) for g, o in v.options))
+    return scaled(v)
+
+
 def linear(v: Value, factor: int, offset: int) -> Value:
     """``v * factor + offset`` with literal numbers: exact for a rank read before any modulo
     (the index it selects is computed), else :func:`scaled` (open world)."""
-    if isinstance(v, Rank) and not (v.modulo or v.scaled or v.via_cvd):
+    if isinstance(v, Rank) and not (v.modulo or v.scaled or v.via_cvd or v.modulus):
         return replace(v, factor=v.factor * factor, offset=v.offset * factor + offset)
     if isinstance(v, Choice):
         return Choice(tuple((g, linear(o, factor, offset)) for g, o in v.options))
