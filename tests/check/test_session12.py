@@ -73,3 +73,76 @@ def test_a_literal_modulus_on_the_local_rank_is_computed(tmp_path: Path) -> None
     # modulo the device count stays the wrap it was
     wrap = script.replace("local_rank % 2", "local_rank % torch.cuda.device_count()")
     assert _check_script(tmp_path, wrap, 4) == ([], [0, 1, 2, 3])
+
+
+def _python(tmp_path: Path, script: str, argv: list[str] | None = None) -> list[str]:
+    (tmp_path / "train.py").write_text(script)
+    report = check_launch(
+        argv or ["python", "train.py"],
+        machines=load_machine("workstation-4gpu"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    return [f.code for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+# review 24: scripts that run on one GPU under `python` and DDP under torchrun
+OPTIONAL_DDP = {
+    "membership": (
+        "import os, torch\nif 'LOCAL_RANK' in os.environ:\n"
+        "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+        "model = torch.nn.Linear(4, 4).cuda()\n"
+    ),
+    "sentinel": (
+        "import os, torch\nlocal_rank = int(os.environ.get('LOCAL_RANK', -1))\n"
+        "if local_rank != -1:\n    torch.cuda.set_device(local_rank)\n"
+    ),
+    "flag": (
+        "import os, torch\nddp = int(os.environ.get('RANK', -1)) != -1\nif ddp:\n"
+        "    local = int(os.environ['LOCAL_RANK'])\n    torch.cuda.set_device(f'cuda:{local}')\n"
+        "else:\n    device = 'cuda'\n"
+    ),
+}
+
+
+def test_a_set_device_under_an_environment_test_does_not_run_under_plain_python(
+    tmp_path: Path,
+) -> None:
+    for name, script in OPTIONAL_DDP.items():
+        assert _python(tmp_path, script) == [], name
+        torchrun = ["torchrun", "--nproc-per-node", "8", "train.py"]
+        assert _python(tmp_path, script, torchrun) == ["RM102"], name  # still too many
+
+
+def test_a_guarded_read_of_the_global_rank_still_fails_on_two_nodes(tmp_path: Path) -> None:
+    script = (
+        "import os, torch\nif 'LOCAL_RANK' in os.environ:\n"
+        "    torch.cuda.set_device(int(os.environ['RANK']))\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    report = check_launch(
+        ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "train.py"],
+        machines=load_machine("dgx-a100") * 2,
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert "RM401" in [f.code for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_constant_branch_never_stands_for_a_value_not_followed(tmp_path: Path) -> None:
+    # review 24: `default if value is None else int(value)` with the key a parameter was the
+    # constant 0 for every rank (RM302)
+    script = (
+        "import os, torch\ndef env_int(name, default=0):\n    value = os.environ.get(name)\n"
+        "    return default if value is None else int(value)\n"
+        "torch.cuda.set_device(env_int('LOCAL_RANK'))\n"
+    )
+    assert _python(tmp_path, script, ["torchrun", "--nproc-per-node", "4", "train.py"]) == []
+    # a constant on every path is still the constant
+    fixed = (
+        "import torch, torch.distributed as dist\ndef dev(x=None):\n    return 0 if x is None else 0\n"
+        "dist.init_process_group('nccl')\ntorch.cuda.set_device(dev())\n"
+    )
+    assert _python(tmp_path, fixed, ["torchrun", "--nproc-per-node", "4", "train.py"]) == ["RM302"]

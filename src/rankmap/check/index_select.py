@@ -85,7 +85,9 @@ def _select(
         # which variable a launcher without LOCAL_RANK gives instead)
         return proc.local_rank, None, f"assumed: local rank {proc.local_rank}", False
     missing = sel.env_vars[0] if sel.env_vars else "LOCAL_RANK"
-    if sel.conditional and sel.env_default is None:
+    # a read in a branch that may not run: missing, or at a sentinel default (``-1``: "not
+    # launched"), the branch's test most likely kept it from running
+    if sel.conditional and (sel.env_default is None or sel.env_default < 0):
         return (
             None,
             None,

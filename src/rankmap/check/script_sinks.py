@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rankmap.check import script_models as models
 from rankmap.check.script_flow import Flow, Frame, dotted, model_rank, tail
-from rankmap.check.script_program import Module, Program
+from rankmap.check.script_program import Module, Program, enclosing_ifs
 from rankmap.check.script_values import (
     ArgValue,
     Choice,
@@ -28,6 +28,7 @@ from rankmap.check.script_values import (
     Value,
     as_device,
     best,
+    conditional,
     score,
 )
 
@@ -180,6 +181,34 @@ def _cvd_write(node: ast.Assign, mod: Module, flow: Flow) -> list[Sink]:
 
 
 def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
+    found = _call_sinks_of(node, mod, flow, imported)
+    if found and _under_undecided_if(mod, node, flow):
+        # ``if "LOCAL_RANK" in os.environ: set_device(...)``, ``if local_rank != -1: ...``: the
+        # call runs only where its test holds; a variable it reads that is missing means the
+        # branch did not run, not a crash (review 24)
+        found = [Sink(**{**s.__dict__, "value": conditional(s.value)}) for s in found]
+    return found
+
+
+def _under_undecided_if(mod: Module, node: ast.AST, flow: Flow) -> bool:
+    """An enclosing ``if`` (the ``__main__`` test aside) whose test the analysis cannot decide."""
+    for test_if, in_body in enclosing_ifs(mod, node):
+        if _main_test(test_if.test):
+            continue
+        if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
+            return True
+    return False
+
+
+def _main_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )
+
+
+def _call_sinks_of(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
     t = tail(node.func)
     kw = {k.arg: k.value for k in node.keywords if k.arg}
     frame = frame_at(mod, node)

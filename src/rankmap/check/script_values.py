@@ -158,12 +158,21 @@ def score(v: Value | None) -> int:
     return 0
 
 
+PER_RANK = 4  # score of a value derived from a rank (scaled or not)
+
+
 def best(values: list[Value]) -> Value:
     """The most telling of ``values`` (the first on a tie)."""
     if not values:
         return Unknown("no value")
     kept = [v for v in values if not (isinstance(v, Unknown) and v.cyclic)] or values
-    return max(kept, key=score)
+    top = max(kept, key=score)
+    # a constant never stands for a value the analysis could not follow (``default if value is
+    # None else int(value)`` with ``value`` unknown is not the default): open world (review 24)
+    unknown = next((v for v in kept if isinstance(v, Unknown)), None)
+    if unknown is not None and score(top) < PER_RANK:
+        return unknown
+    return top
 
 
 def first_set(values: list[Value]) -> Value | None:
