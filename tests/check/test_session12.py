@@ -146,3 +146,52 @@ def test_a_constant_branch_never_stands_for_a_value_not_followed(tmp_path: Path)
         "dist.init_process_group('nccl')\ntorch.cuda.set_device(dev())\n"
     )
     assert _python(tmp_path, fixed, ["torchrun", "--nproc-per-node", "4", "train.py"]) == ["RM302"]
+
+
+def _shell(tmp_path: Path, text: str) -> tuple[list[str], list[str]]:
+    (tmp_path / "train.py").write_text(DDP)
+    (tmp_path / "sweep.sh").write_text(text)
+    report = check_launch(
+        ["bash", "sweep.sh"],
+        machines=load_machine("dgx-a100"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    found = report.ordered_findings()
+    return [f.code for f in found if f.severity.value == "error"], [f.title for f in found]
+
+
+def test_variables_set_in_a_loop_body_are_computed_per_iteration(tmp_path: Path) -> None:
+    # review 24: `port=$((29500 + i))` in the body stayed "$port" for every run (RM906)
+    sweep = (
+        "i=0\nfor lr in 1e-4 3e-4 1e-3 3e-3; do\n    g0=$((i * 2)); g1=$((i * 2 + 1))\n"
+        "    port=$((29500 + i))\n"
+        "    CUDA_VISIBLE_DEVICES=$g0,$g1 torchrun --nproc_per_node 2 --master_port $port "
+        "train.py --lr $lr &\n    i=$((i + 1))\ndone\nwait\n"
+    )
+    assert _shell(tmp_path, sweep)[0] == []
+    # the same sweep without its own GPUs per run collides, as before
+    shared = sweep.replace("CUDA_VISIBLE_DEVICES=$g0,$g1 ", "")
+    assert _shell(tmp_path, shared)[0] != []
+
+
+def test_a_visible_list_the_script_computes_where_rankmap_cannot_is_not_simulated(
+    tmp_path: Path,
+) -> None:
+    sweep = (
+        "for i in 0 1; do\n    if [ $i -eq 0 ]; then gpus=0,1,2,3; else gpus=4,5,6,7; fi\n"
+        "    CUDA_VISIBLE_DEVICES=$gpus torchrun --nproc_per_node 4 --master_port $((29500 + i)) "
+        "train.py &\ndone\nwait\n"
+    )
+    errors, titles = _shell(tmp_path, sweep)
+    assert errors == []
+    assert any("CUDA_VISIBLE_DEVICES=$gpus is computed by the launch script" in t for t in titles)
+    assert not any("RM202" in t or "neither an index" in t for t in titles)
+
+
+def test_an_unexported_variable_does_not_reach_the_launch(tmp_path: Path) -> None:
+    # review 20: `CUDA_VISIBLE_DEVICES=0` alone on its line (no export) is the shell's own
+    text = "CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 8 train.py\n"
+    assert _shell(tmp_path, text)[0] == []
+    assert _shell(tmp_path, "export " + text)[0] != []

@@ -8,11 +8,18 @@ findings and the exact errors the job would print (:mod:`rankmap.check.rules`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankmap.check.index_select import branch_kind, own_visible, select_index, with_mod
+from rankmap.check.index_select import (
+    COMPUTED_BY_SCRIPT,
+    branch_kind,
+    own_visible,
+    select_index,
+    with_mod,
+)
 from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_path
 from rankmap.check.sections import node_env
 from rankmap.errors import UsageError
@@ -247,6 +254,18 @@ def read_selection(
     return scan_path(path, text, script_args, files)
 
 
+_SHELL_PARAMETER = re.compile(r"\$(?:\{|[A-Za-z_(])")
+
+
+def _unexpanded(proc: Proc, base: Mapping[str, str]) -> str | None:
+    """``NAME=value`` of a visibility variable whose value still holds a shell parameter."""
+    for k in _VIS_KEYS:
+        v = proc.env.get(k, base.get(k))
+        if v is not None and _SHELL_PARAMETER.search(v):
+            return f"{k}={v}"
+    return None
+
+
 def evaluate(
     plan: LaunchPlan, selection: DeviceSelection, env: Mapping[str, str]
 ) -> list[RankOutcome]:
@@ -270,6 +289,21 @@ def evaluate(
             merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
             view = resolve_visible(host, merged)
             cache[key] = view
+        unknown = _unexpanded(proc, base)
+        if unknown is not None:
+            # a list the script computes where rankmap cannot (``$gpus`` set in an if, a bash
+            # array): what the process sees is unknown, not an empty list (review 24)
+            why = f"{unknown} {COMPUTED_BY_SCRIPT}"
+            known = {
+                k: v
+                for k in _VIS_KEYS
+                if (v := proc.env.get(k, base.get(k))) is not None
+                and not _SHELL_PARAMETER.search(v)
+            }
+            out.append(
+                RankOutcome(proc, host, resolve_visible(host, known), None, None, why, False)
+            )
+            continue
         if (
             selection.kind == "visible_devices"
             or branch_kind(selection, proc, base) == "visible_devices"

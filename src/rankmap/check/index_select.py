@@ -12,6 +12,9 @@ from rankmap.launchers import Proc
 from rankmap.model import Host
 from rankmap.visibility import VisibleView, resolve_visible
 
+# the reason of a process whose visible-devices list the launch script computes (check.engine)
+COMPUTED_BY_SCRIPT = "is computed by the script: not simulated"
+
 
 def select_index(
     sel: DeviceSelection, proc: Proc, base: Mapping[str, str], n_visible: int

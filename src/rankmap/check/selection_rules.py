@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rankmap.check.index_select import COMPUTED_BY_SCRIPT
 from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.findings import Finding, finding
@@ -57,6 +58,10 @@ def selection_findings(
     out += _global_rank_across_nodes(sel, outcomes, found)
     out += _global_sink_across_nodes(sel, outcomes, [*found, *out])
     unsimulated = [o.proc.rank for o in outcomes if o.cuda_index is None and o.error is None]
+    computed = [o for o in outcomes if o.reason.endswith(COMPUTED_BY_SCRIPT)]
+    if computed:
+        out.append(_computed_by_script(computed))
+        unsimulated = [r for r in unsimulated if r not in {o.proc.rank for o in computed}]
     if sel.kind == "unknown" or sel.unresolved or unsimulated:
         out.append(_not_followed(sel, unsimulated))
     per_rank = sel.kind in ("local_rank", "local_rank_modulo", "global_rank", "accelerate")
@@ -210,6 +215,18 @@ def _init_fix(o: RankOutcome) -> str:
     return (
         f'dist.init_process_group("nccl", rank=int(os.environ["{rank}"]), '
         f'world_size=int(os.environ["{_WORLD_VARS[rank]}"]))'
+    )
+
+
+def _computed_by_script(outcomes: list[RankOutcome]) -> Finding:
+    """RM030 for processes whose visible-devices list the launch script computes where rankmap
+    cannot (a variable set in an ``if``, a bash array)."""
+    what = outcomes[0].reason.removesuffix(COMPUTED_BY_SCRIPT).strip()
+    return finding(
+        "RM030",
+        f"{what} is computed by the launch script where rankmap cannot follow it: the GPUs of "
+        f"ranks {ranks_text(o.proc.rank for o in outcomes)} are not simulated",
+        detail="Pass the value with --env, or check the map under `rankmap run`.",
     )
 
 

@@ -75,22 +75,20 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
             if loop is not None:
                 var, items, _ = loop
                 for item in items:
+                    vars_[var] = item
                     for bcmd, bno, bg in body:
-                        launches += _launch(bcmd, {**vars_, var: item}, env, bno, bg)
+                        if _assigns(bcmd):  # `port=$((29500 + i))`, `i=$((i + 1))` (review 24)
+                            _assign(bcmd, vars_, env, unset)
+                        else:
+                            launches += _launch(bcmd, vars_, env, bno, bg)
                     check_launches(len(launches), where)
             loop = None
             continue
         if loop is not None:
             body.append((cmd, no, background))
             continue
-        if cmd[0] == "export" or (
-            len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
-        ):
-            for tok in cmd[1:] if cmd[0] == "export" else cmd:
-                name, eq, value = tok.partition("=")
-                if eq and name.isidentifier():
-                    env[name] = vars_[name] = _expand(value, vars_)
-                    unset.discard(name)
+        if _assigns(cmd):
+            _assign(cmd, vars_, env, unset)
             continue
         if cmd[0] == "unset":
             for name in (t for t in cmd[1:] if t.isidentifier()):
@@ -100,6 +98,24 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
             continue
         launches += _launch(cmd, vars_, env, no, background)
     return ShellScript(sbatch, env, tuple(launches), frozenset(unset))
+
+
+def _assigns(cmd: list[str]) -> bool:
+    """``export A=1 B=2`` or ``A=1`` alone on its line."""
+    return cmd[0] == "export" or (
+        len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
+    )
+
+
+def _assign(cmd: list[str], vars_: dict[str, str], env: dict[str, str], unset: set[str]) -> None:
+    exported = cmd[0] == "export"
+    for tok in cmd[1:] if exported else cmd:
+        name, eq, value = tok.partition("=")
+        if eq and name.isidentifier():
+            vars_[name] = _expand(value, vars_)
+            if exported or name in env:
+                env[name] = vars_[name]
+            unset.discard(name)
 
 
 def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:

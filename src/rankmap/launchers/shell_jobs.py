@@ -183,8 +183,8 @@ def _port_clash(launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]) ->
         port = option_value(
             sl.argv, ("--master_port", "--master-port", "--main_process_port")
         ) or sl.env.get("MASTER_PORT", "29500")
-        if "--standalone" in sl.argv or not _hosts_the_store(sl):
-            continue
+        if "--standalone" in sl.argv or not _hosts_the_store(sl) or "$" in port:
+            continue  # (a port the script computes where rankmap cannot: not compared)
         ports.setdefault(port, []).append(w)
     out = []
     for port, worlds in ports.items():
