@@ -140,7 +140,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        where=NOT_PROSE),
     _s("driver-too-old", r"driver version is insufficient|CUDA driver version is insufficient|"
        r"NVIDIA driver on your system is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|"
-       r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility|"
+       # CUDA's error string, not XLA's notice that names the forward-compatibility packages
+       # ("XLA is disabling parallel compilation ... or use the ... forward compatibility
+       # packages": a slower compile, no failure; review 23)
+       r"cudaErrorInsufficientDriver|unsupported toolchain|forward compatibility was attempted|"
        r"Driver/library version mismatch|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|ptxas[^\n]{0,80}"
        r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old|"
        r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch",
@@ -239,6 +242,18 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"other": 3, "version_mismatch": 1},
        "a backtrace frame inside libnccl / librccl: the crash is in NCCL's own code "
        "(https://github.com/NVIDIA/nccl/releases: fixed crashes per release)", failure=True),
+    # one process driving several GPUs by design (nn.DataParallel gathers on device_ids[0];
+    # device_map="auto" spreads one model): more memory on GPU 0 is what it does, not ranks that
+    # never selected their device (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel
+    # .html; scoring._single_process drops the GPU-0 signals when no multi-process job shows)
+    _s("single-process-multi-gpu", r"(?<!Distributed)\bDataParallel\b|device_map\s*=\s*['\"]"
+       r"(?:auto|balanced|sequential)['\"]", {},
+       "torch.nn.DataParallel: one process replicates the module on every device and gathers on "
+       "device_ids[0] (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html)"),
+    _s("multi-process-job", r"DistributedDataParallel|init_process_group|\btorchrun\b|"
+       r"torch\.distributed\.(?:launch|run)|accelerate launch|\bdeepspeed\b|\bsrun\b|\bmpirun\b|"
+       r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn", {},
+       f"{LAUNCHERS} §1: a job of several processes"),
     # --- frameworks (identify only) --------------------------------------------------------------
     # naming the benchmark or the library is context, not a failure (a healthy run names them too)
     _s("nccl-tests", r"\b[rn]ccl-tests\b|\b[a-z_]+_perf\b", {},

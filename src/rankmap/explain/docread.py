@@ -580,8 +580,12 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     if shared and facts.shared_gpu is None:
         g = shared[0]
         facts.shared_gpu = f"nvidia-smi: {len(pids_on[g])} processes on GPU {g}"
+    # one process on several GPUs (nn.DataParallel, device_map="auto", a pipeline) is one rank
+    # using them all, by design: the no-set_device signature is ranks that each hold GPU 0 and
+    # their own GPU (review 23)
+    several = len(gpus_of) > 1
     for pid, gpus in gpus_of.items():
-        if 0 in gpus and len(gpus) > 1 and facts.gpu0_extra is None:
+        if several and 0 in gpus and len(gpus) == 2 and facts.gpu0_extra is None:
             other = ", ".join(str(g) for g in sorted(gpus - {0}))
             facts.gpu0_extra = f"process {pid} holds memory on GPU 0 and on GPU {other}"
             facts.gpu0_quote = rows[pid]

@@ -22,7 +22,7 @@ from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
 from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
-from rankmap.explain.scoring import rescore, scores_section
+from rankmap.explain.scoring import rescore, scores_section, single_process
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Host, Placement
@@ -166,7 +166,12 @@ def explain_files(
         validate=typed,
         files=files,
     )
-    if script is None and doc is not None and doc.code_kind in PASTED_SELECTIONS:
+    if (
+        script is None
+        and doc is not None
+        and doc.code_kind in PASTED_SELECTIONS
+        and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
+    ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:

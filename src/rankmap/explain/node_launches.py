@@ -72,7 +72,7 @@ def node_launch_points(
     if same_everywhere:
         out += _one_command_fixed_rank(commands)
     for lines in _jobs(commands):
-        counts = {ln.nnodes for ln in lines if ln.nnodes is not None}
+        counts = {ln.nnodes for ln in lines if ln.nnodes is not None and "$" not in ln.nnodes}
         if len(counts) >= 2:
             out.append(
                 (
@@ -84,7 +84,10 @@ def node_launch_points(
             )
             continue
         multi = any(n.isdecimal() and int(n) > 1 for n in counts)
-        ranks = [ln.node_rank for ln in lines if ln.node_rank is not None]
+        # a rank the shell fills in (`--node_rank=$NODE_RANK`) is each node's own (review 23)
+        ranks = [
+            ln.node_rank for ln in lines if ln.node_rank is not None and "$" not in ln.node_rank
+        ]
         if multi and len(ranks) >= 2 and len(set(ranks)) < len(ranks):
             out.append(
                 (
@@ -104,6 +107,8 @@ def _one_command_fixed_rank(commands: Sequence[str]) -> list[tuple[str, float, s
         line = _parse(cmd)
         if line is None or line.node_rank is None or not (line.nnodes or "").isdecimal():
             continue
+        if not line.node_rank.isdecimal():
+            continue  # `--node_rank $NODE_RANK`: each node's own
         if int(line.nnodes or 0) > 1:
             return [
                 (

@@ -181,12 +181,31 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
 
 
+# What one process driving several GPUs shows by design (more memory on GPU 0, `.cuda()`)
+_GPU0_SIGNS = frozenset({"all-on-gpu0", "cuda-no-index-code", "one-gpu-used"})
+
+
 def _hits_that_count(doc: DocFacts) -> dict[str, Hit]:
     """The catalogue hits that score: a CUDA call failing inside NCCL is no failure of this
-    family when NCCL's own warning names the CUDA error (``Cuda failure 'out of memory'``)."""
+    family when NCCL's own warning names the CUDA error (``Cuda failure 'out of memory'``); the
+    GPU-0 signs of one process that drives several GPUs (nn.DataParallel, device_map="auto")
+    with no job of several processes in sight are its design, not ranks on one GPU (review 23)."""
+    hits = doc.hits
     if doc.cuda_error_named:
-        return {k: h for k, h in doc.hits.items() if k != "nccl-cuda-call-failed"}
-    return doc.hits
+        hits = {k: h for k, h in hits.items() if k != "nccl-cuda-call-failed"}
+    if single_process(doc):
+        hits = {k: h for k, h in hits.items() if k not in _GPU0_SIGNS}
+    return hits
+
+
+def single_process(doc: DocFacts | None) -> bool:
+    """One process drives several GPUs (nn.DataParallel, device_map) and no job of several
+    processes shows: its device choices are no ranks' (review 23)."""
+    return (
+        doc is not None
+        and "single-process-multi-gpu" in doc.hits
+        and "multi-process-job" not in doc.hits
+    )
 
 
 def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
@@ -219,7 +238,7 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
     if sel in kind:
         cat, pts = kind[sel]
         s.add(cat, pts, f"the script analysis: device selection {sel}")
-    if doc and doc.code_kind in kind and sel != doc.code_kind:
+    if doc and doc.code_kind in kind and sel != doc.code_kind and not single_process(doc):
         cat, pts = kind[doc.code_kind]
         s.add(
             cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
