@@ -62,3 +62,14 @@ def test_node_ranks_the_shell_fills_in_are_no_duplicated_node_rank() -> None:
     line = "torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=8 --master_addr=10.0.0.1 train.py"
     text = f"node1$ {line}\nnode2$ {line}\nhangs at init\n"
     assert findings_of(text)[0].category != "host_identity"
+
+
+def test_code_that_selects_the_local_rank_is_no_global_rank_on_two_nodes() -> None:
+    text = (
+        "horovodrun -np 16 -H node01:8,node02:8 python train_hvd.py\n"
+        "[1,4]<stderr>:RuntimeError: CUDA error: invalid device ordinal\n"
+        "torch.cuda.set_device(hvd.local_rank())\n"
+    )
+    assert findings_of(text)[0].category != "global_rank_as_device"
+    text = text.replace("hvd.local_rank()", "hvd.rank()")
+    assert findings_of(text)[0].category == "global_rank_as_device"

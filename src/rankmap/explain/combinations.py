@@ -307,7 +307,9 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
                 "per_process_visible_devices", pts, why, _quote(doc, sid) if doc and sid else None
             )
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
-    if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)):
+    # code that selects the local rank (pasted or --script) says the index is no global rank
+    by_local = {ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS
+    if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
         s.add(
             "global_rank_as_device",
@@ -315,6 +317,9 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             f"an invalid device ordinal and {how}: an index that exists on one node only is the "
             f"global rank ({PT_SECTION}; reference/launchers.md §1)",
         )
+
+
+_LOCAL_SELECTIONS = frozenset({"local_rank", "local_rank_modulo", "accelerate"})
 
 
 def _launcher_and_binding(
