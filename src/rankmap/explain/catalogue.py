@@ -205,6 +205,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "world",
     ),
     "index-vs-nvidia-smi": ("nvidia-smi",),
+    "device-list-indexed": ("devices", "gpus[", "gpus [", "gpu_list"),
+    "index-error": ("indexerror",),
     "single-process-multi-gpu": ("dataparallel", "device_map"),
     "multi-process-job": (
         "distributeddataparallel",

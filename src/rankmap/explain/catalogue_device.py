@@ -229,7 +229,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- host identity --------------------------------------------------------------------------
     _s("same-hostname", r"same host ?name|identical host ?names?|hostnames? (?:are|is) (?:the )?"
        r"(?:same|identical)|same /etc/hostname|hosts? ?(?:names? )?(?:with|that share|sharing) "
-       r"(?:the )?same (?:host ?name )?prefix|(?:full|whole) host ?name instead of",
+       r"(?:the )?same (?:host ?name )?prefix|(?:full|whole) host ?name instead of|"
+       # "both nodes have hostname \"dgx\"", "all pods report the hostname localhost"
+       r"\b(?:both|all|two|every|each of the) (?:\w+ )?(?:nodes|machines|hosts|servers|pods|"
+       r"containers|vms)\b[^.\n]{0,20}\b(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
+       r"host ?name\b",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
     # a setting, not a sameness: containers on the host's network (or given a hostname) share

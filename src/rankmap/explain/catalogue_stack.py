@@ -15,6 +15,13 @@ from rankmap.explain.signal_model import (
 )
 from rankmap.explain.signal_model import sig as _s
 
+# a GPU list of the process indexed by a variable: TensorFlow's list_physical_devices('GPU'),
+# JAX's local_devices(), a `gpus` / `devices` list
+DEVICE_LIST_INDEX = (
+    r"\b(?:gpus|gpu_list|gpu_devices|devices|physical_devices|visible_devices|"
+    r"local_devices\(\)|devices\(\)|list_physical_devices\([^)]*\))\s*\[\s*(?P<idx>[A-Za-z_][\w.()\[\]'\"]*)\s*\]"
+)
+
 _NOT_AVOIDED = r"(?<!instead of )(?<!rather than )(?<!not )(?<!never )"
 
 # fmt: off
@@ -242,6 +249,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"other": 3, "version_mismatch": 1},
        "a backtrace frame inside libnccl / librccl: the crash is in NCCL's own code "
        "(https://github.com/NVIDIA/nccl/releases: fixed crashes per release)", failure=True),
+    # a list of the GPUs a process sees, indexed by a rank ("gpus[task_index]",
+    # "jax.local_devices()[local_rank]"), and Python's IndexError: the frameworks' own invalid
+    # device ordinal (combinations._device_list_index), context each on its own
+    _s("device-list-indexed", DEVICE_LIST_INDEX, {},
+       f"{CUDA_DEV} §1: a process sees its visible GPUs only; an index past them fails"),
+    _s("index-error", r"\bIndexError: (?:list )?index \d* ?out of range", {},
+       "https://docs.python.org/3/library/exceptions.html#IndexError", where=TEXT),
     # one process driving several GPUs by design (nn.DataParallel gathers on device_ids[0];
     # device_map="auto" spreads one model): more memory on GPU 0 is what it does, not ranks that
     # never selected their device (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel

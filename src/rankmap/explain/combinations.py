@@ -7,6 +7,9 @@ ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the pas
 
 from __future__ import annotations
 
+import re
+
+from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import container_sees_more, container_without_gpus
 from rankmap.explain.context import Context
@@ -46,6 +49,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _world_of_one(ctx, doc, s)
     _no_gpu_modulo(doc, s)
     _visible_below_parallelism(ctx, doc, s)
+    _device_list_index(doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -56,6 +60,36 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+
+
+_GLOBAL_INDEX = re.compile(
+    r"task_index|task_id|process_id|process_index|global_rank|hvd\.rank\(\)|\brank\b|\bRANK\b|"
+    r"get_rank\(\)|PROCID|COMM_WORLD_RANK"
+)
+_LOCAL_INDEX = re.compile(r"local|LOCAL|LOCALID")
+
+
+def _device_list_index(doc: DocFacts | None, s: Scores) -> None:
+    """A GPU list indexed by a rank and an IndexError: the framework's invalid device ordinal
+    (TensorFlow's ``gpus[task_index]``, JAX's ``local_devices()[i]``; review 26). The index
+    names the cause: a global index (task index, process id, rank) is the global rank; a local
+    one that still fails leaves each process fewer GPUs than ranks on its node."""
+    if doc is None or not {"device-list-indexed", "index-error"} <= set(doc.hits):
+        return
+    hit = doc.hits["device-list-indexed"]
+    m = re.search(DEVICE_LIST_INDEX, hit.excerpt)
+    index = m.group("idx") if m else ""
+    s.failure = s.mapping_failure = True
+    where = f"{hit.where}: {hit.excerpt}"
+    why = f"`{index}` indexes the process's GPU list and the job stops with IndexError"
+    if _LOCAL_INDEX.search(index):
+        s.add("per_process_visible_devices", 3.0, f"{why}: each process sees fewer GPUs", where)
+        s.add("oversubscribed", 2.0, f"{why}: more ranks than GPUs on the node", where)
+    elif _GLOBAL_INDEX.search(index):
+        s.add("global_rank_as_device", 4.0, f"{why}: a global index past one node's GPUs", where)
+    else:
+        s.add("oversubscribed", 2.0, why, where)
+        s.add("visible_devices_mismatch", 1.0, why, where)
 
 
 def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
@@ -309,6 +343,8 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     # code that selects the local rank (pasted or --script) says the index is no global rank
     by_local = {ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS
+    # nccl-tests counts its local rank by hostname, never the global rank (review 26)
+    by_local = by_local or bool(doc and "nccl-tests" in doc.frameworks)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
         s.add(

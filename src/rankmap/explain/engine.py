@@ -20,6 +20,7 @@ from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
 from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
+from rankmap.explain.framework_fixes import in_framework_words
 from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES
 from rankmap.explain.scoring import rescore, scores_section, single_process
@@ -179,6 +180,7 @@ def explain_files(
     stated = _named(ev, texts, doc)
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
+    report.findings = in_framework_words(report.findings, doc, texts)
     report.sections["explain"]["scores"] = scores_section(scores)
     if doc is not None:
         report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))
