@@ -342,7 +342,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             )
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     # code that selects the local rank (pasted or --script) says the index is no global rank
-    by_local = {ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS
+    by_local = bool({ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS)
     # nccl-tests counts its local rank by hostname, never the global rank (review 26)
     by_local = by_local or bool(doc and "nccl-tests" in doc.frameworks)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:
