@@ -254,7 +254,7 @@ def read_selection(
     return scan_path(path, text, script_args, files)
 
 
-_SHELL_PARAMETER = re.compile(r"\$(?:\{|[A-Za-z_(])")
+_SHELL_PARAMETER = re.compile(r"\$(?:\{|[A-Za-z_(0-9@*#?!])|`")  # $X ${X} $(..) $1 $@ `..`
 
 
 def _unexpanded(proc: Proc, base: Mapping[str, str]) -> str | None:

@@ -147,7 +147,7 @@ def fix_no_local_rank_arg(plan: LaunchPlan) -> str | None:
     argv = list(plan.argv)
     if plan.launcher == "torch.distributed.launch" and "torch.distributed.launch" in argv:
         at = argv.index("torch.distributed.launch")
-        return shlex.join(["torchrun", *argv[at + 1 :]])
+        return typed(plan, ["torchrun", *argv[at + 1 :]])
     if plan.launcher == "deepspeed" and argv:
-        return shlex.join([argv[0], "--no_local_rank", *argv[1:]])
+        return typed(plan, [argv[0], "--no_local_rank", *argv[1:]])
     return None

@@ -25,7 +25,9 @@ def global_index(v: Value) -> bool:
     """``v`` is the global rank itself as a device index (not wrapped by ``% device_count``,
     not combined with a factor, not read on a path that may not run)."""
     if isinstance(v, Rank):
-        return v.scope == "global" and not (v.modulo or v.scaled or v.via_cvd or v.conditional)
+        return v.scope == "global" and not (
+            v.modulo or v.modulus or v.scaled or v.via_cvd or v.conditional
+        )
     if isinstance(v, Dev) and v.index is not None:
         return global_index(v.index)
     if isinstance(v, Seq) and v.items:

@@ -182,22 +182,45 @@ def _cvd_write(node: ast.Assign, mod: Module, flow: Flow) -> list[Sink]:
 
 def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
     found = _call_sinks_of(node, mod, flow, imported)
-    if found and _under_undecided_if(mod, node, flow):
+    spans = _undecided_ifs(mod, node, flow)
+    if found and spans:
         # ``if "LOCAL_RANK" in os.environ: set_device(...)``, ``if local_rank != -1: ...``: the
-        # call runs only where its test holds; a variable it reads that is missing means the
-        # branch did not run, not a crash (review 24)
-        found = [Sink(**{**s.__dict__, "value": conditional(s.value)}) for s in found]
+        # call runs only where its test holds; a variable read inside that branch that is
+        # missing means the branch did not run, not a crash (review 24). A read before the
+        # ``if`` (module level) still raises where it stands (review 25).
+        found = [
+            Sink(**{**s.__dict__, "value": _read_inside(s.value, mod.path, spans)}) for s in found
+        ]
     return found
 
 
-def _under_undecided_if(mod: Module, node: ast.AST, flow: Flow) -> bool:
-    """An enclosing ``if`` (the ``__main__`` test aside) whose test the analysis cannot decide."""
+def _undecided_ifs(mod: Module, node: ast.AST, flow: Flow) -> list[tuple[int, int]]:
+    """The line spans of the enclosing ``if`` statements (the ``__main__`` test aside) whose
+    test the analysis cannot decide."""
+    spans = []
     for test_if, in_body in enclosing_ifs(mod, node):
         if _main_test(test_if.test):
             continue
         if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
-            return True
-    return False
+            spans.append((test_if.lineno, getattr(test_if, "end_lineno", None) or test_if.lineno))
+    return spans
+
+
+def _read_inside(v: Value, path: str, spans: list[tuple[int, int]]) -> Value:
+    """``v`` made conditional when its variable is read inside one of ``spans`` of ``path`` (or
+    where it is read is not known)."""
+    if isinstance(v, Dev) and v.index is not None:
+        return Dev(_read_inside(v.index, path, spans))
+    if isinstance(v, Choice):
+        return Choice(tuple((g, _read_inside(o, path, spans)) for g, o in v.options))
+    if not isinstance(v, Rank):
+        return conditional(v)
+    where, _, line = v.origin.partition(": ")[0].rpartition(":")
+    outside = where == path and line.isdecimal() and not any(a <= int(line) <= b for a, b in spans)
+    # a read before the if raises there; one with a sentinel default (-1) is what the if tests
+    if outside and not (v.env_default is not None and v.env_default < 0):
+        return v
+    return conditional(v)
 
 
 def _main_test(test: ast.expr) -> bool:

@@ -86,7 +86,12 @@ def _global_rank_across_nodes(
 ) -> list[Finding]:
     """The global rank reaches the sink on a second node: its ranks take GPU ``rank``, not their
     local one, even where that ordinal exists (evidence enough for an error, docs/check.md)."""
-    if sel.kind != "global_rank" or sel.modulo or any(f.code == "RM401" for f in found):
+    if (
+        sel.kind != "global_rank"
+        or sel.modulo
+        or sel.modulus
+        or any(f.code == "RM401" for f in found)
+    ):
         return []
     off = [
         o

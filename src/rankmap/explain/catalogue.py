@@ -210,6 +210,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "single-process-multi-gpu": ("dataparallel", "device_map"),
     "multi-process-job": (
         "distributeddataparallel",
+        "ddp",
+        "strategy",
         "init_process_group",
         "torchrun",
         "torch.distributed.",

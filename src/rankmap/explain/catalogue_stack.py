@@ -244,8 +244,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # a stack frame inside NCCL / RCCL ("libnccl.so.2(ncclTopoCompute+0x312)", the glibc
     # backtrace a crashing process prints): the library itself crashed, a bug of its version
     # or of its input (NCCL's release notes list such fixes)
-    _s("nccl-crash-frame", r"\blib[nr]ccl\.so(?:\.[\d.]+)?\((?:\w+)?\+0x[0-9a-fA-F]+\)|"
-       r"\bin (?:nccl|rccl)\w+ \(\) from \S*lib[nr]ccl\.so",
+    # (gdb's "#3 0x.. in ncclProxyService () from libnccl.so" is a stack of a process that may
+    # only hang: not this signal; review 25)
+    _s("nccl-crash-frame", r"\blib[nr]ccl\.so(?:\.[\d.]+)?\((?:\w+)?\+0x[0-9a-fA-F]+\)",
        {"other": 3, "version_mismatch": 1},
        "a backtrace frame inside libnccl / librccl: the crash is in NCCL's own code "
        "(https://github.com/NVIDIA/nccl/releases: fixed crashes per release)", failure=True),
@@ -264,7 +265,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:auto|balanced|sequential)['\"]", {},
        "torch.nn.DataParallel: one process replicates the module on every device and gathers on "
        "device_ids[0] (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html)"),
-    _s("multi-process-job", r"DistributedDataParallel|init_process_group|\btorchrun\b|"
+    _s("multi-process-job", r"DistributedDataParallel|init_process_group|\btorchrun\b|\bDDP\b|"
+       r"strategy\s*=\s*['\"](?:ddp|deepspeed|fsdp)|"
        r"torch\.distributed\.(?:launch|run)|accelerate launch|\bdeepspeed\b|\bsrun\b|\bmpirun\b|"
        r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn", {},
        f"{LAUNCHERS} §1: a job of several processes"),

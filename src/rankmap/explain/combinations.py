@@ -56,7 +56,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
             s.add(cat, pts, why)
         same = "same-command-every-node" in doc.hits
-        for cat, pts, why in node_launch_points(doc.commands, same_everywhere=same):
+        for cat, pts, why in node_launch_points(doc.commands, doc.prompts, same_everywhere=same):
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
@@ -328,7 +328,9 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
         doc and "invalid-device-any" in doc.hits
     )
     narrowed = ctx.cvd_entries()
-    if ordinal and narrowed and all(e.isdecimal() for e in narrowed):
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    fits = bool(narrowed) and nproc is not None and len(narrowed or ()) >= nproc
+    if ordinal and narrowed and all(e.isdecimal() for e in narrowed) and not fits:
         s.add(
             "visible_devices_mismatch",
             2.0,

@@ -27,6 +27,7 @@ from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import MAX_NEGATED, dismissed, negated, wanted
 from rankmap.explain.document import (
     LAUNCHER_WORDS,
+    PROMPT,
     Segment,
     env_assignments,
     is_heading,
@@ -112,10 +113,12 @@ _ADVICE_AFTER = re.compile(
 
 # ... or one it proposes as the fix ("Instead, we can move them with `x`", "it should be `x`",
 # "replace it with `x`", "a workaround is `x`"): what the writer would run, not what failed.
+# (review 25: "we can reproduce it with", "as suggested" and "should use X, but my code calls"
+# introduce what runs; only words that replace it count)
 _PROPOSED_BEFORE = re.compile(
-    r"(?:\binstead\b(?! of)|\b(?:we|you|one) (?:can|could|should|might)\b|\bshould (?:be|use|call)\b|"
-    r"\breplac\w* [^.!?\n`]{0,40}\bwith\b|\bfix(?:ed)? (?:it |this )?(?:by|with)\b|\bsuggest\w*|"
-    r"\bpropos\w*|\bworkaround\b)[^.!?\n`]{0,60}$",
+    r"\binstead\b(?! of)[^.!?\n`]{0,80}$|"
+    r"(?:\bshould (?:be|read)\b|\breplac\w* [^.!?\n`]{0,40}\bwith\b|"
+    r"\bfix(?:ed)? (?:it |this )?(?:by|with)\b|\bworkaround (?:is|was)\b)[^.!?\n`,]{0,60}$",
     re.IGNORECASE,
 )
 
@@ -199,6 +202,7 @@ class DocFacts:
     sbatch: dict[str, str] = field(default_factory=dict)  # a pasted batch script's #SBATCH options
     lightning_devices: int | None = None  # Trainer(devices=N) / Fabric(devices=N) in pasted code
     commands: list[str] = field(default_factory=list)  # every launch-like command
+    prompts: list[str] = field(default_factory=list)  # the shell prompt before each of them
     env: dict[str, str] = field(default_factory=dict)
     code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
     code_call: str | None = None
@@ -501,9 +505,13 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
 
         with contextlib.suppress(RankMapError):
             facts.sbatch.update(parse_sbatch_lines(seg.text))
-    for _, cmd in shell_commands(seg):
+    raw = seg.text.splitlines()
+    for no, cmd in shell_commands(seg):
         if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
             facts.commands.append(cmd[:2000])
+            facts.prompts.append(
+                _prompt_of(raw[no - seg.first_line] if no - seg.first_line < len(raw) else "")
+            )
         if _SIMULATED.match(cmd):
             facts.launch = cmd[:2000]
         hm = _HOSTS.search(cmd)
@@ -520,6 +528,12 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
+
+
+def _prompt_of(line: str) -> str:
+    """The prompt a pasted command line starts with (``node1$ ``, ``user@h:~$ ``), or ""."""
+    m = PROMPT.match(line)
+    return line[: m.start("cmd")].strip() if m else ""
 
 
 def _env_prefix(cmd: str) -> dict[str, str]:

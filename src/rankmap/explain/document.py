@@ -43,7 +43,7 @@ LAUNCHER_WORDS = (
     r"python[\d.]*\s+\S+\.py|\S*_perf\b"
 )
 # "$ cmd", "(env) user@host:~/dir$ cmd", "node1$ cmd", "[user@host dir]$ cmd"
-_PROMPT = re.compile(
+PROMPT = re.compile(
     r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[~/][^$#\n]*)?|\[[\w.@-]+(?: [^\]\n]*)?\])?[$#]\s+"
     r"(?P<cmd>\S.*)$"
 )
@@ -104,7 +104,7 @@ def classify_line(line: str, prev_kind: str | None) -> str:
         return "blank"
     if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
         return "smi"  # a table row of nvidia-smi / rocm-smi
-    if _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
+    if PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
         return "shell"
     if _ENV.match(line):
         return "env"
@@ -192,7 +192,7 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
     continued = False  # the previous command line ended with a backslash
     for n, line in enumerate(body):
         is_cmd = (
-            _PROMPT.match(line)
+            PROMPT.match(line)
             or _LAUNCH_LINE.match(line)
             or _ENV.match(line)
             or _SCRIPT_LINE.match(line)
@@ -218,7 +218,7 @@ def shell_commands(seg: Segment) -> list[tuple[int, str]]:
     pending = ""
     start = seg.first_line
     for no, line in seg.lines():
-        m = _PROMPT.match(line)
+        m = PROMPT.match(line)
         body = m.group("cmd") if m else line.strip()
         body = body.lstrip("!+ ").strip()
         if not pending:

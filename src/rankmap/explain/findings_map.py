@@ -246,6 +246,9 @@ _UNDECIDED_ORDINAL = {
     "RM201": f"{UNDECIDED_MARK} which: the launch fits the machine's GPUs, so the process saw "
     "fewer of them than the machine has: a CUDA_VISIBLE_DEVICES narrower than the process count, "
     "each process seeing only its own GPU, or the global rank used as the index.",
+    "RM501": f"{UNDECIDED_MARK} which: the launch and its CUDA_VISIBLE_DEVICES fit the GPUs, so "
+    "the process saw fewer of them than the list gives the job: each process seeing only its own "
+    "GPU (a per-process list, a scheduler's binding), or the global rank used as the index.",
 }
 
 
@@ -257,7 +260,13 @@ def _undecided_ordinal(ctx: Context, cands: list[Candidate]) -> tuple[str, ...]:
     if not fits:
         return ("RM102", "RM501", "RM401")
     one_node = ctx.launch is not None and (ctx.launch.nnodes or 1) <= 1
-    return ("RM201", "RM501") if one_node else ("RM201", "RM501", "RM401")
+    rest = ("RM501",) if one_node else ("RM501", "RM401")
+    # a visible-devices list that is known and fits the processes is no narrowing either
+    entries = ctx.cvd_entries() if ctx.user_cvd() is not None else None
+    nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    if entries is not None and nproc is not None and len(entries) >= nproc:
+        return rest
+    return ("RM201", *rest)
 
 
 # check's findings about how a PyTorch script reads its rank/device: void for nccl-tests.

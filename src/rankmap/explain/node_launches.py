@@ -32,9 +32,10 @@ class NodeLine:
     node_rank: str | None
     address: str | None
     text: str
+    prompt: str = ""  # the shell prompt it was pasted with ("node1$")
 
 
-def _parse(command: str) -> NodeLine | None:
+def _parse(command: str, prompt: str = "") -> NodeLine | None:
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -50,30 +51,43 @@ def _parse(command: str) -> NodeLine | None:
         node_rank=option_value(rest, _NODE_RANK),
         address=option_value(rest, _ADDRESS),
         text=command.strip()[:160],
+        prompt=prompt,
     )
 
 
-def _jobs(commands: Sequence[str]) -> list[list[NodeLine]]:
-    """Launch lines grouped by job: the same script and the same rendezvous address."""
+def _jobs(commands: Sequence[str], prompts: Sequence[str]) -> list[list[NodeLine]]:
+    """Launch lines grouped by job: the same script and the same rendezvous address. One
+    command pasted twice (in a code block and after a prompt, or twice after one prompt) is one
+    line: two nodes show as two prompts (review 25)."""
     groups: dict[tuple[str, str | None], list[NodeLine]] = {}
-    for cmd in commands:
-        line = _parse(cmd)
-        if line is not None and line.script:
-            groups.setdefault((line.script, line.address), []).append(line)
+    for cmd, prompt in zip(commands, [*prompts, *[""] * len(commands)], strict=False):
+        line = _parse(cmd, prompt)
+        if line is None or not line.script:
+            continue
+        group = groups.setdefault((line.script, line.address), [])
+        if not any(_same_line(line, other) for other in group):
+            group.append(line)
     return [g for g in groups.values() if len(g) >= 2]
 
 
+def _same_line(a: NodeLine, b: NodeLine) -> bool:
+    """The same command, not pasted from two different prompts."""
+    return a.text == b.text and not (a.prompt and b.prompt and a.prompt != b.prompt)
+
+
 def node_launch_points(
-    commands: Sequence[str], *, same_everywhere: bool = False
+    commands: Sequence[str], prompts: Sequence[str] = (), *, same_everywhere: bool = False
 ) -> list[tuple[str, float, str]]:
     """(category, points, reason) from the launch lines of each node of one job;
     ``same_everywhere``: the writer says one command ran on every node."""
     out: list[tuple[str, float, str]] = []
     if same_everywhere:
         out += _one_command_fixed_rank(commands)
-    for lines in _jobs(commands):
+    for lines in _jobs(commands, prompts):
         counts = {ln.nnodes for ln in lines if ln.nnodes is not None and "$" not in ln.nnodes}
-        if len(counts) >= 2:
+        # lines of one multi-node job each say which node they start (a node rank): "works with
+        # --nnodes 1, fails with --nnodes 2" are two experiments (review 25)
+        if len(counts) >= 2 and all(ln.node_rank is not None for ln in lines):
             out.append(
                 (
                     "launcher_config",
@@ -102,7 +116,11 @@ def node_launch_points(
 
 def _one_command_fixed_rank(commands: Sequence[str]) -> list[tuple[str, float, str]]:
     """One multi-node command with its node rank written in, run on every node (as the writer
-    says): every node claims that node rank."""
+    says): every node claims that node rank; not where the paste shows other node ranks too
+    ("only the node rank differs", review 25)."""
+    ranks = {line.node_rank for cmd in commands if (line := _parse(cmd)) and line.node_rank}
+    if len(ranks) > 1:
+        return []
     for cmd in commands:
         line = _parse(cmd)
         if line is None or line.node_rank is None or not (line.nnodes or "").isdecimal():

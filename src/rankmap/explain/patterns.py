@@ -181,12 +181,17 @@ _PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
 # torchrun's agent after its rendezvous (torch/distributed/elastic/agent/server/api.py, "Rendezvous
 # complete for workers. Result:" / "Starting worker group"): the global ranks of its workers and
 # its node's rank ("  global_ranks=[0, 1, 2, 3]", "  group_rank=0"), one block per agent
-_AGENT_RANKS = _R(r"(?:^|\s)(?P<key>global_ranks|group_rank)=\[?(?P<list>\d+(?:,\s*\d+)*)\]?\s*$")
+_AGENT_RANKS = _R(
+    r"(?:^|\s)(?P<key>global_ranks|group_rank|restart_count)=\[?(?P<list>\d+(?:,\s*\d+)*)\]?\s*$"
+)
 # torch's store-based barrier of init_process_group (torch/distributed/distributed_c10d.py,
 # _store_based_barrier): "Timed out initializing process group in store based barrier on rank:
 # 0, for key: store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)"; every
 # process that joins adds one to worker_count
-_BARRIER = _R(r"store based barrier\b.*\(world_size=(?P<world>\d+), worker_count=(?P<count>\d+)")
+_BARRIER = _R(
+    r"store based barrier\b.*\(world_size=(?P<world>\d+), (?:worker_count|num_workers_joined)="
+    r"(?P<count>\d+)"
+)  # torch 1.x says worker_count, torch 2.x num_workers_joined
 _DEVICE_BANNER = _R(r"^Device: cuda:(?P<dev>\d+)")
 _NUM_PROC = _R(r"^Num processes: (?P<n>\d+)")
 _ACC_ENV = _R(r"Distributed environment: (?P<t>\w+)")

@@ -39,25 +39,30 @@ def _again(evs: list[Event], keys: Sequence[object], failed: list[int]) -> list[
     """The events whose key an earlier event already had, with no failure between the two (a
     restart prints its ranks again)."""
     twice: list[Event] = []
-    first: dict[object, int] = {}
+    last: dict[object, int] = {}
     for e, key in zip(evs, keys, strict=True):
         line = e.line.lineno or 0
-        if key not in first:
-            first[key] = line
-        elif not any(first[key] < f < line for f in failed):
+        if key in last and not any(last[key] < f < line for f in failed):
             twice.append(e)
+        last[key] = line  # after a failure, the restart's own announcement (review 25)
     return twice
 
 
 def _agents_twice(ev: Evidence) -> list[Event]:
     """torchrun agents that give their workers the same global ranks (``global_ranks=[0, 1]``
-    in two agent blocks): two nodes that took the same node rank."""
-    evs = [
-        e
-        for e in ev.of("agent_ranks")
-        if e.get("key") == "global_ranks" and e.line.lineno is not None
-    ]
-    keys: list[object] = [tuple((e.get("list") or "").replace(" ", "").split(",")) for e in evs]
+    in two agent blocks of one round): two nodes that took the same node rank. Each block's
+    ``restart_count=`` (the round: a restart after a failure or a node joining) is part of the
+    key (review 25)."""
+    evs: list[Event] = []
+    keys: list[object] = []
+    round_of: dict[str | None, str] = {}  # the latest restart_count per host
+    for e in sorted(ev.of("agent_ranks"), key=lambda x: x.line.lineno or 0):
+        if e.get("key") == "restart_count":
+            round_of[e.host] = e.get("list") or ""
+        elif e.get("key") == "global_ranks" and e.line.lineno is not None:
+            evs.append(e)
+            ranks = tuple((e.get("list") or "").replace(" ", "").split(","))
+            keys.append((round_of.get(e.host, ""), ranks))
     return _again(evs, keys, _failure_lines(ev))
 
 
@@ -96,12 +101,22 @@ def claimed_twice(ev: Evidence) -> list[Finding]:
     else:
         return []
     evs = twice or agents or overfull
+    # a logger that writes every line twice (two handlers) repeats the announcements too: the
+    # framework's own lines make a warning; the store's count of workers, an error (review 25)
     return [
         finding(
             "RM905",
             "Two processes claim the same global rank",
             ranks=ranks,
-            detail=_RM905_DETAIL.format(how=how),
+            detail=_RM905_DETAIL.format(how=how)
+            + ("" if overfull and not (twice or agents) else _LOGGED_TWICE),
             evidence=[quote(e) for e in evs[:3]],
+            severity="error" if overfull and not (twice or agents) else "warning",
         )
     ]
+
+
+_LOGGED_TWICE = (
+    " (A logger that writes every line twice repeats these lines too: if every other line of the "
+    "log is doubled as well, this is that.)"
+)

@@ -205,6 +205,7 @@ def single_process(doc: DocFacts | None) -> bool:
         doc is not None
         and "single-process-multi-gpu" in doc.hits
         and "multi-process-job" not in doc.hits
+        and doc.gpu0_extra is None  # a process table of several ranks, each on GPU 0 and its own
     )
 
 

@@ -91,7 +91,7 @@ def versions_in(text: str) -> Versions:
 # The same kind's second value in the sentence of a match: "NCCL version 2.18.1 on node1 and
 # 2.21.5 on node2", "2.18.1 vs 2.21.5" (a full x.y.z version: a count or a date has no two dots)
 _CONTINUED = re.compile(
-    r"(?:[^.\n]|\.(?=\w)){0,40}?\b(?:and|vs\.?|versus|but|while|whereas)\s+"
+    r"(?:[^.\n]|\.(?=\w)){0,40}?\b(?:and|vs\.?|versus|while|whereas)\s+"
     r"(?:(?:on|in|at|the|other|another|second|one|node\w*|host\w*|machine\w*|server\w*|"
     r"containers?|pods?|ranks?)\s+){0,3}v?(2\.\d{1,2}\.\d{1,2})\b",
     re.IGNORECASE,

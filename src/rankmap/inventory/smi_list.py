@@ -51,7 +51,9 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
             current = open_by_label.get(label)
             if current is not None and current.gpus:
                 _add_migs(current, line.text)
-                if cut := _CUT_GPU.search(line.text):
+                # the paste's last line only: torch's collect_env prints "GPU 0: NVIDIA A100"
+                # lines without a UUID in the middle of a paste (review 25)
+                if pos == len(lines) - 1 and (cut := _CUT_GPU.search(line.text)):
                     _note_cut(current, cut.group(0).strip())
             continue
         for number, match in enumerate(matches):
@@ -69,7 +71,7 @@ def read_list(lines: list[PasteLine]) -> list[Listing]:
                 open_by_label[label] = current
             current.gpus.append(_unique(current, gpu))
             _add_migs(current, line.text[match.end() : end])
-        cut = _CUT_GPU.search(line.text[matches[-1].end() :])
+        cut = _CUT_GPU.search(line.text[matches[-1].end() :]) if pos == len(lines) - 1 else None
         current = open_by_label.get(label)
         if cut and current is not None and current.gpus:
             _note_cut(current, cut.group(0).strip())

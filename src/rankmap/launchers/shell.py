@@ -59,6 +59,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     sbatch = parse_sbatch_lines(text)
     env: dict[str, str] = {}
     vars_: dict[str, str] = dict(base_env)
+    vars_[_EXPORTED] = " ".join(base_env)  # the environment the script starts with is exported
     launches: list[ShellLaunch] = []
     unset: set[str] = set()
     loop: tuple[str, list[str], int] | None = None
@@ -90,6 +91,14 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
         if _assigns(cmd):
             _assign(cmd, vars_, env, unset)
             continue
+        if (
+            cmd[0] == "set"
+            and len(cmd) > 1
+            and cmd[1] in ("-a", "-o")
+            and cmd[-1] in ("-a", "allexport")
+        ):
+            vars_[_ALLEXPORT] = "1"
+            continue
         if cmd[0] == "unset":
             for name in (t for t in cmd[1:] if t.isidentifier()):
                 env.pop(name, None)
@@ -100,6 +109,9 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     return ShellScript(sbatch, env, tuple(launches), frozenset(unset))
 
 
+_COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
+
+
 def _assigns(cmd: list[str]) -> bool:
     """``export A=1 B=2`` or ``A=1`` alone on its line."""
     return cmd[0] == "export" or (
@@ -108,14 +120,25 @@ def _assigns(cmd: list[str]) -> bool:
 
 
 def _assign(cmd: list[str], vars_: dict[str, str], env: dict[str, str], unset: set[str]) -> None:
-    exported = cmd[0] == "export"
-    for tok in cmd[1:] if exported else cmd:
+    """``A=1`` (the shell's own, unless A is exported or ``set -a`` is on), ``export A=1``,
+    ``export A`` (exports the value A has)."""
+    exported = cmd[0] == "export" or _ALLEXPORT in vars_
+    for tok in cmd[1:] if cmd[0] == "export" else cmd:
         name, eq, value = tok.partition("=")
-        if eq and name.isidentifier():
+        if not name.isidentifier():
+            continue
+        if eq:
             vars_[name] = _expand(value, vars_)
-            if exported or name in env:
-                env[name] = vars_[name]
-            unset.discard(name)
+        elif name not in vars_:
+            continue
+        if exported or name in env or name in vars_.get(_EXPORTED, "").split():
+            env[name] = vars_[name]
+        unset.discard(name)
+
+
+# keys no shell variable can have: `set -a` is in effect / the names exported at the start
+_ALLEXPORT = " set -a"
+_EXPORTED = " exported"
 
 
 def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
@@ -138,6 +161,9 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
         line = _ARITH.sub(
             lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line
         )
+        # a command's output (`cmd`, $(cmd)) is known when the script runs only: one word that
+        # stays a parameter (check does not simulate what it sets; review 25)
+        line = _COMMAND_OUTPUT.sub("$__command_output__", line)
         if line.lstrip().startswith("#"):
             continue
         try:

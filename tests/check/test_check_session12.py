@@ -195,3 +195,49 @@ def test_an_unexported_variable_does_not_reach_the_launch(tmp_path: Path) -> Non
     text = "CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 8 train.py\n"
     assert _shell(tmp_path, text)[0] == []
     assert _shell(tmp_path, "export " + text)[0] != []
+
+
+def test_export_without_a_value_and_set_a_export_the_variable(tmp_path: Path) -> None:
+    # review 25: after "a variable set without export stays the shell's", these were missed
+    body = "torchrun --nproc_per_node 8 train.py\n"
+    assert _shell(tmp_path, "CUDA_VISIBLE_DEVICES=0\nexport CUDA_VISIBLE_DEVICES\n" + body)[0] != []
+    assert _shell(tmp_path, "set -a\nCUDA_VISIBLE_DEVICES=0\n" + body)[0] != []
+
+
+def test_a_module_level_read_before_an_undecided_if_still_raises(tmp_path: Path) -> None:
+    # review 25: the if around set_device made the read above it conditional
+    script = (
+        "import os, torch\nlocal_rank = int(os.environ['LOCAL_RANK'])\n"
+        "if torch.cuda.is_available():\n    torch.cuda.set_device(local_rank)\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    report = check_launch(
+        ["srun", "--ntasks", "4", "python", "train.py"],
+        machines=load_machine("dgx-a100"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert "RM903" in [f.code for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_the_global_rank_modulo_the_node_s_gpus_is_no_global_rank_error(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    script = (
+        "import os, torch, torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "torch.cuda.set_device(int(os.environ['RANK']) % 8)\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    argv = ["check", "-m", "dgx-a100", "-m", "dgx-a100", "--json", "--"]
+    argv += ["torchrun", "--nnodes", "2", "--nproc-per-node", "8", str(tmp_path / "train.py")]
+    assert main(argv) == 0
+    assert "RM401" not in capsys.readouterr().out
+
+
+def test_positional_and_backtick_parameters_in_a_visible_list_are_not_simulated(
+    tmp_path: Path,
+) -> None:
+    for value in ("$1", "`cat gpus.txt`", "$(cat gpus.txt)", "$@"):
+        text = f"CUDA_VISIBLE_DEVICES={value} torchrun --nproc_per_node 4 train.py\n"
+        assert _shell(tmp_path, text)[0] == [], value
