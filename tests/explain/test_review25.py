@@ -95,3 +95,13 @@ def test_ddp_named_next_to_dataparallel_keeps_the_gpu_0_signature() -> None:
         "memory\n```\n" + rows + "```\n"
     )
     assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_the_tensor_parallel_size_is_set_against_its_own_command_s_visible_list() -> None:
+    other = (
+        "CUDA_VISIBLE_DEVICES=3 python bench.py\n"
+        "vllm serve my-model --tensor-parallel-size 2\n"
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in "
+        "the placement group.\n"
+    )
+    assert findings_of(other)[0].category != "visible_devices_mismatch"

@@ -95,16 +95,16 @@ def _device_list_index(doc: DocFacts | None, s: Scores) -> None:
 def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     """A visible-devices list shorter than the tensor-parallel size the command asks for: the
     engine needs one GPU per tensor-parallel rank and sees fewer (reference/cuda_devices.md §1)."""
-    entries = ctx.cvd_entries() if ctx.user_cvd() is not None else None
-    size = doc.parallel_size if doc else None
-    if entries and size and size > len(entries):
-        s.mapping_failure = True
-        s.add(
-            "visible_devices_mismatch",
-            3.0,
-            f"{ctx.visible_var()}={','.join(entries)[:40]} leaves {len(entries)} GPU(s) to a "
-            f"tensor-parallel size of {size} (reference/cuda_devices.md §1)",
-        )
+    if doc is None or doc.parallel_short is None:
+        return
+    visible, size = doc.parallel_short
+    s.mapping_failure = True
+    s.add(
+        "visible_devices_mismatch",
+        3.0,
+        f"CUDA_VISIBLE_DEVICES={visible[:40]} leaves fewer GPUs than the tensor-parallel size of "
+        f"{size} the same command asks for (reference/cuda_devices.md §1)",
+    )
 
 
 def _no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:

@@ -223,7 +223,8 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
-    parallel_size: int | None = None  # the largest tensor-parallel size a command asks for
+    # (visible GPUs, tensor-parallel size) of one pasted command that sets both, the size larger
+    parallel_short: tuple[str, int] | None = None
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
     container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
@@ -281,7 +282,6 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
-    facts.parallel_size = max(map(int, _PARALLEL_SIZE.findall(text)), default=0) or None
     facts.title_line = _title_line(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
@@ -523,11 +523,25 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
             facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
         for k, v in env_assignments(Segment("env", cmd, 0)).items():
             facts.env.setdefault(k, v)
-        for k, v in _env_prefix(cmd).items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
+        prefix = _env_prefix(cmd)
+        for k, v in prefix.items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
             facts.env.setdefault(k, v)
+        _parallel_short(prefix, cmd, facts)
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
+
+
+def _parallel_short(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
+    """One command whose CUDA_VISIBLE_DEVICES lists fewer GPUs than the tensor-parallel size it
+    asks for, on one node (``--nnodes`` / Ray's multi-node placement spread it; review 25)."""
+    visible = prefix.get("CUDA_VISIBLE_DEVICES")
+    sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
+    if visible is None or "$" in visible or not sizes or facts.parallel_short is not None:
+        return
+    entries = [e for e in visible.split(",") if e.strip()]
+    if max(sizes) > len(entries) and not re.search(r"--nnodes|--num-nodes|ray", cmd):
+        facts.parallel_short = (visible, max(sizes))
 
 
 def _prompt_of(line: str) -> str:
