@@ -241,3 +241,27 @@ def test_positional_and_backtick_parameters_in_a_visible_list_are_not_simulated(
     for value in ("$1", "`cat gpus.txt`", "$(cat gpus.txt)", "$@"):
         text = f"CUDA_VISIBLE_DEVICES={value} torchrun --nproc_per_node 4 train.py\n"
         assert _shell(tmp_path, text)[0] == [], value
+
+
+def test_elastic_launch_from_the_script_starts_workers_with_local_rank(tmp_path: Path) -> None:
+    # review 28: the script was one plain python process and RM903 KeyError
+    script = (
+        "import os, torch, torch.distributed as dist\n"
+        "from torch.distributed.launcher.api import LaunchConfig, elastic_launch\n"
+        "def trainer():\n    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+        "    dist.init_process_group('nccl')\n"
+        "if __name__ == '__main__':\n"
+        "    cfg = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node={n})\n"
+        "    elastic_launch(cfg, trainer)()\n"
+    )
+    for n, errors in ((4, []), (8, ["RM102"])):
+        (tmp_path / "train.py").write_text(script.format(n=n))
+        report = check_launch(
+            ["python", "train.py"],
+            machines=load_machine("workstation-4gpu"),
+            env={},
+            cwd=tmp_path,
+            files=LocalFiles(),
+        )
+        assert len(report.placements) == n
+        assert [f.code for f in report.ordered_findings() if f.severity.value == "error"] == errors

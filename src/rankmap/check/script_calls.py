@@ -131,8 +131,44 @@ class Calls(Guards):
         found = self._spawn_call()
         if found is not None:
             return (*found, False)
+        elastic = self._elastic_launch()
+        if elastic is not None:
+            return (*elastic, True)
         lightning = self._lightning_devices()
         return (*lightning, True) if lightning is not None else None
+
+    def _elastic_launch(self) -> tuple[str, Value] | None:
+        """``elastic_launch(LaunchConfig(nproc_per_node=N, ...), fn)``: torchrun's own agent run
+        from the script; its workers get LOCAL_RANK as under torchrun (review 28;
+        torch/distributed/launcher/api.py)."""
+        for mod, call in self._calls.get("elastic_launch", []):
+            if self.dead(mod, call):
+                continue
+            config = next((k.value for k in call.keywords if k.arg == "config"), None)
+            config = config if config is not None else (call.args[0] if call.args else None)
+            frame = Frame.at(mod, call)
+            count = self._config_nproc(config, mod, frame)
+            return mod.where(call), count
+        return None
+
+    def _config_nproc(self, config: ast.expr | None, mod: Module, frame: Frame) -> Value:
+        """``nproc_per_node=`` of the LaunchConfig(...) call ``config`` is (or names)."""
+        if isinstance(config, ast.Name):
+            for node in ast.walk(mod.tree):
+                if (
+                    isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == config.id for t in node.targets)
+                    and isinstance(node.value, ast.Call)
+                ):
+                    config = node.value
+                    break
+        if isinstance(config, ast.Call) and tail(config.func) == "LaunchConfig":
+            nproc = next((k.value for k in config.keywords if k.arg == "nproc_per_node"), None)
+            if nproc is not None:
+                return self.value(nproc, frame)
+        return Unknown(
+            f"{mod.where(config) if config is not None else '?'}: LaunchConfig not followed"
+        )
 
     def _lightning_devices(self) -> tuple[str, Value] | None:
         for cls in ("Trainer", "Fabric"):

@@ -131,6 +131,10 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ranks-duplicated": (
         "duplicat",
         *(f"{v} {w}" for v in SAME_RANK_VERBS for w in ("rank", "node", "the same")),
+        "node_rank",
+        "node-rank",
+        "machine_rank",
+        "machine-rank",
     ),
     "host-network": ("--hostname", "hostnetwork", "host network", "--net"),
     "boot-id": ("boot_id", "nccl_hostid", "hash"),
@@ -338,6 +342,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "mpi-singletons": ("separate", "rank 0 of", "size 1", "size of 1"),
     "tf-cluster-config": ("tf_config", "multiworkermirroredstrategy", "parameterserverstrategy"),
     "launch-command-blamed": ("launch", "start-up", "startup"),
+    "node-not-started": ("forgot", "forget", "never", "n't", "not ", "only on"),
     "master-addr": ("master_addr", "master_port", "init_method", "env://", "rdzv"),
     "spawn-independent": ("spawn", "torch.multiprocessing"),
     "no-kernel-image": (
@@ -427,7 +432,7 @@ NEGATABLE = frozenset(
         "visible-devices-any", "same-hostname", "host-network", "spawn-independent", "p2p-disable",
         "ray-named", "hostname-localhost", "one-gpu-per-proc", "all-on-gpu0", "ranks-duplicated",
         "scheduler-sets-cvd", "versions-incompatible", "launch-command-blamed",
-        "same-command-every-node",
+        "same-command-every-node", "node-not-started",
     }
 )  # fmt: skip
 SIGNALS: tuple[Signal, ...] = tuple(

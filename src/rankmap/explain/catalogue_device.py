@@ -231,8 +231,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:same|identical)|same /etc/hostname|hosts? ?(?:names? )?(?:with|that share|sharing) "
        r"(?:the )?same (?:host ?name )?prefix|(?:full|whole) host ?name instead of|"
        # "both nodes have hostname \"dgx\"", "all pods report the hostname localhost"
-       r"\b(?:both|all|two|every|each of the) (?:\w+ )?(?:nodes|machines|hosts|servers|pods|"
-       r"containers|vms)\b[^.\n]{0,20}\b(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
+       r"\b(?:both|all|two|every|each of the) (?:\w+ )?(?:(?:nodes|machines|hosts|servers|pods|"
+       r"containers|vms)\b[^.\n]{0,20}\b)?(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
        r"host ?name\b",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
@@ -255,7 +255,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"nodes?|workers?|machines?|slices?|replicas?|containers?|hosts?)\b[^.\n]{0,40}\b(?:"
        + "|".join(SAME_RANK_VERBS)
        + r") (?:the same )?(?:node[_ -]?)?rank(?:=| )?(?:0|zero)\b(?! (?:for|of|on|in) (?:their|its|"
-       r"each|the) (?:own )?local)",
+       r"each|the) (?:own )?local)"
+       # "--node_rank=0 on both machines", "both nodes started with --node_rank 0"
+       r"|(?:--)?(?:node|machine)[_-]rank[= :]+0\b[^.\n]{0,30}\b(?:on|for|in) (?:both|all|every|each)"
+       r"\b|\b(?:both|all|every|each) (?:of the )?(?:nodes|machines|hosts|servers)\b[^.\n]{0,30}"
+       r"(?:--)?(?:node|machine)[_-]rank[= :]+0\b",
        {"host_identity": 4, "launcher_config": 2},
        f"{LAUNCHERS} (Lightning, torchrun): a rank is node rank x processes + local rank; nodes "
        "given the same node rank (or process id) claim the same ranks", where=TEXT),
@@ -426,7 +430,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
-       r"processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) used|defaults? to cuda:0|"
+       r"processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) (?:used|busy|utili[sz]ed|working|active|loaded)|defaults? to cuda:0|"
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"

@@ -124,6 +124,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:is|was|are|were) (?:wrong|incorrect|broken|mis-?configured)\b",
        {"launcher_config": 2.5}, f"{LAUNCHERS} §1: the launcher's options decide the processes",
        where=PROSE),
+    # a node of the job that was never started: the rendezvous waits for it ("forgot to start the
+    # second node", "started only on node A, it waits forever"; review 27)
+    _s("node-not-started", r"\b(?:forg[oe]t(?:ting)?|never|didn't|did not|not) (?:to )?"
+       r"(?:start|launch|run)(?:ed)? (?:it |torchrun |the job |the command )?(?:on )?(?:the )?"
+       r"(?:second|other|2nd|remaining|second and third) (?:node|machine|host)s?\b|"
+       r"\b(?:started|launched|ran|run) (?:it )?only on (?:node\s?\w+|one (?:node|machine)|the "
+       r"(?:first|master|head) (?:node|machine))\b",
+       {"launcher_config": 3}, f"{LAUNCHERS} §1: the rendezvous waits for --nnodes nodes",
+       where=TEXT),
     _s("master-addr", r"MASTER_ADDR|MASTER_PORT|init_method|env://|rdzv", {"launcher_config": 1},
        f"{LAUNCHERS} §1"),
     _s("spawn-independent", r"mp\.spawn|multiprocessing\.spawn|torch\.multiprocessing",

@@ -27,6 +27,8 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _transport_and_tables(ctx, doc, s)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
+    if nproc is None and doc is not None and "multi-node" not in doc.hits:
+        nproc = doc.stated_procs  # "8 processes, 4 GPUs" told in prose, on one machine
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
         s.mapping_failure = True  # the stated launch cannot fit: a predicted failure
@@ -213,7 +215,9 @@ def _duplicate_across_hosts(
         return
     launch = ctx.launch
     nodes = max(launch.nnodes or 0 if launch else 0, doc.hosts_in_launch if doc else 0)
-    if launch and launch.nproc_per_node == 1 and nodes >= 2:
+    # a launch line that could not be simulated (no script named) still says its counts
+    per_node = (launch.nproc_per_node if launch else None) or (doc.stated_procs if doc else None)
+    if per_node == 1 and nodes >= 2:
         s.add(
             "host_identity",
             5.0,

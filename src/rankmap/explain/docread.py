@@ -209,6 +209,7 @@ class DocFacts:
     smi_gpus: int | None = None
     stated_gpus: int | None = None  # "2 GPUs" in the prose
     stated_gpus_at: str = ""  # where the prose says it (source:line: the sentence)
+    stated_procs: int | None = None  # "8 processes", "--nproc_per_node 4" in the prose
     configs: ConfigFacts = field(default_factory=ConfigFacts)  # accelerate, pod spec, hostfile
     frameworks: list[str] = field(default_factory=list)
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
@@ -253,6 +254,16 @@ class DocFacts:
     def in_prose(self, lineno: int) -> bool:
         """Whether line ``lineno`` (1-based) of the document is the reporter's prose."""
         return any(a <= lineno <= b for a, b in self.prose_spans)
+
+
+# The processes per node the prose states: "8 processes", "--nproc_per_node 4", "-np 16"
+# (review 27: "torchrun --nproc_per_node 4 on a machine with 2 GPUs" was not compared)
+_PROC_COUNT = re.compile(
+    r"(?:(?:--)?nproc[-_]per[-_]node|--num[-_]processes|--num[-_]gpus|(?<![\w-])-np?)[= ]\s*"
+    r"(?P<n>\d{1,3})\b|"
+    r"\b(?P<m>\d{1,3}) (?:processes|procs|proc+esses|ranks|workers)\b",
+    re.IGNORECASE,
+)
 
 
 def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
@@ -306,8 +317,11 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _smi(seg, source, facts)
         elif seg.kind == "config":
             _config(seg, facts)
-        elif seg.kind == "prose" and facts.stated_gpus is None:
-            _stated_gpus(seg, source, facts)
+        if seg.kind in ("prose", "shell") and facts.stated_gpus is None:
+            _stated_gpus(seg, source, facts)  # (a launch line may end in a sentence)
+        if seg.kind in ("prose", "shell") and facts.stated_procs is None:
+            m = _PROC_COUNT.search(seg.text)
+            facts.stated_procs = int(m.group("n") or m.group("m")) if m else None
     if facts.launch and facts.sbatch:
         facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
@@ -437,7 +451,12 @@ def _first_affirmed(sig: Signal, seg: Segment, lowered: str, exact: bool) -> re.
     pos = 0
     for _ in range(MAX_NEGATED + 1):
         m = _search(sig, seg.text, lowered, pos) if exact else sig.pattern.search(seg.text, pos)
-        if m is None or seg.kind not in ("prose", "shell") or not _unsaid(sig, seg.text, m):
+        if m is None:
+            return m
+        if seg.kind == "log":  # a sentence typed among log lines ("no MIG here. NCCL error: ...")
+            if not (sig.negatable and negated(seg.text, m.start(), m.end())):
+                return m
+        elif seg.kind not in ("prose", "shell") or not _unsaid(sig, seg.text, m):
             return m
         pos = max(m.end(), m.start() + 1)
     return None

@@ -46,7 +46,11 @@ _NCCL = re.compile(
     re.IGNORECASE,
 )
 # PyTorch as collect_env and pip list give it: each wheel pins its own NCCL wheel
-_TORCH = re.compile(r"PyTorch version:\s*(\d+\.\d+\.\d+)|\btorch\s*==\s*(\d+\.\d+\.\d+)", re.I)
+_TORCH = re.compile(
+    r"PyTorch version:\s*(\d+\.\d+\.\d+)|\btorch\s*==\s*(\d+\.\d+\.\d+)|"
+    r"\b(?:py)?torch\s+v?(\d+\.\d+\.\d+)\b",  # "node1 has torch 2.0.1" (review 27)
+    re.I,
+)
 
 
 @dataclass

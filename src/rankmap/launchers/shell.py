@@ -163,7 +163,7 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
         )
         # a command's output (`cmd`, $(cmd)) is known when the script runs only: one word that
         # stays a parameter (check does not simulate what it sets; review 25)
-        line = _COMMAND_OUTPUT.sub("$__command_output__", line)
+        line = _COMMAND_OUTPUT.sub("$(…)", line)
         if line.lstrip().startswith("#"):
             continue
         try:

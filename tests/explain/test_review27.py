@@ -1,0 +1,61 @@
+"""Review 27 (a black-box review of terse reports, 70 written by a helper): the shapes it
+found, restated here."""
+
+from __future__ import annotations
+
+import pytest
+from paste_findings import findings_of
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torchrun --nproc_per_node 4 on a machine with 2 GPUs, ranks 2 and 3 crash\n",
+        "nproc-per-node=8 but only 4 gpus\n",
+        "8 processes, 4 GPUs\n",
+    ],
+)
+def test_process_and_gpu_counts_told_in_words_are_compared(text: str) -> None:
+    assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_counts_that_fit_are_no_oversubscription() -> None:
+    assert findings_of("4 processes, 4 GPUs, it hangs at the first allreduce\n")[0].category != (
+        "oversubscribed"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ran torchrun --nnodes=2 --node_rank=0 on both machines, it hangs\n",
+        "both nodes started with --node_rank 0, hangs at rendezvous\n",
+        "both have hostname ubuntu. Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n",
+        "torchrun --nnodes 2 --nproc_per_node 1\n"
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n",
+    ],
+)
+def test_machines_taken_for_one_in_terse_words(text: str) -> None:
+    assert findings_of(text)[0].category == "host_identity"
+
+
+def test_a_node_never_started_is_the_launch() -> None:
+    for text in (
+        "I forgot to start the second node, torchrun --nnodes 2 waits forever\n",
+        "torchrun --nnodes=2 --nproc_per_node=8 train.py\nstarted only on node A, it waits forever\n",
+    ):
+        assert findings_of(text)[0].category == "launcher_config", text
+
+
+def test_a_negation_typed_among_log_lines_is_read() -> None:
+    first = findings_of("no MIG here. NCCL error: unhandled cuda error\n")[0]
+    assert first.category != "mig"
+
+
+def test_only_gpu_0_busy_is_the_pile_up() -> None:
+    assert findings_of("only GPU 0 is busy, others 0% util\n")[0].category == "no_set_device"
+
+
+def test_torch_versions_of_two_nodes_told_in_words_conflict() -> None:
+    text = "node1 has torch 2.0.1, node2 has torch 2.1.2, DDP fails on broadcast\n"
+    assert findings_of(text)[0].category == "version_mismatch"
