@@ -59,3 +59,20 @@ def test_only_gpu_0_busy_is_the_pile_up() -> None:
 def test_torch_versions_of_two_nodes_told_in_words_conflict() -> None:
     text = "node1 has torch 2.0.1, node2 has torch 2.1.2, DDP fails on broadcast\n"
     assert findings_of(text)[0].category == "version_mismatch"
+
+
+def test_a_store_that_timed_out_waiting_for_clients_names_the_launch_not_a_port() -> None:
+    # review 29: "choose a free --master-port" for a node that was never started
+    text = (
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
+        "1/2 clients joined.\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category) == ("RM906", "launcher_config")
+    assert "2 processes and 1 joined" in first.title and "master-port" not in first.fix
+    port = (
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address. port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address "
+        "already in use\n"
+    )
+    assert "--master-port" in findings_of(port)[0].fix

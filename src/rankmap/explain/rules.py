@@ -181,6 +181,41 @@ def _dup_rank(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
+# torch's store waiting for the world: "Timed out after 901 seconds waiting for clients. 1/2
+# clients joined." (torch/csrc/distributed/c10d/TCPStore.cpp) — the processes never all started
+_JOINED = re.compile(r"waiting for clients\.?\s*(?P<joined>\d+)/(?P<world>\d+) clients joined")
+
+
+def _store(ev: Evidence, ctx: Context) -> list[Finding]:
+    """RM906; a store that timed out waiting for clients names how many joined, and the fix is
+    the launch (every node started, the same --nnodes / world size everywhere), not a port
+    (review 29: "choose a free --master-port" for a node that was never started)."""
+    evs = ev.of("store_error")
+    if not evs:
+        return []
+    joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
+    if joined is None:
+        return _simple(
+            "RM906", "The rendezvous store could not be reached or bound", ("store_error",)
+        )(ev, ctx)
+    got, want = joined.group("joined"), joined.group("world")
+    return [
+        finding(
+            "RM906",
+            f"The rendezvous waited for {want} processes and {got} joined",
+            detail="The store timed out waiting for the rest of the world: a node (or its "
+            "processes) was never started, the nodes were told different node counts or world "
+            "sizes, or they cannot reach MASTER_ADDR:MASTER_PORT. What would decide: the launch "
+            "command on every node (--nnodes, --nproc-per-node, the same --master-addr) and "
+            "whether each node's launcher started.",
+            evidence=[quote(e) for e in evs[:3]],
+            fix=f"Start every node of the job with the same --nnodes / world size ({want} "
+            "processes in all), or lower it to what runs; then check every node reaches "
+            "MASTER_ADDR:MASTER_PORT.",
+        )
+    ]
+
+
 def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
     evs = ev.of("no_interface")
     if not evs:
@@ -298,7 +333,7 @@ RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     _lightning,
     _ifname,
     _oom,  # before store/socket errors: peers of a rank that died of OOM lose their connections
-    _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",)),
+    _store,
     _socket,
     _nvml_nf,
     _cuda_failure,
