@@ -76,3 +76,12 @@ def test_a_store_that_timed_out_waiting_for_clients_names_the_launch_not_a_port(
         "already in use\n"
     )
     assert "--master-port" in findings_of(port)[0].fix
+
+
+def test_a_total_process_count_of_several_hosts_or_nccl_tests_is_no_per_node_count() -> None:
+    # mpirun's -np counts every host's processes; an nccl-tests process drives -g GPUs
+    for text in (
+        "mpirun -np 16 -H a:8,b:8 python train.py\neach node has 8 GPUs, training runs fine\n",
+        "mpirun -np 2 ./build/all_reduce_perf -b 8 -e 1G -g 4\n4 GPUs per node, results look ok\n",
+    ):
+        assert findings_of(text)[0].category != "oversubscribed", text

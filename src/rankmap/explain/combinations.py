@@ -27,7 +27,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _transport_and_tables(ctx, doc, s)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    if nproc is None and doc is not None and "multi-node" not in doc.hits:
+    if nproc is None and doc is not None and _one_machine_told(doc):
         nproc = doc.stated_procs  # "8 processes, 4 GPUs" told in prose, on one machine
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
@@ -140,6 +140,17 @@ def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
             "are separate jobs of one process each (reference/launchers.md §6)",
             _quote(doc, "world-of-one"),
         )
+
+
+def _one_machine_told(doc: DocFacts) -> bool:
+    """A count of processes the text states is per machine only where it names one machine: an
+    mpirun -np or a world of ranks spans every host, and an nccl-tests process drives its -g
+    GPUs (https://github.com/NVIDIA/nccl-tests#usage)."""
+    return (
+        "multi-node" not in doc.hits
+        and doc.hosts_in_launch <= 1
+        and "nccl-tests" not in doc.frameworks
+    )
 
 
 def _launch_cannot_fit(ctx: Context, s: Scores, gpus: int | None) -> None:
