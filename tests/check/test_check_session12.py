@@ -265,3 +265,22 @@ def test_elastic_launch_from_the_script_starts_workers_with_local_rank(tmp_path:
         )
         assert len(report.placements) == n
         assert [f.code for f in report.ordered_findings() if f.severity.value == "error"] == errors
+
+
+def test_apptainer_singularity_and_enroot_run_the_launcher_after_the_image(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(DDP)
+    launch = ["torchrun", "--nproc-per-node", "8", "train.py"]
+    for wrapper in (
+        ["apptainer", "exec", "--nv", "--bind", "/scratch", "img.sif"],
+        ["singularity", "run", "--nv", "img.sif"],
+        ["enroot", "start", "--rw", "--mount", "/data:/data", "pytorch"],
+    ):
+        report = check_launch(
+            [*wrapper, *launch],
+            machines=load_machine("workstation-4gpu"),
+            env={},
+            cwd=tmp_path,
+            files=LocalFiles(),
+        )
+        errors = [f.code for f in report.ordered_findings() if f.severity.value == "error"]
+        assert errors == ["RM102"], wrapper  # 8 processes, 4 GPUs: read through the wrapper

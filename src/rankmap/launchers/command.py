@@ -136,6 +136,22 @@ WRAPPERS: dict[tuple[str, ...], Wrapper] = {
     ("podman", "exec"): _w(
         "podman exec", 2, "-e --env --env-file -u --user -w --workdir", positionals=1
     ),
+    # Apptainer / Singularity run the command after the image (`apptainer exec --help`,
+    # Apptainer 1.3; --nv / --rocm bind the host's GPUs and keep its CUDA_VISIBLE_DEVICES), and
+    # enroot after the container's name (`enroot start --help`, enroot 3.4; review 28)
+    **{
+        (tool, verb): _w(
+            f"{tool} {verb}",
+            2,
+            "-B --bind --mount --env --env-file --pwd -H --home --overlay -o --network "
+            "--network-args --security -W --workdir --apply-cgroups --hostname --fusemount "
+            "--scratch -S --app",
+            positionals=1,
+        )
+        for tool in ("apptainer", "singularity")
+        for verb in ("exec", "run")
+    },
+    ("enroot", "start"): _w("enroot start", 2, "-e --env -m --mount -c --conf", positionals=1),
 }
 
 
