@@ -85,3 +85,25 @@ def test_a_total_process_count_of_several_hosts_or_nccl_tests_is_no_per_node_cou
         "mpirun -np 2 ./build/all_reduce_perf -b 8 -e 1G -g 4\n4 GPUs per node, results look ok\n",
     ):
         assert findings_of(text)[0].category != "oversubscribed", text
+
+
+def _init(host: str, rank: int, comm: str) -> str:
+    bus = f"{(rank % 8) * 8 + 7:x}000"
+    return (
+        f"{host}:1500:1500 [{rank % 8}] NCCL INFO comm 0x5{rank} rank {rank} nranks 16 cudaDev "
+        f"{rank % 8} nvmlDev {rank % 8} busId {bus} commId {comm} - Init COMPLETE\n"
+    )
+
+
+def test_one_rank_initialised_on_two_hosts_is_a_rank_claimed_twice() -> None:
+    # review 29: the second host's ranks vanished from the map
+    text = "".join(
+        _init(h, r, "0x7c1e4a0b9d2f3e61") for h in ("dgx-01", "dgx-02") for r in range(8)
+    )
+    first = findings_of(text)[0]
+    assert first.code == "RM905" and set(first.hosts) == {"dgx-01", "dgx-02"}
+    # without a commId (NCCL < 2.16) two hosts' groups of one size are two communicators
+    old = text.replace(" commId 0x7c1e4a0b9d2f3e61", "")
+    assert "RM905" not in [f.code for f in findings_of(old)]
+    healthy = "".join(_init("dgx-01" if r < 8 else "dgx-02", r, "0x1") for r in range(16))
+    assert "RM905" not in [f.code for f in findings_of(healthy)]

@@ -84,7 +84,24 @@ _RM905_DETAIL = (
 
 
 def claimed_twice(ev: Evidence) -> list[Finding]:
-    """RM905 from a framework's own rank lines, where NCCL's bootstrap said nothing."""
+    """RM905 from NCCL's Init lines of one rank on two hosts, or a framework's own rank lines,
+    where NCCL's bootstrap said nothing."""
+    nccl = ev.rankmap.claimed_twice
+    if nccl:
+        hosts = sorted({h for a, b in nccl for h in (a.host, b.host) if h})
+        return [
+            finding(
+                "RM905",
+                "Two processes claim the same global rank",
+                ranks=sorted({a.rank for a, _ in nccl}),
+                hosts=hosts,
+                detail=_RM905_DETAIL.format(
+                    how=f"NCCL initialised the same ranks of one communicator on "
+                    f"{' and '.join(hosts[:3])}"
+                ),
+                evidence=[e for a, b in nccl[:2] for e in (a.evidence, b.evidence)][:4],
+            )
+        ]
     twice, agents, overfull = _announced_twice(ev), _agents_twice(ev), _barrier_overfull(ev)
     if twice:
         how = (

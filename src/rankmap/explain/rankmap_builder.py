@@ -38,6 +38,15 @@ class RankRecord:
     evidence: str
 
 
+MAX_CLAIMS = 64  # ranks initialised twice kept (the count of evidence, not of the problem)
+
+
+def _by_id(rec: RankRecord) -> bool:
+    """The record's communicator is named by NCCL's commId: two hosts' groups of one size
+    (before NCCL 2.16, "nranks=8" per node) are different communicators."""
+    return not rec.comm.startswith(("nranks=", "split color", "nccl-tests"))
+
+
 @dataclass(frozen=True)
 class Collision:
     """Several ranks of one communicator on one bus id of one NCCL host."""
@@ -55,6 +64,8 @@ class RankMap:
 
     records: dict[tuple[str, int], RankRecord] = field(default_factory=dict)
     dropped: int = 0
+    # one rank of one communicator initialised on two hosts: (the first, the other) record
+    claimed_twice: list[tuple[RankRecord, RankRecord]] = field(default_factory=list)
 
     def add(self, ev: Event) -> None:
         """Record an ``init`` or ``tests_device`` event."""
@@ -66,6 +77,12 @@ class RankMap:
             return
         key = (rec.comm, rec.rank)
         old = self.records.get(key)
+        if old is not None and old.host and rec.host and old.host != rec.host and _by_id(rec):
+            # two machines both initialised this rank: their node ranks collide (review 29:
+            # the second host vanished from the map)
+            if len(self.claimed_twice) < MAX_CLAIMS:
+                self.claimed_twice.append((old, rec))
+            return
         # COMPLETE lines repeat START; keep the first, fill missing fields.
         if old is None or (old.nvml_index is None and rec.nvml_index is not None):
             self.records[key] = rec
