@@ -107,3 +107,17 @@ def test_one_rank_initialised_on_two_hosts_is_a_rank_claimed_twice() -> None:
     assert "RM905" not in [f.code for f in findings_of(old)]
     healthy = "".join(_init("dgx-01" if r < 8 else "dgx-02", r, "0x1") for r in range(16))
     assert "RM905" not in [f.code for f in findings_of(healthy)]
+
+
+def test_one_host_name_bootstrapping_from_two_addresses_is_two_machines() -> None:
+    text = (
+        "trainer:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        "trainer:200:200 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+        "trainer:100:100 [0] NCCL WARN Cuda failure 'invalid argument'\n"
+    )
+    found = findings_of(text)
+    assert ("RM801", "host_identity", "warning") in [
+        (f.code, f.category, f.severity.value) for f in found
+    ]
+    one = text.replace("10.0.0.2", "10.0.0.1")
+    assert "RM801" not in [f.code for f in findings_of(one)]

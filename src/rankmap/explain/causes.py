@@ -165,7 +165,7 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     named = {r for e in ev.of("duplicate_gpu") for r in e.ranks}
     if gpus is not None and len(named) > gpus and not spread:
         cands["oversub"].add(5, f"{len(named)} ranks share a host that has {gpus} GPU(s)")
-    for split in (_split_hosts(ev), _one_name_two_addresses(ev), _launch_nodes_apart(ctx, ev)):
+    for split in (_split_hosts(ev), one_name_two_addresses(ev), _launch_nodes_apart(ctx, ev)):
         if split:
             cands["RM801"].add(5, split)
     _skipped_peers(ctx, ev, cands)
@@ -280,7 +280,7 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
         return
 
 
-def _one_name_two_addresses(ev: Evidence) -> str | None:
+def one_name_two_addresses(ev: Evidence) -> str | None:
     """One host name whose processes bootstrap from different addresses: two machines (or
     containers) behind one name (reference/nccl.md (b))."""
     addresses: dict[str, set[str]] = {}

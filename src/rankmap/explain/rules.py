@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from rankmap.explain.causes import one_name_two_addresses
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.findings_map import oom_findings, quote
@@ -216,6 +217,31 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
+def _one_name(ev: Evidence, ctx: Context) -> list[Finding]:
+    """Processes of one host name that bootstrap from several addresses, where no shared GPU
+    shows it already: machines (or containers) that NCCL takes for one host (reference/nccl.md
+    (b); review 29: only a duplicate GPU named them)."""
+    if ev.has("duplicate_gpu", "multi_rank_gpu"):
+        return []
+    why = one_name_two_addresses(ev)
+    if why is None:
+        return []
+    evs = ev.of("bootstrap_ip")
+    return [
+        finding(
+            "RM801",
+            f"Different machines share one host name: {why.split(':')[0]}",
+            detail=f"{why}. NCCL's host identity is the host name and boot_id (NCCL_HOSTID if "
+            "set): their ranks are taken for one machine's, so NCCL uses shared memory or P2P "
+            "between them and counts their GPUs as one host's. What would decide: `hostname; "
+            "cat /proc/sys/kernel/random/boot_id` on every node.",
+            hosts=sorted({e.host for e in evs if e.host}),
+            evidence=[quote(e) for e in evs[:3]],
+            severity="warning",
+        )
+    ]
+
+
 def _ifname(ev: Evidence, ctx: Context) -> list[Finding]:
     evs = ev.of("no_interface")
     if not evs:
@@ -331,6 +357,7 @@ RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     ),
     _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
     _lightning,
+    _one_name,
     _ifname,
     _oom,  # before store/socket errors: peers of a rank that died of OOM lose their connections
     _store,
