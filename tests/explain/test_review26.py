@@ -55,3 +55,23 @@ def test_a_gpu_list_indexed_by_the_task_index_and_an_index_error_is_the_global_i
     assert "tf.config.set_visible_devices" in first.fix
     local = text.replace("gpus[task_index]", "gpus[local_rank]")
     assert findings_of(local)[0].category != "global_rank_as_device"
+
+
+def test_framework_messages_of_separate_or_merged_nodes() -> None:
+    vllm = (
+        "RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids "
+        "['3f1e', 'c07b'] and 1 unique IP addresses {'172.17.0.2'}.\n"
+    )
+    assert findings_of(vllm)[0].category == "host_identity"
+    tf = (
+        "Same script on node-a and node-b, TF_CONFIG not set\n"
+        "INFO:tensorflow:Single-worker MultiWorkerMirroredStrategy with local_devices = "
+        "('/device:GPU:0', '/device:GPU:1')\n"
+    )
+    assert findings_of(tf)[0].category == "launcher_config"
+    ds = (
+        "python train.py --deepspeed ds.json   (run on node1 and node2)\n"
+        "[INFO] [comm.py:652:init_distributed] Not using the DeepSpeed or dist launchers, "
+        "attempting to detect MPI environment...\nworld_size=1 on both nodes\n"
+    )
+    assert findings_of(ds)[0].category == "launcher_config"

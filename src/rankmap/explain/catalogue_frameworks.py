@@ -50,6 +50,12 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        {"visible_devices_mismatch": 4},
        f"{_XLA}/xla/tsl/framework/device_id_utils.cc: the same GPU listed twice",
        failure=True, framework="tensorflow"),
+    # MultiWorkerMirroredStrategy without a TF_CONFIG that lists the workers runs as one worker
+    # on each machine: separate jobs (https://www.tensorflow.org/guide/distributed_training,
+    # "TF_CONFIG"); a launch of its own on every node (review 26)
+    _s("tf-single-worker", r"Single-worker MultiWorkerMirroredStrategy", {"launcher_config": 3},
+       "tensorflow/python/distribute/collective_all_reduce_strategy.py: no cluster in TF_CONFIG",
+       framework="tensorflow"),
     _s("tf-visible-after-init", r"(?:Visible|Virtual|Physical) devices cannot be modified after "
        r"being initiali[sz]ed",
        {"visible_devices_mismatch": 4},
@@ -134,6 +140,12 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_VLLM}/vllm/v1/executor/ray_utils.py: tensor x pipeline parallel size above the GPUs Ray "
        "has (a pod's nvidia.com/gpu limit, a local Ray instance instead of the cluster)",
        failure=True, framework="vllm"),
+    # nodes registered under one address (containers on a bridge network each 172.17.0.2, a
+    # VLLM_HOST_IP copied to every node): the machines are taken for one (review 26)
+    _s("vllm-unique-ip", r"Every node should have a unique IP address",
+       {"host_identity": 5, "container_mapping": 1},
+       f"{_VLLM}/vllm/executor/ray_utils.py: the Ray nodes of a vLLM cluster must have distinct "
+       "IP addresses (VLLM_HOST_IP)", failure=True, framework="vllm"),
     _s("vllm-driver-no-gpu", r"Ray does not allocate any GPUs on the driver node",
        {"host_identity": 3, "launcher_config": 2},
        f"{_VLLM}/vllm/v1/executor/ray_distributed_executor.py: no worker of the placement group "
@@ -186,6 +198,11 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 4},
        f"{_DEEPSPEED}/deepspeed/launcher/runner.py, multinode_runner.py: launcher options that "
        "cannot go together", failure=True, framework="deepspeed"),
+    # deepspeed.init_distributed() found no launcher's variables: the script runs as its own world
+    # (`python train.py` on each node), unless an MPI launcher set them (review 26)
+    _s("ds-no-launcher", r"Not using the DeepSpeed or dist launchers", {"launcher_config": 3},
+       f"{_DEEPSPEED}/deepspeed/comm/comm.py (init_distributed): no RANK/LOCAL_RANK in the "
+       "environment", framework="deepspeed"),
     _s("ds-no-gpu", r"Unable to proceed, no GPU resources available",
        {"visible_devices_mismatch": 2.5, "container_mapping": 2, "version_mismatch": 1},
        f"{_DEEPSPEED}/deepspeed/launcher/runner.py: the runner detects no GPU on the node",
@@ -308,6 +325,9 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "vllm-node-no-gpu": ("current node has no gpu",),
     "vllm-gpus-exceed-pg": ("number of required gpus exceeds",),
     "vllm-driver-no-gpu": ("does not allocate any gpus",),
+    "vllm-unique-ip": ("unique ip address",),
+    "tf-single-worker": ("single-worker multiworkermirroredstrategy",),
+    "ds-no-launcher": ("not using the deepspeed or dist launchers",),
     "vllm-world-size-gpus": ("is larger than the number of available gpus",),
     "vllm-heads-tp": ("must be divisible by tensor parallel size",),
     "vllm-memory-profiling": ("error in memory profiling",),
