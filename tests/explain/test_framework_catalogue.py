@@ -34,6 +34,12 @@ EXAMPLES = {
     "binaries compatible with compute capability 10.0.",
     "vllm-heads-tp": "ValueError: Total number of attention heads (40) must be divisible by "
     "tensor parallel size (6).",
+    "vllm-unique-ip": "RuntimeError: Every node should have a unique IP address. Got 2 nodes with "
+    "node ids ['a1', 'b2'] and 1 unique IP addresses {'172.17.0.3'}.",
+    "tf-single-worker": "INFO:tensorflow:Single-worker MultiWorkerMirroredStrategy with "
+    "local_devices = ('/device:GPU:0',), communication = CommunicationImplementation.AUTO",
+    "ds-no-launcher": "[INFO] [comm.py:652:init_distributed] Not using the DeepSpeed or dist "
+    "launchers, attempting to detect MPI environment...",
     "slurm-ntasks-ignored": "srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't "
     "match the requested tasks 6 with the number of requested nodes 2.",
     "lightning-duplicate-ids": "MisconfigurationException: Device ID's (GPU) must be unique.",

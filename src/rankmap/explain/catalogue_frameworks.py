@@ -54,7 +54,8 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
     # on each machine: separate jobs (https://www.tensorflow.org/guide/distributed_training,
     # "TF_CONFIG"); a launch of its own on every node (review 26)
     _s("tf-single-worker", r"Single-worker MultiWorkerMirroredStrategy", {"launcher_config": 3},
-       "tensorflow/python/distribute/collective_all_reduce_strategy.py: no cluster in TF_CONFIG",
+       "https://www.tensorflow.org/guide/distributed_training (TF_CONFIG; tensorflow/python/"
+       "distribute/collective_all_reduce_strategy.py): no cluster in TF_CONFIG",
        framework="tensorflow"),
     _s("tf-visible-after-init", r"(?:Visible|Virtual|Physical) devices cannot be modified after "
        r"being initiali[sz]ed",
