@@ -284,3 +284,17 @@ def test_apptainer_singularity_and_enroot_run_the_launcher_after_the_image(tmp_p
         )
         errors = [f.code for f in report.ordered_findings() if f.severity.value == "error"]
         assert errors == ["RM102"], wrapper  # 8 processes, 4 GPUs: read through the wrapper
+
+
+def test_rm030_quotes_what_it_could_not_follow_once(tmp_path: Path) -> None:
+    script = "import torch\nfrom mylab import pick\ntorch.cuda.set_device(pick())\n"
+    (tmp_path / "train.py").write_text(script)
+    report = check_launch(
+        ["torchrun", "--nproc-per-node", "2", "train.py"],
+        machines=load_machine("workstation-4gpu"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    rm030 = next(f for f in report.ordered_findings() if f.code == "RM030")
+    assert rm030.evidence and not any(e in rm030.detail for e in rm030.evidence)

@@ -105,3 +105,11 @@ def test_the_tensor_parallel_size_is_set_against_its_own_command_s_visible_list(
         "the placement group.\n"
     )
     assert findings_of(other)[0].category != "visible_devices_mismatch"
+
+
+def test_set_device_missing_told_as_what_was_fixed_is_no_evidence() -> None:
+    text = (
+        "Before, without set_device every rank used GPU 0, so I added it. Now: NCCL WARN "
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000\n"
+    )
+    assert "set-device-missing" not in findings_of(text)[0].detail

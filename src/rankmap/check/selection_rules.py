@@ -260,5 +260,9 @@ def _not_followed(sel: DeviceSelection, unsimulated: list[int]) -> Finding:
     else:
         title = f"{where}: part of the device selection could not be followed"
     return finding(
-        "RM030", title, detail="; ".join(sel.unresolved[:6]), evidence=sel.unresolved[:6]
+        "RM030",
+        title,
+        # the lines are quoted once, as evidence (review 28: the detail repeated them)
+        detail="What the analysis could not follow is quoted below.",
+        evidence=sel.unresolved[:6],
     )

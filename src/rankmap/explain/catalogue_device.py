@@ -474,7 +474,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # torch.cuda.set_device()", "we never call set_device")
     _s("set-device-missing", r"\b(?:forg[oe]t(?:ting)?|missing|without|never|didn't|did not|"
        r"doesn't|does not|don't|do not|no|lack of|absence of) (?:to )?(?:call(?:ing)? |use |using "
-       r"|a |any )?(?:torch\.cuda\.)?set_device\b",
+       r"|a |any )?(?:torch\.cuda\.)?set_device\b"
+       # "without set_device it failed, so I added it": told as what was fixed (review 25)
+       r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
        {"no_set_device": 3.5}, f"{PT} §1: without set_device every rank works on cuda:0",
        where=TEXT),
     _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
