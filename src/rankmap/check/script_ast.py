@@ -42,6 +42,18 @@ class Frame:
         return cls(mod, mod.scope_of.get(id(stmt_of(mod, node)), mod.tree), node)
 
 
+def is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``: the test every script run as a program passes."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
 def dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import ast
 
-from rankmap.check.script_ast import stmt_of, tail
+from rankmap.check.script_ast import is_main_test, stmt_of, tail
 from rankmap.check.script_flow import Flow
-from rankmap.check.script_program import Module, Program, enclosing_ifs, except_handler
-from rankmap.check.script_sinks import frame_at
+from rankmap.check.script_program import Module, Program, except_handler
+from rankmap.check.script_sinks import undecided_ifs
 
 
 def runs_whenever_reached(
@@ -72,13 +72,8 @@ def _inside(mod: Module, node: ast.AST, scope: object) -> bool:
 
 
 def _unconditional(mod: Module, node: ast.AST, flow: Flow) -> bool:
-    if except_handler(mod, node) is not None:
+    if except_handler(mod, node) is not None or undecided_ifs(mod, node, flow):
         return False
-    for test_if, in_body in enclosing_ifs(mod, node):
-        if _is_main_test(test_if.test):
-            continue
-        if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
-            return False
     return not _early_exit_before(mod, node)
 
 
@@ -98,7 +93,7 @@ def _early_exit_before(mod: Module, node: ast.AST) -> bool:
 
 
 def _exits_early(stmt: ast.stmt) -> bool:
-    if not isinstance(stmt, ast.If) or _is_main_test(stmt.test):
+    if not isinstance(stmt, ast.If) or is_main_test(stmt.test):
         return False
     return any(_leaves(n) for n in ast.walk(stmt))
 
@@ -107,17 +102,6 @@ def _leaves(node: ast.AST) -> bool:
     if isinstance(node, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
         return True
     return isinstance(node, ast.Call) and tail(node.func) in ("exit", "_exit", "quit")
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
 
 
 def block_holding(mod: Module, stmt: ast.AST) -> list[ast.stmt] | None:

@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from rankmap.check import script_models as models
+from rankmap.check.script_ast import is_main_test
 from rankmap.check.script_flow import Flow, Frame, dotted, model_rank, tail
 from rankmap.check.script_program import Module, Program, enclosing_ifs
 from rankmap.check.script_values import (
@@ -182,7 +183,7 @@ def _cvd_write(node: ast.Assign, mod: Module, flow: Flow) -> list[Sink]:
 
 def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
     found = _call_sinks_of(node, mod, flow, imported)
-    spans = _undecided_ifs(mod, node, flow)
+    spans = undecided_ifs(mod, node, flow)
     if found and spans:
         # ``if "LOCAL_RANK" in os.environ: set_device(...)``, ``if local_rank != -1: ...``: the
         # call runs only where its test holds; a variable read inside that branch that is
@@ -194,12 +195,12 @@ def _call_sinks(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str
     return found
 
 
-def _undecided_ifs(mod: Module, node: ast.AST, flow: Flow) -> list[tuple[int, int]]:
+def undecided_ifs(mod: Module, node: ast.AST, flow: Flow) -> list[tuple[int, int]]:
     """The line spans of the enclosing ``if`` statements (the ``__main__`` test aside) whose
     test the analysis cannot decide."""
     spans = []
     for test_if, in_body in enclosing_ifs(mod, node):
-        if _main_test(test_if.test):
+        if is_main_test(test_if.test):
             continue
         if flow.decide(test_if.test, frame_at(mod, test_if)) is not in_body:
             spans.append((test_if.lineno, getattr(test_if, "end_lineno", None) or test_if.lineno))
@@ -221,14 +222,6 @@ def _read_inside(v: Value, path: str, spans: list[tuple[int, int]]) -> Value:
     if outside and not (v.env_default is not None and v.env_default < 0):
         return v
     return conditional(v)
-
-
-def _main_test(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-    )
 
 
 def _call_sinks_of(node: ast.Call, mod: Module, flow: Flow, imported: frozenset[str]) -> list[Sink]:
