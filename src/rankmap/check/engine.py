@@ -257,15 +257,6 @@ def read_selection(
 _SHELL_PARAMETER = re.compile(r"\$(?:\{|[A-Za-z_(0-9@*#?!])|`")  # $X ${X} $(..) $1 $@ `..`
 
 
-def _unexpanded(proc: Proc, base: Mapping[str, str]) -> str | None:
-    """``NAME=value`` of a visibility variable whose value still holds a shell parameter."""
-    for k in _VIS_KEYS:
-        v = proc.env.get(k, base.get(k))
-        if v is not None and _SHELL_PARAMETER.search(v):
-            return f"{k}={v}"
-    return None
-
-
 def evaluate(
     plan: LaunchPlan, selection: DeviceSelection, env: Mapping[str, str]
 ) -> list[RankOutcome]:
@@ -277,33 +268,23 @@ def evaluate(
     for proc in plan.procs:
         base = envs[proc.node]
         host = hosts[proc.node]
-        # Cloned nodes share one GPU tuple: one resolution serves them all.
-        key = (
-            id(host.gpus),
-            host.view,
-            host.cuda_fastest_first,
-            *(proc.env.get(k, base.get(k)) for k in _VIS_KEYS),
-        )
-        view = cache.get(key)
-        if view is None:
-            merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
-            view = resolve_visible(host, merged)
-            cache[key] = view
-        unknown = _unexpanded(proc, base)
-        if unknown is not None:
+        merged = {k: v for k in _VIS_KEYS if (v := proc.env.get(k, base.get(k))) is not None}
+        unknown = {k: v for k, v in merged.items() if _SHELL_PARAMETER.search(v)}
+        if unknown:
             # a list the script computes where rankmap cannot (``$gpus`` set in an if, a bash
             # array): what the process sees is unknown, not an empty list (review 24)
-            why = f"{unknown} {COMPUTED_BY_SCRIPT}"
-            known = {
-                k: v
-                for k in _VIS_KEYS
-                if (v := proc.env.get(k, base.get(k))) is not None
-                and not _SHELL_PARAMETER.search(v)
-            }
+            known = {k: v for k, v in merged.items() if k not in unknown}
+            why = "{}={} {}".format(*next(iter(unknown.items())), COMPUTED_BY_SCRIPT)
             out.append(
                 RankOutcome(proc, host, resolve_visible(host, known), None, None, why, False)
             )
             continue
+        # Cloned nodes share one GPU tuple: one resolution serves them all.
+        key = (id(host.gpus), host.view, host.cuda_fastest_first, *map(merged.get, _VIS_KEYS))
+        view = cache.get(key)
+        if view is None:
+            view = resolve_visible(host, merged)
+            cache[key] = view
         if (
             selection.kind == "visible_devices"
             or branch_kind(selection, proc, base) == "visible_devices"

@@ -153,15 +153,13 @@ class Calls(Guards):
 
     def _config_nproc(self, config: ast.expr | None, mod: Module, frame: Frame) -> Value:
         """``nproc_per_node=`` of the LaunchConfig(...) call ``config`` is (or names)."""
-        if isinstance(config, ast.Name):
-            for node in ast.walk(mod.tree):
-                if (
-                    isinstance(node, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == config.id for t in node.targets)
-                    and isinstance(node.value, ast.Call)
-                ):
-                    config = node.value
-                    break
+        if isinstance(
+            config, ast.Name
+        ):  # cfg = LaunchConfig(...) in the call's scope or the module's
+            bound = mod.names.get((id(frame.scope), config.id)) or mod.names.get(
+                (id(mod.tree), config.id)
+            )
+            config = next((b.value for b in bound or [] if isinstance(b.value, ast.Call)), config)
         if isinstance(config, ast.Call) and tail(config.func) == "LaunchConfig":
             nproc = next((k.value for k in config.keywords if k.arg == "nproc_per_node"), None)
             if nproc is not None:
