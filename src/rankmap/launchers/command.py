@@ -252,6 +252,25 @@ def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
     )
 
 
+def env_words(argv: Sequence[str], launched: Sequence[str]) -> tuple[str, ...]:
+    """The words before ``launched`` in ``argv`` when they only set the environment (``K=V``,
+    ``env [-u NAME] K=V``); () when anything else stands there (a wrapper, a shell)."""
+    cut = len(argv) - len(launched)
+    if cut <= 0 or list(argv[cut:]) != list(launched):
+        return ()
+    words = list(argv[:cut])
+    rest = words[1:] if words and words[0] == "env" else words
+    i = 0
+    while i < len(rest):
+        if rest[i] == "-u" and i + 1 < len(rest):
+            i += 2
+        elif rest[i].startswith("-u") or _ASSIGN.match(rest[i]):
+            i += 1
+        else:
+            return ()
+    return tuple(words)
+
+
 def _env_options(words: list[str]) -> tuple[list[str], set[str], bool]:
     """coreutils ``env`` options: ``-u NAME``/``-uNAME``/``--unset=NAME``, ``-i``/``-``."""
     gone: set[str] = set()

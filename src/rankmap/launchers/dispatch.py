@@ -18,7 +18,7 @@ from rankmap.launchers import (
     python_script,
     unsupported,
 )
-from rankmap.launchers.command import parse_command
+from rankmap.launchers.command import env_words, parse_command
 
 # a variable left as written in a launcher's option (``--nnodes $NNODES``)
 _UNRESOLVED = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
@@ -59,28 +59,6 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if (prefix := env_words(argv, cmd.argv)) and not plan.prefix:
         plan = replace(plan, prefix=prefix)
     return plan
-
-
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def env_words(argv: Sequence[str], launched: Sequence[str]) -> tuple[str, ...]:
-    """The words before ``launched`` in ``argv`` when they only set the environment (``K=V``,
-    ``env [-u NAME] K=V``); () when anything else stands there (a wrapper, a shell)."""
-    cut = len(argv) - len(launched)
-    if cut <= 0 or list(argv[cut:]) != list(launched):
-        return ()
-    words = list(argv[:cut])
-    rest = words[1:] if words and words[0] == "env" else words
-    i = 0
-    while i < len(rest):
-        if rest[i] == "-u" and i + 1 < len(rest):
-            i += 2
-        elif rest[i].startswith("-u") or _ASSIGNMENT.match(rest[i]):
-            i += 1
-        else:
-            return ()
-    return tuple(words)
 
 
 def _simulate(rest: list[str], ctx: LaunchContext) -> LaunchPlan:
