@@ -27,7 +27,6 @@ from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import MAX_NEGATED, dismissed, negated, wanted
 from rankmap.explain.document import (
     LAUNCHER_WORDS,
-    PROMPT,
     Segment,
     env_assignments,
     is_heading,
@@ -507,7 +506,7 @@ def _container_runs(seg: Segment, facts: DocFacts) -> None:
     elsewhere (a command pasted among log lines). One that continues past its segment ends in
     ``\\``: its options are not all known."""
     if seg.kind == "shell":
-        cmds = [cmd for _, cmd in shell_commands(seg)]
+        cmds = [cmd for _, cmd, _ in shell_commands(seg)]
         if seg.text.rstrip().endswith("\\") and cmds:
             cmds[-1] += " \\"
     else:
@@ -524,13 +523,10 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
 
         with contextlib.suppress(RankMapError):
             facts.sbatch.update(parse_sbatch_lines(seg.text))
-    raw = seg.text.splitlines()
-    for no, cmd in shell_commands(seg):
+    for _, cmd, prompt in shell_commands(seg):
         if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
             facts.commands.append(cmd[:2000])
-            facts.prompts.append(
-                _prompt_of(raw[no - seg.first_line] if no - seg.first_line < len(raw) else "")
-            )
+            facts.prompts.append(prompt)
         if _SIMULATED.match(cmd):
             facts.launch = cmd[:2000]
         hm = _HOSTS.search(cmd)
@@ -561,12 +557,6 @@ def _parallel_short(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
     entries = [e for e in visible.split(",") if e.strip()]
     if max(sizes) > len(entries) and not re.search(r"--nnodes|--num-nodes|ray", cmd):
         facts.parallel_short = (visible, max(sizes))
-
-
-def _prompt_of(line: str) -> str:
-    """The prompt a pasted command line starts with (``node1$ ``, ``user@h:~$ ``), or ""."""
-    m = PROMPT.match(line)
-    return line[: m.start("cmd")].strip() if m else ""
 
 
 def _env_prefix(cmd: str) -> dict[str, str]:

@@ -43,7 +43,7 @@ LAUNCHER_WORDS = (
     r"python[\d.]*\s+\S+\.py|\S*_perf\b"
 )
 # "$ cmd", "(env) user@host:~/dir$ cmd", "node1$ cmd", "[user@host dir]$ cmd"
-PROMPT = re.compile(
+_PROMPT = re.compile(
     r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[~/][^$#\n]*)?|\[[\w.@-]+(?: [^\]\n]*)?\])?[$#]\s+"
     r"(?P<cmd>\S.*)$"
 )
@@ -104,7 +104,7 @@ def classify_line(line: str, prev_kind: str | None) -> str:
         return "blank"
     if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
         return "smi"  # a table row of nvidia-smi / rocm-smi
-    if PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
+    if _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
         return "shell"
     if _ENV.match(line):
         return "env"
@@ -192,7 +192,7 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
     continued = False  # the previous command line ended with a backslash
     for n, line in enumerate(body):
         is_cmd = (
-            PROMPT.match(line)
+            _PROMPT.match(line)
             or _LAUNCH_LINE.match(line)
             or _ENV.match(line)
             or _SCRIPT_LINE.match(line)
@@ -212,26 +212,29 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
     return out
 
 
-def shell_commands(seg: Segment) -> list[tuple[int, str]]:
-    """Command lines of a shell segment: prompt stripped, ``\\`` continuations joined."""
-    cmds: list[tuple[int, str]] = []
+def shell_commands(seg: Segment) -> list[tuple[int, str, str]]:
+    """(line, command, prompt) of every command of a shell segment: the prompt stripped (and
+    kept: ``node1$``, ``user@host:~$``, "" without one), ``\\`` continuations joined."""
+    cmds: list[tuple[int, str, str]] = []
     pending = ""
     start = seg.first_line
+    prompt = ""
     for no, line in seg.lines():
-        m = PROMPT.match(line)
+        m = _PROMPT.match(line)
         body = m.group("cmd") if m else line.strip()
         body = body.lstrip("!+ ").strip()
         if not pending:
             start = no
+            prompt = line[: m.start("cmd")].strip() if m else ""
         if body.endswith("\\"):
             pending += body[:-1] + " "
             continue
         full = (pending + body).strip()
         pending = ""
         if full:
-            cmds.append((start, full))
+            cmds.append((start, full, prompt))
     if pending.strip():
-        cmds.append((start, pending.strip()))
+        cmds.append((start, pending.strip(), prompt))
     return cmds
 
 

@@ -55,14 +55,13 @@ def _parse(command: str, prompt: str = "") -> NodeLine | None:
     )
 
 
-def _jobs(commands: Sequence[str], prompts: Sequence[str]) -> list[list[NodeLine]]:
+def _jobs(parsed: Sequence[NodeLine]) -> list[list[NodeLine]]:
     """Launch lines grouped by job: the same script and the same rendezvous address. One
     command pasted twice (in a code block and after a prompt, or twice after one prompt) is one
     line: two nodes show as two prompts (review 25)."""
     groups: dict[tuple[str, str | None], list[NodeLine]] = {}
-    for cmd, prompt in zip(commands, [*prompts, *[""] * len(commands)], strict=False):
-        line = _parse(cmd, prompt)
-        if line is None or not line.script:
+    for line in parsed:
+        if not line.script:
             continue
         group = groups.setdefault((line.script, line.address), [])
         if not any(_same_line(line, other) for other in group):
@@ -80,10 +79,12 @@ def node_launch_points(
 ) -> list[tuple[str, float, str]]:
     """(category, points, reason) from the launch lines of each node of one job;
     ``same_everywhere``: the writer says one command ran on every node."""
+    padded = [*prompts, *[""] * len(commands)]
+    parsed = [ln for cmd, p in zip(commands, padded, strict=False) if (ln := _parse(cmd, p))]
     out: list[tuple[str, float, str]] = []
     if same_everywhere:
-        out += _one_command_fixed_rank(commands)
-    for lines in _jobs(commands, prompts):
+        out += _one_command_fixed_rank(parsed)
+    for lines in _jobs(parsed):
         counts = {ln.nnodes for ln in lines if ln.nnodes is not None and "$" not in ln.nnodes}
         # lines of one multi-node job each say which node they start (a node rank): "works with
         # --nnodes 1, fails with --nnodes 2" are two experiments (review 25)
@@ -114,16 +115,14 @@ def node_launch_points(
     return out
 
 
-def _one_command_fixed_rank(commands: Sequence[str]) -> list[tuple[str, float, str]]:
+def _one_command_fixed_rank(parsed: Sequence[NodeLine]) -> list[tuple[str, float, str]]:
     """One multi-node command with its node rank written in, run on every node (as the writer
     says): every node claims that node rank; not where the paste shows other node ranks too
     ("only the node rank differs", review 25)."""
-    ranks = {line.node_rank for cmd in commands if (line := _parse(cmd)) and line.node_rank}
-    if len(ranks) > 1:
+    if len({line.node_rank for line in parsed if line.node_rank}) > 1:
         return []
-    for cmd in commands:
-        line = _parse(cmd)
-        if line is None or line.node_rank is None or not (line.nnodes or "").isdecimal():
+    for line in parsed:
+        if line.node_rank is None or not (line.nnodes or "").isdecimal():
             continue
         if not line.node_rank.isdecimal():
             continue  # `--node_rank $NODE_RANK`: each node's own

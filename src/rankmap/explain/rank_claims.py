@@ -89,48 +89,45 @@ def claimed_twice(ev: Evidence) -> list[Finding]:
     nccl = ev.rankmap.claimed_twice
     if nccl:
         hosts = sorted({h for a, b in nccl for h in (a.host, b.host) if h})
-        return [
-            finding(
-                "RM905",
-                "Two processes claim the same global rank",
-                ranks=sorted({a.rank for a, _ in nccl}),
-                hosts=hosts,
-                detail=_RM905_DETAIL.format(
-                    how=f"NCCL initialised the same ranks of one communicator on "
-                    f"{' and '.join(hosts[:3])}"
-                ),
-                evidence=[e for a, b in nccl[:2] for e in (a.evidence, b.evidence)][:4],
-            )
-        ]
-    twice, agents, overfull = _announced_twice(ev), _agents_twice(ev), _barrier_overfull(ev)
-    if twice:
+        how = f"NCCL initialised the same ranks of one communicator on {' and '.join(hosts[:3])}"
+        evidence = [e for a, b in nccl[:2] for e in (a.evidence, b.evidence)][:4]
+        return [_rm905(how, sorted({a.rank for a, _ in nccl}), evidence, "error", hosts)]
+    # a logger that writes every line twice (two handlers) repeats the announcements too: the
+    # framework's own lines make a warning; the store's count of workers, an error (review 25)
+    if twice := _announced_twice(ev):
         how = (
             "the framework announced the same global rank from two processes while other ranks "
             "of the world never appeared"
         )
         ranks = sorted({r for e in twice if (r := e.geti("rank")) is not None})
-    elif agents:
+        return [_rm905(how, ranks, [quote(e) for e in twice[:3]], "warning", note=_LOGGED_TWICE)]
+    if agents := _agents_twice(ev):
         how = "two torchrun agents gave their workers the same global ranks"
         ranks = sorted({int(r) for e in agents for r in (e.get("list") or "").split(",")})
-    elif overfull:
+        return [_rm905(how, ranks, [quote(e) for e in agents[:3]], "warning", note=_LOGGED_TWICE)]
+    if overfull := _barrier_overfull(ev):
         how = "torch's store-based barrier counted more processes than the world size"
-        ranks = []
-    else:
-        return []
-    evs = twice or agents or overfull
-    # a logger that writes every line twice (two handlers) repeats the announcements too: the
-    # framework's own lines make a warning; the store's count of workers, an error (review 25)
-    return [
-        finding(
-            "RM905",
-            "Two processes claim the same global rank",
-            ranks=ranks,
-            detail=_RM905_DETAIL.format(how=how)
-            + ("" if overfull and not (twice or agents) else _LOGGED_TWICE),
-            evidence=[quote(e) for e in evs[:3]],
-            severity="error" if overfull and not (twice or agents) else "warning",
-        )
-    ]
+        return [_rm905(how, [], [quote(e) for e in overfull[:3]], "error")]
+    return []
+
+
+def _rm905(
+    how: str,
+    ranks: list[int],
+    evidence: list[str],
+    severity: str,
+    hosts: Sequence[str] = (),
+    note: str = "",
+) -> Finding:
+    return finding(
+        "RM905",
+        "Two processes claim the same global rank",
+        ranks=ranks,
+        hosts=list(hosts),
+        detail=_RM905_DETAIL.format(how=how) + note,
+        evidence=evidence,
+        severity=severity,
+    )
 
 
 _LOGGED_TWICE = (

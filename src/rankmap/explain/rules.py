@@ -182,6 +182,7 @@ def _dup_rank(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
+_RM906 = _simple("RM906", "The rendezvous store could not be reached or bound", ("store_error",))
 # torch's store waiting for the world: "Timed out after 901 seconds waiting for clients. 1/2
 # clients joined." (torch/csrc/distributed/c10d/TCPStore.cpp) — the processes never all started
 _JOINED = re.compile(r"waiting for clients\.?\s*(?P<joined>\d+)/(?P<world>\d+) clients joined")
@@ -196,9 +197,7 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
     if joined is None:
-        return _simple(
-            "RM906", "The rendezvous store could not be reached or bound", ("store_error",)
-        )(ev, ctx)
+        return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
     return [
         finding(
