@@ -343,8 +343,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
         doc and "invalid-device-any" in doc.hits
     )
     narrowed = ctx.cvd_entries()
-    nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    fits = bool(narrowed) and nproc is not None and len(narrowed or ()) >= nproc
+    fits = ctx.visible_fits_launch()
     if ordinal and narrowed and all(e.isdecimal() for e in narrowed) and not fits:
         s.add(
             "visible_devices_mismatch",

@@ -77,6 +77,12 @@ class Context:
             return None
         return [e.strip() for e in cvd.split(",") if e.strip()]
 
+    def visible_fits_launch(self) -> bool:
+        """The visible-devices list (:meth:`cvd_entries`) gives every process of a node a GPU."""
+        entries = self.cvd_entries()
+        nproc = self.launch.nproc_per_node if self.launch else None
+        return bool(entries) and nproc is not None and len(entries or ()) >= nproc
+
     def user_cvd(self) -> str | None:
         """The visible-devices list as the user set it (--env, ``VAR=value`` before the command),
         not the one a launcher derives from its own options (deepspeed --include)."""

@@ -261,10 +261,8 @@ def _undecided_ordinal(ctx: Context, cands: list[Candidate]) -> tuple[str, ...]:
         return ("RM102", "RM501", "RM401")
     one_node = ctx.launch is not None and (ctx.launch.nnodes or 1) <= 1
     rest = ("RM501",) if one_node else ("RM501", "RM401")
-    # a visible-devices list that is known and fits the processes is no narrowing either
-    entries = ctx.cvd_entries() if ctx.user_cvd() is not None else None
-    nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    if entries is not None and nproc is not None and len(entries) >= nproc:
+    # a visible-devices list the user set that fits the processes is no narrowing either
+    if ctx.user_cvd() is not None and ctx.visible_fits_launch():
         return rest
     return ("RM201", *rest)
 
