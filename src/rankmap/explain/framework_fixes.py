@@ -74,8 +74,6 @@ FIXES["rocm"] = {
     "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES narrow further "
     "(https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html).",
 }
-# PyTorch words in a paste: its fixes are the right ones then
-_TORCH_WORDS = ("torch", "torchrun")
 
 
 def framework_of(doc: DocFacts | None, text_has_torch: bool) -> str | None:
@@ -114,7 +112,7 @@ def in_framework_words(
     findings: list[Finding], doc: DocFacts | None, texts: list[str]
 ) -> list[Finding]:
     """``findings`` with the fixes of the framework the input shows, where it has its own."""
-    has_torch = any(w in t.lower() for t in texts for w in _TORCH_WORDS)
+    has_torch = any("torch" in t.lower() for t in texts)  # (torchrun too): its fixes apply
     fw = framework_of(doc, has_torch)
     if fw is None:
         return findings

@@ -59,7 +59,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
     sbatch = parse_sbatch_lines(text)
     env: dict[str, str] = {}
     vars_: dict[str, str] = dict(base_env)
-    vars_[_EXPORTED] = " ".join(base_env)  # the environment the script starts with is exported
+    exports = _Exports(set(base_env))  # the environment the script starts with is exported
     launches: list[ShellLaunch] = []
     unset: set[str] = set()
     loop: tuple[str, list[str], int] | None = None
@@ -79,7 +79,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
                     vars_[var] = item
                     for bcmd, bno, bg in body:
                         if _assigns(bcmd):  # `port=$((29500 + i))`, `i=$((i + 1))` (review 24)
-                            _assign(bcmd, vars_, env, unset)
+                            _assign(bcmd, vars_, env, unset, exports)
                         else:
                             launches += _launch(bcmd, vars_, env, bno, bg)
                     check_launches(len(launches), where)
@@ -89,7 +89,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
             body.append((cmd, no, background))
             continue
         if _assigns(cmd):
-            _assign(cmd, vars_, env, unset)
+            _assign(cmd, vars_, env, unset, exports)
             continue
         if (
             cmd[0] == "set"
@@ -97,7 +97,7 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
             and cmd[1] in ("-a", "-o")
             and cmd[-1] in ("-a", "allexport")
         ):
-            vars_[_ALLEXPORT] = "1"
+            exports.all = True
             continue
         if cmd[0] == "unset":
             for name in (t for t in cmd[1:] if t.isidentifier()):
@@ -119,10 +119,20 @@ def _assigns(cmd: list[str]) -> bool:
     )
 
 
-def _assign(cmd: list[str], vars_: dict[str, str], env: dict[str, str], unset: set[str]) -> None:
+@dataclass
+class _Exports:
+    """What a shell exports: the names it started with or exported, all after ``set -a``."""
+
+    names: set[str]
+    all: bool = False
+
+
+def _assign(
+    cmd: list[str], vars_: dict[str, str], env: dict[str, str], unset: set[str], exports: _Exports
+) -> None:
     """``A=1`` (the shell's own, unless A is exported or ``set -a`` is on), ``export A=1``,
     ``export A`` (exports the value A has)."""
-    exported = cmd[0] == "export" or _ALLEXPORT in vars_
+    exported = cmd[0] == "export" or exports.all
     for tok in cmd[1:] if cmd[0] == "export" else cmd:
         name, eq, value = tok.partition("=")
         if not name.isidentifier():
@@ -131,14 +141,9 @@ def _assign(cmd: list[str], vars_: dict[str, str], env: dict[str, str], unset: s
             vars_[name] = _expand(value, vars_)
         elif name not in vars_:
             continue
-        if exported or name in env or name in vars_.get(_EXPORTED, "").split():
+        if exported or name in env or name in exports.names:
             env[name] = vars_[name]
         unset.discard(name)
-
-
-# keys no shell variable can have: `set -a` is in effect / the names exported at the start
-_ALLEXPORT = " set -a"
-_EXPORTED = " exported"
 
 
 def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
