@@ -280,21 +280,26 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
         return
 
 
-def one_name_two_addresses(ev: Evidence) -> str | None:
-    """One host name whose processes bootstrap from different addresses: two machines (or
-    containers) behind one name (reference/nccl.md (b))."""
+def name_of_several_addresses(ev: Evidence) -> tuple[str, list[str]] | None:
+    """(host name, its addresses) of the first name whose processes bootstrap from different
+    addresses: two machines (or containers) behind one name (reference/nccl.md (b))."""
     addresses: dict[str, set[str]] = {}
     for e in ev.of("bootstrap_ip"):
         if e.host and (ip := e.get("ip")):
             addresses.setdefault(e.host, set()).add(ip)
-    for host, ips in addresses.items():
-        if len(ips) >= 2:
-            shown = ", ".join(sorted(ips)[:3])
-            return (
-                f"processes named {host} bootstrap from {len(ips)} addresses ({shown}): several "
-                "machines or containers share that host name"
-            )
-    return None
+    return next(((h, sorted(ips)) for h, ips in addresses.items() if len(ips) >= 2), None)
+
+
+def one_name_two_addresses(ev: Evidence) -> str | None:
+    """The reason :func:`name_of_several_addresses` gives, in words."""
+    found = name_of_several_addresses(ev)
+    if found is None:
+        return None
+    host, ips = found
+    return (
+        f"processes named {host} bootstrap from {len(ips)} addresses ({', '.join(ips[:3])}): "
+        "several machines or containers share that host name"
+    )
 
 
 def _fits_each_node(ctx: Context, gpus: int | None) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from rankmap.explain.causes import one_name_two_addresses
+from rankmap.explain.causes import name_of_several_addresses, one_name_two_addresses
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
 from rankmap.explain.findings_map import oom_findings, quote
@@ -222,14 +222,16 @@ def _one_name(ev: Evidence, ctx: Context) -> list[Finding]:
     (b); review 29: only a duplicate GPU named them)."""
     if ev.has("duplicate_gpu", "multi_rank_gpu"):
         return []
-    why = one_name_two_addresses(ev)
-    if why is None:
+    found, why = name_of_several_addresses(ev), one_name_two_addresses(ev)
+    if found is None or why is None:
         return []
+    host, ips = found
     evs = ev.of("bootstrap_ip")
     return [
         finding(
             "RM801",
-            f"Different machines share one host name: {why.split(':')[0]}",
+            f"Different machines share one host name: processes named {host} bootstrap from "
+            f"{len(ips)} addresses",
             detail=f"{why}. NCCL's host identity is the host name and boot_id (NCCL_HOSTID if "
             "set): their ranks are taken for one machine's, so NCCL uses shared memory or P2P "
             "between them and counts their GPUs as one host's. What would decide: `hostname; "
