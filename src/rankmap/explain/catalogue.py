@@ -47,6 +47,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cvd-after-init": ("cuda_visible_devices",),
     "cvd-before-import": ("cuda_visible_devices",),
     "one-gpu-used": ("only",),
+    "some-gpus-used": ("only",),
     "device-count-wrong": ("device_count", "only one gpu", "only 1 gpu"),
     "cvd-set-in-code": ("cuda_visible_devices",),
     "hip-visible": ("hip_visible_devices", "rocr_visible_devices"),

@@ -362,6 +362,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
        f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),
+    _s("some-gpus-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|trains? on) (?:the first )?"
+       r"(?:[2-7]|two|three|four|five|six|seven) (?:of (?:the|my|\d+) )?(?:gpus|devices|cards)\b"
+       r"(?! (?:per|each|for each))",
+       {"launcher_config": 2, "visible_devices_mismatch": 0.5},
+       f"{LAUNCHERS} §1: a launcher starts --nproc-per-node processes, one GPU each, however many "
+       "GPUs are visible: a job that uses fewer GPUs than it sees was started with fewer processes",
+       failure=True),
     _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
        r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
        r"process[- ]per[- ](?:gpu|device)|"

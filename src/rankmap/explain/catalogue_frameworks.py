@@ -188,7 +188,7 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        "never reach the collective: a stall, not a device choice", failure=True,
        framework="horovod"),
     # --- DeepSpeed / accelerate launchers ----------------------------------------------------------
-    _s("ds-hostfile-slot", r"No slot '[^'\n]{0,20}' specified on host '|Hostname '[^'\n]{1,100}' "
+    _s("ds-hostfile-slot", r"No slot '?[^'\s]{1,20}'? specified on host |Hostname '[^'\n]{1,100}' "
        r"not found in hostfile|Num nodes is >1 but no extra nodes available via hostfile",
        {"launcher_config": 4, "oversubscribed": 1},
        f"{_DEEPSPEED}/deepspeed/launcher/runner.py: --include/--exclude/--num_nodes name GPUs or "

@@ -96,17 +96,29 @@ def _device_list_index(doc: DocFacts | None, s: Scores) -> None:
 
 def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     """A visible-devices list shorter than the tensor-parallel size the command asks for: the
-    engine needs one GPU per tensor-parallel rank and sees fewer (reference/cuda_devices.md §1)."""
-    if doc is None or doc.parallel_short is None:
+    engine needs one GPU per tensor-parallel rank and sees fewer (reference/cuda_devices.md §1).
+    A size below the list, where one GPU runs out of memory or the reporter says one GPU is used,
+    is the engine told to use fewer GPUs than it sees (reference/launchers.md §1)."""
+    if doc is None or doc.parallel_visible is None:
         return
-    visible, size = doc.parallel_short
-    s.mapping_failure = True
-    s.add(
-        "visible_devices_mismatch",
-        3.0,
-        f"CUDA_VISIBLE_DEVICES={visible[:40]} leaves fewer GPUs than the tensor-parallel size of "
-        f"{size} the same command asks for (reference/cuda_devices.md §1)",
-    )
+    visible, size = doc.parallel_visible
+    count = len([e for e in visible.split(",") if e.strip()])
+    if size > count:
+        s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            3.0,
+            f"CUDA_VISIBLE_DEVICES={visible[:40]} leaves fewer GPUs than the tensor-parallel size "
+            f"of {size} the same command asks for (reference/cuda_devices.md §1)",
+        )
+    elif size < count and {"outside-oom", "one-gpu-used"} & set(doc.hits):
+        s.failure = s.mapping_failure = True  # the OOM of one GPU is the mapping's symptom
+        s.add(
+            "launcher_config",
+            3.0,
+            f"the command makes {count} GPUs visible and asks for a tensor-parallel size of "
+            f"{size}: the engine shards the model over {size} GPU(s) only, the others stay idle",
+        )
 
 
 def _no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:

@@ -223,8 +223,8 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
-    # (visible GPUs, tensor-parallel size) of one pasted command that sets both, the size larger
-    parallel_short: tuple[str, int] | None = None
+    # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
+    parallel_visible: tuple[str, int] | None = None
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
     container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
@@ -316,6 +316,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _smi(seg, source, facts)
         elif seg.kind == "config":
             _config(seg, facts)
+        elif seg.kind in ("prose", "log") and "VISIBLE_DEVICES=" in seg.text:
+            _prose_commands(seg, facts)
         if seg.kind in ("prose", "shell") and facts.stated_gpus is None:
             _stated_gpus(seg, source, facts)  # (a launch line may end in a sentence)
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
@@ -541,22 +543,30 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
         prefix = _env_prefix(cmd)
         for k, v in prefix.items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
             facts.env.setdefault(k, v)
-        _parallel_short(prefix, cmd, facts)
+        _parallel_visible(prefix, cmd, facts)
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
 
 
-def _parallel_short(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
-    """One command whose CUDA_VISIBLE_DEVICES lists fewer GPUs than the tensor-parallel size it
-    asks for, on one node (``--nnodes`` / Ray's multi-node placement spread it; review 25)."""
+def _prose_commands(seg: Segment, facts: DocFacts) -> None:
+    """A command at the start of a prose or log line, with the sentence after it ("CUDA_VISIBLE_DEVICES=0,1
+    vllm serve m --tp 1 does not use both GPUs"): its environment words and parallel size."""
+    for _, line in seg.lines():
+        prefix = _env_prefix(line.strip())
+        if prefix:
+            _parallel_visible(prefix, line, facts)
+
+
+def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
+    """One command that sets CUDA_VISIBLE_DEVICES and a tensor-parallel size, on one node
+    (``--nnodes`` / Ray's multi-node placement spread it; review 25)."""
     visible = prefix.get("CUDA_VISIBLE_DEVICES")
     sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
-    if visible is None or "$" in visible or not sizes or facts.parallel_short is not None:
+    if visible is None or "$" in visible or not sizes or facts.parallel_visible is not None:
         return
-    entries = [e for e in visible.split(",") if e.strip()]
-    if max(sizes) > len(entries) and not re.search(r"--nnodes|--num-nodes|ray", cmd):
-        facts.parallel_short = (visible, max(sizes))
+    if not re.search(r"--nnodes|--num-nodes|ray", cmd):
+        facts.parallel_visible = (visible, max(sizes))
 
 
 def _env_prefix(cmd: str) -> dict[str, str]:

@@ -1,0 +1,52 @@
+"""Session 13: shapes of the fresh dev parts of batches b18 and b19 and of this session's
+reviews, restated here in our own words."""
+
+from __future__ import annotations
+
+from paste_findings import findings_of
+
+
+def test_deepspeed_slot_error_retyped_without_quotes_is_still_the_launcher() -> None:
+    # reporters retype the launcher's message and drop its quotes
+    text = "# train fails\nuser · description\nI get No slot '3' specified on host localhost, why?\n"
+    first = findings_of(text)[0]
+    assert (first.code, first.category, first.severity.value) == (
+        "RM940",
+        "launcher_config",
+        "error",
+    )
+
+
+def test_a_job_that_uses_fewer_gpus_than_it_sees_was_started_with_fewer_processes() -> None:
+    text = (
+        "# Training uses only 2 gpus\n"
+        "However many GPUs I expose with CUDA_VISIBLE_DEVICES, training only uses 2 GPUs.\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.category, first.severity.value) == ("launcher_config", "warning")
+
+
+def test_two_gpus_per_process_is_not_a_job_that_uses_fewer_gpus() -> None:
+    text = "# question\nEach worker only uses 2 GPUs per process by design; is NVLink used?\n"
+    assert all(f.category != "launcher_config" for f in findings_of(text))
+
+
+def test_an_engine_sharded_over_fewer_gpus_than_visible_runs_out_of_memory_on_one() -> None:
+    text = (
+        "### Reproduction\n\n"
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 text-generation-launcher --model-id big-model --num-shard 1"
+        "  does not use all cards. Error on GPU 0 OutOfMemoryError: CUDA out of memory.\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.category, first.severity.value) == ("launcher_config", "warning")
+    assert "tensor-parallel size of 1" in first.title + first.detail
+
+
+def test_an_engine_sharded_over_every_visible_gpu_that_runs_out_of_memory_is_no_mapping() -> None:
+    text = (
+        "```\n$ CUDA_VISIBLE_DEVICES=0,1 vllm serve big-model --tensor-parallel-size 2\n```\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert all(
+        f.category == "other" or f.severity.value == "info" for f in findings_of(text)
+    ), findings_of(text)
