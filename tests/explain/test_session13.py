@@ -8,7 +8,9 @@ from paste_findings import findings_of
 
 def test_deepspeed_slot_error_retyped_without_quotes_is_still_the_launcher() -> None:
     # reporters retype the launcher's message and drop its quotes
-    text = "# train fails\nuser · description\nI get No slot '3' specified on host localhost, why?\n"
+    text = (
+        "# train fails\nuser · description\nI get No slot '3' specified on host localhost, why?\n"
+    )
     first = findings_of(text)[0]
     assert (first.code, first.category, first.severity.value) == (
         "RM940",
@@ -47,6 +49,6 @@ def test_an_engine_sharded_over_every_visible_gpu_that_runs_out_of_memory_is_no_
         "```\n$ CUDA_VISIBLE_DEVICES=0,1 vllm serve big-model --tensor-parallel-size 2\n```\n"
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     )
-    assert all(
-        f.category == "other" or f.severity.value == "info" for f in findings_of(text)
-    ), findings_of(text)
+    assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text)), (
+        findings_of(text)
+    )
