@@ -25,7 +25,7 @@ SUPPORTED = (
     "srun",
     "mpirun / mpiexec",
     "horovodrun",
-    "python SCRIPT.py",
+    "python SCRIPT.py | -m MODULE",
     "bash/sh SCRIPT.sh (or --shell FILE)",
 )
 
@@ -247,10 +247,16 @@ def identify(argv: Sequence[str]) -> str | None:
             return "deepspeed"
         if mod is None and python_script(argv) is not None:
             return "python"
+        if mod is not None and mod.split(".")[0] not in _LAUNCHER_PACKAGES:
+            return "python"  # python -m pkg.train: one process, like python train.py
     if prog.endswith(".py"):
         return "python"
     return None
 
+
+# Packages whose other modules (``python -m torch.distributed.elastic...``) are launchers or
+# tools rankmap does not simulate: left to the unknown-launcher error.
+_LAUNCHER_PACKAGES = frozenset({"torch", "accelerate", "deepspeed", "horovod", "mpi4py"})
 
 # Interpreter options followed by a separate value (``python -X dev -W ignore -m MOD``).
 _PY_VALUE_OPTS = ("-W", "-X", "--check-hash-based-pycs")

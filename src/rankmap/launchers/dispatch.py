@@ -15,6 +15,7 @@ from rankmap.launchers import (
     Proc,
     after_module,
     identify,
+    python_module,
     python_script,
     unsupported,
 )
@@ -140,9 +141,13 @@ def _sbatch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
 
 
 def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
-    """``python train.py``: one process, no launcher variables."""
+    """``python train.py`` / ``python -m pkg.train``: one process, no launcher variables."""
+    module = python_module(argv) if not argv[0].endswith(".py") else None
     idx = python_script(argv) if not argv[0].endswith(".py") else 0
     script = argv[idx] if idx is not None else None
+    if module is not None:
+        rest = after_module(argv)
+        idx = len(argv) - len(rest) - 1  # the module's own arguments follow its name
     hosts = ctx.hosts(1)
     return LaunchPlan(
         launcher="python",
@@ -150,6 +155,7 @@ def simulate_python(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         nproc_per_node=1,
         procs=(Proc(0, 0, 0, {}),),
         script=script,
+        module=module,
         script_args=tuple(argv[(idx or 0) + 1 :]),
         sets_local_rank=False,
         argv=tuple(argv),

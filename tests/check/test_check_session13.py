@@ -1,0 +1,45 @@
+"""Session 13: ``python -m pkg.train`` is one process whose script is the module's file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rankmap.adapters.files import LocalFiles
+from rankmap.check.engine import check_launch
+from rankmap.errors import UsageError
+from rankmap.inventory import load_machine
+
+ONE_GPU_PER_RANK = (
+    "import os, torch, torch.distributed as dist\n"
+    "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "dist.init_process_group('nccl')\n"
+)
+
+
+def _check(tmp_path: Path, argv: list[str]):  # type: ignore[no-untyped-def]
+    return check_launch(
+        argv, machines=load_machine("workstation-4gpu"), env={}, cwd=tmp_path, files=LocalFiles()
+    )
+
+
+def test_a_module_run_by_python_is_one_process_reading_the_modules_file(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(ONE_GPU_PER_RANK)
+    report = _check(tmp_path, ["python", "-m", "pkg.train", "--epochs", "3"])
+    launch = report.sections["launch"]
+    assert (launch["launcher"], launch["world_size"], launch["module"]) == (
+        "python",
+        1,
+        "pkg.train",
+    )
+    # the module's file was read (no "no training script read" assumption)
+    assert launch["script"] == "pkg/train.py"
+    assert launch["device_selection"] != "assumed_local_rank"
+    assert "RM005" not in {f.code for f in report.ordered_findings()}
+
+
+def test_other_modules_of_a_launcher_package_stay_an_unknown_launcher(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown launcher"):
+        _check(tmp_path, ["python", "-m", "torch.distributed.elastic.agent"])
