@@ -52,3 +52,33 @@ def test_an_engine_sharded_over_every_visible_gpu_that_runs_out_of_memory_is_no_
     assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text)), (
         findings_of(text)
     )
+
+
+_LAUNCH_ONE_OF_EIGHT = (
+    "# multi-GPU training always runs out of memory\n"
+    "my launch script:\n"
+    "#!/bin/bash\n"
+    "python -m torch.distributed.launch \\\n"
+    "    --nproc_per_node 1 \\\n"
+    "    train.py --device 0,1,2,3,4,5,6,7 --batch-size 64\n"
+    "\n"
+    "The machine has 8 GPUs with 24G memory each.\n"
+)
+
+
+def test_unfenced_backslash_continuations_are_one_command() -> None:
+    from rankmap.explain.docread import read_document
+
+    facts = read_document(_LAUNCH_ONE_OF_EIGHT)
+    assert facts.launch is not None and "--nproc_per_node 1" in facts.launch
+
+
+def test_one_process_per_node_on_eight_gpus_that_runs_out_of_memory_is_the_launch() -> None:
+    first = findings_of(_LAUNCH_ONE_OF_EIGHT)[0]
+    assert (first.category, first.severity.value) == ("launcher_config", "warning")
+    assert "1 process(es) per node on 8 GPU(s)" in first.detail
+
+
+def test_a_launch_that_uses_every_gpu_and_runs_out_of_memory_is_no_launch_problem() -> None:
+    text = _LAUNCH_ONE_OF_EIGHT.replace("--nproc_per_node 1", "--nproc_per_node 8")
+    assert all(f.category != "launcher_config" for f in findings_of(text))

@@ -44,6 +44,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         # (the failure-class prior of oversubscribed, rankmap.explain.priors) here (review 22)
         s.add("oversubscribed", -3.0, f"{nproc} processes per node fit the {gpus} GPU(s)")
     _launch_cannot_fit(ctx, s, gpus)
+    _launch_below_gpus(ctx, doc, s, nproc, gpus)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
     _duplicate_across_hosts(ctx, doc, s, base)
@@ -62,6 +63,33 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+
+
+# Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs
+# leaves GPUs idle under them; mpirun / srun programs may drive several GPUs each.
+_PER_GPU_LAUNCHERS = frozenset({"torchrun", "torch.distributed.launch", "accelerate", "deepspeed"})
+
+
+def _launch_below_gpus(
+    ctx: Context, doc: DocFacts | None, s: Scores, nproc: int | None, gpus: int | None
+) -> None:
+    """A per-GPU launcher told to start fewer processes per node than the GPUs stated, in a job
+    that runs out of memory or that the reporter says uses one GPU: the processes that run hold
+    what was meant for all the GPUs (``--nproc_per_node 1`` on an 8-GPU machine)."""
+    if doc is None or not (nproc and gpus and nproc < gpus) or ctx.launch is None:
+        return
+    if ctx.launch.launcher not in _PER_GPU_LAUNCHERS or not {"outside-oom", "one-gpu-used"} & set(
+        doc.hits
+    ):
+        return
+    s.failure = s.mapping_failure = True
+    s.add(
+        "launcher_config",
+        3.0,
+        f"the launch starts {nproc} process(es) per node on {gpus} GPU(s): the GPUs beyond "
+        f"{nproc} stay idle and the work meant for them lands on the GPUs in use",
+        doc.stated_gpus_at,
+    )
 
 
 _GLOBAL_INDEX = re.compile(

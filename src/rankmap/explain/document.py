@@ -169,6 +169,8 @@ def split_document(text: str) -> list[Segment]:
             i = j + 1
             continue
         kind = "prose" if is_heading(lines[i]) else classify_line(lines[i], run_kind)
+        if kind != "blank" and run_kind == "shell" and run[-1].rstrip().endswith("\\"):
+            kind = "shell"  # the continuation of a command line that ends in a backslash
         if kind == "blank":
             if run_kind:
                 run.append(lines[i])
