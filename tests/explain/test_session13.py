@@ -82,3 +82,18 @@ def test_one_process_per_node_on_eight_gpus_that_runs_out_of_memory_is_the_launc
 def test_a_launch_that_uses_every_gpu_and_runs_out_of_memory_is_no_launch_problem() -> None:
     text = _LAUNCH_ONE_OF_EIGHT.replace("--nproc_per_node 1", "--nproc_per_node 8")
     assert all(f.category != "launcher_config" for f in findings_of(text))
+
+
+def test_a_gpu_of_a_profile_is_named_on_the_host_the_log_names(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from rankmap.cli import main
+
+    log = tmp_path / "dup.log"
+    log.write_text(
+        "nodeA:11:20 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 18000 - Init START\n"
+        "nodeA:12:21 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 18000 - Init START\n"
+        "nodeA:12:21 [0] init.cc:775 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both "
+        "on CUDA device 18000\n"
+    )
+    assert main(["explain", str(log), "--machine", "dgx-h100"]) == 1
+    out = capsys.readouterr().out
+    assert "nvidia-smi GPU 0 on nodeA (per profile dgx-h100-01" in out

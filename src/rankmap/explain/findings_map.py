@@ -54,6 +54,8 @@ def _gpu_words(ctx: Context, bus: str, host: str | None) -> str:
         return bus
     h, g = found
     name = f", {g.name}" if g.name else ""
+    if host and host != h.hostname:  # the log's host, read with a profile of another name
+        return f"{bus} = nvidia-smi GPU {g.nvml_index} on {host} (per profile {h.hostname}: {g.uuid}{name})"
     return f"{bus} = nvidia-smi GPU {g.nvml_index} on {h.hostname} ({g.uuid}{name})"
 
 
