@@ -97,3 +97,75 @@ def test_a_gpu_of_a_profile_is_named_on_the_host_the_log_names(tmp_path, capsys)
     assert main(["explain", str(log), "--machine", "dgx-h100"]) == 1
     out = capsys.readouterr().out
     assert "nvidia-smi GPU 0 on nodeA (per profile dgx-h100-01" in out
+
+
+# review 31: shapes of issue-template pastes (accelerate / transformers / Lightning / docker)
+_ENV_DUMP = (
+    "### System Info\n\n"
+    "- `Accelerate` version: 0.30.0\n"
+    "- `Accelerate` default config:\n"
+    "\t- compute_environment: LOCAL_MACHINE\n"
+    "\t- distributed_type: MULTI_GPU\n"
+    "\t- num_processes: 4\n"
+    "- Accelerate config: not found\n\n"
+)
+
+
+def test_an_environment_dump_is_no_launcher_evidence() -> None:
+    from rankmap.explain.docread import read_document
+
+    assert "accelerate-config" not in read_document(_ENV_DUMP).hits
+    pasted_config = (
+        "my default_config.yaml:\n```yaml\ndistributed_type: MULTI_GPU\nnum_processes: 4\n```\n"
+    )
+    assert "accelerate-config" in read_document(pasted_config).hits
+
+
+def test_visible_devices_set_in_python_from_the_local_rank_is_per_process() -> None:
+    text = (
+        "```python\nimport os\n"
+        'os.environ["CUDA_VISIBLE_DEVICES"] = os.environ.get("LOCAL_RANK", "0")\n'
+        "import torch\ntorch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n```\n"
+        "torchrun --nproc_per_node 4 train.py\n"
+        "```\n[rank2]: RuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "per_process_visible_devices", first
+
+
+def test_lightning_asking_for_as_many_gpus_by_physical_ids_is_the_renumbering() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=2,3 python fit.py\n"
+        "lightning_fabric.utilities.exceptions.MisconfigurationException: You requested gpu: [2, 3]\n"
+        " But your machine only has: [0, 1]\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category) == ("RM240", "visible_devices_mismatch")
+    assert "devices=[0, 1]" in first.fix
+    # more GPUs asked for than visible stays a count problem
+    more = text.replace("[2, 3]", "[0, 1, 2]")
+    assert findings_of(more)[0].code != "RM240"
+
+
+def test_host_gpu_ids_passed_into_a_container_given_a_subset_are_the_container() -> None:
+    text = (
+        "```\ndocker run --rm --gpus '\"device=4,5\"' -e CUDA_VISIBLE_DEVICES=4,5 img "
+        "torchrun --nproc_per_node 2 train.py\n```\n"
+        "RuntimeError: No CUDA GPUs are available\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "container_mapping", first
+    fine = text.replace("CUDA_VISIBLE_DEVICES=4,5", "CUDA_VISIBLE_DEVICES=0,1")
+    assert not any("numbered 0..1 inside" in f.detail for f in findings_of(fine))
+
+
+def test_a_store_bound_to_an_address_the_machine_does_not_own_names_the_node_rank() -> None:
+    text = (
+        "[W socket.cpp:697] [c10d] The server socket has failed to bind to 10.1.2.3:29500 "
+        "(errno: 99 - Cannot assign requested address).\n"
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address.\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category) == ("RM906", "launcher_config")
+    assert "node rank" in first.fix

@@ -21,6 +21,12 @@ from rankmap.launch_vars import RANK_VARS
 
 # A variable that holds each process's own rank (launchers.md §9).
 _RANK_VAR = "(?:" + "|".join(sorted(RANK_VARS, key=lambda n: (-len(n), n))) + ")"
+# A Python value that is the process's local rank: str(local_rank), f"{args.local_rank}",
+# os.environ["LOCAL_RANK"], os.environ.get("SLURM_LOCALID", "0")
+_PY_RANK_VALUE = (
+    r"(?:str\()?\s*(?:f[\"']\{)?(?:os\.environ(?:\.get\(|\[)\s*[\"']" + _RANK_VAR
+    + r"\b|(?:args\.|self\.|opt\.)?local_rank\b)"
+)  # fmt: skip
 
 # The words prose uses for "the processes of a job" and for "run on / use" (every inflection):
 # one vocabulary for the symptoms below, so "all 4 tasks were running on GPU 0", "the workers
@@ -137,7 +143,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:only )?(?:1|one|0)\b|(?:sees?|detects?|shows?) only (?:one|1) gpu",
        {"mig": 2, "visible_devices_mismatch": 2, "container_mapping": 1}, f"{CUDA_DEV} §1",
        failure=True),
-    _s("cvd-set-in-code", r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
+    _s("cvd-set-in-code", r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=(?!\s*"
+       + _PY_RANK_VALUE + ")|"  # a per-rank value is cvd-per-rank
        r"os\.environ\.setdefault\(\s*['\"]CUDA_VISIBLE_DEVICES",
        {"visible_devices_mismatch": 3},
        f"{CUDA_DEV} §1: CVD is read once when CUDA initialises; setting it in code after that, "
@@ -305,7 +312,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # a visible-devices list set from each process's own rank (``export
     # CUDA_VISIBLE_DEVICES=$SLURM_LOCALID`` in a task wrapper): every process sees one GPU, its
     # own, as device 0 (reference/cuda_devices.md §1-2)
-    _s("cvd-per-rank", rf"(?:{'|'.join(VISIBLE_VARS)})\s*=\s*[\"']?\$\{{?{_RANK_VAR}\b",
+    _s("cvd-per-rank", rf"(?:{'|'.join(VISIBLE_VARS)})\s*=\s*[\"']?\$\{{?{_RANK_VAR}\b|"
+       # Python: os.environ["CUDA_VISIBLE_DEVICES"] = str(local_rank) / os.environ["LOCAL_RANK"]
+       rf"(?:{'|'.join(VISIBLE_VARS)})[\"']\]\s*=\s*{_PY_RANK_VALUE}",
        {"per_process_visible_devices": 4},
        f"{CUDA_DEV} §1-2: a visible-devices list of one entry per process renumbers that GPU to "
        "device 0 inside it"),

@@ -54,8 +54,11 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        where=NOT_LOG),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
        f"{LAUNCHERS} §2"),
-    _s("accelerate-config", r"accelerate config|distributed_type|(?<![\w-])num_processes|(?<![\w-])gpu_ids|"
-       r"default_config\.yaml", {"launcher_config": 3}, f"{LAUNCHERS} §3"),
+    # not the lines of an environment dump (`accelerate env`'s "- distributed_type: MULTI_GPU",
+    # `transformers-cli env`'s "- Accelerate config: not found"): they describe every setup (review 31)
+    _s("accelerate-config", r"accelerate config(?!`?\s*:\s*(?:not found|none))|(?<!- )(?:distributed_type|"
+       r"(?<![\w-])num_processes|(?<![\w-])gpu_ids)|default_config\.yaml",
+       {"launcher_config": 3}, f"{LAUNCHERS} §3"),
     # DeepSpeed's own GPU options: on a deepspeed line (mpirun takes a --hostfile with slots= too)
     _s("deepspeed-include", r"\bdeepspeed\b[^\n]{0,300}?(?:--include|--exclude|--hostfile|"
        r"\s-[ieH]\s|--num_accelerators)|--num_gpus",

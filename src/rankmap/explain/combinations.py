@@ -11,7 +11,11 @@ import re
 
 from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
-from rankmap.explain.containers import container_sees_more, container_without_gpus
+from rankmap.explain.containers import (
+    container_host_ids,
+    container_sees_more,
+    container_without_gpus,
+)
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.node_launches import node_launch_points
@@ -63,6 +67,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
+        container_host_ids(doc, s)
 
 
 # Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs

@@ -71,3 +71,33 @@ def container_without_gpus(doc: DocFacts, s: Scores) -> None:
         "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3): "
         f"{doc.container_runs[0][:120]}",
     )
+
+
+# A device subset given to a container: --gpus device=2,3 (quoted any way), NVIDIA_VISIBLE_DEVICES
+_DEVICE_SUBSET = re.compile(
+    r"(?:--gpus[ =]|NVIDIA_VISIBLE_DEVICES=)[\"']*(?:device=)?(\d+(?:,\d+)*)"
+)
+_CVD_OPTION = re.compile(r"(?:-e|--env)[ =]CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:,\d+)*)")
+
+
+def container_host_ids(doc: DocFacts, s: Scores) -> None:
+    """A container given a device subset and a CUDA_VISIBLE_DEVICES of host ids beyond it: inside,
+    the container's GPUs start from 0 (reference/cuda_devices.md §3), so `--gpus device=2,3` with
+    `-e CUDA_VISIBLE_DEVICES=2,3` names GPUs the container does not have (review 31)."""
+    for cmd in doc.container_runs:
+        opts = " ".join(_run_options(cmd))
+        subset, cvd = _DEVICE_SUBSET.search(opts), _CVD_OPTION.search(opts)
+        if subset is None or cvd is None:
+            continue
+        given = len(subset.group(1).split(","))
+        if max(int(x) for x in cvd.group(1).split(",")) >= given:
+            s.mapping_failure = True
+            s.add(
+                "container_mapping",
+                5.0,
+                f"the container is given {given} GPU(s), numbered 0..{given - 1} inside, and "
+                f"CUDA_VISIBLE_DEVICES={cvd.group(1)} names host ids beyond them "
+                "(reference/cuda_devices.md §3)",
+                cmd[:160],
+            )
+            return

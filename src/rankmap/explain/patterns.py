@@ -156,6 +156,8 @@ _SOCKET = _R(
     r"socketStartConnect|socketPollConnect|exceeded error retry count|Connection closed by remote"
     r"|connect to \S+ failed"
 )
+# c10d binding its store to an address this machine does not own (errno 99, EADDRNOTAVAIL)
+_STORE_FOREIGN = _R(r"failed to bind to \S+ \(errno: 99 - Cannot assign requested address\)")
 _STORE = _R(
     r"failed to listen on any local network address|client socket has timed out|"
     r"EADDRINUSE|Address already in use|waiting for clients|TCP client failed to connect"
@@ -310,6 +312,7 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_PY_EXCEPTION, "py_exception"),
     (_NVML_NF, "nvml_not_found"),
     (_STORE, "store_error"),
+    (_STORE_FOREIGN, "store_bind_foreign"),
     (_SOCKET, "socket_error"),
     (_REQ_GPU, "lightning_requested"),
     (_HAS_GPU, "lightning_has"),

@@ -85,6 +85,19 @@ def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
     code = "RM501" if have == "0" else "RM102"
     quotes = [quote(e) for e in (req[:1] + has[:1])]
     title = f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]"
+    if _renumbered_ids(req[0].get("req") or "", have):
+        return [
+            finding(
+                "RM240",
+                title,
+                detail="As many GPUs as the process sees, by other ids: physical GPU ids asked "
+                "for in a view that numbers the visible GPUs 0..N-1 (CUDA_VISIBLE_DEVICES, a "
+                "container's device list; reference/cuda_devices.md §1).",
+                evidence=quotes,
+                fix="Ask Lightning for the count (`devices=2`) or the renumbered ids "
+                "(`devices=[0, 1]`); CUDA_VISIBLE_DEVICES already picks the physical GPUs.",
+            )
+        ]
     if code == "RM501" and not _per_task_context(ctx):
         # One visible GPU is the symptom; per-task binding is one cause among a user's
         # CUDA_VISIBLE_DEVICES and a one-GPU machine: the scoring weighs the rest of the input.
@@ -101,6 +114,17 @@ def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
             )
         ]
     return [finding(code, title, evidence=quotes)]
+
+
+def _renumbered_ids(requested: str, visible: str) -> bool:
+    """Whether Lightning's requested ids fit the visible count but not its ids ([2, 3] of [0, 1])."""
+    try:
+        req = [int(x) for x in requested.split(",") if x.strip()]
+        have = [int(x) for x in visible.split(",") if x.strip()]
+    except ValueError:
+        return False
+    # one visible GPU ([1] of [0]) is the per-task symptom RM501 weighs; two or more renumbered
+    return len(have) >= 2 and 0 < len(req) <= len(have) and not set(req) <= set(have)
 
 
 def _per_task_context(ctx: Context) -> bool:
@@ -196,6 +220,9 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     if not evs:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
+    not_own = list(ev.of("store_bind_foreign")) if joined is None else []
+    if not_own:
+        return [_store_on_foreign_address(not_own)]
     if joined is None:
         return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
@@ -214,6 +241,24 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
             "MASTER_ADDR:MASTER_PORT.",
         )
     ]
+
+
+def _store_on_foreign_address(evs: list[Event]) -> Finding:
+    """c10d could not bind the store to MASTER_ADDR because the address is not this machine's
+    (errno 99, EADDRNOTAVAIL): the process hosting the store (rank 0's machine, node rank 0)
+    runs on another machine than MASTER_ADDR names."""
+    return finding(
+        "RM906",
+        "The store was started on a machine that MASTER_ADDR does not name (errno 99)",
+        detail="Only the process of global rank 0 (node rank 0) binds the store, at MASTER_ADDR; "
+        "'Cannot assign requested address' means this machine does not own that address: it "
+        "was started as node rank 0 (or machine_rank 0) although another machine is the master, "
+        "or MASTER_ADDR names another host. What would decide: the --node_rank / machine_rank "
+        "each machine passes, and `hostname -I` on the machine that printed this.",
+        evidence=[quote(e) for e in evs[:3]],
+        fix="Give every machine its own node rank (--node_rank / accelerate's machine_rank: 0 "
+        "only on the machine MASTER_ADDR names), and set MASTER_ADDR to that machine's address.",
+    )
 
 
 def _one_name(ev: Evidence, ctx: Context) -> list[Finding]:
