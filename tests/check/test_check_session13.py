@@ -43,3 +43,27 @@ def test_a_module_run_by_python_is_one_process_reading_the_modules_file(tmp_path
 def test_other_modules_of_a_launcher_package_stay_an_unknown_launcher(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown launcher"):
         _check(tmp_path, ["python", "-m", "torch.distributed.elastic.agent"])
+
+
+MASTER_BRANCH = (
+    "import os, torch, torch.distributed as dist\n"
+    "if 'MASTER_ADDR' in os.environ and 'MASTER_PORT' in os.environ:\n"
+    "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "    dist.init_process_group('nccl')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["torchrun", "--nproc-per-node", "4", "train.py"],
+        ["deepspeed", "train.py"],
+        ["accelerate", "launch", "--multi_gpu", "--num_processes", "4", "train.py"],
+    ],
+)
+def test_launchers_give_every_worker_the_store_address(tmp_path: Path, argv: list[str]) -> None:
+    # review 30: a script that checks MASTER_ADDR/MASTER_PORT took its "not distributed" branch
+    (tmp_path / "train.py").write_text(MASTER_BRANCH)
+    report = _check(tmp_path, argv)
+    assert report.sections["launch"]["device_selection"] == "local_rank"
+    assert report.verdict == "ok", [f.code for f in report.findings]

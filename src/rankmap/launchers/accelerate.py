@@ -223,6 +223,7 @@ def _torchrun_args(
         virtual_local_rank=False,
         use_env=True,
         master_port=_s(opt("main_process_port", "main_process_port")),
+        master_addr=_s(opt("main_process_ip", "main_process_ip")),
         rdzv_endpoint=None,
         module=p.flag("module"),
         no_python=p.flag("no_python"),

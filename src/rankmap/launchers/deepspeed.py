@@ -163,6 +163,13 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
             fix = f"unset CUDA_VISIBLE_DEVICES; deepspeed --include localhost:{cvd} {' '.join(p.rest)}"
         return _stopped(argv, ctx, issues, notes, str(exc), include, p.rest, fix)
     plan = _plan(argv, ctx, p.flag("no_local_rank"), active, issues, notes, have_hostfile, p.rest)
+    # the runner gives every worker the store's address (reference/launchers.md §4): --master_addr
+    # (else the first host's address, here its name) and --master_port (default 29500)
+    master = {
+        "MASTER_ADDR": p.get("master_addr") or next(iter(active), "localhost"),
+        "MASTER_PORT": p.get("master_port") or "29500",
+    }
+    plan = replace(plan, procs=tuple(replace(pr, env=pr.env | master) for pr in plan.procs))
     from_machine = not (have_hostfile or include or num_gpus)
     return replace(plan, nproc_from_machine=from_machine) if from_machine else plan
 

@@ -83,6 +83,7 @@ class TorchrunArgs:
     no_python: bool
     script: str | None
     script_args: tuple[str, ...]
+    master_addr: str | None = None
 
 
 def parse_torchrun_args(
@@ -118,6 +119,7 @@ def parse_torchrun_args(
         no_python=flag("no_python"),
         script=rest[0] if rest else None,
         script_args=tuple(rest[1:]),
+        master_addr=p.get("master_addr", env.get("PET_MASTER_ADDR")),
     )
 
 
@@ -269,7 +271,7 @@ def _procs(
         node_rank = agent  # each node is assumed to get its own --node-rank (see RM804)
         for lr in range(nproc):
             rank = node_rank * nproc + lr
-            env = _worker_env(rank, lr, node_rank, nproc, n_agents)
+            env = _worker_env(rank, lr, node_rank, nproc, n_agents) | _master_env(args)
             if args.virtual_local_rank:
                 env["LOCAL_RANK"] = "0"
                 env["CUDA_VISIBLE_DEVICES"] = _virtual_cvd(cvd_parent, lr)
@@ -277,6 +279,17 @@ def _procs(
                 Proc(rank, lr, node, env, _local_rank_arg(args, launcher, lr), node_rank=node_rank)
             )
     return procs
+
+
+def _master_env(args: TorchrunArgs) -> dict[str, str]:
+    """MASTER_ADDR / MASTER_PORT every worker gets (reference/launchers.md §1): the options, the
+    rendezvous endpoint, else torchrun's defaults (127.0.0.1, 29500; a port picked when torchrun
+    starts is one the simulation cannot know, and 29500 stands for it)."""
+    host, _, port = (args.rdzv_endpoint or "").rpartition(":")
+    return {
+        "MASTER_ADDR": args.master_addr or host or "127.0.0.1",
+        "MASTER_PORT": args.master_port or port or "29500",
+    }
 
 
 def _worker_env(rank: int, lr: int, node_rank: int, nproc: int, n_agents: int) -> dict[str, str]:
