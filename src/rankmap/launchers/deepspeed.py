@@ -169,7 +169,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         "MASTER_ADDR": p.get("master_addr") or next(iter(active), "localhost"),
         "MASTER_PORT": p.get("master_port") or "29500",
     }
-    plan = replace(plan, procs=tuple(replace(pr, env=pr.env | master) for pr in plan.procs))
+    plan = replace(plan, procs=tuple(replace(pr, env={**pr.env, **master}) for pr in plan.procs))
     from_machine = not (have_hostfile or include or num_gpus)
     return replace(plan, nproc_from_machine=from_machine) if from_machine else plan
 
