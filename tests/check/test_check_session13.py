@@ -67,3 +67,35 @@ def test_launchers_give_every_worker_the_store_address(tmp_path: Path, argv: lis
     report = _check(tmp_path, argv)
     assert report.sections["launch"]["device_selection"] == "local_rank"
     assert report.verdict == "ok", [f.code for f in report.findings]
+
+
+def _shell(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
+    (tmp_path / "run.sh").write_text(text)
+    return _check(tmp_path, ["bash", "run.sh"])
+
+
+def test_a_quoted_string_over_several_lines_is_one_word(tmp_path: Path) -> None:
+    # review 30: the common multi-line DISTRIBUTED_ARGS block and usage texts stopped the reader
+    report = _shell(
+        tmp_path,
+        "usage() {\n  echo '\n# Usage: run.sh [-m MODEL]\n'\n}\n"
+        'ARGS="\n    --nproc_per_node 4 \\\n    --nnodes 1\n"\n'
+        "torchrun $ARGS train.py  # launch\n",
+    )
+    launch = report.sections["launch"]
+    assert (launch["launcher"], launch["world_size"]) == ("torchrun", 4)
+
+
+def test_a_quote_never_closed_is_still_bad_input(tmp_path: Path) -> None:
+    from rankmap.errors import InputError
+
+    with pytest.raises(InputError, match="run.sh:1: cannot read shell line"):
+        _shell(tmp_path, 'ARGS="--nproc_per_node 4\ntorchrun $ARGS train.py\n')
+
+
+def test_a_hash_inside_a_word_starts_no_comment(tmp_path: Path) -> None:
+    report = _shell(tmp_path, "N=4\ntorchrun --nproc_per_node ${N} train.py --tag a#b # note\n")
+    launch = report.sections["launch"]
+    assert launch["world_size"] == 4
+    assert launch["argv"][-2:] == ["--tag", "a#b"], launch["argv"]

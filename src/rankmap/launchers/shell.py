@@ -151,9 +151,12 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
     command, a single ``&`` ends one that runs in the background."""
     out: list[tuple[int, list[str], bool]] = []
     lines = text.replace("\\\n", " ").splitlines()
+    pending, start = "", 0  # a quoted string still open: its lines so far, its first line
     for no, raw in enumerate(lines, 1):
         if len(raw) > MAX_LINE:
             continue
+        if pending:
+            raw, no = pending + "\n" + raw, start
         line = _CFOR.sub(
             lambda m: (
                 f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
@@ -169,17 +172,42 @@ def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
         # a command's output (`cmd`, $(cmd)) is known when the script runs only: one word that
         # stays a parameter (check does not simulate what it sets; review 25)
         line = _COMMAND_OUTPUT.sub("$(…)", line)
-        if line.lstrip().startswith("#"):
+        if line.lstrip().startswith("#") and not pending:
             continue
         try:
-            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-            lex.whitespace_split = True
-            lex.commenters = "#"
-            tokens = list(lex)
+            tokens = _words(line)
         except ValueError as exc:
+            if "closing quotation" in str(exc) and raw.count("\n") < MAX_QUOTED_LINES:
+                pending, start = raw, no  # a quoted string over several lines: read on
+                continue
             raise InputError(f"{where}:{no}: cannot read shell line: {exc}") from None
+        pending = ""
         out += _split_commands(no, tokens)
+    if pending:
+        raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
     return out
+
+
+MAX_QUOTED_LINES = 200  # lines one quoted string may span (a usage text, DISTRIBUTED_ARGS="...")
+
+
+def _words(line: str) -> list[str]:
+    """The words of one (logical) line. A ``#`` starts a comment only at the start of a word
+    (``${#ARR[@]}`` is no comment; POSIX shell, 2.3 Token Recognition, rule 9)."""
+    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lex.whitespace_split = True
+    lex.commenters = ""
+    words: list[str] = []
+    for tok in lex:
+        if tok.startswith("#") and not _quoted_hash(line, tok):
+            break
+        words.append(tok)
+    return words
+
+
+def _quoted_hash(line: str, tok: str) -> bool:
+    """Whether the ``#`` word comes from a quoted string ("'#tag'"), not a comment."""
+    return f"'{tok}" in line or f'"{tok}' in line
 
 
 def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str], bool]]:
