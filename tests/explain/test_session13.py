@@ -169,3 +169,90 @@ def test_a_store_bound_to_an_address_the_machine_does_not_own_names_the_node_ran
     first = findings_of(text)[0]
     assert (first.code, first.category) == ("RM906", "launcher_config")
     assert "node rank" in first.fix
+
+
+# review 32: Slurm, ROCm and NCCL logs with flags (shapes restated here)
+def _log_findings(tmp_path, text: str, launch: str, **env: str):  # type: ignore[no-untyped-def]
+    from rankmap.adapters.local import explain_files
+
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return explain_files([log], launch=launch, env=env).ordered_findings()
+
+
+def test_srun_tasks_each_running_torchrun_is_the_launch_not_a_port(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = "".join(
+        f"{t}: torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+        "local network address. port: 29500, useIPv6: 0, code: -98, name: EADDRINUSE\n"
+        for t in (1, 2, 3)
+    )
+    launch = "srun -l --ntasks-per-node=4 torchrun --nproc_per_node=4 train.py"
+    first = _log_findings(tmp_path, text, launch)[0]
+    assert (first.category, first.severity.value) == ("launcher_config", "warning")
+    assert "16 processes per node" in first.detail
+
+
+def test_a_visible_list_that_is_the_slurm_allocation_is_oversubscription(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "SLURM_GPUS_ON_NODE=2\nCUDA_VISIBLE_DEVICES=0,1\n"
+        "n1:10:10 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 7000 - Init START\n"
+        "n1:11:11 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 busId 7000 - Init START\n"
+        "n1:11:11 [0] init.cc:775 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on "
+        "CUDA device 7000\n"
+    )
+    first = _log_findings(tmp_path, text, "srun -l --ntasks-per-node=4 python train.py")[0]
+    assert first.category == "oversubscribed", first
+
+
+def test_processes_printing_their_own_visible_list_in_python_see_one_gpu_each(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = "".join(
+        f"[worker {r}] os.environ['CUDA_VISIBLE_DEVICES']='{r}' -> device_count=1\n"
+        for r in range(4)
+    ) + ("    torch.cuda.set_device(rank)\nRuntimeError: CUDA error: invalid device ordinal\n")
+    first = _log_findings(tmp_path, text, "python spawn.py")[0]
+    assert first.category == "per_process_visible_devices", first
+
+
+def test_exports_and_a_launch_in_one_block_are_a_script() -> None:
+    text = (
+        "### Command\n```\nexport CUDA_VISIBLE_DEVICES=0,1\n"
+        "srun -l --ntasks-per-node=4 python train.py\n```\n"
+        "```\n2: RuntimeError: CUDA error: invalid device ordinal\n"
+        "3: RuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.category) == ("RM201", "visible_devices_mismatch")
+    assert first.ranks == (2, 3)
+
+
+def test_srun_labels_name_the_failing_tasks_and_cancelled_steps_do_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "".join(f"{t}: RuntimeError: CUDA error: invalid device ordinal\n" for t in (1, 2, 3))
+        + "srun: error: gn1: tasks 1-3: Exited with exit code 1\n"
+        "0: slurmstepd: error: *** STEP 42.0 ON gn1 CANCELLED AT 2025-01-01T00:00:00 ***\n"
+    )
+    launch = "srun -l --ntasks-per-node=4 --gpus-per-task=1 python train.py"
+    first = _log_findings(tmp_path, text, launch)[0]
+    assert first.ranks == (1, 2, 3)
+
+
+def test_a_later_node_on_devices_equal_to_global_ranks_uses_the_global_rank(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    lines = [
+        ("hA", 0, 0, "7000"),
+        ("hA", 1, 1, "f000"),
+        ("hB", 2, 2, "47000"),
+        ("hB", 3, 3, "4e000"),
+    ]
+    text = "".join(
+        f"{h}:{100 + r}:{200 + r} [{c}] NCCL INFO comm 0x{r}1 rank {r} nranks 4 cudaDev {c} "
+        f"nvmlDev {c} busId {b} commId 0xabc - Init START\n"
+        for h, r, c, b in lines
+    )
+    text += "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Process 881 has 69 GiB in use.\n"
+    first = _log_findings(tmp_path, text, "torchrun --nnodes=2 --nproc_per_node=2 train.py")[0]
+    assert (first.code, first.category, first.ranks) == ("RM401", "global_rank_as_device", (2, 3))
+    assert first.devices == ("0000:47:00.0", "0000:4E:00.0")
+    healthy = text.replace("cudaDev 2 nvmlDev 2", "cudaDev 0 nvmlDev 0").replace(
+        "cudaDev 3 nvmlDev 3", "cudaDev 1 nvmlDev 1"
+    )
+    assert all(f.code != "RM401" for f in _log_findings(tmp_path, healthy, "torchrun train.py"))

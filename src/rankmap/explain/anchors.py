@@ -55,6 +55,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"failed",
     b"Last error",
     b"CUDA_VISIBLE_DEVICES",
+    b"GPUS_ON_NODE=",
+    b"JOB_GPUS=",
     b"Device: cuda",
     b"Num processes",
     b"Distributed environment",

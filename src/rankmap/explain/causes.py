@@ -67,6 +67,14 @@ def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
     return out
 
 
+def _slurm_allocation(ev: Evidence) -> int | None:
+    """The GPUs Slurm allocated on the node, as the job's environment dump prints them."""
+    for e in ev.of("slurm_gpus"):
+        value = e.get("v") or ""
+        return int(value) if e.get("kind") == "GPUS_ON_NODE" else len(value.split(","))
+    return None
+
+
 def _mig_machine(ctx: Context) -> bool:
     return any(g.mig_mode for h in ctx.machines for g in h.gpus)
 
@@ -81,6 +89,8 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
     gpus = ctx.gpus_per_node()
     if gpus is None and ctx.launch and ctx.launch.gpus_per_node:
         gpus = ctx.launch.gpus_per_node  # the scheduler's allocation per node
+    if gpus is None:
+        gpus = _slurm_allocation(ev)
     if cvd is not None and gpus is not None and cvd >= gpus:
         # CUDA_VISIBLE_DEVICES lists the whole node (Slurm sets it to the allocation): it narrows
         # nothing, so too many processes is oversubscription, not a visibility mismatch.

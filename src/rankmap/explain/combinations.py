@@ -49,6 +49,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         s.add("oversubscribed", -3.0, f"{nproc} processes per node fit the {gpus} GPU(s)")
     _launch_cannot_fit(ctx, s, gpus)
     _launch_below_gpus(ctx, doc, s, nproc, gpus)
+    _nested_launchers(ctx, s)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
     _duplicate_across_hosts(ctx, doc, s, base)
@@ -73,6 +74,26 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
 # Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs
 # leaves GPUs idle under them; mpirun / srun programs may drive several GPUs each.
 _PER_GPU_LAUNCHERS = frozenset({"torchrun", "torch.distributed.launch", "accelerate", "deepspeed"})
+
+
+def _nested_launchers(ctx: Context, s: Scores) -> None:
+    """srun / mpirun starting several tasks per node, each running torchrun (accelerate,
+    deepspeed) with several workers: the processes multiply, and the agents of one node bind
+    one store port (reference/launchers.md §5; check's RM904)."""
+    launch = ctx.launch
+    if launch is None or not launch.nested_in or launch.launcher not in _PER_GPU_LAUNCHERS:
+        return
+    tasks = launch.outer_tasks_per_node
+    workers = launch.nproc_per_node
+    if tasks and tasks > 1 and workers and workers > 1:
+        s.mapping_failure = True
+        s.add(
+            "launcher_config",
+            5.0,
+            f"{launch.nested_in} starts {tasks} tasks per node and each runs {launch.launcher} "
+            f"with {workers} workers: {tasks * workers} processes per node, and the {tasks} "
+            "agents of a node serve one rendezvous port (reference/launchers.md §5)",
+        )
 
 
 def _launch_below_gpus(

@@ -306,6 +306,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _ranks(seg, facts)
         if seg.kind != "code" and "run" in seg.text:
             _container_runs(seg, facts)
+        if seg.kind in ("shell", "log") and "#SBATCH" in seg.text:
+            _sbatch(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)
         elif seg.kind == "env":
@@ -518,13 +520,16 @@ def _container_runs(seg: Segment, facts: DocFacts) -> None:
             facts.container_runs.append(cmd[:4000])
 
 
-def _shell(seg: Segment, facts: DocFacts) -> None:
-    if "#SBATCH" in seg.text:
-        from rankmap.errors import RankMapError
-        from rankmap.launchers.slurm_options import parse_sbatch_lines
+def _sbatch(seg: Segment, facts: DocFacts) -> None:
+    """``#SBATCH`` lines of a batch script, pasted as a script or among the job's output."""
+    from rankmap.errors import RankMapError
+    from rankmap.launchers.slurm_options import parse_sbatch_lines
 
-        with contextlib.suppress(RankMapError):
-            facts.sbatch.update(parse_sbatch_lines(seg.text))
+    with contextlib.suppress(RankMapError):
+        facts.sbatch.update(parse_sbatch_lines(seg.text))
+
+
+def _shell(seg: Segment, facts: DocFacts) -> None:
     for _, cmd, prompt in shell_commands(seg):
         if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
             facts.commands.append(cmd[:2000])

@@ -136,6 +136,8 @@ def _fenced_kind(hint: str, body: list[str]) -> str:
         return "log"
     if votes.get("smi", 0) * 3 >= sum(votes.values()):
         return "smi"
+    if set(votes) == {"shell", "env"}:
+        return "shell"  # `export X=1` then a launch line: a script (its exports are commands)
     best = max(votes, key=lambda k: votes[k])
     return "log" if best == "prose" else best  # unlabelled fences hold output, not prose
 

@@ -177,7 +177,7 @@ def explain_files(
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
-    stated = _named(ev, texts, doc)
+    stated = _named(ev, texts, doc, ctx.launch.command if ctx.launch else "")
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     report.findings = in_framework_words(report.findings, doc, texts)
@@ -258,14 +258,14 @@ _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failur
 
 
 def _named(
-    ev: Evidence, texts: list[str], doc: DocFacts | None
+    ev: Evidence, texts: list[str], doc: DocFacts | None, launch: str = ""
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
     torchrun summaries and failure lines first (those of the failure itself over the other
     ranks' reaction to it); else the ranks the Init lines put on cudaDev 0 of one host; else
     the ranks the prose names; "both processes" of a job whose
     named ranks are 0 and 1 at most adds both."""
-    first, after = named.failure_ranks(_lines(texts))
+    first, after = named.failure_ranks(_lines(texts), task_labels=_srun_task_labels(launch))
     for e in ev.of(*_FAILING):
         if e.rank is not None:
             (after if named.is_aftermath(e.line.text) else first).add(e.rank)
@@ -280,6 +280,14 @@ def _named(
         if doc.pair_named and ranks <= {0, 1}:
             ranks |= {0, 1}
     return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
+
+
+def _srun_task_labels(launch: str) -> bool:
+    """Whether srun labels each line with its task, one task per rank: an ``srun -l`` /
+    ``--label`` launch that runs the program itself (not a launcher that starts the ranks)."""
+    return bool(re.search(r"\bsrun\b[^|;&]*?\s(?:-l|--label)\b", launch)) and not re.search(
+        r"torchrun|torch\.distributed\.(?:run|launch)|accelerate|deepspeed", launch
+    )
 
 
 def _lines(texts: list[str]) -> Iterable[str]:

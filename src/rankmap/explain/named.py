@@ -71,7 +71,9 @@ RANK_FORMS = re.compile(
     r"|\bprocess (?P<g>\d{1,7}) terminated\b"
     r"|^\((?:Vllm)?Worker(?:_PP0)?_TP(?P<j>\d{1,7}) pid="
     # a launcher's rank variable printed (reference/launchers.md §5, §6)
-    r"|\b(?:SLURM_PROCID|PROC_?ID|OMPI_COMM_WORLD_RANK|PMIX?_RANK)\s*[=:]\s*(?P<k>\d{1,7})\b",
+    r"|\b(?:SLURM_PROCID|PROC_?ID|OMPI_COMM_WORLD_RANK|PMIX?_RANK)\s*[=:]\s*(?P<k>\d{1,7})\b"
+    # srun's summary of failed tasks: "srun: error: node1: tasks 1-3: Exited with exit code 1"
+    rf"|^srun: error: [\w.-]+: tasks? (?P<l>{_LIST}):",
     re.IGNORECASE,
 )
 # A line reporting a failure: each alternative with a word that every match of it holds
@@ -166,6 +168,7 @@ _RANK_KEYS = (
     "worker",
     "procid",
     "proc_id",
+    "srun: error",
 )  # every spelling holds one: a cheap gate
 # Lines that list ranks as a map (nccl-tests "Rank 0 Pid …", NCCL "rank 0 nranks 8 …"): every
 # rank of the job, no statement about some of them.
@@ -201,11 +204,21 @@ def failing_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
     return first or after
 
 
-def failure_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> tuple[set[int], set[int]]:
-    """Ranks on lines reporting a failure: (the failure itself, the others' reaction)."""
+# srun --label's task prefix ("3: RuntimeError: ..."): the task id, SLURM_PROCID
+_TASK_LABEL = re.compile(r"^(\d{1,5}): ")
+
+
+def failure_ranks(
+    lines: Iterable[str], limit: int = MAX_RANKS, *, task_labels: bool = False
+) -> tuple[set[int], set[int]]:
+    """Ranks on lines reporting a failure: (the failure itself, the others' reaction).
+    ``task_labels``: srun started one task per rank with --label, so a line-leading ``N: ``
+    is rank N (reference/launchers.md §5: SLURM_PROCID)."""
     first: set[int] = set()
     after: set[int] = set()
     for line in lines:
+        if task_labels:
+            line = _TASK_LABEL.sub(r"[rank\1]: ", line, count=1)
         if len(first) >= limit:
             break
         if reports_failure(line):
@@ -226,7 +239,9 @@ def is_aftermath(line: str) -> bool:
 _AFTERMATH = re.compile(
     r"remote process|remote peer|peer (?:closed|reset)|connection (?:reset|closed|refused)|"
     r"broken pipe|closing signal|SIGTERM|exitcode\s*:\s*-15|watchdog|collective operation "
-    r"timeout|communicator (?:was )?aborted|ncclRemoteError|socket (?:closed|timeout)",
+    r"timeout|communicator (?:was )?aborted|ncclRemoteError|socket (?:closed|timeout|has timed out)|"
+    # Slurm cancelling the step's other tasks, and srun's summary of the tasks that exited
+    r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED|^(?:\d+: )?srun: error: [\w.-]+: tasks? ",
     re.IGNORECASE,
 )
 

@@ -176,7 +176,12 @@ _PY_EXCEPTION = _R(
     r"^\s*(?:\[rank\d+\]:\s*)?(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s(?P<msg>.{1,200})"
 )
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
+# the GPUs Slurm allocated on the node (reference/launchers.md §5: SLURM_GPUS_ON_NODE, SLURM_JOB_GPUS)
+_SLURM_GPUS = _R(r"\bSLURM_(?P<kind>GPUS_ON_NODE|JOB_GPUS)=(?P<v>\d+(?:,\d+)*)")
 _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
+# a process printing Python's view of it: os.environ['CUDA_VISIBLE_DEVICES']='1' (ids only: a
+# source line assigning a variable is no value)
+_CVD_PY = _R(r"CUDA_VISIBLE_DEVICES['\"]\]\s*[=:]\s*['\"](?P<v>\d+(?:,\d+)*)['\"]")
 # Lightning: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1]" / "initializing ddp: GLOBAL_RANK: 2, MEMBER: 3/4"
 _PL_LOCAL = _R(r"^LOCAL_RANK: (?P<local>\d+) ?-")
 _PL_GLOBAL = _R(r"GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)")
@@ -319,6 +324,8 @@ _FACT_EVENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_HOSTID, "env_hostid"),
     (_IFNAME_SET, "env_ifname"),
     (_CVD, "env_cvd"),
+    (_CVD_PY, "env_cvd"),
+    (_SLURM_GPUS, "slurm_gpus"),
     (_PL_LOCAL, "framework_local_rank"),
     (_PL_GLOBAL, "framework_rank"),
     (_BARRIER, "barrier_count"),

@@ -142,6 +142,22 @@ class RankMap:
                 out.append(host or "?")
         return out
 
+    def global_index_hosts(self) -> dict[str, list[RankRecord]]:
+        """Hosts after the first whose ranks (every one with a cudaDev) use CUDA device = their
+        global rank, past the host's own rank count: the global rank as the device index on
+        nodes with GPUs enough to hide it (no invalid ordinal)."""
+        hosts: dict[str | None, list[RankRecord]] = defaultdict(list)
+        for r in self.main_comm():
+            hosts[r.host].append(r)
+        first = min(hosts.items(), key=lambda hr: min(r.rank for r in hr[1]))[0] if hosts else None
+        return {
+            host: rs
+            for host, rs in hosts.items()
+            if host
+            and host != first
+            and all(r.cuda_index == r.rank and r.rank >= len(rs) for r in rs)
+        }
+
     def hosts(self) -> list[str]:
         """Hosts of the main communicator in rank order."""
         return list(dict.fromkeys(r.host for r in self.main_comm() if r.host))

@@ -392,6 +392,34 @@ def _cuda_failure(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
+def _global_index(ev: Evidence, ctx: Context) -> list[Finding]:
+    """NCCL's Init lines put a later node's ranks on CUDA device = global rank, past that
+    node's own processes: set_device(RANK) on machines with GPUs enough to hide it."""
+    if ev.has("duplicate_gpu", "multi_rank_gpu", "invalid_ordinal"):
+        return []
+    found = ev.rankmap.global_index_hosts()
+    if not found:
+        return []
+    host, ranks = next(iter(found.items()))
+    return [
+        finding(
+            "RM401",
+            f"Ranks {ranks[0].rank}-{ranks[-1].rank} on {host} use CUDA devices "
+            f"{ranks[0].cuda_index}-{ranks[-1].cuda_index}: the global rank as the device index",
+            detail=f"{host} runs {len(ranks)} process(es), yet NCCL initialised them on cudaDev "
+            "equal to their global rank: the node's local ranks would be 0.."
+            f"{len(ranks) - 1}. The GPUs exist, so nothing fails at once; the ranks use GPUs "
+            "meant for others (another job's, or idle ones). What would decide: "
+            "`grep -nE 'set_device\\(.*rank|get_rank\\(\\)' train.py`.",
+            ranks=[r.rank for r in ranks],
+            hosts=[host],
+            devices=[r.bus_id for r in ranks if r.bus_id],
+            evidence=[r.evidence for r in ranks[:3]],
+            severity="warning",
+        )
+    ]
+
+
 RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     _mismatch,
     _dup_rank,
@@ -404,6 +432,7 @@ RULES: tuple[Callable[[Evidence, Context], list[Finding]], ...] = (
     _simple("RM901", "The script does not accept the --local-rank argument", ("local_rank_arg",)),
     _lightning,
     _one_name,
+    _global_index,
     _ifname,
     _oom,  # before store/socket errors: peers of a rank that died of OOM lose their connections
     _store,

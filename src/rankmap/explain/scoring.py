@@ -319,6 +319,9 @@ def _rescored(
     # explain that a signal names (nccl-tests' wrong results, an IOMMU fault: 3 points or more)
     # is the guess's to name; a generic NCCL warning next to a clean map stays the map (review 22)
     named = lead is not None and lead.code == "RM042" and s.strongest(winner) >= NAMES_CAUSE
+    # a store that could not be bound or reached is a network symptom: a support that names
+    # the cause of the same category (nested launchers sharing a port) leads instead
+    named |= lead is not None and lead.code in NETWORK_CODES and s.strongest(winner) >= STRONG
     if lead is not None and lead.code != "RM003" and lead.category == winner and not named:
         return [_decided_by_input(lead, s, winner), *base[1:]], s
     if (
