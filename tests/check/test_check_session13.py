@@ -99,3 +99,27 @@ def test_a_hash_inside_a_word_starts_no_comment(tmp_path: Path) -> None:
     launch = report.sections["launch"]
     assert launch["world_size"] == 4
     assert launch["argv"][-2:] == ["--tag", "a#b"], launch["argv"]
+
+
+DEEPSPEED_SCRIPT = (
+    "import deepspeed, torch\n"
+    "deepspeed.init_distributed()\n"
+    "model = torch.nn.Linear(2, 2)\n"
+    "engine, *_ = deepspeed.initialize(model=model, config='ds.json')\n"
+)
+
+
+def test_deepspeed_under_srun_discovers_its_local_rank_itself(tmp_path: Path) -> None:
+    # review 30: RM903 "srun does not set LOCAL_RANK" for a DeepSpeed script, which finds its
+    # ranks through MPI (mpi4py) when no launcher variable is set
+    (tmp_path / "train.py").write_text(DEEPSPEED_SCRIPT)
+    report = check_launch(
+        ["srun", "--ntasks-per-node=4", "python", "train.py"],
+        machines=load_machine("workstation-4gpu"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert not [f for f in report.findings if f.severity.value == "error"], [
+        f.code for f in report.findings
+    ]

@@ -83,6 +83,11 @@ def _select(
             except ValueError:
                 return None, f"ValueError: {name}={raw!r}", f"{name}={raw}", False
             return _mod(idx, sel, n_visible), None, f"{name}={raw}", False
+    if sel.dist_rank and sel.kind != "global_rank":
+        # none of the variables is set, and the framework finds the rank itself (DeepSpeed's
+        # MPI discovery): the process's local rank, no default standing in
+        idx = proc.local_rank
+        return _mod(idx, sel, n_visible), None, f"found by the framework: local rank {idx}", False
     if sel.kind == "assumed_local_rank":
         # no script was read: what it reads is unknown, so no KeyError is predicted (RM005 says
         # which variable a launcher without LOCAL_RANK gives instead)

@@ -153,10 +153,13 @@ FRAMEWORKS: tuple[FrameworkModel, ...] = (
         "local",
         ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
         False,
-        False,
+        True,
         "microsoft/DeepSpeed deepspeed/runtime/engine.py DeepSpeedEngine._set_distributed_vars: "
         "`get_accelerator().set_device(device_rank)` with the LOCAL_RANK of the launcher; "
-        "init_distributed falls back to OMPI_COMM_WORLD_* (reference/launchers.md §4)",
+        "init_distributed, without RANK/WORLD_SIZE/MASTER_*/LOCAL_RANK, runs mpi_discovery "
+        "(deepspeed/comm/comm.py: rank and size from mpi4py's COMM_WORLD, the local rank counted "
+        "among the processes of one host, exported as LOCAL_RANK; reference/launchers.md §4), so "
+        "under any MPI launcher the index is the process's local rank (review 30: srun)",
     ),
     FrameworkModel(
         "Ray Train",
