@@ -123,3 +123,21 @@ def test_deepspeed_under_srun_discovers_its_local_rank_itself(tmp_path: Path) ->
     assert not [f for f in report.findings if f.severity.value == "error"], [
         f.code for f in report.findings
     ]
+
+
+TENSOR_ONLY = (
+    "import os, torch, torch.distributed as dist\n"
+    "dist.init_process_group('nccl')\n"
+    "device = torch.device('cuda', int(os.environ['LOCAL_RANK']))\n"
+    "model = torch.nn.Linear(2, 2).to(device)\n"
+)
+
+
+def test_tensor_only_devices_warn_only_where_a_rank_is_off_cuda0(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TENSOR_ONLY)
+    four = _check(tmp_path, ["torchrun", "--nproc-per-node", "4", "train.py"])
+    rm330 = [f for f in four.findings if f.code == "RM330"]
+    assert rm330 and rm330[0].ranks == (1, 2, 3)
+    # review 30: one process per node uses cuda:0, the current device it keeps
+    one = _check(tmp_path, ["torchrun", "--nproc-per-node", "1", "train.py"])
+    assert not [f for f in one.findings if f.code == "RM330"]

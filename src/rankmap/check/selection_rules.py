@@ -66,7 +66,10 @@ def selection_findings(
         out.append(_not_followed(sel, unsimulated))
     per_rank = sel.kind in ("local_rank", "local_rank_modulo", "global_rank", "accelerate")
     errors = any(f.severity.value == "error" for f in found)
-    if per_rank and not sel.sets_current and not errors and outcomes:
+    # only ranks whose own GPU is not cuda:0 open a context on another rank's GPU (review 30:
+    # one process per node, its GPU cuda:0, was warned)
+    off_zero = [o.proc.rank for o in outcomes if o.cuda_index not in (0, None)]
+    if per_rank and not sel.sets_current and not errors and off_zero:
         out.append(
             finding(
                 "RM330",
@@ -74,7 +77,7 @@ def selection_findings(
                 "calls set_device: its current device stays cuda:0",
                 detail="barrier(), object collectives and `.cuda()` without an index open a CUDA "
                 "context on GPU 0 of every rank (reference/pytorch_nccl.md §1-2).",
-                ranks=[o.proc.rank for o in outcomes if o.proc.local_rank != 0],
+                ranks=off_zero,
                 fix="torch.cuda.set_device(local_rank)  # before init_process_group",
             )
         )
