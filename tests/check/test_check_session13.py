@@ -141,3 +141,10 @@ def test_tensor_only_devices_warn_only_where_a_rank_is_off_cuda0(tmp_path: Path)
     # review 30: one process per node uses cuda:0, the current device it keeps
     one = _check(tmp_path, ["torchrun", "--nproc-per-node", "1", "train.py"])
     assert not [f for f in one.findings if f.code == "RM330"]
+
+
+def test_a_profiler_before_the_launcher_runs_the_launch(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
+    argv = ["nsys", "profile", "-o", "run", "--trace", "cuda,nvtx", "torchrun"]
+    report = _check(tmp_path, [*argv, "--nproc-per-node", "4", "train.py"])
+    assert report.sections["launch"]["world_size"] == 4

@@ -126,6 +126,18 @@ WRAPPERS: dict[tuple[str, ...], Wrapper] = {
         "-P --preferred-many -w --weighted-interleave",
     ),
     ("taskset",): _w("taskset", 1, positionals=1),
+    # Nsight Systems runs the command after its options (`nsys profile --help`, 2024.x: nearly
+    # every option takes a value; review 30: `nsys profile ... torchrun` was no launch)
+    ("nsys", "profile"): _w(
+        "nsys profile",
+        2,
+        "-o --output -t --trace -s --sample -b --backtrace -c --capture-range "
+        "--capture-range-end -d --duration -y --delay -f --force-overwrite -e --env-var --stats "
+        "-w --show-output -x --stop-on-exit -n --inherit-environment -p --nvtx-capture "
+        "--cuda-memory-usage --gpu-metrics-devices --gpu-metrics-frequency --cudabacktrace "
+        "--python-sampling --python-backtrace --export --session-new --trace-fork-before-exec "
+        "--cpuctxsw --osrt-threshold --mpi-impl --nic-metrics",
+    ),
     # a container runs the command after its image (docker run --help, Docker 27): the GPUs it
     # passes through are not modelled here (explain reads --gpus / --device itself)
     ("docker", "run"): _w("docker run", 2, " ".join(CONTAINER_VALUE_OPTIONS), positionals=1),
