@@ -256,3 +256,31 @@ def test_a_later_node_on_devices_equal_to_global_ranks_uses_the_global_rank(tmp_
         "cudaDev 3 nvmlDev 3", "cudaDev 1 nvmlDev 1"
     )
     assert all(f.code != "RM401" for f in _log_findings(tmp_path, healthy, "torchrun train.py"))
+
+
+def test_a_sentence_hard_wrapped_over_lines_is_read_as_one() -> None:
+    from rankmap.explain.docread import read_document, unwrapped
+
+    text = (
+        "# fix device selection\n"
+        "When a GPU is pre-assigned to every MPI rank by the batch system\n"
+        "with the variable `CUDA_VISIBLE_DEVICES`, the current code picks the\n"
+        "host-local rank as the device and fails.\n"
+    )
+    assert len(unwrapped(text)) == len(text)
+    facts = read_document(text)
+    assert "scheduler-sets-cvd" in facts.hits
+    # the quote and line number are those of the paste
+    assert facts.hits["scheduler-sets-cvd"].where == "<stdin>:2"
+    # indented records are not sentences: "rank : 0 (local_rank: 0)" stays its own line
+    record = "  rank      : 0 (local_rank: 0) on host node-a-0.example.internal\n  exitcode  : 1\n"
+    assert unwrapped(record) == record
+
+
+def test_a_prose_line_starting_with_with_is_no_code() -> None:
+    from rankmap.explain.document import classify_line
+
+    assert classify_line("with environment variable CUDA_VISIBLE_DEVICES than the", "prose") == (
+        "prose"
+    )
+    assert classify_line("with open(path) as f:", None) == "code"

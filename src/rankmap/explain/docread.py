@@ -399,6 +399,9 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
         seg.kind == "prose" and "`" in seg.text
     ):  # inline code marks: "`RANK` instead of `LOCAL_RANK`"
         seg = Segment(seg.kind, seg.text.replace("`", ""), seg.first_line)
+    original = seg
+    if seg.kind == "prose":  # a sentence hard-wrapped over lines is read as one line
+        seg = Segment(seg.kind, unwrapped(seg.text), seg.first_line)
     lowered = seg.text.lower()
     exact = len(lowered) == len(seg.text)  # positions agree (no length-changing case folding)
     head = _prose_head(seg, lowered, facts)
@@ -420,10 +423,11 @@ def _signals(seg: Segment, source: str, facts: DocFacts) -> None:
             facts.frameworks.append(sig.framework)
         if sig.id in facts.hits:
             continue
-        line_no = seg.first_line + seg.text.count("\n", 0, m.start())
-        start = seg.text.rfind("\n", 0, m.start()) + 1
-        end = seg.text.find("\n", m.end())
-        line = seg.text[start : end if end != -1 else len(seg.text)].strip()
+        text = original.text  # the same length: line numbers and the quote from the paste
+        line_no = seg.first_line + text.count("\n", 0, m.start())
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.start())
+        line = text[start : end if end != -1 else len(text)].strip()
         facts.hits[sig.id] = Hit(sig, seg.kind, f"{source}:{line_no}", line[:240])
 
 
@@ -433,6 +437,17 @@ MAX_KEY_LINES = 1000  # lines tried per key and segment: bounded time on adversa
 # and a bound on their time for a paste of megabytes of prose, however many segments the prose
 # is cut into (prose lines between code-like lines are many short segments).
 PROSE_SIGNAL_LIMIT = 64 * 1024
+
+
+# A line break inside a sentence: a line of running text (40 characters or more, no sentence
+# mark at its end) and the next line going on in lower case at the margin (or with inline code);
+# indented lines are records or code, not a sentence's continuation.
+_SOFT_WRAP = re.compile(r"(?m)^([^\n]{39,}[^\s.!?:;|])\n(?=[a-z`(\"'])")
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with the line breaks inside its sentences turned into spaces (same length)."""
+    return _SOFT_WRAP.sub(lambda m: m.group(1) + " ", text)
 
 
 def _prose_head(seg: Segment, lowered: str, facts: DocFacts) -> tuple[Segment, str] | None:

@@ -59,8 +59,11 @@ _SMI = re.compile(
 )
 _CODE = re.compile(
     r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__|@[\w.]+(?:\(.*\))?\s*$|"
-    r"(?:self\.)?[\w.\[\]'\"]+\s*=\s*\S|for \w+ in |with \w|return\b|torch\.\w|os\.environ|"
-    r"dist\.\w|model\.\w|parser\.add_argument|args\.\w|print\(|try:|except\b|elif |else:|if .*:$)"
+    # for / with / except are statements only with their colon ("with environment variable X
+    # than ..." is a sentence)
+    r"(?:self\.)?[\w.\[\]'\"]+\s*=\s*\S|for \w+(?:, ?\w+)* in .*:\s*(?:#.*)?$|with \w.*:\s*(?:#.*)?$|"
+    r"return\b|torch\.\w|os\.environ|dist\.\w|model\.\w|parser\.add_argument|args\.\w|print\(|"
+    r"try:|except\b.*:\s*$|elif |else:|if .*:$)"
 )
 _LOG = re.compile(
     r"^\s*(?:Traceback \(most recent|File \"|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b|"
