@@ -284,3 +284,13 @@ def test_a_prose_line_starting_with_with_is_no_code() -> None:
         "prose"
     )
     assert classify_line("with open(path) as f:", None) == "code"
+
+
+def test_a_pytorch_build_without_nccl_is_the_build() -> None:
+    text = (
+        "# training fails on my laptop\n"
+        '  File "C:\\\\env\\\\lib\\\\site-packages\\\\torch\\\\distributed\\\\distributed_c10d.py", line 1013\n'
+        "RuntimeError: Distributed package doesn't have NCCL built in\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.category, first.severity.value) == ("version_mismatch", "error")

@@ -357,6 +357,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "no longer supports this gpu",
         "ignoring visible gpu device",
     ),
+    "nccl-not-built": ("have nccl", "processgroupnccl is only supported"),
     "driver-too-old": (
         "insufficient",
         "too old",

@@ -167,6 +167,16 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old|"
        r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch",
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
+    # a PyTorch build without NCCL (Windows and macOS wheels, CPU-only builds): the backend the
+    # job asks for does not exist in that build
+    _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?|"
+       r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+       {"version_mismatch": 7, "launcher_config": 1},
+       "https://github.com/pytorch/pytorch/blob/main/torch/distributed/distributed_c10d.py "
+       "_new_process_group_helper: "
+       "`raise RuntimeError(\"Distributed package doesn't have NCCL built in\")` when "
+       "is_nccl_available() is false (builds without NCCL: Windows, macOS, CPU-only)",
+       failure=True),
     _s("gfx-arch", r"\bgfx\d{3,4}", {"version_mismatch": 1},
        "ROCm GPU architecture names (https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)"),
     _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION", {"version_mismatch": 4},
