@@ -148,3 +148,91 @@ def test_a_profiler_before_the_launcher_runs_the_launch(tmp_path: Path) -> None:
     argv = ["nsys", "profile", "-o", "run", "--trace", "cuda,nvtx", "torchrun"]
     report = _check(tmp_path, [*argv, "--nproc-per-node", "4", "train.py"])
     assert report.sections["launch"]["world_size"] == 4
+
+
+# review 34: launch scripts read with their control flow (shapes written here)
+def _script(  # type: ignore[no-untyped-def]
+    tmp_path: Path, text: str, nodes: int | None = None, program: str = ONE_GPU_PER_RANK
+):
+    (tmp_path / "train.py").write_text(program)
+    (tmp_path / "job.sh").write_text(text)
+    return check_launch(
+        ["bash", "job.sh"],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=nodes,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+
+
+def _errors(report) -> list[str]:  # type: ignore[no-untyped-def]
+    return [f.code for f in report.findings if f.severity.value == "error"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # two branches of an if never run at once
+        'if [ "$1" = a ]; then\n  CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun --nproc_per_node=4 '
+        "train.py &\nelse\n  CUDA_VISIBLE_DEVICES=4,5,6,7 torchrun --nproc_per_node=4 train.py &"
+        "\nfi\nwait\n",
+        # a wait between two background launches orders them
+        "torchrun --nproc_per_node=4 train.py &\nwait\ntorchrun --nproc_per_node=4 train.py &\n"
+        "wait\n",
+        # a function nobody calls changes nothing
+        "one_gpu() {\n  export CUDA_VISIBLE_DEVICES=0\n}\ntorchrun --nproc_per_node=8 train.py\n",
+        # lines below exit never run
+        "torchrun --nproc_per_node=8 train.py\nexit 0\ntorchrun --nproc_per_node=16 train.py\n",
+    ],
+)
+def test_control_flow_that_keeps_a_defect_from_running_is_no_error(
+    tmp_path: Path, text: str
+) -> None:
+    assert _errors(_script(tmp_path, text)) == []
+
+
+def test_a_function_runs_where_it_is_called_with_its_arguments(tmp_path: Path) -> None:
+    text = (
+        "go() {\n  local n=$1\n  CUDA_VISIBLE_DEVICES=$2 torchrun --nproc_per_node=$n train.py\n"
+        "}\ngo 4 0,1\n"
+    )
+    assert _errors(_script(tmp_path, text)) == ["RM201"]
+    one_line = "go() { torchrun --nproc_per_node=8 train.py; }\ngo\n"
+    assert _script(tmp_path, one_line).sections["launch"]["world_size"] == 8
+
+
+def test_separate_jobs_sharing_a_gpu_are_a_warning(tmp_path: Path) -> None:
+    text = "for s in 1 2 3; do\n  CUDA_VISIBLE_DEVICES=0 python train.py --seed $s &\ndone\nwait\n"
+    report = _script(tmp_path, text, program="import torch\nx = torch.zeros(1).cuda()\n")
+    shared = [f for f in report.findings if f.code == "RM503"]
+    assert shared and shared[0].severity.value == "warning"
+
+
+def test_slurm_nodeid_expanded_by_the_batch_shell_is_node_rank_0_everywhere(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        "srun torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
+        "--master_addr=n1 --master_port=29400 train.py\n"
+    )
+    report = _script(tmp_path, text, nodes=2)
+    assert "RM804" in _errors(report)
+    quoted = text.replace(
+        "srun torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
+        "--master_addr=n1 --master_port=29400 train.py",
+        "srun bash -c 'torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
+        "--master_addr=n1 --master_port=29400 train.py'",
+    )
+    assert _errors(_script(tmp_path, quoted, nodes=2)) == []
+
+
+def test_a_count_the_script_computes_gets_a_stand_in_and_an_info(tmp_path: Path) -> None:
+    text = (
+        "NGPU=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)\n"
+        "torchrun --nproc_per_node=$NGPU train.py\n"
+    )
+    report = _script(tmp_path, text)
+    assert report.sections["launch"]["world_size"] == 8
+    assert [f.severity.value for f in report.findings if f.code == "RM032"] == ["info"]

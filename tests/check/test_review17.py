@@ -65,9 +65,17 @@ def test_a_node_rank_each_node_expands_itself_is_no_refusal(tmp_path: Path) -> N
 
 
 def test_a_variable_nothing_sets_says_how_to_give_it(tmp_path: Path) -> None:
+    # session 13 (review 34): a stand-in and an info that names the variable, not a refusal
+    report = _check(
+        tmp_path, ["torchrun", "--nnodes", "$MYNODES", "train.py"], {"train.py": BY_ENV}
+    )
+    assumed = [f for f in report.findings if f.code == "RM032"]
+    assert assumed and "--env MYNODES=" in assumed[0].fix
+    # an option torchrun's stand-ins do not cover still says how to give it
     with pytest.raises(UsageError) as err:
-        _check(tmp_path, ["torchrun", "--nnodes", "$MYNODES", "train.py"], {"train.py": BY_ENV})
-    assert err.value.hint and "--env MYNODES=" in err.value.hint
+        argv = ["accelerate", "launch", "--multi_gpu", "--num_processes", "$N", "train.py"]
+        _check(tmp_path, argv, {"train.py": BY_ENV})
+    assert err.value.hint and "--env N=" in err.value.hint
 
 
 @pytest.mark.parametrize(

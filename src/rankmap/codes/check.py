@@ -73,6 +73,19 @@ define(
     example="`train.py: init_process_group('gloo') and no CUDA use`.",
 )
 define(
+    "RM032",
+    "other",
+    "info",
+    "A launch value is computed when the job runs: a stand-in is assumed",
+    cause="torchrun's `--nproc-per-node`, `--node-rank` or `--nnodes` holds a value the launch "
+    "script computes when it runs (`$(nvidia-smi -L | wc -l)`, a function's argument, a sourced "
+    "file, a pod's `${RANK}`), which a check without running it cannot know. The map assumes one "
+    "process per visible GPU (torchrun's `gpu`), a node rank of its own for every node and the "
+    "nodes given with `--nodes`; nothing is flagged on the assumption alone.",
+    fix="Pass the real values to check them: `--env NGPU=8`.",
+    example="`torchrun --nproc_per_node $NGPU train.py` with `NGPU=$(nvidia-smi -L | wc -l)`.",
+)
+define(
     "RM330",
     "no_set_device",
     "warning",

@@ -11,6 +11,7 @@ from pathlib import Path
 from rankmap.errors import UsageError
 from rankmap.launchers import (
     LaunchContext,
+    LaunchIssue,
     LaunchPlan,
     Proc,
     after_module,
@@ -39,15 +40,9 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     try:
         plan = _simulate(list(cmd.argv), ctx)
     except UsageError as exc:
-        unresolved = _UNRESOLVED.findall(exc.message)
-        if not unresolved or exc.hint:
+        if "$" not in exc.message or exc.hint:
             raise
-        name = unresolved[0].strip("${}")
-        raise UsageError(
-            exc.message,
-            hint=f"${name} is set when the job runs; rankmap does not know its value here: "
-            f"pass --env {name}=VALUE",
-        ) from None
+        plan = _with_stand_ins(list(cmd.argv), ctx, exc)
     if not plan.procs and not plan.issues:
         raise UsageError(
             f"{plan.launcher}: this launch starts no processes (world size 0)",
@@ -60,6 +55,75 @@ def simulate_launch(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if (prefix := env_words(argv, cmd.argv)) and not plan.prefix:
         plan = replace(plan, prefix=prefix)
     return plan
+
+
+def _with_stand_ins(argv: list[str], ctx: LaunchContext, exc: UsageError) -> LaunchPlan:
+    """The plan of a launch whose values the script computes when it runs, with stand-ins
+    (:func:`assume_runtime_values`); else the error, with the variable to pass."""
+    assumed = assume_runtime_values(argv, ctx.nodes)
+    if assumed is not None:
+        words, issue = assumed
+        plan = _simulate(words, ctx)
+        return replace(plan, issues=(*plan.issues, issue))
+    unresolved = _UNRESOLVED.findall(exc.message)
+    if not unresolved:
+        raise exc
+    name = unresolved[0].strip("${}")
+    raise UsageError(
+        exc.message,
+        hint=f"${name} is set when the job runs; rankmap does not know its value here: "
+        f"pass --env {name}=VALUE",
+    ) from None
+
+
+# torchrun options whose value a script may compute when the job runs, and what stands in for an
+# unknown one: one process per visible GPU (torchrun's own `gpu`), a node rank per node (the
+# map's assumption, RM804), the nodes the check is given
+_RUNTIME_OPTIONS = {
+    "--nproc-per-node": "gpu", "--nproc_per_node": "gpu",
+    "--node-rank": None, "--node_rank": None,
+    "--nnodes": "nodes",
+}  # fmt: skip
+
+
+def assume_runtime_values(
+    argv: list[str], nodes: int | None
+) -> tuple[list[str], LaunchIssue] | None:
+    """``argv`` of a torchrun launch with the option values a script computes when the job runs
+    (``--nproc_per_node $NGPU``, ``--node_rank ${RANK}``) replaced by stand-ins, and the info
+    finding that says so (review 34: such launches were refused with exit 2); None when none."""
+    if identify(argv) not in ("torchrun", "torch.distributed.launch"):
+        return None
+    out: list[str] = []
+    named: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name, eq, value = word.partition("=")
+        took = name in _RUNTIME_OPTIONS and not eq and i + 1 < len(argv)
+        if took:
+            value = argv[i + 1]
+        if name in _RUNTIME_OPTIONS and "$" in value:
+            named.append(f"{name} {value}")
+            stand_in = _RUNTIME_OPTIONS[name]
+            if stand_in is not None:
+                out.append(f"{name}={str(nodes or 1) if stand_in == 'nodes' else stand_in}")
+        else:
+            out += [word, value] if took else [word]
+        i += 2 if took else 1
+    if not named:
+        return None
+    names = list(dict.fromkeys(m.strip("${}") for m in _UNRESOLVED.findall(" ".join(named))))
+    give = " ".join(f"--env {n}=VALUE" for n in names[:3]) or "--env NAME=VALUE"
+    return out, LaunchIssue(
+        "RM032",
+        f"Computed when the job runs: {', '.join(named)}",
+        detail="The launch script computes these values (a command's output, a function's "
+        "argument, a sourced file, the pod's environment); the map assumes one process per "
+        "visible GPU, a node rank of its own for every node and the nodes given (--nodes).",
+        fix=f"Pass the values to check the real ones: {give}.",
+        severity="info",
+    )
 
 
 def _simulate(rest: list[str], ctx: LaunchContext) -> LaunchPlan:

@@ -56,57 +56,202 @@ class ShellScript:
 
 def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
     """Read a shell script without running it."""
-    sbatch = parse_sbatch_lines(text)
-    env: dict[str, str] = {}
-    vars_: dict[str, str] = dict(base_env)
-    exports = _Exports(set(base_env))  # the environment the script starts with is exported
-    launches: list[ShellLaunch] = []
-    unset: set[str] = set()
-    loop: tuple[str, list[str], int] | None = None
-    body: list[tuple[list[str], int, bool]] = []
+    reader = _Reader(dict(base_env), where)
     for no, cmd, background in _commands(text, where):
-        if cmd[0] == "for":
-            loop, body = _loop_header(cmd, vars_, no, where), []
-            continue
-        if cmd[0] == "do":
+        if reader.feed(cmd, no, background):
+            break  # `exit` at the top level: the lines below never run
+    return ShellScript(
+        parse_sbatch_lines(text), reader.env, tuple(reader.launches), frozenset(reader.unset)
+    )
+
+
+# A function definition's head: `name() {`, `name () {`, `function name {`, `function name() {`
+_FUNCTION = re.compile(r"^(?:function\s+)?([A-Za-z_][\w-]*)\s*(?:\(\))?$")
+# Words that open and close a compound command (their bodies are nested)
+_OPENERS = {"if": "fi", "case": "esac", "while": "done", "until": "done"}
+# Words of an if that start another branch: the branches before it do not run with it
+_BRANCHES = ("elif", "else")
+MAX_CALL_DEPTH = 8  # functions calling functions: deeper calls are not followed
+
+
+class _Reader:
+    """The script's state as its commands are read in order: variables, exports, launches, the
+    functions it defines (their bodies run where they are called, review 34), and the job it is
+    in: a bare ``wait``, or another branch of an ``if``, starts a new job — launches of two
+    jobs never run at once."""
+
+    def __init__(self, vars_: dict[str, str], where: str) -> None:
+        self.vars = vars_
+        self.where = where
+        self.env: dict[str, str] = {}
+        self.exports = _Exports(set(vars_))  # the environment the script starts with
+        self.unset: set[str] = set()
+        self.launches: list[ShellLaunch] = []
+        self.functions: dict[str, list[tuple[list[str], int, bool]]] = {}
+        self.defining: tuple[str, list[tuple[list[str], int, bool]]] | None = None
+        self.loop: tuple[str, list[str], int] | None = None
+        self.body: list[tuple[list[str], int, bool]] = []
+        self.depth = 0  # open if / case / while blocks
+        # open ifs: [launches when it opened, launches when its current branch began, whether a
+        # branch launched something]
+        self.ifs: list[list[int]] = []
+        self.job = 0
+        self.calls = 0
+
+    def feed(self, cmd: list[str], no: int, background: bool) -> bool:
+        """Read one command; True for an ``exit`` that ends the script."""
+        if self.defining is not None:
+            self._define(cmd, no, background)
+            return False
+        head = _FUNCTION.match(cmd[0]) if len(cmd) >= 1 else None
+        if head and (cmd[1:2] == ["{"] or (cmd[0] == "function" and "{" in cmd)):
+            return self._start_function(cmd, no, background)
+        if cmd[0] == "function" and len(cmd) >= 2 and "{" in cmd:
+            return self._start_function(cmd[1:], no, background)
+        return self._run(cmd, no, background)
+
+    def _start_function(self, cmd: list[str], no: int, background: bool) -> bool:
+        name = cmd[0].removesuffix("()").strip()
+        self.defining = (name, [])
+        rest = cmd[cmd.index("{") + 1 :]
+        if rest:  # `go() { torchrun ...; }`: the body starts on the same line
+            self._define(rest, no, background)
+        return False
+
+    def _define(self, cmd: list[str], no: int, background: bool) -> None:
+        assert self.defining is not None
+        name, body = self.defining
+        if cmd and cmd[-1] == "}" and len(cmd) > 1:
+            body.append((cmd[:-1], no, background))
+            cmd = ["}"]
+        if cmd[0] == "}":
+            self.functions[name] = body
+            self.defining = None
+            return
+        body.append((cmd, no, background))
+
+    def _run(self, cmd: list[str], no: int, background: bool) -> bool:
+        if self.loop is not None and cmd[0] != "done":
+            self.body.append((cmd, no, background))  # replayed per item at `done`
+            return False
+        word = cmd[0]
+        if word in ("then", "do", *_BRANCHES):
+            if word in _BRANCHES and self.ifs:
+                self._next_branch()
             cmd = cmd[1:]
-            if not cmd:
-                continue
-        if cmd[0] == "done":
-            if loop is not None:
-                var, items, _ = loop
-                for item in items:
-                    vars_[var] = item
-                    for bcmd, bno, bg in body:
-                        if _assigns(bcmd):  # `port=$((29500 + i))`, `i=$((i + 1))` (review 24)
-                            _assign(bcmd, vars_, env, unset, exports)
-                        else:
-                            launches += _launch(bcmd, vars_, env, bno, bg)
-                    check_launches(len(launches), where)
-            loop = None
-            continue
-        if loop is not None:
-            body.append((cmd, no, background))
-            continue
-        if _assigns(cmd):
-            _assign(cmd, vars_, env, unset, exports)
-            continue
-        if (
+            if not cmd or word == "elif":
+                return False
+            word = cmd[0]
+        if word in _OPENERS:
+            self.depth += 1
+            if word == "if":
+                self.ifs.append([len(self.launches), len(self.launches), 0])
+            return False
+        if word in ("fi", "esac") or (word == "done" and self.loop is None):
+            self.depth = max(0, self.depth - 1)
+            if word == "fi" and self.ifs:
+                self._next_branch()
+                if self.ifs.pop()[2] > 1:
+                    self.job += 1  # what follows runs after whichever branch ran
+            return False
+        if word == "for":
+            self.loop, self.body = _loop_header(cmd, self.vars, no, self.where), []
+            return False
+        if word == "done":
+            self._end_loop()
+            return False
+        if word == "wait" and len(cmd) == 1:
+            self.job += 1  # the jobs before it have ended
+            return False
+        if word == "exit":
+            return self.depth == 0
+        if word in self.functions and self.calls < MAX_CALL_DEPTH:
+            self._call(word, cmd[1:])
+            return False
+        self._statement(cmd, no, background)
+        return False
+
+    def _next_branch(self) -> None:
+        """The end of a branch of the innermost if: launches of the next branch are another job
+        (review 34: `if ...; then A & else B & fi` never runs A and B at once)."""
+        state = self.ifs[-1]
+        if len(self.launches) > state[1]:
+            state[2] += 1
+            self.job += 1
+        state[1] = len(self.launches)
+
+    def _call(self, name: str, args: list[str]) -> None:
+        """A function's body where it is called, with its arguments as $1..$9."""
+        saved = {k: self.vars.get(k) for k in map(str, range(1, 10))}
+        for k in saved:
+            self.vars.pop(k, None)
+        for k, arg in zip(map(str, range(1, 10)), args, strict=False):
+            self.vars[k] = _expand(arg, self.vars)
+        self.calls += 1
+        for bcmd, bno, bg in self.functions[name]:
+            if bcmd[0] == "local":  # `local n=$1`: the function's own variable
+                bcmd = bcmd[1:] or ["true"]
+            if self._run(bcmd, bno, bg):
+                break
+        self.calls -= 1
+        for k, v in saved.items():
+            if v is None:
+                self.vars.pop(k, None)
+            else:
+                self.vars[k] = v
+
+    def _end_loop(self) -> None:
+        """The loop's body once per item (`port=$((29500 + i))` assignments included, review
+        24); a nested loop is not expanded."""
+        if self.loop is None:
+            return
+        (var, items, _), body = self.loop, self.body
+        self.loop, self.body = None, []
+        for item in items:
+            self.vars[var] = item
+            for bcmd, bno, bg in body:
+                if bcmd[0] not in ("for", "done"):
+                    self._run(bcmd, bno, bg)
+            check_launches(len(self.launches), self.where)
+
+    def _statement(self, cmd: list[str], no: int, background: bool) -> None:
+        if _assigns(cmd) and self.ifs:
+            self._assign_in_branch(cmd)
+        elif _assigns(cmd):
+            _assign(cmd, self.vars, self.env, self.unset, self.exports)
+        elif (
             cmd[0] == "set"
             and len(cmd) > 1
             and cmd[1] in ("-a", "-o")
-            and cmd[-1] in ("-a", "allexport")
+            and cmd[-1]
+            in (
+                "-a",
+                "allexport",
+            )
         ):
-            exports.all = True
-            continue
-        if cmd[0] == "unset":
+            self.exports.all = True
+        elif cmd[0] == "unset":
             for name in (t for t in cmd[1:] if t.isidentifier()):
-                env.pop(name, None)
-                vars_.pop(name, None)
-                unset.add(name)
-            continue
-        launches += _launch(cmd, vars_, env, no, background)
-    return ShellScript(sbatch, env, tuple(launches), frozenset(unset))
+                self.env.pop(name, None)
+                self.vars.pop(name, None)
+                self.unset.add(name)
+        else:
+            self._add(_launch(cmd, self.vars, self.env, no, background))
+
+    def _assign_in_branch(self, cmd: list[str]) -> None:
+        """An assignment inside an if: which branch runs is decided when the script runs, so a
+        variable given another value there is not known afterwards (it stays ``$name``)."""
+        exported = cmd[0] == "export" or self.exports.all
+        words = cmd[1:] if cmd[0] in ("export", "local") else cmd
+        for word in words:
+            name, eq, _ = word.partition("=")
+            if eq and name.isidentifier():
+                self.vars.pop(name, None)
+                if exported or name in self.env or name in self.exports.names:
+                    self.env[name] = f"${name}"  # exported, value unknown: not simulated
+
+    def _add(self, launches: list[ShellLaunch]) -> None:
+        self.launches += [replace(sl, job=self.job) for sl in launches]
 
 
 _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")

@@ -29,6 +29,7 @@ class ShellLaunch:
     line: int
     unset: frozenset[str] = frozenset()  # env -u NAME on the launch line
     background: bool = False  # followed by a single `&`: it runs while the next lines start
+    job: int = 0  # lines of one job may run at once; a `wait` or another if-branch starts a new one
 
     @property
     def command(self) -> list[str]:
@@ -210,7 +211,18 @@ def _hosts_the_store(sl: ShellLaunch) -> bool:
 
 
 def several_launches(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
-    """The plan of two or more launch lines of ``path``."""
-    if not all(sl.background for sl in launches[:-1]):
-        return _largest(launches, ctx, path)
-    return _combine(launches, ctx, path)
+    """The plan of two or more launch lines of ``path``: lines of one job that run at once are
+    combined; jobs one after another (a `wait`, lines without `&`, other branches of an if) are
+    separate, and the largest is checked."""
+    jobs: dict[int, list[ShellLaunch]] = {}
+    for sl in launches:
+        jobs.setdefault(sl.job, []).append(sl)
+    together = [j for j in jobs.values() if len(j) > 1 and all(sl.background for sl in j[:-1])]
+    if len(jobs) == 1 and together:
+        return _combine(launches, ctx, path)
+    if together:  # one job of several lines at once, others alone: the largest of them all
+        plans = [_combine(j, ctx, path) for j in together]
+        alone = [sl for j in jobs.values() if j not in together for sl in j]
+        plans += [ctx.launch(sl.command, ctx) for sl in alone]
+        return max(plans, key=lambda p: len(p.procs))
+    return _largest(launches, ctx, path)

@@ -256,7 +256,7 @@ def _nested(
         )
     else:
         plan = ctx.launch(inner, replace(sub, nodes=outer.nnodes))
-    issues = list(plan.issues)
+    issues = [_every_node(i, outer.nnodes) if i.code == "RM804" else i for i in plan.issues]
     if per_node > 1:
         issues.insert(
             0,
@@ -283,6 +283,22 @@ def _nested(
         outer_tasks_per_node=per_node,
         gpus_per_task=outer.gpus_per_task,
         gpus_per_node=outer.gpus_per_node,
+    )
+
+
+def _every_node(issue: LaunchIssue, nnodes: int) -> LaunchIssue:
+    """A fixed node rank in a command srun runs on each node: not a possibility but what
+    happens — every node registers with that node rank (review 34)."""
+    if nnodes < 2:
+        return issue
+    return replace(
+        issue,
+        severity="error",
+        detail=f"srun runs this command once on each of the {nnodes} nodes, so every node "
+        "registers with the same node rank and claims the same global ranks: the rendezvous "
+        "waits for node ranks nobody brings, or ranks collide. (In a batch script, "
+        "$SLURM_NODEID outside single quotes is expanded once, by the batch shell on the "
+        "first node: 0 everywhere.)",
     )
 
 

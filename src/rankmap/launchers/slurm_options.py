@@ -102,6 +102,12 @@ def batch_env(sbatch: Mapping[str, str], nodes: int | None = None) -> dict[str, 
         env["SLURM_GPUS_ON_NODE"] = str(gpus)
         if sbatch.get("gpus_per_node"):
             env["SLURM_GPUS_PER_NODE"] = str(gpus)
+    if sbatch:
+        # the batch script itself runs once, as task 0 on the allocation's first node: the
+        # ids it expands (`srun torchrun --node_rank=$SLURM_NODEID`) are 0 on every node
+        # (an `env` dump in a batch script: SLURM_NODEID=0, SLURM_PROCID=0, SLURM_LOCALID=0;
+        # nesi/hpc-intro#106: "the slurm script itself is running as process 0 of the job")
+        env.update(SLURM_NODEID="0", SLURM_PROCID="0", SLURM_LOCALID="0")
     return env
 
 

@@ -318,7 +318,9 @@ def _nproc(spec: str, host: object, env: Mapping[str, str], notes: list[str]) ->
 
     assert isinstance(host, Host)
     if spec in ("gpu", "auto"):
-        n = len(resolve_visible(host, env).devices)
+        # a visible list the script computes is unknown: the machine's GPUs stand in
+        known = {k: v for k, v in env.items() if "$" not in v}
+        n = len(resolve_visible(host, known).devices)
         notes.append(
             f"--nproc-per-node {spec}: torch.cuda.device_count() = {n} on {host.hostname}."
         )
