@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import ast
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rankmap.errors import InputError, UsageError
+from rankmap.errors import UsageError
 from rankmap.launchers import (
     LaunchContext,
     LaunchPlan,
@@ -21,12 +20,10 @@ from rankmap.launchers import (
 )
 from rankmap.launchers.command import expand_word, parse_command, shell_body_index
 from rankmap.launchers.shell_jobs import ShellLaunch, several_launches
+from rankmap.launchers.shell_lex import ARITH, commands
 from rankmap.launchers.slurm_options import batch_env, parse_sbatch_lines
 from rankmap.numbers import int_or_none, parse_int
 
-_ARITH = re.compile(r"\$\(\((.*?)\)\)")
-_SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
-_CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
 _BRACE = re.compile(r"^\{(\d+)\.\.(\d+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")  # in $(( )) arithmetic only
 _NAME = re.compile(r"(?<![$\w])([A-Za-z_]\w*)")  # a bare variable name in $(( ))
@@ -34,10 +31,6 @@ _NAME = re.compile(r"(?<![$\w])([A-Za-z_]\w*)")  # a bare variable name in $(( )
 # into words (POSIX field splitting; quotes are gone once a line is read, so a quoted
 # "$LAUNCHER" is split too — a command held in a variable is the common case)
 _WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+)$")
-# NOTE: a longer line (after joining ``\\`` continuations) is data - a heredoc body, base64 - not
-# a launch line; shlex reads one character at a time and is quadratic in a token's length, so
-# such lines are skipped instead of tokenised (a 20 MB line would otherwise take hours).
-MAX_LINE = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,7 +50,7 @@ class ShellScript:
 def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
     """Read a shell script without running it."""
     reader = _Reader(dict(base_env), where)
-    for no, cmd, background in _commands(text, where):
+    for no, cmd, background in commands(text, where):
         if reader.feed(cmd, no, background):
             break  # `exit` at the top level: the lines below never run
     return ShellScript(
@@ -254,9 +247,6 @@ class _Reader:
         self.launches += [replace(sl, job=self.job) for sl in launches]
 
 
-_COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
-
-
 def _assigns(cmd: list[str]) -> bool:
     """``export A=1 B=2`` or ``A=1`` alone on its line."""
     return cmd[0] == "export" or (
@@ -289,99 +279,6 @@ def _assign(
         if exported or name in env or name in exports.names:
             env[name] = vars_[name]
         unset.discard(name)
-
-
-def _commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
-    """(line, words, backgrounded) of every command: ``;``, ``&&``, ``|`` and newlines end a
-    command, a single ``&`` ends one that runs in the background."""
-    out: list[tuple[int, list[str], bool]] = []
-    lines = text.replace("\\\n", " ").splitlines()
-    pending, start = "", 0  # a quoted string still open: its lines so far, its first line
-    for no, raw in enumerate(lines, 1):
-        if len(raw) > MAX_LINE:
-            continue
-        if pending:
-            raw, no = pending + "\n" + raw, start
-        line = _CFOR.sub(
-            lambda m: (
-                f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
-            ),
-            raw,
-        )
-        line = _SEQ.sub(
-            lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line
-        )
-        line = _ARITH.sub(
-            lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line
-        )
-        # a command's output (`cmd`, $(cmd)) is known when the script runs only: one word that
-        # stays a parameter (check does not simulate what it sets; review 25)
-        line = _COMMAND_OUTPUT.sub("$(…)", line)
-        if line.lstrip().startswith("#") and not pending:
-            continue
-        try:
-            tokens = _words(line)
-        except ValueError as exc:
-            if "closing quotation" in str(exc) and raw.count("\n") < MAX_QUOTED_LINES:
-                pending, start = raw, no  # a quoted string over several lines: read on
-                continue
-            raise InputError(f"{where}:{no}: cannot read shell line: {exc}") from None
-        pending = ""
-        out += _split_commands(no, tokens)
-    if pending:
-        raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
-    return out
-
-
-MAX_QUOTED_LINES = 200  # lines one quoted string may span (a usage text, DISTRIBUTED_ARGS="...")
-
-
-def _words(line: str) -> list[str]:
-    """The words of one (logical) line. A ``#`` starts a comment only at the start of a word
-    (``${#ARR[@]}`` is no comment; POSIX shell, 2.3 Token Recognition, rule 9)."""
-    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-    lex.whitespace_split = True
-    lex.commenters = ""
-    words: list[str] = []
-    for tok in lex:
-        if tok.startswith("#") and not _quoted_hash(line, tok):
-            break
-        words.append(tok)
-    return words
-
-
-def _quoted_hash(line: str, tok: str) -> bool:
-    """Whether the ``#`` word comes from a quoted string ("'#tag'"), not a comment."""
-    return f"'{tok}" in line or f'"{tok}' in line
-
-
-def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str], bool]]:
-    """One line's tokens cut at ``; & && | ||``; ``2>&1`` and ``&> file`` are redirections."""
-    out: list[tuple[int, list[str], bool]] = []
-    cmd: list[str] = []
-    skip = False
-    for i, tok in enumerate(tokens):
-        if skip:
-            skip = False
-            continue
-        after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if tok == "&" and cmd and cmd[-1].endswith(">"):  # 2>&1: the & and its fd belong to it
-            cmd[-1] += "&" + after
-            skip = True
-            continue
-        if tok == "&" and after.startswith(">"):  # &> file / &>> file
-            cmd.append("&" + after)
-            skip = True
-            continue
-        if tok and set(tok) <= set(";&|"):
-            if cmd:
-                out.append((no, cmd, tok == "&"))
-            cmd = []
-        else:
-            cmd.append(tok)
-    if cmd:
-        out.append((no, cmd, False))
-    return out
 
 
 def _loop_header(
@@ -459,7 +356,7 @@ def arithmetic(expr: str, vars_: Mapping[str, str]) -> str:
 
 def expand_arithmetic(text: str, vars_: Mapping[str, str]) -> str:
     """Every ``$(( expr ))`` left in ``text`` computed from ``vars_`` (a task's variables)."""
-    return _ARITH.sub(lambda m: arithmetic(m.group(1), vars_), text)
+    return ARITH.sub(lambda m: arithmetic(m.group(1), vars_), text)
 
 
 def _eval(expr: str, vars_: Mapping[str, str]) -> int:
