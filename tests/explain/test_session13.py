@@ -3,6 +3,7 @@ reviews, restated here in our own words."""
 
 from __future__ import annotations
 
+import pytest
 from paste_findings import findings_of
 
 
@@ -294,3 +295,38 @@ def test_a_pytorch_build_without_nccl_is_the_build() -> None:
     )
     first = findings_of(text)[0]
     assert (first.category, first.severity.value) == ("version_mismatch", "error")
+
+
+# review 33: Chinese prose around English logs (sentences written here)
+@pytest.mark.parametrize(
+    ("sentence", "signal"),
+    [
+        ("训练时只有第一张卡显存上涨，其他卡都是空的", "all-on-gpu0"),
+        ("显存全堆在0号卡上", "all-on-gpu0"),
+        ("启动后只用了一张卡", "one-gpu-used"),
+        ("不管怎么设置都只用了两张卡", "some-gpus-used"),
+        ("两台机器的 hostname 都一样", "same-hostname"),
+        ("两个节点的 NODE_RANK 都写成了 0", "ranks-duplicated"),
+        ("每个进程只能看到一张卡", "one-gpu-per-proc"),
+    ],
+)
+def test_chinese_phrasings_of_a_symptom_are_the_same_signal(sentence: str, signal: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert signal in read_document(f"# 多卡训练报错\n{sentence}\n").hits
+
+
+def test_a_chinese_card_count_of_the_machine_wins_over_the_jobs() -> None:
+    from rankmap.explain.docread import read_document
+
+    facts = read_document("# 4卡训练报错\n机器上是两块 A100\n")
+    assert facts.stated_gpus == 2
+    assert read_document("# 4卡训练报错\n").stated_gpus == 4
+    # "only one card is used" and "the first card" are no counts
+    assert read_document("# 报错\n只用了一张卡，第一张卡满了\n").stated_gpus is None
+
+
+def test_a_chinese_report_of_every_rank_on_card_0_is_no_set_device() -> None:
+    text = "# DDP 训练报错\n用 torchrun 启动 4 个进程，结果显存全堆在0号卡上，然后 OOM 了\n"
+    first = findings_of(text)[0]
+    assert first.category == "no_set_device", first

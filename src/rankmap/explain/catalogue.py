@@ -15,6 +15,7 @@ from rankmap.explain.catalogue_device import DEVICE_SIGNALS, SAME_RANK_VERBS
 from rankmap.explain.catalogue_family import FAMILY_KEYS, FAMILY_SIGNALS
 from rankmap.explain.catalogue_frameworks import FRAMEWORK_KEYS, FRAMEWORK_SIGNALS
 from rankmap.explain.catalogue_stack import STACK_SIGNALS
+from rankmap.explain.catalogue_zh import ZH_PHRASES
 from rankmap.explain.priors import capped
 from rankmap.explain.signal_model import Signal
 
@@ -437,7 +438,19 @@ NEGATABLE = frozenset(
         "same-command-every-node", "node-not-started",
     }
 )  # fmt: skip
+
+
+def _with_chinese(s: Signal) -> Signal:
+    """``s`` with its Chinese phrasings (catalogue_zh.py) as further alternatives."""
+    if s.id not in ZH_PHRASES:
+        return s
+    regex, keys = ZH_PHRASES[s.id]
+    return replace(s, regex=f"(?:{s.regex})|{regex}", keys=(*s.keys, *keys))
+
+
 SIGNALS: tuple[Signal, ...] = tuple(
-    replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE, supports=capped(s.id, s.supports))
+    _with_chinese(
+        replace(s, keys=KEYS[s.id], negatable=s.id in NEGATABLE, supports=capped(s.id, s.supports))
+    )
     for s in (*DEVICE_SIGNALS, *STACK_SIGNALS, *FAMILY_SIGNALS, *FRAMEWORK_SIGNALS)
 )

@@ -22,6 +22,7 @@ from typing import Any
 
 from rankmap.explain import named
 from rankmap.explain.catalogue import SIGNALS, Signal
+from rankmap.explain.catalogue_zh import ZH_FAIL_KEYS
 from rankmap.explain.configs import ConfigFacts, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import MAX_NEGATED, dismissed, negated, wanted
@@ -159,7 +160,7 @@ _DENIED_FAILURE = re.compile(
 
 def _failed(text: str) -> bool:
     low = _DENIED_FAILURE.sub(" ", text[:DOC_LIMIT].lower())
-    return any(k in low for k in FAIL_KEYS)
+    return any(k in low for k in FAIL_KEYS) or any(k in low for k in ZH_FAIL_KEYS)
 
 
 def _ranks(seg: Segment, facts: DocFacts) -> None:
@@ -225,6 +226,7 @@ class DocFacts:
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
     parallel_visible: tuple[str, int] | None = None
+    job_gpus: tuple[int, str] | None = None  # "4卡训练": a job's count, where no machine's is told
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
     container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
@@ -260,9 +262,21 @@ class DocFacts:
 _PROC_COUNT = re.compile(
     r"(?:(?:--)?nproc[-_]per[-_]node|--num[-_]processes|--num[-_]gpus|(?<![\w-])-np?)[= ]\s*"
     r"(?P<n>\d{1,3})\b|"
-    r"\b(?P<m>\d{1,3}) (?:processes|procs|proc+esses|ranks|workers)\b",
+    r"\b(?P<m>\d{1,3}) (?:processes|procs|proc+esses|ranks|workers)\b|"
+    r"(?P<z>\d{1,3})\s*个(?:进程|process)",  # 8个进程
     re.IGNORECASE,
 )
+# A GPU count in Chinese: 8张卡, 两块A100, 单机8卡 (not 第一张卡 "the first card", not 只用了一张卡
+# "only one card is used": a symptom, as in English)
+_GPU_COUNT_ZH = re.compile(
+    r"(?<![第了])(?P<n>\d{1,2}|一|两|二|三|四|六|八)\s*(?:张|块)\s*(?:(?:[A-Za-z]+\s*\d*\s*)?"
+    r"(?:卡|显卡|gpu)|(?:[A-Za-z]+\s*)?\d{2,4}[A-Za-z]*\b)",  # 两块卡, 8张A100, 两块 4090
+    re.IGNORECASE,
+)
+# "4卡训练" (4-card training), "单机8卡": the count a job is meant for, read only where the paste
+# states no machine's count (the English compound "4-GPU" reads either way)
+_GPU_COUNT_ZH_BARE = re.compile(r"(?<![\d号第])(?P<n>\d{1,2})\s*卡(?!号)")
+_ZH_NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "六": 6, "八": 8}
 
 
 def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
@@ -274,6 +288,14 @@ def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
             facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
             facts.stated_gpus_at = f"{source}:{no}: {line.strip()[:160]}"
             return
+        z = _GPU_COUNT_ZH.search(line)
+        if z:
+            facts.stated_gpus = _ZH_NUMBERS.get(z.group("n")) or int(z.group("n"))
+            facts.stated_gpus_at = f"{source}:{no}: {line.strip()[:160]}"
+            return
+        bare = _GPU_COUNT_ZH_BARE.search(line)
+        if bare and facts.job_gpus is None:
+            facts.job_gpus = (int(bare.group("n")), f"{source}:{no}: {line.strip()[:160]}")
 
 
 # The GPUs one server / engine process asks for: vLLM / SGLang / TGI's tensor-parallel size
@@ -324,7 +346,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _stated_gpus(seg, source, facts)  # (a launch line may end in a sentence)
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
             m = _PROC_COUNT.search(seg.text)
-            facts.stated_procs = int(m.group("n") or m.group("m")) if m else None
+            facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
+    if facts.stated_gpus is None and facts.job_gpus is not None:
+        facts.stated_gpus, facts.stated_gpus_at = facts.job_gpus
     if facts.launch and facts.sbatch:
         facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
