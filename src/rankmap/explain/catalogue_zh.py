@@ -4,7 +4,8 @@ Many public threads of this family are written in Chinese, with the decisive fac
 a sentence ("只用了一张卡": only one GPU is used; "hostname 都一样": every host has the same name),
 around English logs. Each entry adds alternatives to the English signal of the same id, with the
 same supports and the same fact: one authority per rule, in two languages. ``keys`` are
-substrings every alternative contains (the prefilter gate, as for every signal).
+substrings every alternative contains (the prefilter gate, as for every signal): Chinese words,
+so that no line of an English log becomes a candidate for them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
         r"只有(?:第一张|0\s*号|一号)?卡(?:的)?显存|(?:全|都|全部)(?:都)?(?:在|跑在|堆在|集中在|"
         r"放在|挤在|加载到|跑到了?|分配到)\s*" + _ON_ZERO + r"|0\s*号卡(?:的)?显存(?:占用)?"
         r"(?:特别|很|比其他卡?|明显)(?:高|大|多)",
-        ("卡", "gpu", "cuda"),
+        ("显存", "都", "全"),
     ),
     # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡
     "one-gpu-used": (
@@ -51,7 +52,7 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ranks-duplicated": (
         r"(?:node[_-]rank|machine[_-]rank)\s*(?:都|全都|全部)\s*(?:写成了?|设置?成了?|设为|是|为|填了?)"
         r"\s*0",
-        ("rank",),
+        ("都", "全部"),
     ),
     # 每个进程只能看到一张卡 / device_count 都是 1
     "one-gpu-per-proc": (
