@@ -330,3 +330,18 @@ def test_a_chinese_report_of_every_rank_on_card_0_is_no_set_device() -> None:
     text = "# DDP 训练报错\n用 torchrun 启动 4 个进程，结果显存全堆在0号卡上，然后 OOM 了\n"
     first = findings_of(text)[0]
     assert first.category == "no_set_device", first
+
+
+def test_a_launch_loop_giving_each_process_its_own_gpu_is_per_process() -> None:
+    text = (
+        "rank 1+ crash, rank 0 ok\n```bash\nfor i in 0 1 2 3; do\n"
+        "  CUDA_VISIBLE_DEVICES=$i LOCAL_RANK=$i RANK=$i WORLD_SIZE=4 python serve.py &\n"
+        "done\nwait\n```\n```python\ndevice = torch.device(f\"cuda:{int(os.environ['LOCAL_RANK'])}\")\n```\n"
+        "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "per_process_visible_devices", first
+    # a list variable is no per-process GPU
+    from rankmap.explain.docread import read_document
+
+    assert "cvd-per-rank" not in read_document("CUDA_VISIBLE_DEVICES=$gpus torchrun a.py\n").hits

@@ -313,6 +313,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # CUDA_VISIBLE_DEVICES=$SLURM_LOCALID`` in a task wrapper): every process sees one GPU, its
     # own, as device 0 (reference/cuda_devices.md §1-2)
     _s("cvd-per-rank", rf"(?:{'|'.join(VISIBLE_VARS)})\s*=\s*[\"']?\$\{{?{_RANK_VAR}\b|"
+       # a loop's variable, one GPU per launched process: for i in 0 1 2 3; do
+       # CUDA_VISIBLE_DEVICES=$i python ... & (review 33)
+       rf"(?:{'|'.join(VISIBLE_VARS)})=[\"']?\$\{{?(?:i|j|k|idx|gpu|gpu_?id|dev|device|device_id|"
+       r"id|rank|local_rank)\}?[\"']?(?=\s)|"
        # Python: os.environ["CUDA_VISIBLE_DEVICES"] = str(local_rank) / os.environ["LOCAL_RANK"]
        rf"(?:{'|'.join(VISIBLE_VARS)})[\"']\]\s*=\s*{_PY_RANK_VALUE}",
        {"per_process_visible_devices": 4},
