@@ -236,3 +236,39 @@ def test_a_count_the_script_computes_gets_a_stand_in_and_an_info(tmp_path: Path)
     report = _script(tmp_path, text)
     assert report.sections["launch"]["world_size"] == 8
     assert [f.severity.value for f in report.findings if f.code == "RM032"] == ["info"]
+
+
+def test_deepspeed_under_per_task_binding_indexes_its_local_rank(tmp_path: Path) -> None:
+    # review 35: DeepSpeed's MPI discovery exports the host-local index as LOCAL_RANK and the
+    # engine selects it; a task that sees one GPU has no cuda:1
+    (tmp_path / "train.py").write_text(DEEPSPEED_SCRIPT)
+    report = check_launch(
+        ["srun", "--ntasks-per-node=4", "--gpus-per-task=1", "python", "train.py"],
+        machines=load_machine("workstation-4gpu"),
+        env={},
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert "RM501" in _errors(report)
+
+
+def test_a_comment_holding_a_quote_hides_no_line(tmp_path: Path) -> None:
+    text = (
+        "export A=1 #user's var\ntorchrun --nproc_per_node 4 train.py #don't touch\necho #it's ok\n"
+    )
+    assert _script(tmp_path, text).sections["launch"]["world_size"] == 4
+
+
+def test_other_frameworks_launcher_modules_stay_unknown(tmp_path: Path) -> None:
+    for module in ("paddle.distributed.launch", "oneflow.distributed.launch", "lightning"):
+        with pytest.raises(UsageError, match="unknown launcher"):
+            _check(tmp_path, ["python", "-m", module, "--gpus", "0,1", "train.py"])
+
+
+def test_a_rendezvous_endpoint_without_port_gives_no_port_as_master_address() -> None:
+    from rankmap.launchers.torchrun import endpoint
+
+    assert endpoint("node1") == ("node1", None)
+    assert endpoint("node1:29400") == ("node1", "29400")
+    assert endpoint("[fe80::1]:29400") == ("fe80::1", "29400")
+    assert endpoint("fe80::1") == ("fe80::1", None)

@@ -26,7 +26,18 @@ def test_a_job_that_uses_fewer_gpus_than_it_sees_was_started_with_fewer_processe
         "However many GPUs I expose with CUDA_VISIBLE_DEVICES, training only uses 2 GPUs.\n"
     )
     first = findings_of(text)[0]
-    assert (first.category, first.severity.value) == ("launcher_config", "warning")
+    # the cause, named; a count of GPUs in use is no failure by itself (review 35: "I'm only
+    # using 2 GPUs for now" describes a setup), so no alarm
+    assert (first.category, first.severity.value) == ("launcher_config", "info")
+
+
+def test_a_setup_described_with_a_gpu_count_raises_no_alarm() -> None:
+    text = (
+        "To keep it small I'm only using 2 GPUs for now:\n"
+        "```\nCUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 train.py\n```\n"
+        "[E ProcessGroupNCCL.cpp:475] Watchdog caught collective operation timeout\n"
+    )
+    assert all(f.severity.value == "info" or f.category == "other" for f in findings_of(text))
 
 
 def test_two_gpus_per_process_is_not_a_job_that_uses_fewer_gpus() -> None:
@@ -42,7 +53,7 @@ def test_an_engine_sharded_over_fewer_gpus_than_visible_runs_out_of_memory_on_on
     )
     first = findings_of(text)[0]
     assert (first.category, first.severity.value) == ("launcher_config", "warning")
-    assert "tensor-parallel size of 1" in first.title + first.detail
+    assert "parallel sizes use 1" in first.title + first.detail
 
 
 def test_an_engine_sharded_over_every_visible_gpu_that_runs_out_of_memory_is_no_mapping() -> None:
@@ -227,14 +238,30 @@ def test_exports_and_a_launch_in_one_block_are_a_script() -> None:
 
 
 def test_srun_labels_name_the_failing_tasks_and_cancelled_steps_do_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    text = (
-        "".join(f"{t}: RuntimeError: CUDA error: invalid device ordinal\n" for t in (1, 2, 3))
-        + "srun: error: gn1: tasks 1-3: Exited with exit code 1\n"
-        "0: slurmstepd: error: *** STEP 42.0 ON gn1 CANCELLED AT 2025-01-01T00:00:00 ***\n"
-    )
+    text = "".join(
+        f"{t}: RuntimeError: CUDA error: invalid device ordinal\n" for t in (1, 2, 3)
+    ) + ("0: slurmstepd: error: *** STEP 42.0 ON gn1 CANCELLED AT 2025-01-01T00:00:00 ***\n")
     launch = "srun -l --ntasks-per-node=4 --gpus-per-task=1 python train.py"
-    first = _log_findings(tmp_path, text, launch)[0]
-    assert first.ranks == (1, 2, 3)
+    assert _log_findings(tmp_path, text, launch)[0].ranks == (1, 2, 3)
+    # without --label the numbers are no task ids
+    unlabelled = launch.replace(" -l", "")
+    assert _log_findings(tmp_path, text, unlabelled)[0].ranks != (1, 2, 3)
+    # Slurm pads labels to the widest task id (" 3: " among 16 tasks)
+    padded = "".join(f" {t}: RuntimeError: CUDA error: invalid device ordinal\n" for t in (3, 5))
+    wide = "srun -l --ntasks-per-node=16 python train.py"
+    assert _log_findings(tmp_path, padded, wide)[0].ranks == (3, 5)
+
+
+def test_srun_task_summary_names_ranks_only_where_srun_runs_the_program(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = (
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+        "srun: error: gn2: task 1: Exited with exit code 1\n"
+    )
+    direct = _log_findings(tmp_path, text, "srun -l --ntasks-per-node=4 python train.py")[0]
+    assert direct.ranks == (1,)
+    # under srun that runs torchrun, task 1 is node 1's agent, not rank 1
+    nested = "srun -l --nodes 2 --ntasks-per-node=1 torchrun --nnodes 2 --nproc_per_node 8 train.py"
+    assert _log_findings(tmp_path, text, nested)[0].ranks != (1,)
 
 
 def test_a_later_node_on_devices_equal_to_global_ranks_uses_the_global_rank(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -345,3 +372,80 @@ def test_a_launch_loop_giving_each_process_its_own_gpu_is_per_process() -> None:
     from rankmap.explain.docread import read_document
 
     assert "cvd-per-rank" not in read_document("CUDA_VISIBLE_DEVICES=$gpus torchrun a.py\n").hits
+
+
+# review 35: the session's own rules, held back where the evidence is not there
+def test_a_multi_node_gpu_total_is_no_launch_below_the_gpus() -> None:
+    text = (
+        "We train on 16 GPUs (2 nodes x 8 H100).\n"
+        "```\ntorchrun --nnodes 2 --nproc_per_node 8 train.py\n```\n"
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert findings_of(text)[0].category == "other"
+    pinned = (
+        "The machine has 8 A100 GPUs, I pin one.\n"
+        "```\nCUDA_VISIBLE_DEVICES=3 torchrun --nproc_per_node 1 train.py\n```\n"
+        "torch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    assert findings_of(pinned)[0].category == "other"
+
+
+def test_pipeline_and_data_parallel_sizes_count_in_the_gpus_an_engine_uses() -> None:
+    text = (
+        "```\nCUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve m --tensor-parallel-size 2 "
+        "--pipeline-parallel-size 2\n```\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    assert findings_of(text)[0].category != "launcher_config"
+
+
+def test_every_command_with_a_visible_list_and_a_parallel_size_is_judged() -> None:
+    text = (
+        "this works:\n```\nCUDA_VISIBLE_DEVICES=0,1 vllm serve a --tensor-parallel-size 2\n```\n"
+        "this fails:\n```\nCUDA_VISIBLE_DEVICES=2 vllm serve b --tensor-parallel-size 2\n```\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "visible_devices_mismatch", first
+
+
+def test_a_gpu_count_given_to_a_container_names_no_ids() -> None:
+    text = (
+        "```\ndocker run --rm --gpus 2 -e CUDA_VISIBLE_DEVICES=0,1 img torchrun "
+        "--nproc_per_node 2 train.py\n```\nNCCL error: unhandled system error\n"
+    )
+    assert not any("numbered 0..1 inside" in f.detail for f in findings_of(text))
+
+
+def test_lightning_ids_beyond_the_machine_without_a_narrowed_view_stay_oversubscribed() -> None:
+    text = (
+        "Our workstation has 4 GPUs; Trainer(devices=[4, 5])\n"
+        "MisconfigurationException: You requested gpu: [4, 5]\n"
+        " But your machine only has: [0, 1, 2, 3]\n"
+    )
+    assert findings_of(text)[0].code != "RM240"
+
+
+def test_a_loopback_bind_with_errno_99_is_no_node_rank_question() -> None:
+    text = (
+        "[W socket.cpp:697] [c10d] The server socket has failed to bind to [localhost]:29500 "
+        "(errno: 99 - Cannot assign requested address).\n"
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address.\n"
+    )
+    assert all("node rank" not in f.fix for f in findings_of(text))
+
+
+def test_a_slurm_gpu_count_that_is_a_list_or_huge_is_read_safely(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    for value in ("0,1", "9" * 5000):
+        log = f"SLURM_GPUS_ON_NODE={value}\nCUDA_VISIBLE_DEVICES=0,1\n"
+        assert _log_findings(tmp_path, log, "srun --ntasks-per-node=4 python train.py")
+
+
+def test_a_later_node_rule_names_every_node_it_finds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    text = "".join(
+        f"{h}:{r}:{r} [{r}] NCCL INFO comm 0x{r} rank {r} nranks 3 cudaDev {r} nvmlDev {r} busId "
+        f"{b} commId 0xa - Init START\n"
+        for h, r, b in (("hA", 0, "7000"), ("hB", 1, "8000"), ("hC", 2, "9000"))
+    )
+    found = [f for f in _log_findings(tmp_path, text, "torchrun train.py") if f.code == "RM401"]
+    assert found and found[0].ranks == (1, 2) and found[0].hosts == ("hB", "hC")

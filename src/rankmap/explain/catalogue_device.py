@@ -24,8 +24,8 @@ _RANK_VAR = "(?:" + "|".join(sorted(RANK_VARS, key=lambda n: (-len(n), n))) + ")
 # A Python value that is the process's local rank: str(local_rank), f"{args.local_rank}",
 # os.environ["LOCAL_RANK"], os.environ.get("SLURM_LOCALID", "0")
 _PY_RANK_VALUE = (
-    r"(?:str\()?\s*(?:f[\"']\{)?(?:os\.environ(?:\.get\(|\[)\s*[\"']" + _RANK_VAR
-    + r"\b|(?:args\.|self\.|opt\.)?local_rank\b)"
+    r"(?:(?:str|int)\(\s*)*(?:f[\"']\{)?(?:os\.environ(?:\.get\(|\[)\s*[\"']" + _RANK_VAR
+    + r"\b|(?:\w+\.){0,3}local_rank\b)"
 )  # fmt: skip
 
 # The words prose uses for "the processes of a job" and for "run on / use" (every inflection):
@@ -375,13 +375,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
        f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),
+    # a count of GPUs used below what is there: context, not a failure ("I'm only using 2 GPUs
+    # for now" describes a setup; review 35)
     _s("some-gpus-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|trains? on) (?:the first )?"
-       r"(?:[2-7]|two|three|four|five|six|seven) (?:of (?:the|my|\d+) )?(?:gpus|devices|cards)\b"
-       r"(?! (?:per|each|for each))",
+       r"(?:\d{1,3}|two|three|four|five|six|seven) (?:of (?:the |my |all )?(?:\d+ )?|out of \d+ )?"
+       r"(?:gpus|devices|cards)\b(?! (?:per|each|for each))|only (?:\d{1,3}|two|three|four) "
+       r"(?:of (?:the |my |all )?(?:\d+ )?|out of \d+ )?(?:gpus|devices|cards) (?:are|were|is|get) (?:being )?"
+       r"(?:used|utili[sz]ed|busy)",
        {"launcher_config": 2, "visible_devices_mismatch": 0.5},
        f"{LAUNCHERS} §1: a launcher starts --nproc-per-node processes, one GPU each, however many "
-       "GPUs are visible: a job that uses fewer GPUs than it sees was started with fewer processes",
-       failure=True),
+       "GPUs are visible: a job that uses fewer GPUs than it sees was started with fewer processes"),
     _s("one-gpu-per-proc", r"one (?:gpu|device) per (?:process|task|worker|rank)|"
        r"visible devices (?:for|of|per|to) (?:each|every|all|the) (?:worker|process|task)|"
        r"process[- ]per[- ](?:gpu|device)|"

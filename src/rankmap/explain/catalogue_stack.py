@@ -56,7 +56,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §2"),
     # not the lines of an environment dump (`accelerate env`'s "- distributed_type: MULTI_GPU",
     # `transformers-cli env`'s "- Accelerate config: not found"): they describe every setup (review 31)
-    _s("accelerate-config", r"accelerate config(?!`?\s*:\s*(?:not found|none))|(?<!- )(?:distributed_type|"
+    _s("accelerate-config", r"accelerate config(?!`?\s*:\s*(?:not found|none))|(?<![-*] )(?<![-*]  )(?:distributed_type|"
        r"(?<![\w-])num_processes|(?<![\w-])gpu_ids)|default_config\.yaml",
        {"launcher_config": 3}, f"{LAUNCHERS} §3"),
     # DeepSpeed's own GPU options: on a deepspeed line (mpirun takes a --hostfile with slots= too)

@@ -21,7 +21,7 @@ from rankmap.explain.signals import (
     subgroup_duplicate,
 )
 from rankmap.gpu_sharing import ORDINAL_CAUSES, SHARED_GPU_CAUSES
-from rankmap.numbers import saturating_int
+from rankmap.numbers import int_or_none, saturating_int
 
 DECIDED = 3
 
@@ -70,8 +70,8 @@ def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
 def _slurm_allocation(ev: Evidence) -> int | None:
     """The GPUs Slurm allocated on the node, as the job's environment dump prints them."""
     for e in ev.of("slurm_gpus"):
-        value = e.get("v") or ""
-        return int(value) if e.get("kind") == "GPUS_ON_NODE" else len(value.split(","))
+        count, ids = e.get("count"), e.get("ids")
+        return int_or_none(count) if count else len(ids.split(",")) if ids else None
     return None
 
 

@@ -48,7 +48,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         # (the failure-class prior of oversubscribed, rankmap.explain.priors) here (review 22)
         s.add("oversubscribed", -3.0, f"{nproc} processes per node fit the {gpus} GPU(s)")
     _launch_cannot_fit(ctx, s, gpus)
-    _launch_below_gpus(ctx, doc, s, nproc, gpus)
+    _launch_below_gpus(ctx, doc, s, nproc)
     _nested_launchers(ctx, s)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
@@ -78,35 +78,36 @@ _PER_GPU_LAUNCHERS = frozenset({"torchrun", "torch.distributed.launch", "acceler
 
 def _nested_launchers(ctx: Context, s: Scores) -> None:
     """srun / mpirun starting several tasks per node, each running torchrun (accelerate,
-    deepspeed) with several workers: the processes multiply, and the agents of one node bind
-    one store port (reference/launchers.md §5; check's RM904)."""
-    launch = ctx.launch
-    if launch is None or not launch.nested_in or launch.launcher not in _PER_GPU_LAUNCHERS:
-        return
-    tasks = launch.outer_tasks_per_node
-    workers = launch.nproc_per_node
-    if tasks and tasks > 1 and workers and workers > 1:
+    deepspeed): the launch simulation's RM904 (one authority: launchers/slurm.py, mpi.py) — the
+    processes multiply, and the agents of one node serve one rendezvous port."""
+    plan = ctx.launch.plan if ctx.launch else None
+    nested = next((i for i in plan.issues if i.code == "RM904"), None) if plan else None
+    if nested is not None:
         s.mapping_failure = True
-        s.add(
-            "launcher_config",
-            5.0,
-            f"{launch.nested_in} starts {tasks} tasks per node and each runs {launch.launcher} "
-            f"with {workers} workers: {tasks * workers} processes per node, and the {tasks} "
-            "agents of a node serve one rendezvous port (reference/launchers.md §5)",
-        )
+        s.add("launcher_config", 5.0, f"{nested.title}; the agents of a node serve one port")
 
 
-def _launch_below_gpus(
-    ctx: Context, doc: DocFacts | None, s: Scores, nproc: int | None, gpus: int | None
-) -> None:
-    """A per-GPU launcher told to start fewer processes per node than the GPUs stated, in a job
-    that runs out of memory or that the reporter says uses one GPU: the processes that run hold
-    what was meant for all the GPUs (``--nproc_per_node 1`` on an 8-GPU machine)."""
-    if doc is None or not (nproc and gpus and nproc < gpus) or ctx.launch is None:
+def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int | None) -> None:
+    """A per-GPU launcher told to start fewer processes per node than the GPUs of one node it
+    may use, in a job that runs out of memory or that the reporter says uses one GPU: the
+    processes that run hold what was meant for all the GPUs (``--nproc_per_node 1`` on an
+    8-GPU machine). Not where the GPUs are counted for several nodes, where a visible-devices
+    list narrows them, or where one process drives several GPUs (``device_map="auto"``; review
+    35)."""
+    launch = ctx.launch
+    if doc is None or launch is None or launch.launcher not in _PER_GPU_LAUNCHERS:
         return
-    if ctx.launch.launcher not in _PER_GPU_LAUNCHERS or not {"outside-oom", "one-gpu-used"} & set(
-        doc.hits
+    if (
+        not {"outside-oom", "one-gpu-used"} & set(doc.hits)
+        or "single-process-multi-gpu" in doc.hits
     ):
+        return
+    told = doc.stated_gpus if _one_machine_told(doc) and (launch.nnodes or 1) == 1 else None
+    gpus = ctx.gpus_per_node() or doc.smi_gpus or told
+    entries = ctx.cvd_entries()
+    if gpus and entries:
+        gpus = min(gpus, len(entries))
+    if not (nproc and gpus and nproc < gpus):
         return
     s.failure = s.mapping_failure = True
     s.add(
@@ -114,7 +115,7 @@ def _launch_below_gpus(
         3.0,
         f"the launch starts {nproc} process(es) per node on {gpus} GPU(s): the GPUs beyond "
         f"{nproc} stay idle and the work meant for them lands on the GPUs in use",
-        doc.stated_gpus_at,
+        doc.stated_gpus_at if gpus == told else None,
     )
 
 
@@ -149,29 +150,33 @@ def _device_list_index(doc: DocFacts | None, s: Scores) -> None:
 
 
 def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
-    """A visible-devices list shorter than the tensor-parallel size the command asks for: the
-    engine needs one GPU per tensor-parallel rank and sees fewer (reference/cuda_devices.md §1).
-    A size below the list, where one GPU runs out of memory or the reporter says one GPU is used,
-    is the engine told to use fewer GPUs than it sees (reference/launchers.md §1)."""
-    if doc is None or doc.parallel_visible is None:
+    """A visible-devices list shorter than the GPUs the command's engine asks for (tensor x
+    pipeline x data parallel): it needs one GPU per rank and sees fewer (reference/cuda_devices.md
+    §1). A size below the list, where one GPU runs out of memory or the reporter says one GPU is
+    used, is the engine told to use fewer GPUs than it sees (reference/launchers.md §1)."""
+    if doc is None:
         return
-    visible, size = doc.parallel_visible
-    count = len([e for e in visible.split(",") if e.strip()])
-    if size > count:
+    pairs = [
+        (v, size, len([e for e in v.split(",") if e.strip()])) for v, size in doc.parallel_visible
+    ]
+    short = next(((v, size) for v, size, count in pairs if size > count), None)
+    if short is not None:
         s.mapping_failure = True
         s.add(
             "visible_devices_mismatch",
             3.0,
-            f"CUDA_VISIBLE_DEVICES={visible[:40]} leaves fewer GPUs than the tensor-parallel size "
-            f"of {size} the same command asks for (reference/cuda_devices.md §1)",
+            f"CUDA_VISIBLE_DEVICES={short[0][:40]} leaves fewer GPUs than the {short[1]} the same "
+            "command's parallel sizes ask for (reference/cuda_devices.md §1)",
         )
-    elif size < count and {"outside-oom", "one-gpu-used"} & set(doc.hits):
+        return
+    idle = next(((size, count) for _, size, count in pairs if size < count), None)
+    if idle is not None and {"outside-oom", "one-gpu-used"} & set(doc.hits):
         s.failure = s.mapping_failure = True  # the OOM of one GPU is the mapping's symptom
         s.add(
             "launcher_config",
             3.0,
-            f"the command makes {count} GPUs visible and asks for a tensor-parallel size of "
-            f"{size}: the engine shards the model over {size} GPU(s) only, the others stay idle",
+            f"the command makes {idle[1]} GPUs visible and its parallel sizes use {idle[0]}: "
+            f"the engine shards the model over {idle[0]} GPU(s) only, the others stay idle",
         )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docread import DocFacts, gpu_request
 from rankmap.explain.score_model import Scores
 from rankmap.launchers.command import CONTAINER_VALUE_OPTIONS
 
@@ -73,23 +73,23 @@ def container_without_gpus(doc: DocFacts, s: Scores) -> None:
     )
 
 
-# A device subset given to a container: --gpus device=2,3 (quoted any way), NVIDIA_VISIBLE_DEVICES
-_DEVICE_SUBSET = re.compile(
-    r"(?:--gpus[ =]|NVIDIA_VISIBLE_DEVICES=)[\"']*(?:device=)?(\d+(?:,\d+)*)"
+# CUDA_VISIBLE_DEVICES passed into a container: -e CUDA_VISIBLE_DEVICES=4,5 / -e "CUDA_...=4,5"
+_CVD_OPTION = re.compile(
+    r"(?:-e|--env)[ =][\"']?CUDA_VISIBLE_DEVICES=[\"']?(\d{1,4}(?:,\d{1,4})*)(?![\d,])"
 )
-_CVD_OPTION = re.compile(r"(?:-e|--env)[ =]CUDA_VISIBLE_DEVICES=[\"']?(\d+(?:,\d+)*)")
 
 
 def container_host_ids(doc: DocFacts, s: Scores) -> None:
-    """A container given a device subset and a CUDA_VISIBLE_DEVICES of host ids beyond it: inside,
-    the container's GPUs start from 0 (reference/cuda_devices.md §3), so `--gpus device=2,3` with
-    `-e CUDA_VISIBLE_DEVICES=2,3` names GPUs the container does not have (review 31)."""
+    """A container given named devices and a CUDA_VISIBLE_DEVICES of host ids beyond them:
+    inside, the container's GPUs start from 0 (reference/cuda_devices.md §3), so
+    `--gpus device=2,3` with `-e CUDA_VISIBLE_DEVICES=2,3` names GPUs the container does not have
+    (review 31). A count (`--gpus 2`) names no ids: nothing to compare."""
     for cmd in doc.container_runs:
         opts = " ".join(_run_options(cmd))
-        subset, cvd = _DEVICE_SUBSET.search(opts), _CVD_OPTION.search(opts)
-        if subset is None or cvd is None:
+        request, cvd = gpu_request(opts), _CVD_OPTION.search(opts)
+        if request is None or request[1] is None or cvd is None:
             continue
-        given = len(subset.group(1).split(","))
+        given = request[0]
         if max(int(x) for x in cvd.group(1).split(",")) >= given:
             s.mapping_failure = True
             s.add(

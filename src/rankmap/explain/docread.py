@@ -225,7 +225,7 @@ class DocFacts:
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
-    parallel_visible: tuple[str, int] | None = None
+    parallel_visible: list[tuple[str, int]] = field(default_factory=list)
     job_gpus: tuple[int, str] | None = None  # "4卡训练": a job's count, where no machine's is told
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
@@ -304,6 +304,14 @@ _PARALLEL_SIZE = re.compile(
     r"(?:--tensor[-_]parallel[-_]size|--tp(?:[-_]size)?|(?<![\w-])-tp|tensor_parallel_size|"
     r"--num[-_]shard)\s*[= ]\s*(\d{1,3})\b"
 )
+# The other dimensions an engine multiplies it by: pipeline and data parallel sizes (vLLM's
+# world is tp x pp, SGLang's and vLLM's data-parallel replicas take GPUs of their own; review 35)
+_OTHER_PARALLEL = re.compile(
+    r"(?:--pipeline[-_]parallel[-_]size|--pp(?:[-_]size)?|(?<![\w-])-pp|pipeline_parallel_size|"
+    r"--data[-_]parallel[-_]size|--dp(?:[-_]size)?|(?<![\w-])-dp|data_parallel_size)\s*[= ]\s*"
+    r"(\d{1,3})\b"
+)
+MAX_PARALLEL_COMMANDS = 8
 
 
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
@@ -377,19 +385,25 @@ _REQUEST = re.compile(
 )
 
 
-def _requested(text: str) -> int | None:
-    """The GPUs a container was given, when the text states it (the first request found)."""
+def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
+    """The GPUs a container was given, when the text states it (the first request found): their
+    count, and their ids when it names devices (``--gpus device=2,3``, NVIDIA_VISIBLE_DEVICES,
+    NV_GPU) rather than a count (``--gpus 2``)."""
     m = _REQUEST.search(text)
     if not m:
         return None
     if m.group("list") is not None and "device=" not in m.group(0):
-        return (
-            int(m.group("list"))
-            if m.group("list").isdecimal() and len(m.group("list")) < 4
-            else None
-        )
+        count = m.group("list")
+        return (int(count), None) if count.isdecimal() and len(count) < 4 else None
     value = next(g for g in (m.group("list"), m.group("nv"), m.group("nvd")) if g is not None)
-    return len([p for p in value.split(",") if p])
+    ids = tuple(p for p in value.split(",") if p)
+    return (len(ids), ids) if ids else None
+
+
+def _requested(text: str) -> int | None:
+    """The count of :func:`gpu_request`."""
+    request = gpu_request(text)
+    return request[0] if request else None
 
 
 _PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?[ \t]*$", re.M)
@@ -603,14 +617,20 @@ def _prose_commands(seg: Segment, facts: DocFacts) -> None:
 
 
 def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
-    """One command that sets CUDA_VISIBLE_DEVICES and a tensor-parallel size, on one node
-    (``--nnodes`` / Ray's multi-node placement spread it; review 25)."""
+    """A command that sets CUDA_VISIBLE_DEVICES and a tensor-parallel size, on one node
+    (``--nnodes`` / Ray's multi-node placement spread it; review 25): the list and the GPUs the
+    engine asks for (tensor x pipeline x data parallel)."""
     visible = prefix.get("CUDA_VISIBLE_DEVICES")
     sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
-    if visible is None or "$" in visible or not sizes or facts.parallel_visible is not None:
+    if visible is None or "$" in visible or not sizes:
+        return
+    if len(facts.parallel_visible) >= MAX_PARALLEL_COMMANDS:
         return
     if not re.search(r"--nnodes|--num-nodes|ray", cmd):
-        facts.parallel_visible = (visible, max(sizes))
+        gpus = max(sizes)
+        for n in _OTHER_PARALLEL.findall(cmd):
+            gpus *= max(1, int(n))
+        facts.parallel_visible.append((visible, gpus))
 
 
 def _env_prefix(cmd: str) -> dict[str, str]:

@@ -177,7 +177,7 @@ def explain_files(
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
-    stated = _named(ev, texts, doc, ctx.launch.command if ctx.launch else "")
+    stated = _named(ev, texts, doc, _srun_task_labels(ctx))
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     report.findings = in_framework_words(report.findings, doc, texts)
@@ -258,14 +258,14 @@ _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failur
 
 
 def _named(
-    ev: Evidence, texts: list[str], doc: DocFacts | None, launch: str = ""
+    ev: Evidence, texts: list[str], doc: DocFacts | None, task_labels: bool = False
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
     torchrun summaries and failure lines first (those of the failure itself over the other
     ranks' reaction to it); else the ranks the Init lines put on cudaDev 0 of one host; else
     the ranks the prose names; "both processes" of a job whose
     named ranks are 0 and 1 at most adds both."""
-    first, after = named.failure_ranks(_lines(texts), task_labels=_srun_task_labels(launch))
+    first, after = named.failure_ranks(_lines(texts), task_labels=task_labels)
     for e in ev.of(*_FAILING):
         if e.rank is not None:
             (after if named.is_aftermath(e.line.text) else first).add(e.rank)
@@ -282,12 +282,24 @@ def _named(
     return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
 
 
-def _srun_task_labels(launch: str) -> bool:
-    """Whether srun labels each line with its task, one task per rank: an ``srun -l`` /
-    ``--label`` launch that runs the program itself (not a launcher that starts the ranks)."""
-    return bool(re.search(r"\bsrun\b[^|;&]*?\s(?:-l|--label)\b", launch)) and not re.search(
-        r"torchrun|torch\.distributed\.(?:run|launch)|accelerate|deepspeed", launch
-    )
+def _srun_task_labels(ctx: Context) -> bool:
+    """Whether srun labels each line with its task, one task per rank: srun itself starts the
+    program (not a launcher that starts the ranks) with ``-l`` / ``--label`` among its options."""
+    launch = ctx.launch
+    if launch is None or launch.launcher != "srun" or launch.plan is None:
+        return False
+    from rankmap.errors import RankMapError
+    from rankmap.launchers.options import parse_options
+    from rankmap.launchers.slurm_options import SPEC
+
+    argv = list(launch.plan.argv)
+    start = next((i + 1 for i, w in enumerate(argv) if w.rsplit("/", 1)[-1] == "srun"), None)
+    if start is None:
+        return False
+    try:
+        return parse_options(argv[start:], SPEC).flag("label")
+    except RankMapError:
+        return False
 
 
 def _lines(texts: list[str]) -> Iterable[str]:

@@ -71,9 +71,7 @@ RANK_FORMS = re.compile(
     r"|\bprocess (?P<g>\d{1,7}) terminated\b"
     r"|^\((?:Vllm)?Worker(?:_PP0)?_TP(?P<j>\d{1,7}) pid="
     # a launcher's rank variable printed (reference/launchers.md §5, §6)
-    r"|\b(?:SLURM_PROCID|PROC_?ID|OMPI_COMM_WORLD_RANK|PMIX?_RANK)\s*[=:]\s*(?P<k>\d{1,7})\b"
-    # srun's summary of failed tasks: "srun: error: node1: tasks 1-3: Exited with exit code 1"
-    rf"|^srun: error: [\w.-]+: tasks? (?P<l>{_LIST}):",
+    r"|\b(?:SLURM_PROCID|PROC_?ID|OMPI_COMM_WORLD_RANK|PMIX?_RANK)\s*[=:]\s*(?P<k>\d{1,7})\b",
     re.IGNORECASE,
 )
 # A line reporting a failure: each alternative with a word that every match of it holds
@@ -168,7 +166,6 @@ _RANK_KEYS = (
     "worker",
     "procid",
     "proc_id",
-    "srun: error",
 )  # every spelling holds one: a cheap gate
 # Lines that list ranks as a map (nccl-tests "Rank 0 Pid …", NCCL "rank 0 nranks 8 …"): every
 # rank of the job, no statement about some of them.
@@ -204,8 +201,11 @@ def failing_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
     return first or after
 
 
-# srun --label's task prefix ("3: RuntimeError: ..."): the task id, SLURM_PROCID
-_TASK_LABEL = re.compile(r"^(\d{1,5}): ")
+# srun --label's task prefix ("3: RuntimeError: ..."; padded to the widest id, " 3: " among 16
+# tasks: Slurm's "%*d: " label): the task id, SLURM_PROCID
+_TASK_LABEL = re.compile(r"^\s*(\d{1,5}): ")
+# srun's summary of the tasks that exited: "srun: error: node1: tasks 1-3: Exited with exit code 1"
+_TASK_SUMMARY = re.compile(rf"^\s*(?:\d{{1,5}}: )?srun: error: [\w.-]+: tasks? (?P<l>{_LIST}):")
 
 
 def failure_ranks(
@@ -218,6 +218,10 @@ def failure_ranks(
     after: set[int] = set()
     for line in lines:
         if task_labels:
+            summary = _TASK_SUMMARY.match(line)
+            if summary:  # the launcher's account of tasks that ended: their reaction at most
+                after |= _expand(summary.group("l"), limit - len(after))
+                continue
             line = _TASK_LABEL.sub(r"[rank\1]: ", line, count=1)
         if len(first) >= limit:
             break
@@ -241,7 +245,7 @@ _AFTERMATH = re.compile(
     r"broken pipe|closing signal|SIGTERM|exitcode\s*:\s*-15|watchdog|collective operation "
     r"timeout|communicator (?:was )?aborted|ncclRemoteError|socket (?:closed|timeout|has timed out)|"
     # Slurm cancelling the step's other tasks, and srun's summary of the tasks that exited
-    r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED|^(?:\d+: )?srun: error: [\w.-]+: tasks? ",
+    r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED|^\s*(?:\d+: )?srun: error: [\w.-]+: tasks? ",
     re.IGNORECASE,
 )
 

@@ -157,7 +157,11 @@ _SOCKET = _R(
     r"|connect to \S+ failed"
 )
 # c10d binding its store to an address this machine does not own (errno 99, EADDRNOTAVAIL)
-_STORE_FOREIGN = _R(r"failed to bind to \S+ \(errno: 99 - Cannot assign requested address\)")
+# (not a loopback or wildcard address: that is the host's address family, not another machine's)
+_STORE_FOREIGN = _R(
+    r"failed to bind to (?!\[?(?:localhost|127\.[\d.]+|::1?|0\.0\.0\.0)\]?:)\S+ "
+    r"\(errno: 99 - Cannot assign requested address\)"
+)
 _STORE = _R(
     r"failed to listen on any local network address|client socket has timed out|"
     r"EADDRINUSE|Address already in use|waiting for clients|TCP client failed to connect"
@@ -177,7 +181,9 @@ _PY_EXCEPTION = _R(
 )
 _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
 # the GPUs Slurm allocated on the node (reference/launchers.md §5: SLURM_GPUS_ON_NODE, SLURM_JOB_GPUS)
-_SLURM_GPUS = _R(r"\bSLURM_(?P<kind>GPUS_ON_NODE|JOB_GPUS)=(?P<v>\d+(?:,\d+)*)")
+_SLURM_GPUS = _R(
+    r"\bSLURM_(?:GPUS_ON_NODE=(?P<count>\d{1,4})\b(?!,)|JOB_GPUS=(?P<ids>\d{1,4}(?:,\d{1,4})*)\b)"
+)
 _CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
 # a process printing Python's view of it: os.environ['CUDA_VISIBLE_DEVICES']='1' (ids only: a
 # source line assigning a variable is no value)

@@ -19,6 +19,7 @@ from rankmap.explain.patterns import Event
 from rankmap.explain.rank_claims import claimed_twice
 from rankmap.explain.score_model import UNDECIDED_MARK
 from rankmap.findings import Finding, Severity, finding
+from rankmap.ranks import rank_phrase
 
 
 def _simple(
@@ -85,7 +86,8 @@ def _lightning(ev: Evidence, ctx: Context) -> list[Finding]:
     code = "RM501" if have == "0" else "RM102"
     quotes = [quote(e) for e in (req[:1] + has[:1])]
     title = f"Lightning asked for GPUs [{req[0].get('req')}] but the process sees [{have}]"
-    if _renumbered_ids(req[0].get("req") or "", have):
+    narrowed = ctx.cvd_entries() is not None or ev.has("env_cvd") or _per_task_context(ctx)
+    if narrowed and _renumbered_ids(req[0].get("req") or "", have):
         return [
             finding(
                 "RM240",
@@ -220,7 +222,8 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     if not evs:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
-    not_own = list(ev.of("store_bind_foreign")) if joined is None else []
+    one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
+    not_own = list(ev.of("store_bind_foreign")) if joined is None and not one_node else []
     if not_own:
         return [_store_on_foreign_address(not_own)]
     if joined is None:
@@ -400,21 +403,24 @@ def _global_index(ev: Evidence, ctx: Context) -> list[Finding]:
     found = ev.rankmap.global_index_hosts()
     if not found:
         return []
-    host, ranks = next(iter(found.items()))
+    records = [r for rs in found.values() for r in rs]
+    hosts = list(found)
+    ranks = [r.rank for r in records]
+    where = hosts[0] if len(hosts) == 1 else f"{len(hosts)} nodes ({', '.join(hosts[:3])})"
     return [
         finding(
             "RM401",
-            f"Ranks {ranks[0].rank}-{ranks[-1].rank} on {host} use CUDA devices "
-            f"{ranks[0].cuda_index}-{ranks[-1].cuda_index}: the global rank as the device index",
-            detail=f"{host} runs {len(ranks)} process(es), yet NCCL initialised them on cudaDev "
-            "equal to their global rank: the node's local ranks would be 0.."
-            f"{len(ranks) - 1}. The GPUs exist, so nothing fails at once; the ranks use GPUs "
-            "meant for others (another job's, or idle ones). What would decide: "
+            f"{rank_phrase(ranks).capitalize()} on {where} use the CUDA devices of their global "
+            "rank: the global rank as the device index",
+            detail=f"NCCL initialised {rank_phrase(ranks)} on cudaDev equal to the global rank, "
+            "past the processes each of these nodes runs (its local ranks count from 0). The GPUs "
+            "exist, so nothing fails at once; the ranks use GPUs meant for others (another "
+            "job's, or idle ones). What would decide: "
             "`grep -nE 'set_device\\(.*rank|get_rank\\(\\)' train.py`.",
-            ranks=[r.rank for r in ranks],
-            hosts=[host],
-            devices=[r.bus_id for r in ranks if r.bus_id],
-            evidence=[r.evidence for r in ranks[:3]],
+            ranks=ranks,
+            hosts=hosts,
+            devices=[r.bus_id for r in records if r.bus_id],
+            evidence=[r.evidence for r in records[:3]],
             severity="warning",
         )
     ]

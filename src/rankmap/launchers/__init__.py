@@ -247,7 +247,7 @@ def identify(argv: Sequence[str]) -> str | None:
             return "deepspeed"
         if mod is None and python_script(argv) is not None:
             return "python"
-        if mod is not None and mod.split(".")[0] not in _LAUNCHER_PACKAGES:
+        if mod is not None and not _launcher_module(mod):
             return "python"  # python -m pkg.train: one process, like python train.py
     if prog.endswith(".py"):
         return "python"
@@ -255,8 +255,21 @@ def identify(argv: Sequence[str]) -> str | None:
 
 
 # Packages whose other modules (``python -m torch.distributed.elastic...``) are launchers or
-# tools rankmap does not simulate: left to the unknown-launcher error.
-_LAUNCHER_PACKAGES = frozenset({"torch", "accelerate", "deepspeed", "horovod", "mpi4py"})
+# tools rankmap does not simulate, and the words of a launcher module of any framework
+# (``paddle.distributed.launch``, ``oneflow.distributed.launch``, ``lightning run``): left to the
+# unknown-launcher error, not taken for one plain process (review 35)
+_LAUNCHER_PACKAGES = frozenset(
+    {"torch", "accelerate", "deepspeed", "horovod", "mpi4py", "lightning", "paddle", "oneflow",
+     "colossalai", "torchx", "ray"}
+)  # fmt: skip
+_LAUNCHER_WORDS = frozenset({"launch", "launcher", "run", "distributed", "spawn", "elastic"})
+
+
+def _launcher_module(module: str) -> bool:
+    """Whether ``python -m module`` is (or may be) a launcher rather than a training program."""
+    parts = module.split(".")
+    return parts[0] in _LAUNCHER_PACKAGES or bool(_LAUNCHER_WORDS & set(parts[1:]))
+
 
 # Interpreter options followed by a separate value (``python -X dev -W ignore -m MOD``).
 _PY_VALUE_OPTS = ("-W", "-X", "--check-hash-based-pycs")

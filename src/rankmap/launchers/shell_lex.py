@@ -25,42 +25,34 @@ _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
 
 def commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
     """(line, words, backgrounded) of every command: ``;``, ``&&``, ``|`` and newlines end a
-    command, a single ``&`` ends one that runs in the background."""
+    command, a single ``&`` ends one that runs in the background. A quoted string may span
+    lines (``ARGS="`` ... ``"``); each line is scanned once, and a string that grows past
+    :data:`MAX_LINE` is data (a heredoc body, base64), skipped like a long line."""
     out: list[tuple[int, list[str], bool]] = []
-    lines = text.replace("\\\n", " ").splitlines()
-    pending, start = "", 0  # a quoted string still open: its lines so far, its first line
-    for no, raw in enumerate(lines, 1):
+    pieces: list[str] = []  # the lines of a logical line whose quoted string is still open
+    quote: str | None = None
+    start = 0
+    for no, raw in enumerate(text.replace("\\\n", " ").splitlines(), 1):
         if len(raw) > MAX_LINE:
+            pieces, quote = [], None
             continue
-        if pending:
-            raw, no = pending + "\n" + raw, start
-        line = _CFOR.sub(
-            lambda m: (
-                f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__"
-            ),
-            raw,
-        )
-        line = _SEQ.sub(
-            lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line
-        )
-        line = ARITH.sub(
-            lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line
-        )
-        # a command's output (`cmd`, $(cmd)) is known when the script runs only: one word that
-        # stays a parameter (check does not simulate what it sets; review 25)
-        line = _COMMAND_OUTPUT.sub("$(…)", line)
-        if line.lstrip().startswith("#") and not pending:
+        kept, quote = _without_comment(raw, quote)
+        if not pieces:
+            start = no
+        pieces.append(kept)
+        if quote is not None:
+            if sum(map(len, pieces)) > MAX_LINE or len(pieces) > MAX_QUOTED_LINES:
+                pieces, quote = [], None  # data, not a command: skipped
+            continue
+        line, pieces = _marked("\n".join(pieces)), []
+        if not line.strip():
             continue
         try:
             tokens = _words(line)
         except ValueError as exc:
-            if "closing quotation" in str(exc) and raw.count("\n") < MAX_QUOTED_LINES:
-                pending, start = raw, no  # a quoted string over several lines: read on
-                continue
-            raise InputError(f"{where}:{no}: cannot read shell line: {exc}") from None
-        pending = ""
-        out += _split_commands(no, tokens)
-    if pending:
+            raise InputError(f"{where}:{start}: cannot read shell line: {exc}") from None
+        out += _split_commands(start, tokens)
+    if quote is not None and pieces:
         raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
     return out
 
@@ -68,23 +60,60 @@ def commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
 MAX_QUOTED_LINES = 200  # lines one quoted string may span (a usage text, DISTRIBUTED_ARGS="...")
 
 
+_OUTSIDE = re.compile(r"[\\'\"#]")  # what changes the state outside quotes
+_IN_DOUBLE = re.compile(r'[\\"]')
+
+
+def _without_comment(line: str, quote: str | None) -> tuple[str, str | None]:
+    """``line`` up to its comment, and the quote still open at its end. ``quote``: the quote
+    open when the line starts. A ``#`` starts a comment only at the start of a word, outside
+    quotes (``${#ARR[@]}``, ``a#b``, ``"#tag"`` are none; POSIX shell, 2.3 Token Recognition,
+    rule 9); a backslash escapes the next character outside single quotes. The scan jumps from
+    one special character to the next (a long quoted string is one step)."""
+    i, n = 0, len(line)
+    while i < n:
+        if quote == "'":
+            end = line.find("'", i)
+            if end < 0:
+                return line, quote
+            quote, i = None, end + 1
+            continue
+        m = (_IN_DOUBLE if quote == '"' else _OUTSIDE).search(line, i)
+        if m is None:
+            return line, quote
+        i, ch = m.start(), m.group()
+        if ch == "\\":
+            i += 2
+        elif quote == '"':
+            quote, i = None, i + 1
+        elif ch == "#":
+            if i == 0 or line[i - 1] in " \t;&|(":
+                return line[:i], None
+            i += 1
+        else:
+            quote, i = ch, i + 1
+    return line, quote
+
+
+def _marked(line: str) -> str:
+    """A logical line with what the reader expands marked: C-style and ``$(seq)`` loop headers,
+    ``$(( ))`` arithmetic, and command outputs, which are known when the script runs only."""
+    line = _CFOR.sub(
+        lambda m: f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__",
+        line,
+    )
+    line = _SEQ.sub(lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line)
+    line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
+    # one word that stays a parameter (check does not simulate what it sets; review 25)
+    return _COMMAND_OUTPUT.sub("$(…)", line)
+
+
 def _words(line: str) -> list[str]:
-    """The words of one (logical) line. A ``#`` starts a comment only at the start of a word
-    (``${#ARR[@]}`` is no comment; POSIX shell, 2.3 Token Recognition, rule 9)."""
+    """The words of one logical line (its comment already cut)."""
     lex = shlex.shlex(line, posix=True, punctuation_chars=";&|")
     lex.whitespace_split = True
     lex.commenters = ""
-    words: list[str] = []
-    for tok in lex:
-        if tok.startswith("#") and not _quoted_hash(line, tok):
-            break
-        words.append(tok)
-    return words
-
-
-def _quoted_hash(line: str, tok: str) -> bool:
-    """Whether the ``#`` word comes from a quoted string ("'#tag'"), not a comment."""
-    return f"'{tok}" in line or f'"{tok}' in line
+    return list(lex)
 
 
 def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str], bool]]:

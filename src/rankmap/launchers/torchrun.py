@@ -234,8 +234,7 @@ def worker_store_port(args: TorchrunArgs, env: Mapping[str, str]) -> tuple[str |
         return None, False
     if args.master_port is None and not args.rdzv_endpoint and nnodes_of(args.nnodes) == 1:
         return "", True
-    endpoint_port = (args.rdzv_endpoint or "").rpartition(":")[2]
-    return args.master_port or endpoint_port or "29500", False
+    return args.master_port or endpoint(args.rdzv_endpoint)[1] or "29500", False
 
 
 def _check_node_rank(args: TorchrunArgs, nnodes: int) -> None:
@@ -285,11 +284,28 @@ def _master_env(args: TorchrunArgs) -> dict[str, str]:
     """MASTER_ADDR / MASTER_PORT every worker gets (reference/launchers.md §1): the options, the
     rendezvous endpoint, else torchrun's defaults (127.0.0.1, 29500; a port picked when torchrun
     starts is one the simulation cannot know, and 29500 stands for it)."""
-    host, _, port = (args.rdzv_endpoint or "").rpartition(":")
+    host, port = endpoint(args.rdzv_endpoint)
     return {
         "MASTER_ADDR": args.master_addr or host or "127.0.0.1",
         "MASTER_PORT": args.master_port or port or "29500",
     }
+
+
+def endpoint(value: str | None) -> tuple[str | None, str | None]:
+    """(host, port) of ``--rdzv-endpoint`` (``HOST[:PORT]``, ``[v6]:PORT``, a bare v6 address):
+    None for a part it does not state (torch/distributed/elastic/rendezvous/utils.py
+    parse_rendezvous_endpoint)."""
+    text = (value or "").strip()
+    if not text:
+        return None, None
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    else:  # a name, or an IPv6 address without brackets: no port
+        host, port = text, ""
+    return host or None, port if port.isdecimal() else None
 
 
 def _worker_env(rank: int, lr: int, node_rank: int, nproc: int, n_agents: int) -> dict[str, str]:
