@@ -449,3 +449,52 @@ def test_a_later_node_rule_names_every_node_it_finds(tmp_path) -> None:  # type:
     )
     found = [f for f in _log_findings(tmp_path, text, "torchrun train.py") if f.code == "RM401"]
     assert found and found[0].ranks == (1, 2) and found[0].hosts == ("hB", "hC")
+
+
+# review 36: questions about setups that work, and outside failures with mapping words
+def test_a_question_about_a_working_mig_setup_raises_no_alarm() -> None:
+    text = (
+        "**Question**\nI split an A100 into 3g.40gb + 2g.20gb + 1g.10gb, one server per slice. "
+        "Each works:\n```\n$ nvidia-smi -L\nGPU 0: NVIDIA A100-SXM4-80GB (UUID: "
+        "GPU-11111111-2222-3333-4444-555555555555)\n  MIG 3g.40gb     Device  0: (UUID: "
+        "MIG-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee)\n```\n"
+        "Is there a way to give the 1g.10gb slice to a pod instead of running it on the host?\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text) if f.category != "other")
+
+
+def test_every_gpu_with_its_own_rank_and_worker_is_no_pile_up() -> None:
+    rows = "".join(
+        f"|    {g}   N/A  N/A     61120{g}      C   python                20810MiB |\n"
+        f"|    {g}   N/A  N/A     61130{g}      C   python                  512MiB |\n"
+        for g in range(4)
+    )
+    text = (
+        "After Ctrl-C nvidia-smi still shows processes:\n```\n" + rows + "```\nHow to clean up?\n"
+    )
+    from rankmap.explain.docread import read_document
+
+    assert read_document(text).shared_gpu is None
+    two_on_zero = (
+        "```\n|    0   N/A  N/A     1001      C   python   20810MiB |\n"
+        "|    0   N/A  N/A     1002      C   python   20810MiB |\n"
+        "|    1   N/A  N/A     1003      C   python   20810MiB |\n```\n"
+    )
+    assert read_document(two_on_zero).shared_gpu is not None
+
+
+def test_ipc_named_in_a_question_about_a_working_job_is_no_failure() -> None:
+    text = (
+        "Not a bug report, just a question. Job works:\n```bash\n#SBATCH --nodes=2 "
+        "--ntasks-per-node=4 --gpus-per-task=1\nsrun python train.py\n```\n"
+        "I read that per-task binding can disable CUDA IPC / P2P between ranks. Still a concern?\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text) if f.category != "other")
+
+
+def test_a_cpu_only_pytorch_build_is_the_build_not_a_missing_set_device() -> None:
+    text = (
+        "[rank0]:     torch.cuda.set_device(local_rank)\n"
+        "[rank0]: AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'\n"
+    )
+    assert findings_of(text)[0].category == "version_mismatch"

@@ -359,6 +359,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "ignoring visible gpu device",
     ),
     "nccl-not-built": ("have nccl", "processgroupnccl is only supported"),
+    "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
     "driver-too-old": (
         "insufficient",
         "too old",

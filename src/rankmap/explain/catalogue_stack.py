@@ -177,6 +177,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "`raise RuntimeError(\"Distributed package doesn't have NCCL built in\")` when "
        "is_nccl_available() is false (builds without NCCL: Windows, macOS, CPU-only)",
        failure=True),
+    # a PyTorch build without CUDA (the CPU wheel): every CUDA call fails, a device choice with
+    # it (review 36: set_device in the traceback was read as the missing set_device)
+    _s("torch-cpu-build", r"Torch not compiled with CUDA enabled|has no attribute '_cuda_\w+'|"
+       r"PyTorch was compiled without CUDA support",
+       {"version_mismatch": 7},
+       "https://github.com/pytorch/pytorch/blob/main/torch/cuda/__init__.py _lazy_init: "
+       "`raise AssertionError(\"Torch not compiled with CUDA enabled\")` when the build has no "
+       "CUDA (torch._C then lacks its _cuda_* functions)",
+       failure=True),
     _s("gfx-arch", r"\bgfx\d{3,4}", {"version_mismatch": 1},
        "ROCm GPU architecture names (https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html)"),
     _s("gfx-override", r"HSA_OVERRIDE_GFX_VERSION", {"version_mismatch": 4},

@@ -476,7 +476,16 @@ def _launcher_and_binding(
     _list_of_an_agent(doc, s)
     per_task = _binding_in_effect(ctx, doc)
     per_worker = per_task or "ray" in hits or "ray-named" in hits
-    ipc = next((k for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure") if k in hits), None)
+    # in a report of a failure, or printed: not IPC named in the sentences of a question about a
+    # job that works ("I read that per-task binding can disable CUDA IPC"; review 36)
+    ipc = next(
+        (
+            k
+            for k in ("cuda-ipc", "peer-access", "nccl-cuda-failure")
+            if k in hits and (doc.failed or hits[k].segment != "prose")
+        ),
+        None,
+    )
     named = doc.cuda_error_named  # "Cuda failure 'out of memory'": its own cause
     if ipc and per_worker and not named and not doc.shows_outside(own=True):
         s.mapping_failure = True  # the failure is explained by the binding: a mapping failure

@@ -60,15 +60,27 @@ _GPU_COUNT = re.compile(
     + r"s)\b",
     re.I,
 )
-# Substrings (lowercase) of a text that reports a failure; a gate for best guesses only.
-FAIL_KEYS = (
+# Substrings (lowercase) of a text that reports a failure; a gate for best guesses only. The
+# strong ones say something failed; the weak ones also phrase a question about a setup that works
+# ("instead of running it on the host", "is there an issue with ...").
+STRONG_FAIL_KEYS = (
     "traceback", "error", "exception", "fail", "crash", " hang", "stuck", "does not work",
-    "doesn't work", "not working", "can't", "cannot", "unable to", "wrong", " bug", "[bug",
-    "fix", "issue", "instead of", "even though", "expected behav", "only use", "waste",
-    "bottleneck", "busy", "solved", "unbalanced", "higher than", "not respect", "not being",
-    "despite", "ignor", "unexpected", "problem", "doesn't", "does not", "isn't", "no longer",
-    "broke",
+    "doesn't work", "not working", "unable to", "wrong", " bug", "[bug", "broke",
 )  # fmt: skip
+WEAK_FAIL_KEYS = (
+    "can't", "cannot", "fix", "issue", "instead of", "even though", "expected behav", "only use",
+    "waste", "bottleneck", "busy", "solved", "unbalanced", "higher than", "not respect",
+    "not being", "despite", "ignor", "unexpected", "problem", "doesn't", "does not", "isn't",
+    "no longer",
+)  # fmt: skip
+FAIL_KEYS = STRONG_FAIL_KEYS + WEAK_FAIL_KEYS
+# The writer says the setup works ("Each works", "all three answer requests", "runs fine"): weak
+# failure words are then a question's, not a failure's (review 36)
+_WORKS = re.compile(
+    r"\b(?:each|all|both|everything|it|they|this)(?: \w+){0,3} (?:works?|answers?|runs? fine|"
+    r"is fine|are fine)\b|\bworks? (?:fine|well|correctly|as expected)\b|\bruns? (?:fine|well|"
+    r"correctly)\b|\bno errors?\b"
+)
 
 
 MAX_PROSE_SPANS = 4096  # prose segments whose lines are remembered (a paste has a few dozen)
@@ -154,13 +166,17 @@ _DENIED_FAILURE = re.compile(
     r"(?:errors?|exceptions?|failures?|crash(?:es)?|issues?|problems?|hangs?)\b|"
     # "nothing has failed yet", "it has not crashed", and the noun "error handling"
     r"\bnothing (?:has |have )?(?:failed|crashed|broken|broke)\b|"
-    r"\b(?:has|have|did|does)(?: not|n't) (?:fail|failed|crash|crashed)\b|\berror[- ]handling\b"
+    r"\b(?:has|have|did|does)(?: not|n't) (?:fail|failed|crash|crashed)\b|\berror[- ]handling\b|"
+    # "Not a bug report, just a question" (review 36)
+    r"\b(?:not|isn't|is not) (?:a|really a) bug(?: report)?\b"
 )
 
 
 def _failed(text: str) -> bool:
     low = _DENIED_FAILURE.sub(" ", text[:DOC_LIMIT].lower())
-    return any(k in low for k in FAIL_KEYS) or any(k in low for k in ZH_FAIL_KEYS)
+    if any(k in low for k in STRONG_FAIL_KEYS) or any(k in low for k in ZH_FAIL_KEYS):
+        return True
+    return any(k in low for k in WEAK_FAIL_KEYS) and not _WORKS.search(low)
 
 
 def _ranks(seg: Segment, facts: DocFacts) -> None:
@@ -330,8 +346,6 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         _signals(seg, source, facts)
         if seg.kind == "prose" and (spans := inline_code(seg)) is not None:
             _signals(spans, source, facts)  # `cuda:{dist.get_rank()}` quoted in a sentence
-        if not facts.failed and _failed(seg.text):
-            facts.failed = True
         if seg.kind in ("log", "prose"):
             _ranks(seg, facts)
         if seg.kind != "code" and "run" in seg.text:
@@ -355,6 +369,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
             m = _PROC_COUNT.search(seg.text)
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
+    facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     if facts.stated_gpus is None and facts.job_gpus is not None:
         facts.stated_gpus, facts.stated_gpus_at = facts.job_gpus
     if facts.launch and facts.sbatch:
@@ -688,6 +703,8 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
         for g in gpus:
             pids_on.setdefault(g, set()).add(pid)
     shared = [g for g, pids in sorted(pids_on.items()) if len(pids) > 1]
+    if len(pids_on) > 1 and len({len(pids) for pids in pids_on.values()}) == 1:
+        shared = []  # every GPU shows as many processes: each its own (a rank and its workers)
     if shared and facts.shared_gpu is None:
         g = shared[0]
         facts.shared_gpu = f"nvidia-smi: {len(pids_on[g])} processes on GPU {g}"

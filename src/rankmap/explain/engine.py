@@ -197,15 +197,17 @@ _QUOTING = re.compile(r"^\s*#{1,6} |\"[^\"]{4,}\"|“[^”]{4,}”|`[^`]{4,}`")
 def _mentioned(f: Finding, doc: DocFacts) -> Finding:
     """An error whose every quoted line is the reporter's prose that names the message — a
     heading, or a sentence quoting it ("the PR fixes the spelling of "invalid device
-    ordinal"") — is a mention: a warning, not a decided error. An error needs the program's own
-    output (a line of a log that reads like a sentence is not a quote)."""
-    if f.severity is not Severity.ERROR or not f.evidence:
+    ordinal"") — is a mention: a warning, not a decided error, and info in a text that reports
+    no failure. An error needs the program's own output (a line of a log that reads like a
+    sentence is not a quote)."""
+    if f.severity is Severity.INFO or not f.evidence:
         return f
     where = [_WHERE.match(e) for e in f.evidence]
     if all(
         m and doc.in_prose(int(m.group("n"))) and _QUOTING.search(m.group("text")) for m in where
     ):
-        return replace(f, severity=Severity.WARNING)
+        # in a text that reports no failure at all (a docs question), a mention only (review 36)
+        return replace(f, severity=Severity.WARNING if doc.failed else Severity.INFO)
     return f
 
 
