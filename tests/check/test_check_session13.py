@@ -272,3 +272,97 @@ def test_a_rendezvous_endpoint_without_port_gives_no_port_as_master_address() ->
     assert endpoint("node1:29400") == ("node1", "29400")
     assert endpoint("[fe80::1]:29400") == ("fe80::1", "29400")
     assert endpoint("fe80::1") == ("fe80::1", None)
+
+
+# review 38: the shell reader's control flow, as bash runs it (shapes written here)
+@pytest.mark.parametrize(
+    ("text", "world"),
+    [
+        ("cd /workspace || exit 1\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        (
+            '[ -f train.py ] || { echo "missing"; exit 1; }\ntorchrun --nproc_per_node 8 train.py\n',
+            8,
+        ),
+        ('echo "{" > ds.json\necho "}" >> ds.json\ntorchrun --nproc_per_node 8 train.py\n', 8),
+        ("function go {\n  torchrun --nproc_per_node $1 train.py\n}\ngo 4\n", 4),
+        ("function go() {\n  torchrun --nproc_per_node $1 train.py\n}\ngo 4\n", 4),
+        ("go()\n{\n  torchrun --nproc_per_node $1 train.py\n}\ngo 4\n", 4),
+        (
+            "go() {\n  {\n    echo start\n  } >> run.log\n  torchrun --nproc_per_node $1 train.py\n}\ngo 4\n",
+            4,
+        ),
+        (
+            "python - <<EOF\nfor i in range(2):\n    print(i)\nEOF\ntorchrun --nproc_per_node 8 train.py\n",
+            8,
+        ),
+        (
+            "cat > notes.txt <<'EOF'\nBob's run\nexit\nEOF\ntorchrun --nproc_per_node 8 train.py\n",
+            8,
+        ),
+        ("# see the README \\\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ('if [ -n "$X" ]; then\n  N=4\n  torchrun --nproc_per_node $N train.py\nfi\n', 4),
+    ],
+)
+def test_the_shell_reader_follows_the_script_as_bash_runs_it(
+    tmp_path: Path, text: str, world: int
+) -> None:
+    report = _script(tmp_path, text)
+    assert report.sections["launch"]["world_size"] == world
+    assert _errors(report) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # case branches are alternatives
+        'case "$MODE" in\n  small)\n    torchrun --nproc_per_node 4 train.py &\n    ;;\n'
+        "  large)\n    torchrun --nproc_per_node 8 train.py &\n    ;;\nesac\nwait\n",
+        # wait $PID waits
+        "torchrun --nproc_per_node 4 prep.py &\nPREP=$!\nwait $PREP\n"
+        "torchrun --nproc_per_node 8 train.py &\nwait\n",
+    ],
+)
+def test_alternatives_and_waits_never_run_two_launches_at_once(tmp_path: Path, text: str) -> None:
+    report = _script(tmp_path, text)
+    assert _errors(report) == []
+    assert not [f for f in report.findings if f.code == "RM503"]
+
+
+def test_a_port_clash_of_an_earlier_job_is_still_said(tmp_path: Path) -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 --master_port 29500 a.py &\n"
+        "CUDA_VISIBLE_DEVICES=2,3 torchrun --nproc_per_node 2 --master_port 29500 b.py &\n"
+        "wait\ntorchrun --nproc_per_node 8 train.py\n"
+    )
+    assert "RM906" in _errors(_script(tmp_path, text))
+
+
+def test_a_helper_program_next_to_the_job_is_no_shared_gpu(tmp_path: Path) -> None:
+    report = _script(tmp_path, "python log_gpu_usage.py &\ntorchrun --nproc_per_node 8 train.py\n")
+    assert not [f for f in report.findings if f.code == "RM503"]
+
+
+def test_a_fixed_node_rank_under_srun_is_no_error_with_the_c10d_rendezvous(tmp_path: Path) -> None:
+    head = (
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    )
+    launch = (
+        "srun torchrun --nnodes 2 --nproc_per_node 8 --node_rank $SLURM_NODEID "
+        "--rdzv_backend c10d --rdzv_endpoint n1:29400 train.py\n"
+    )
+    assert _errors(_script(tmp_path, head + launch, nodes=2)) == []
+
+
+def test_a_script_too_large_to_follow_is_refused_in_one_line(tmp_path: Path) -> None:
+    from rankmap.errors import InputError
+
+    text = (
+        "inner() { for j in $(seq 1 2000); do echo $j; done; }\n"
+        "for i in $(seq 1 2000); do inner; done\ntorchrun --nproc_per_node 8 train.py\n"
+    )
+    with pytest.raises(InputError, match="too much to simulate"):
+        _script(tmp_path, text)
+    recursive = (
+        "f() { for i in $(seq 1 3); do f; done; }\nf\ntorchrun --nproc_per_node 8 train.py\n"
+    )
+    assert _script(tmp_path, recursive).sections["launch"]["world_size"] == 8

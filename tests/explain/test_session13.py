@@ -435,10 +435,19 @@ def test_a_loopback_bind_with_errno_99_is_no_node_rank_question() -> None:
     assert all("node rank" not in f.fix for f in findings_of(text))
 
 
-def test_a_slurm_gpu_count_that_is_a_list_or_huge_is_read_safely(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    for value in ("0,1", "9" * 5000):
-        log = f"SLURM_GPUS_ON_NODE={value}\nCUDA_VISIBLE_DEVICES=0,1\n"
-        assert _log_findings(tmp_path, log, "srun --ntasks-per-node=4 python train.py")
+def test_a_slurm_gpu_count_that_is_a_list_or_huge_is_no_count(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rankmap.explain.patterns import recognise
+    from rankmap.explain.reader import Line
+
+    def counted(value: str) -> list[str | None]:
+        line = Line(f"SLURM_GPUS_ON_NODE={value}", "job.log", 1)
+        return [e.get("count") for e in recognise(line) if e.kind == "slurm_gpus"]
+
+    assert counted("4") == ["4"]
+    assert counted("0,1") == [] and counted("9" * 5000) == []
+    # and explain reads such a log without failing
+    log = "SLURM_GPUS_ON_NODE=0,1\nCUDA_VISIBLE_DEVICES=0,1\n"
+    assert _log_findings(tmp_path, log, "srun --ntasks-per-node=4 python train.py")
 
 
 def test_a_later_node_rule_names_every_node_it_finds(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -498,3 +507,56 @@ def test_a_cpu_only_pytorch_build_is_the_build_not_a_missing_set_device() -> Non
         "[rank0]: AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'\n"
     )
     assert findings_of(text)[0].category == "version_mismatch"
+
+
+# review 38: Chinese negations, "stuck", "fine with one card"; engines' parallel sizes
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我确认了显存不是全堆在0号卡上，四张卡的显存占用差不多。\n",
+        "我确认了显存没有全都堆在0号卡上\n",
+        "两台机器 hostname 都一样吗？我查了一下并不一样\n",
+    ],
+)
+def test_a_chinese_negation_or_question_takes_the_symptom_back(text: str) -> None:
+    from rankmap.explain.docread import read_document
+
+    hits = read_document(text).hits
+    assert "all-on-gpu0" not in hits and "same-hostname" not in hits
+
+
+def test_stuck_is_no_card_count_and_fine_with_one_card_is_no_symptom() -> None:
+    from rankmap.explain.docread import read_document
+
+    assert read_document("训练到 epoch 2 卡住了，没有任何报错\n").stated_gpus is None
+    facts = read_document("8卡机器，只用一张卡的时候正常\n")
+    assert facts.stated_gpus == 8 and "one-gpu-used" not in facts.hits
+
+
+@pytest.mark.parametrize(
+    ("command", "gpus"),
+    [
+        ("CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server --tp 8 --dp 8 "
+         "--enable-dp-attention", 8),
+        ("CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve M --tensor-parallel-size 2 "
+         "--data-parallel-size 4 --data-parallel-size-local 2", 4),
+        ("CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve M --tensor-parallel-size 2 --pp 2 --pp 1", 2),
+    ],
+)  # fmt: skip
+def test_an_engine_counts_its_gpus_on_this_node(command: str, gpus: int) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert read_document(f"```\n{command}\n```\n").parallel_visible[0][1] == gpus
+
+
+def test_a_shell_variable_is_no_one_entry_visible_list() -> None:
+    text = (
+        '```\nfor pair in "0,1" "2,3"; do\n  CUDA_VISIBLE_DEVICES=$pair torchrun '
+        "--nproc_per_node 2 train.py &\ndone\n```\n"
+        "RuntimeError: NCCL error: unhandled system error\n"
+    )
+    assert all(
+        f.category not in ("per_process_visible_devices", "visible_devices_mismatch")
+        or f.severity.value == "info"
+        for f in findings_of(text)
+    )

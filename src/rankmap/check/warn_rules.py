@@ -115,9 +115,15 @@ def cross_world(
                     hosts=[group[0].host.hostname],
                 )
             )
-        elif len(worlds) > 1:
+        elif len(worlds) > 1 and (plan.joined or not _assumed(group)):
             out.append(_shared_by_launches(plan, group, len(worlds), bus, env))
     return out[:8]
+
+
+def _assumed(group: Sequence[RankOutcome]) -> bool:
+    """Whether a launch's device is only the assumed cuda:LOCAL_RANK of a program not read (a
+    monitoring helper started next to the job): no evidence it uses a GPU at all (review 38)."""
+    return any(o.reason.startswith("assumed") for o in group)
 
 
 def _shared_by_launches(

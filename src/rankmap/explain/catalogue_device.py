@@ -315,8 +315,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-per-rank", rf"(?:{'|'.join(VISIBLE_VARS)})\s*=\s*[\"']?\$\{{?{_RANK_VAR}\b|"
        # a loop's variable, one GPU per launched process: for i in 0 1 2 3; do
        # CUDA_VISIBLE_DEVICES=$i python ... & (review 33)
-       rf"(?:{'|'.join(VISIBLE_VARS)})=[\"']?\$\{{?(?:i|j|k|idx|gpu|gpu_?id|dev|device|device_id|"
-       r"id|rank|local_rank)\}?[\"']?(?=\s)|"
+       # (names of one index only: a `$gpu` may hold a list, `for gpu in "0,1" "2,3"`; review 38)
+       rf"(?:{'|'.join(VISIBLE_VARS)})=[\"']?\$\{{?(?:i|j|k|idx|gpu_?id|gpu_?idx|device_id|"
+       r"rank|local_rank)\}?[\"']?(?=\s)|"
        # Python: os.environ["CUDA_VISIBLE_DEVICES"] = str(local_rank) / os.environ["LOCAL_RANK"]
        rf"(?:{'|'.join(VISIBLE_VARS)})[\"']\]\s*=\s*{_PY_RANK_VALUE}",
        {"per_process_visible_devices": 4},

@@ -15,6 +15,8 @@ _CARD = r"(?:卡|显卡|gpu)"
 _ONE = r"(?:一|1|单)"
 _FEW = r"(?:[2-7]|两|二|三|四|五|六|七)"
 # "all / everything ... on card 0"
+# the rest of the clause does not say it works (正常 "normal", 没问题 "no problem", 可以 "it can")
+_NOT_FINE = r"(?![^。，,.；;\n]{0,12}(?:正常|没问题|没有问题|没有任何问题|可以|能跑|成功))"
 _ON_ZERO = r"(?:0\s*号\s*卡|卡\s*0|第一张卡|第\s*0\s*张卡|gpu\s*0|cuda:?0)"
 
 ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -25,12 +27,13 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
         r"(?:特别|很|比其他卡?|明显)(?:高|大|多)",
         ("显存", "都", "全"),
     ),
-    # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡
+    # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡 (not 只用一张卡的时候正常: "fine with one card")
     "one-gpu-used": (
         r"(?:只|仅)(?:能)?(?:用|使用|占用|跑|用到|用上)了?\s*"
         + _ONE
         + r"\s*张"
         + _CARD
+        + _NOT_FINE
         + r"|只有\s*"
         + _ONE
         + r"\s*张"

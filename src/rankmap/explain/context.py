@@ -71,9 +71,9 @@ class Context:
 
     def cvd_entries(self) -> list[str] | None:
         """Entries of the visible-devices list (:meth:`visible_var`) from --env / the launch
-        command, None when unset."""
+        command, None when unset or not known (a shell variable's value)."""
         cvd = self.env.get(self.visible_var())
-        if cvd is None:
+        if cvd is None or "$" in cvd:  # a variable's value (`$pair`) is no one-entry list
             return None
         return [e.strip() for e in cvd.split(",") if e.strip()]
 

@@ -29,6 +29,12 @@ _NEGATED_AFTER = re.compile(
 )
 
 
+# Chinese: a negation just before ("显存不是全堆在0号卡上", "没有全都在0号卡") or a yes/no question
+# just after ("hostname 都一样吗？": asked, not said; review 38)
+_NEGATED_BEFORE_ZH = re.compile(r"(?:不是|并不|并没有|没有|没|并非|未|不)\s*(?:都|全)?\s*$")
+_ASKED_ZH = re.compile(r"^\s*[吗么嘛]")
+
+
 # A state the writer says they want ("pods see all GPUs, which is what we want", "every rank
 # sees one GPU, as intended"): the rest of the sentence after a prose match. It applies to every
 # prose signal, negatable or not: a wanted state is no complaint.
@@ -85,9 +91,9 @@ def negated(text: str, start: int, end: int) -> bool:
     """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - 48) : start]
-    clause = re.split(r"[.;,!?()]", before)[-1]
-    if _NEGATED_BEFORE.search(clause):
+    clause = re.split(r"[.;,!?()。，；！？]", before)[-1]
+    if _NEGATED_BEFORE.search(clause) or _NEGATED_BEFORE_ZH.search(clause):
         return True
     line_end = text.find("\n", end)
     after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
-    return bool(_NEGATED_AFTER.match(after))
+    return bool(_NEGATED_AFTER.match(after) or _ASKED_ZH.match(after))

@@ -285,13 +285,16 @@ _PROC_COUNT = re.compile(
 # A GPU count in Chinese: 8张卡, 两块A100, 单机8卡 (not 第一张卡 "the first card", not 只用了一张卡
 # "only one card is used": a symptom, as in English)
 _GPU_COUNT_ZH = re.compile(
-    r"(?<![第了])(?P<n>\d{1,2}|一|两|二|三|四|六|八)\s*(?:张|块)\s*(?:(?:[A-Za-z]+\s*\d*\s*)?"
+    # (not after 第 "the n-th", nor after a verb of use: 只用一张卡 / 用了两张卡 tell use, not the
+    # machine's count; review 38)
+    r"(?<![第了用跑只仅])(?P<n>\d{1,2}|一|两|二|三|四|六|八)\s*(?:张|块)\s*(?:(?:[A-Za-z]+\s*\d*\s*)?"
     r"(?:卡|显卡|gpu)|(?:[A-Za-z]+\s*)?\d{2,4}[A-Za-z]*\b)",  # 两块卡, 8张A100, 两块 4090
     re.IGNORECASE,
 )
 # "4卡训练" (4-card training), "单机8卡": the count a job is meant for, read only where the paste
 # states no machine's count (the English compound "4-GPU" reads either way)
-_GPU_COUNT_ZH_BARE = re.compile(r"(?<![\d号第])(?P<n>\d{1,2})\s*卡(?!号)")
+# (卡住 / 卡死 / 卡在 is "stuck": "epoch 2 卡住了" is no count; review 38)
+_GPU_COUNT_ZH_BARE = re.compile(r"(?<![\d号第])(?P<n>\d{1,2})卡(?![号住死顿在了着])")
 _ZH_NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "六": 6, "八": 8}
 
 
@@ -322,10 +325,15 @@ _PARALLEL_SIZE = re.compile(
 )
 # The other dimensions an engine multiplies it by: pipeline and data parallel sizes (vLLM's
 # world is tp x pp, SGLang's and vLLM's data-parallel replicas take GPUs of their own; review 35)
-_OTHER_PARALLEL = re.compile(
-    r"(?:--pipeline[-_]parallel[-_]size|--pp(?:[-_]size)?|(?<![\w-])-pp|pipeline_parallel_size|"
-    r"--data[-_]parallel[-_]size|--dp(?:[-_]size)?|(?<![\w-])-dp|data_parallel_size)\s*[= ]\s*"
-    r"(\d{1,3})\b"
+_PIPELINE_SIZE = re.compile(
+    r"(?:--pipeline[-_]parallel[-_]size|--pp(?:[-_]size)?|(?<![\w-])-pp|pipeline_parallel_size)"
+    r"\s*[= ]\s*(\d{1,3})\b"
+)
+# (the replicas on this node: --data-parallel-size-local where given; SGLang's DP attention
+# keeps its DP ranks inside the tensor-parallel group: no GPUs of their own; review 38)
+_DATA_SIZE = re.compile(
+    r"(?:--data[-_]parallel[-_]size(?P<local>[-_]local)?|--dp(?:[-_]size)?|(?<![\w-])-dp|"
+    r"data_parallel_size)\s*[= ]\s*(?P<n>\d{1,3})\b"
 )
 MAX_PARALLEL_COMMANDS = 8
 
@@ -642,10 +650,19 @@ def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None
     if len(facts.parallel_visible) >= MAX_PARALLEL_COMMANDS:
         return
     if not re.search(r"--nnodes|--num-nodes|ray", cmd):
-        gpus = max(sizes)
-        for n in _OTHER_PARALLEL.findall(cmd):
-            gpus *= max(1, int(n))
-        facts.parallel_visible.append((visible, gpus))
+        facts.parallel_visible.append((visible, _engine_gpus(sizes[-1], cmd)))
+
+
+def _engine_gpus(tensor: int, cmd: str) -> int:
+    """The GPUs one engine command uses on its node: tensor x pipeline x data-parallel replicas
+    (each option's last value, as the engine's parser takes it)."""
+    pipeline = [int(n) for n in _PIPELINE_SIZE.findall(cmd)]
+    data = list(_DATA_SIZE.finditer(cmd))
+    local = [m for m in data if m.group("local")]
+    replicas = int((local or data)[-1].group("n")) if data else 1
+    if "--enable-dp-attention" in cmd:
+        replicas = 1
+    return max(1, tensor) * max(1, pipeline[-1] if pipeline else 1) * max(1, replicas)
 
 
 def _env_prefix(cmd: str) -> dict[str, str]:

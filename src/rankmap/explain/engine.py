@@ -286,22 +286,15 @@ def _named(
 
 def _srun_task_labels(ctx: Context) -> bool:
     """Whether srun labels each line with its task, one task per rank: srun itself starts the
-    program (not a launcher that starts the ranks) with ``-l`` / ``--label`` among its options."""
+    program (not a launcher that starts the ranks) with ``--label`` (the srun simulation's
+    reading of its options, launchers/slurm.py)."""
     launch = ctx.launch
-    if launch is None or launch.launcher != "srun" or launch.plan is None:
-        return False
-    from rankmap.errors import RankMapError
-    from rankmap.launchers.options import parse_options
-    from rankmap.launchers.slurm_options import SPEC
-
-    argv = list(launch.plan.argv)
-    start = next((i + 1 for i, w in enumerate(argv) if w.rsplit("/", 1)[-1] == "srun"), None)
-    if start is None:
-        return False
-    try:
-        return parse_options(argv[start:], SPEC).flag("label")
-    except RankMapError:
-        return False
+    return (
+        launch is not None
+        and launch.launcher == "srun"
+        and launch.plan is not None
+        and launch.plan.task_labels
+    )
 
 
 def _lines(texts: list[str]) -> Iterable[str]:

@@ -223,9 +223,9 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
     one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
-    not_own = list(ev.of("store_bind_foreign")) if joined is None and not one_node else []
+    not_own = list(ev.of("store_bind_foreign")) if joined is None else []
     if not_own:
-        return [_store_on_foreign_address(not_own)]
+        return [_store_on_foreign_address(not_own, one_node=one_node)]
     if joined is None:
         return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
@@ -246,10 +246,21 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
-def _store_on_foreign_address(evs: list[Event]) -> Finding:
+def _store_on_foreign_address(evs: list[Event], *, one_node: bool) -> Finding:
     """c10d could not bind the store to MASTER_ADDR because the address is not this machine's
     (errno 99, EADDRNOTAVAIL): the process hosting the store (rank 0's machine, node rank 0)
-    runs on another machine than MASTER_ADDR names."""
+    runs on another machine than MASTER_ADDR names — on one node, MASTER_ADDR names another host."""
+    if one_node:
+        return finding(
+            "RM906",
+            "The store was started on a machine that MASTER_ADDR does not name (errno 99)",
+            detail="Rank 0 binds the store at MASTER_ADDR; 'Cannot assign requested address' "
+            "means this machine does not own that address. A job of one node must name this "
+            "machine (or 127.0.0.1 / --standalone). What would decide: `hostname -I` against "
+            "--master_addr.",
+            evidence=[quote(e) for e in evs[:3]],
+            fix="Set --master_addr to this machine's address (or 127.0.0.1), or use --standalone.",
+        )
     return finding(
         "RM906",
         "The store was started on a machine that MASTER_ADDR does not name (errno 99)",

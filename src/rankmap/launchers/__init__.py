@@ -88,6 +88,7 @@ class LaunchPlan:
     prefix: tuple[str, ...] = ()
     nproc_from_machine: bool = False  # the process count is the machine's GPU count, not stated
     outer: str | None = None  # the launcher that runs this one on every task (srun, mpirun)
+    task_labels: bool = False  # srun --label: every output line starts with its task id
     outer_tasks_per_node: int | None = None  # tasks per node of ``outer``
     gpus_per_task: int | None = None  # GPUs bound to each task (srun --gpus-per-task, not
     # with --gpu-bind=none)

@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rankmap.errors import UsageError
+from rankmap.errors import InputError, UsageError
 from rankmap.launchers import (
     LaunchContext,
     LaunchPlan,
@@ -50,28 +50,37 @@ class ShellScript:
 def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
     """Read a shell script without running it."""
     reader = _Reader(dict(base_env), where)
-    for no, cmd, background in commands(text, where):
-        if reader.feed(cmd, no, background):
+    for no, cmd, background, unconditional in commands(text, where):
+        if reader.feed(cmd, no, background, unconditional):
             break  # `exit` at the top level: the lines below never run
     return ShellScript(
         parse_sbatch_lines(text), reader.env, tuple(reader.launches), frozenset(reader.unset)
     )
 
 
-# A function definition's head: `name() {`, `name () {`, `function name {`, `function name() {`
-_FUNCTION = re.compile(r"^(?:function\s+)?([A-Za-z_][\w-]*)\s*(?:\(\))?$")
+_NAME_HEAD = re.compile(r"^([A-Za-z_][\w-]*)(?:\(\))?$")
 # Words that open and close a compound command (their bodies are nested)
 _OPENERS = {"if": "fi", "case": "esac", "while": "done", "until": "done"}
-# Words of an if that start another branch: the branches before it do not run with it
-_BRANCHES = ("elif", "else")
+_LOOPS = ("for", "while", "until")
 MAX_CALL_DEPTH = 8  # functions calling functions: deeper calls are not followed
+MAX_STEPS = 100_000  # commands read, loops and calls replayed included: the work a script may take
+
+
+@dataclass
+class _Branches:
+    """An open ``if`` or ``case``: which of its branches launched, what they assigned."""
+
+    kind: str  # "if" or "case"
+    branch_start: int  # launches when the current branch began
+    launched: int = 0  # branches that launched something
+    assigned: set[str] = field(default_factory=set)
 
 
 class _Reader:
     """The script's state as its commands are read in order: variables, exports, launches, the
-    functions it defines (their bodies run where they are called, review 34), and the job it is
-    in: a bare ``wait``, or another branch of an ``if``, starts a new job — launches of two
-    jobs never run at once."""
+    functions it defines (their bodies run where they are called, with $1..$9), and the job it
+    is in. A ``wait`` starts a new job, and so do the other branches of an ``if`` / ``case``
+    that launch: launches of two jobs never run at once (review 34)."""
 
     def __init__(self, vars_: dict[str, str], where: str) -> None:
         self.vars = vars_
@@ -81,55 +90,93 @@ class _Reader:
         self.unset: set[str] = set()
         self.launches: list[ShellLaunch] = []
         self.functions: dict[str, list[tuple[list[str], int, bool]]] = {}
-        self.defining: tuple[str, list[tuple[list[str], int, bool]]] | None = None
+        self.defining: tuple[str, list[tuple[list[str], int, bool]], int] | None = None
+        self.head: str | None = None  # `name()` read, its `{` not yet
         self.loop: tuple[str, list[str], int] | None = None
         self.body: list[tuple[list[str], int, bool]] = []
+        self.nested = 0  # loops opened inside the loop body being read
         self.depth = 0  # open if / case / while blocks
-        # open ifs: [launches when it opened, launches when its current branch began, whether a
-        # branch launched something]
-        self.ifs: list[list[int]] = []
+        self.open: list[_Branches] = []  # open ifs and cases
         self.job = 0
         self.calls = 0
+        self.steps = 0
 
-    def feed(self, cmd: list[str], no: int, background: bool) -> bool:
-        """Read one command; True for an ``exit`` that ends the script."""
+    def feed(self, cmd: list[str], no: int, background: bool, unconditional: bool = True) -> bool:
+        """Read one command; True for an ``exit`` that ends the script (an unconditional one,
+        outside every block, function and group)."""
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise InputError(
+                f"{self.where}: more than {MAX_STEPS} commands to follow (loops and calls "
+                "included): too much to simulate"
+            )
         if self.defining is not None:
             self._define(cmd, no, background)
             return False
-        head = _FUNCTION.match(cmd[0]) if len(cmd) >= 1 else None
-        if head and (cmd[1:2] == ["{"] or (cmd[0] == "function" and "{" in cmd)):
-            return self._start_function(cmd, no, background)
-        if cmd[0] == "function" and len(cmd) >= 2 and "{" in cmd:
-            return self._start_function(cmd[1:], no, background)
+        if self._function_head(cmd, no, background):
+            return False
+        if cmd[0] == "exit" and self.loop is None:
+            return unconditional and self.depth == 0 and self.calls == 0
         return self._run(cmd, no, background)
 
-    def _start_function(self, cmd: list[str], no: int, background: bool) -> bool:
-        name = cmd[0].removesuffix("()").strip()
-        self.defining = (name, [])
-        rest = cmd[cmd.index("{") + 1 :]
-        if rest:  # `go() { torchrun ...; }`: the body starts on the same line
-            self._define(rest, no, background)
+    def _function_head(self, cmd: list[str], no: int, background: bool) -> bool:
+        """A function definition: `name() {`, `name () {`, `function name [()] {`, or `name()`
+        with its `{` on the next line. Only this syntax: `echo {` is a command."""
+        if self.head is not None:
+            name, self.head = self.head, None
+            if cmd[0] == "{":
+                self._start(name, cmd[1:], no, background)
+                return True
+        words = cmd[1:] if cmd[0] == "function" else cmd
+        if cmd[0] == "function" or cmd[0].endswith("()") or cmd[1:2] == ["()"]:
+            rest = words[2:] if words[1:2] == ["()"] else words[1:]
+            m = _NAME_HEAD.match(words[0]) if words else None
+            if m is None:
+                return False
+            if not rest:
+                self.head = m.group(1)
+                return True
+            if rest[0] == "{":
+                self._start(m.group(1), rest[1:], no, background)
+                return True
         return False
 
+    def _start(self, name: str, rest: list[str], no: int, background: bool) -> None:
+        self.defining = (name, [], 0)
+        if rest:  # `go() { torchrun ...; }`: the body starts on the same line
+            self._define(rest, no, background)
+
     def _define(self, cmd: list[str], no: int, background: bool) -> None:
+        """A command of a function body; the body ends at its own `}` (a `{ …; }` group
+        inside it opens and closes one level)."""
         assert self.defining is not None
-        name, body = self.defining
-        if cmd and cmd[-1] == "}" and len(cmd) > 1:
-            body.append((cmd[:-1], no, background))
-            cmd = ["}"]
-        if cmd[0] == "}":
+        name, body, braces = self.defining
+        closing = cmd[0] == "}" or (cmd[-1] == "}" and cmd[0] != "{")
+        if cmd[0] == "{":
+            braces += 1
+        if closing and braces == 0:
+            if cmd[0] != "}":
+                body.append((cmd[:-1], no, background))
             self.functions[name] = body
             self.defining = None
             return
+        if closing and cmd[0] == "}":
+            braces -= 1
         body.append((cmd, no, background))
+        self.defining = (name, body, braces)
 
     def _run(self, cmd: list[str], no: int, background: bool) -> bool:
-        if self.loop is not None and cmd[0] != "done":
-            self.body.append((cmd, no, background))  # replayed per item at `done`
-            return False
+        if self.loop is not None:
+            return self._loop_body(cmd, no, background)
         word = cmd[0]
-        if word in ("then", "do", *_BRANCHES):
-            if word in _BRANCHES and self.ifs:
+        if self.open and self.open[-1].kind == "case" and _case_pattern(word):
+            self._next_branch()
+            cmd = cmd[1:]
+            if not cmd:
+                return False
+            word = cmd[0]
+        if word in ("then", "do", "elif", "else"):
+            if word in ("elif", "else") and self.open:
                 self._next_branch()
             cmd = cmd[1:]
             if not cmd or word == "elif":
@@ -137,41 +184,66 @@ class _Reader:
             word = cmd[0]
         if word in _OPENERS:
             self.depth += 1
-            if word == "if":
-                self.ifs.append([len(self.launches), len(self.launches), 0])
+            if word in ("if", "case"):
+                self.open.append(_Branches(word, len(self.launches)))
             return False
-        if word in ("fi", "esac") or (word == "done" and self.loop is None):
+        if word in ("fi", "esac") or word == "done":
             self.depth = max(0, self.depth - 1)
-            if word == "fi" and self.ifs:
-                self._next_branch()
-                if self.ifs.pop()[2] > 1:
-                    self.job += 1  # what follows runs after whichever branch ran
+            if word in ("fi", "esac") and self.open:
+                self._close_branches()
             return False
         if word == "for":
             self.loop, self.body = _loop_header(cmd, self.vars, no, self.where), []
             return False
-        if word == "done":
-            self._end_loop()
-            return False
-        if word == "wait" and len(cmd) == 1:
-            self.job += 1  # the jobs before it have ended
+        if word == "wait" and cmd[1:2] != ["-n"]:
+            self.job += 1  # the jobs before it (all of them, or those it names) have ended
             return False
         if word == "exit":
-            return self.depth == 0
+            return False  # inside a block or a function: conditional (see feed)
         if word in self.functions and self.calls < MAX_CALL_DEPTH:
             self._call(word, cmd[1:])
             return False
         self._statement(cmd, no, background)
         return False
 
+    def _loop_body(self, cmd: list[str], no: int, background: bool) -> bool:
+        """A command inside a `for` loop: kept to be replayed per item at its own `done`."""
+        if cmd[0] in _LOOPS:
+            self.nested += 1
+        elif cmd[0] == "done" and self.nested:
+            self.nested -= 1
+        elif cmd[0] == "done":
+            self._end_loop()
+            return False
+        self.body.append((cmd, no, background))
+        return False
+
     def _next_branch(self) -> None:
-        """The end of a branch of the innermost if: launches of the next branch are another job
-        (review 34: `if ...; then A & else B & fi` never runs A and B at once)."""
-        state = self.ifs[-1]
-        if len(self.launches) > state[1]:
-            state[2] += 1
+        """The end of a branch of the innermost if / case: the next branch runs instead of it,
+        so its launches are another job, and what the branch assigned is not known in the next."""
+        state = self.open[-1]
+        if len(self.launches) > state.branch_start:
+            state.launched += 1
             self.job += 1
-        state[1] = len(self.launches)
+        state.branch_start = len(self.launches)
+        self._forget(state.assigned)
+
+    def _close_branches(self) -> None:
+        """`fi` / `esac`: what follows runs after whichever branch ran — another job where two
+        branches launched (alternatives), and no value a branch assigned is known."""
+        state = self.open.pop()
+        if len(self.launches) > state.branch_start:
+            state.launched += 1
+        if state.launched > 1:
+            self.job += 1
+        self._forget(state.assigned)
+
+    def _forget(self, names: set[str]) -> None:
+        for name in names:
+            self.vars.pop(name, None)
+            if name in self.env or name in self.exports.names or self.exports.all:
+                self.env[name] = f"${name}"  # exported, value unknown: not simulated
+        names.clear()
 
     def _call(self, name: str, args: list[str]) -> None:
         """A function's body where it is called, with its arguments as $1..$9."""
@@ -181,11 +253,14 @@ class _Reader:
         for k, arg in zip(map(str, range(1, 10)), args, strict=False):
             self.vars[k] = _expand(arg, self.vars)
         self.calls += 1
-        for bcmd, bno, bg in self.functions[name]:
+        body, self.functions[name] = self.functions[name], []  # no recursion into itself
+        for bcmd, bno, bg in body:
             if bcmd[0] == "local":  # `local n=$1`: the function's own variable
                 bcmd = bcmd[1:] or ["true"]
-            if self._run(bcmd, bno, bg):
+            self.steps += 1
+            if bcmd[0] == "return" or self._run(bcmd, bno, bg):
                 break
+        self.functions[name] = body
         self.calls -= 1
         for k, v in saved.items():
             if v is None:
@@ -195,23 +270,29 @@ class _Reader:
 
     def _end_loop(self) -> None:
         """The loop's body once per item (`port=$((29500 + i))` assignments included, review
-        24); a nested loop is not expanded."""
+        24); loops inside it are replayed as they come."""
         if self.loop is None:
             return
         (var, items, _), body = self.loop, self.body
-        self.loop, self.body = None, []
+        self.loop, self.body, self.nested = None, [], 0
         for item in items:
             self.vars[var] = item
             for bcmd, bno, bg in body:
-                if bcmd[0] not in ("for", "done"):
-                    self._run(bcmd, bno, bg)
+                self.steps += 1
+                if self.steps > MAX_STEPS:
+                    raise InputError(
+                        f"{self.where}: more than {MAX_STEPS} commands to follow (loops and "
+                        "calls included): too much to simulate"
+                    )
+                self._run(bcmd, bno, bg)
             check_launches(len(self.launches), self.where)
 
     def _statement(self, cmd: list[str], no: int, background: bool) -> None:
-        if _assigns(cmd) and self.ifs:
-            self._assign_in_branch(cmd)
-        elif _assigns(cmd):
+        if _assigns(cmd):
             _assign(cmd, self.vars, self.env, self.unset, self.exports)
+            if self.open:  # known in this branch; forgotten when another branch or fi comes
+                words = cmd[1:] if cmd[0] in ("export", "local") else cmd
+                self.open[-1].assigned |= {w.partition("=")[0] for w in words if "=" in w}
         elif (
             cmd[0] == "set"
             and len(cmd) > 1
@@ -231,20 +312,13 @@ class _Reader:
         else:
             self._add(_launch(cmd, self.vars, self.env, no, background))
 
-    def _assign_in_branch(self, cmd: list[str]) -> None:
-        """An assignment inside an if: which branch runs is decided when the script runs, so a
-        variable given another value there is not known afterwards (it stays ``$name``)."""
-        exported = cmd[0] == "export" or self.exports.all
-        words = cmd[1:] if cmd[0] in ("export", "local") else cmd
-        for word in words:
-            name, eq, _ = word.partition("=")
-            if eq and name.isidentifier():
-                self.vars.pop(name, None)
-                if exported or name in self.env or name in self.exports.names:
-                    self.env[name] = f"${name}"  # exported, value unknown: not simulated
-
     def _add(self, launches: list[ShellLaunch]) -> None:
         self.launches += [replace(sl, job=self.job) for sl in launches]
+
+
+def _case_pattern(word: str) -> bool:
+    """A `case` branch's pattern word: `small)`, `a|b)`, `*)`, `(x)`."""
+    return word.endswith(")") and not word.endswith("()") and "=" not in word and "$(" not in word
 
 
 def _assigns(cmd: list[str]) -> bool:

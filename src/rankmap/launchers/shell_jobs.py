@@ -93,7 +93,7 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
             own = sl.env.get("RANK", "")
             rank = int(own) if by_hand and len(plan.procs) == 1 and own.isdecimal() else pr.rank
             procs.append(replace(pr, world=w, env=env, node=0 if by_hand else pr.node, rank=rank))
-    first = plans[0]
+    first = max(plans, key=lambda p: p.world_size)  # the summary shows the largest world
     issues = _independent_worlds(launches, plans, path)
     issues += _port_clash(launches, plans)
     for plan in plans:
@@ -224,5 +224,14 @@ def several_launches(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: 
         plans = [_combine(j, ctx, path) for j in together]
         alone = [sl for j in jobs.values() if j not in together for sl in j]
         plans += [ctx.launch(sl.command, ctx) for sl in alone]
-        return max(plans, key=lambda p: len(p.procs))
+        best = max(plans, key=lambda p: len(p.procs))
+        # what the other jobs get wrong is still said (review 38: a port clash of an evaluation
+        # job vanished behind the larger training job after it)
+        others = [i for p in plans if p is not best for i in p.issues if i.severity != "info"]
+        note = f"{path}: {len(plans)} jobs run one after another; the largest is mapped."
+        return replace(
+            best,
+            issues=(*best.issues, *(i for i in others if i not in best.issues)),
+            notes=(*best.notes, note),
+        )
     return _largest(launches, ctx, path)

@@ -23,28 +23,46 @@ MAX_LINE = 16 * 1024
 _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
 
 
-def commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
-    """(line, words, backgrounded) of every command: ``;``, ``&&``, ``|`` and newlines end a
-    command, a single ``&`` ends one that runs in the background. A quoted string may span
-    lines (``ARGS="`` ... ``"``); each line is scanned once, and a string that grows past
-    :data:`MAX_LINE` is data (a heredoc body, base64), skipped like a long line."""
-    out: list[tuple[int, list[str], bool]] = []
-    pieces: list[str] = []  # the lines of a logical line whose quoted string is still open
-    quote: str | None = None
-    start = 0
-    for no, raw in enumerate(text.replace("\\\n", " ").splitlines(), 1):
+# (line, words, backgrounded, unconditional): unconditional is a command that starts its line's
+# list (not after `&&` / `||`, not inside a `( … )` / `{ …; }` group on the line)
+Command = tuple[int, list[str], bool, bool]
+# a here-document: `<<EOF`, `<<-'EOF'`, `<< "END"` (not the here-string `<<<`)
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_]\w*)\2")
+
+
+def commands(text: str, where: str) -> list[Command]:
+    """Every command of a script: ``;``, ``&&``, ``|`` and newlines end one, a single ``&``
+    ends one that runs in the background. A backslash at a line's end continues it (not in a
+    comment); a quoted string may span lines (``ARGS="`` ... ``"``); a here-document's body is
+    data, skipped to its delimiter. Each line is scanned once; a logical line that grows past
+    :data:`MAX_LINE` is data too (base64, a heredoc without delimiter), skipped."""
+    out: list[Command] = []
+    buf, quote, start, lines = "", None, 0, 0
+    heredoc: tuple[str, bool] | None = None  # (delimiter, tabs stripped) of a body being skipped
+    for no, raw in enumerate(text.splitlines(), 1):
+        if heredoc is not None:
+            if (raw.lstrip("\t") if heredoc[1] else raw) == heredoc[0]:
+                heredoc = None
+            continue
         if len(raw) > MAX_LINE:
-            pieces, quote = [], None
+            buf, quote = "", None
             continue
+        if not buf:
+            start, lines = no, 0
         kept, quote = _without_comment(raw, quote)
-        if not pieces:
-            start = no
-        pieces.append(kept)
-        if quote is not None:
-            if sum(map(len, pieces)) > MAX_LINE or len(pieces) > MAX_QUOTED_LINES:
-                pieces, quote = [], None  # data, not a command: skipped
+        lines += 1
+        continued = kept.endswith("\\") and not kept.endswith("\\\\") and quote != "'"
+        buf += kept[:-1] if continued else kept
+        if continued or quote is not None:
+            if quote is not None and not continued:
+                buf += "\n"
+            if len(buf) > MAX_LINE or lines > MAX_QUOTED_LINES:
+                buf, quote = "", None  # data, not a command: skipped
             continue
-        line, pieces = _marked("\n".join(pieces)), []
+        line, buf = _marked(buf), ""
+        doc = _HEREDOC.search(line)
+        if doc:
+            heredoc = (doc.group(3), doc.group(1) == "-")
         if not line.strip():
             continue
         try:
@@ -52,7 +70,7 @@ def commands(text: str, where: str) -> list[tuple[int, list[str], bool]]:
         except ValueError as exc:
             raise InputError(f"{where}:{start}: cannot read shell line: {exc}") from None
         out += _split_commands(start, tokens)
-    if quote is not None and pieces:
+    if quote is not None and buf:
         raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
     return out
 
@@ -116,11 +134,13 @@ def _words(line: str) -> list[str]:
     return list(lex)
 
 
-def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str], bool]]:
+def _split_commands(no: int, tokens: Sequence[str]) -> list[Command]:
     """One line's tokens cut at ``; & && | ||``; ``2>&1`` and ``&> file`` are redirections."""
-    out: list[tuple[int, list[str], bool]] = []
+    out: list[Command] = []
     cmd: list[str] = []
     skip = False
+    unconditional = True  # the next command starts the line's list
+    grouped = False  # a `(` or `{` group opened earlier on the line
     for i, tok in enumerate(tokens):
         if skip:
             skip = False
@@ -136,10 +156,12 @@ def _split_commands(no: int, tokens: Sequence[str]) -> list[tuple[int, list[str]
             continue
         if tok and set(tok) <= set(";&|"):
             if cmd:
-                out.append((no, cmd, tok == "&"))
+                out.append((no, cmd, tok == "&", unconditional and not grouped))
             cmd = []
+            unconditional = tok in (";", ";;", "&")
         else:
+            grouped |= not cmd and tok[:1] in ("(", "{")
             cmd.append(tok)
     if cmd:
-        out.append((no, cmd, False))
+        out.append((no, cmd, False, unconditional and not grouped))
     return out

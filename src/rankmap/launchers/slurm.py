@@ -104,6 +104,7 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         hosts=tuple(hosts),
         gpus_per_task=None if unbound else gpt,
         gpus_per_node=gpn,
+        task_labels=p.flag("label"),
     )
     if kind in (None, "python", "shell"):
         return base_plan

@@ -181,7 +181,10 @@ def plan_from_args(
     procs = _procs(args, launcher, n_agents, agents_per_node, nproc, cvd_parent)
     if args.virtual_local_rank:
         issues += _virtual_issues(cvd_parent, nproc)
-    if args.node_rank is not None and n_agents > 1 and agents_per_node == 1:
+    # torchrun hands --node-rank to the static rendezvous only (run.py: `if args.rdzv_backend ==
+    # "static": rdzv_configs["rank"] = args.node_rank`); c10d numbers the nodes itself (review 38)
+    static = args.rdzv_backend == "static" and not args.standalone
+    if args.node_rank is not None and n_agents > 1 and agents_per_node == 1 and static:
         issues.append(_same_node_rank(args, n_agents))
     local_arg = None
     if launcher == "torch.distributed.launch" and not args.use_env:
