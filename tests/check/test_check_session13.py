@@ -366,3 +366,67 @@ def test_a_script_too_large_to_follow_is_refused_in_one_line(tmp_path: Path) -> 
         "f() { for i in $(seq 1 3); do f; done; }\nf\ntorchrun --nproc_per_node 8 train.py\n"
     )
     assert _script(tmp_path, recursive).sections["launch"]["world_size"] == 8
+
+
+# review 37: shapes of fresh real projects, restated
+def test_a_remainder_spelled_out_is_the_local_rank(tmp_path: Path) -> None:
+    program = (
+        "import os, torch, torch.distributed as dist\n"
+        "rank = int(os.environ['SLURM_PROCID'])\ng = 8\n"
+        "dist.init_process_group('nccl')\n"
+        "torch.cuda.set_device(rank - g * (rank // g))\n"
+    )
+    (tmp_path / "train.py").write_text(program)
+    report = check_launch(
+        ["srun", "--nodes", "2", "--ntasks-per-node", "8", "python", "train.py"],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=2,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert _errors(report) == []
+    spelled_global = program.replace("rank - g * (rank // g)", "rank")
+    (tmp_path / "train.py").write_text(spelled_global)
+    report = check_launch(
+        ["srun", "--nodes", "2", "--ntasks-per-node", "8", "python", "train.py"],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=2,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert "RM401" in _errors(report) or "RM102" in _errors(report)
+
+
+def test_an_except_blocks_device_is_the_fallback_not_the_choice(tmp_path: Path) -> None:
+    program = (
+        "import os, torch, torch.distributed as dist\n"
+        "device = 'cuda:' + os.environ['LOCAL_RANK']\n"
+        "try:\n    _, idx = device.split(':')\n    torch.cuda.set_device(int(idx))\n"
+        "except ValueError:\n    torch.cuda.set_device(0)\n"
+        "dist.init_process_group('nccl')\n"
+    )
+    (tmp_path / "train.py").write_text(program)
+    assert _errors(_check(tmp_path, ["torchrun", "--nproc-per-node", "4", "train.py"])) == []
+
+
+def test_an_empty_variable_before_the_launcher_leaves_no_word(tmp_path: Path) -> None:
+    text = (
+        '#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\nEXTRA=""\n'
+        "srun $EXTRA torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d "
+        "--rdzv_endpoint n1:29400 train.py\n"
+    )
+    assert _script(tmp_path, text, nodes=2).sections["launch"]["world_size"] == 16
+
+
+def test_eval_runs_the_command_its_variable_holds(tmp_path: Path) -> None:
+    text = 'cmd="torchrun --nproc_per_node 8 train.py"\neval $cmd\n'
+    assert _script(tmp_path, text).sections["launch"]["world_size"] == 8
+
+
+def test_a_gloo_job_keeps_no_cuda_context_on_gpu0(tmp_path: Path) -> None:
+    program = TENSOR_ONLY.replace("'nccl'", "'gloo'")
+    (tmp_path / "train.py").write_text(program)
+    report = _check(tmp_path, ["torchrun", "--nproc-per-node", "4", "train.py"])
+    assert not [f for f in report.findings if f.code == "RM330"]

@@ -172,6 +172,9 @@ class Flow(Calls):
         return Unknown(f"{frame.where(node)}: f-string `{frame.mod.text(node)}`")
 
     def _binop(self, node: ast.BinOp, frame: Frame) -> Value:
+        remainder = _remainder_spelled_out(node)
+        if remainder is not None:  # ``rank - g * (rank // g)`` is ``rank % g`` (review 37)
+            return self._binop(remainder, frame)
         left = self.value(node.left, frame)
         if isinstance(node.op, ast.Mod) and isinstance(left, Text) and "cuda:" in left.value:
             return Dev(self.value(node.right, frame))
@@ -435,3 +438,21 @@ class Flow(Calls):
                     if isinstance(k, ast.Constant) and k.value == key:
                         return self.value(v, Frame(frame.mod, frame.scope, b.stmt))
         return None
+
+
+def _remainder_spelled_out(node: ast.BinOp) -> ast.BinOp | None:
+    """``a - b * (a // b)`` / ``a - (a // b) * b`` as the ``a % b`` it computes."""
+    right = node.right
+    if not (isinstance(node.op, ast.Sub) and isinstance(right, ast.BinOp)):
+        return None
+    if not isinstance(right.op, ast.Mult):
+        return None
+    for quotient, divisor in ((right.right, right.left), (right.left, right.right)):
+        if (
+            isinstance(quotient, ast.BinOp)
+            and isinstance(quotient.op, ast.FloorDiv)
+            and ast.dump(quotient.left) == ast.dump(node.left)
+            and ast.dump(quotient.right) == ast.dump(divisor)
+        ):
+            return ast.copy_location(ast.BinOp(node.left, ast.Mod(), divisor), node)
+    return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from rankmap.check import script_models as models
 from rankmap.check.script_ast import is_main_test
 from rankmap.check.script_flow import Flow, Frame, dotted, model_rank, tail
-from rankmap.check.script_program import Module, Program, enclosing_ifs
+from rankmap.check.script_program import Module, Program, enclosing_ifs, except_handler
 from rankmap.check.script_values import (
     ArgValue,
     Choice,
@@ -49,6 +49,7 @@ class Sink:
     framework: str | None = None
     framework_source: str | None = None
     notes: tuple[str, ...] = ()
+    fallback: bool = False  # inside an ``except`` block: runs only when its ``try`` fails
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,9 @@ def _ranked(found: list[Sink]) -> list[Sink]:
         by_class.setdefault(s.kind, []).append(s)
     blocked: Sink | None = None
     for kind in sorted(by_class, key=_CLASSES.__getitem__):
-        group = by_class[kind]
+        # an ``except`` block's selection is the fallback of its ``try``: it decides only where
+        # the class has nothing else (review 37: `except ValueError: set_device(0)` was taken)
+        group = [s for s in by_class[kind] if not s.fallback] or by_class[kind]
         known = [s for s in group if not isinstance(s.value, Unknown) and score(s.value) > 0]
         top = max(known, key=lambda s: score(s.value)) if known else None
         if top is None:
@@ -165,6 +168,7 @@ def _sink(kind: str, node: ast.AST, mod: Module, value: Value, **kw: object) -> 
         mod.text(node),
         mod.where(node),
         kind in ("cvd", "set_device", "framework"),
+        fallback=except_handler(mod, node) is not None,
         **kw,  # type: ignore[arg-type]
     )
 

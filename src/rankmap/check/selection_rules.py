@@ -69,7 +69,8 @@ def selection_findings(
     # only ranks whose own GPU is not cuda:0 open a context on another rank's GPU (review 30:
     # one process per node, its GPU cuda:0, was warned)
     off_zero = [o.proc.rank for o in outcomes if o.cuda_index not in (0, None)]
-    if per_rank and not sel.sets_current and not errors and off_zero:
+    # (a gloo job's collectives open no CUDA context: review 37)
+    if per_rank and not sel.sets_current and not errors and off_zero and sel.backend != "gloo":
         out.append(
             finding(
                 "RM330",

@@ -115,6 +115,8 @@ WRAPPERS: dict[tuple[str, ...], Wrapper] = {
     ("pipenv", "run"): _w("pipenv run", 2),
     ("pdm", "run"): _w("pdm run", 2, "-p --project"),
     ("nohup",): _w("nohup"),
+    # `eval $cmd`: the words are read again as a command (the common `cmd="torchrun ..."; eval $cmd`)
+    ("eval",): _w("eval"),
     ("exec",): _w("exec", 1, "-a"),
     ("time",): _w("time", 1, "-f --format -o --output"),
     ("stdbuf",): _w("stdbuf", 1, "-i -o -e --input --output --error"),

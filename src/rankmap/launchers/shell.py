@@ -401,7 +401,9 @@ def _launch(
         if i == body:
             words.append(token)
         elif _WHOLE_VAR.match(token):  # `$LAUNCHER train.py`: the value splits into words
-            words += _expand(token, vars_).split() or [token]
+            value = _expand(token, vars_)
+            # a variable set empty (`EXTRA=""`) leaves no word; an unknown one stays itself
+            words += value.split() if value != token else [token]
         else:
             words.append(_expand(token, vars_))
     line = parse_command(words, {})
