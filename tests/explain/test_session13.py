@@ -560,3 +560,18 @@ def test_a_shell_variable_is_no_one_entry_visible_list() -> None:
         or f.severity.value == "info"
         for f in findings_of(text)
     )
+
+
+def test_a_job_request_slurm_refuses_at_submission_is_no_mapping_fault() -> None:
+    text = (
+        "$ sinteractive -t 1:00:00 --gres=gpu:p100:1\n"
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+    )
+    assert all(f.severity.value == "info" or f.category == "other" for f in findings_of(text))
+    # a step inside the allocation asking for GPUs another step holds still points at the launch
+    step = (
+        "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)\n"
+        "srun: error: Unable to create step for job 42: Requested node configuration is not "
+        "available\n"
+    )
+    assert findings_of(step)[0].category == "launcher_config"

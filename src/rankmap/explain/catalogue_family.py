@@ -359,9 +359,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "LD_LIBRARY_PATH for non-interactive shells, or mpirun --prefix "
        "(https://docs.open-mpi.org/en/v5.0.x/launching-apps/ssh.html)", outside=True),
     # the scheduler's time limit, fp16 loss-scale underflow, a container killed for host memory
-    _s("outside-job-limits", r"DUE TO TIME LIMIT|loss scale already at minimum|\bOOMKilled\b", {},
+    _s("outside-job-limits", r"DUE TO TIME LIMIT|loss scale already at minimum|\bOOMKilled\b|"
+       r"Batch job submission failed|Unable to allocate resources|Invalid partition name",
+       {},
        "Slurm ends a job at its --time limit ('CANCELLED AT ... DUE TO TIME LIMIT', "
-       "https://slurm.schedmd.com/sbatch.html); DeepSpeed stops when the dynamic fp16 loss scale "
+       "https://slurm.schedmd.com/sbatch.html) and refuses a request its partitions cannot meet "
+       "before anything runs ('Batch job submission failed: Requested node configuration is not "
+       "available', a scheduler policy); DeepSpeed stops when the dynamic fp16 loss scale "
        "cannot shrink further (https://www.deepspeed.ai/docs/config-json/, fp16); Kubernetes "
        "reports a container killed for memory as OOMKilled "
        "(https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/)",
@@ -590,5 +594,12 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "prted: command",
         "prte has lost",
     ),
-    "outside-job-limits": ("due to time limit", "loss scale already at minimum", "oomkilled"),
+    "outside-job-limits": (
+        "due to time limit",
+        "loss scale already at minimum",
+        "oomkilled",
+        "submission failed",
+        "unable to allocate resources",
+        "invalid partition name",
+    ),
 }

@@ -240,8 +240,11 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        "Open MPI help text (orte/mca/rmaps/base/help-orte-rmaps-base.txt, "
        "https://docs.open-mpi.org/en/v5.0.x/launching-apps/scheduling.html): --bind-to core with "
        "more ranks than cores on a node", failure=True, framework="mpi"),
-    _s("slurm-step-refused", r"Requested nodes are busy|Invalid generic resource \(gres\) "
-       r"specification|Requested node configuration is not available",
+    # (a step's refusal; the job's own request refused at submission, "Batch job submission
+    # failed: ..." / "Unable to allocate resources: ...", is the scheduler's policy: outside)
+    _s("slurm-step-refused", r"(?<!submission failed: )(?<!allocate resources: )(?:Requested nodes "
+       r"are busy|Invalid generic resource \(gres\) specification|Requested node configuration "
+       r"is not available)",
        {"launcher_config": 3, "oversubscribed": 1.5, "per_process_visible_devices": 1},
        f"{_SLURM}/src/common/slurm_errno.c (ESLURM_NODES_BUSY, ESLURM_INVALID_GRES, "
        "ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE): a step asks for GPUs another step of the job "
