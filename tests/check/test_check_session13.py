@@ -430,3 +430,61 @@ def test_a_gloo_job_keeps_no_cuda_context_on_gpu0(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(program)
     report = _check(tmp_path, ["torchrun", "--nproc-per-node", "4", "train.py"])
     assert not [f for f in report.findings if f.code == "RM330"]
+
+
+# review 39: more of what bash runs (shapes written here)
+@pytest.mark.parametrize(
+    ("text", "world"),
+    [
+        ('[ -f train.py ] || {\n  echo missing\n  exit 1\n}\ntorchrun --nproc_per_node 8 train.py\n', 8),
+        ("command -v torchrun >/dev/null ||\n  exit 1\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("(\n  cd /tmp\n  exit 0\n)\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("{ torchrun --nproc_per_node 8 train.py; } 2>&1 | tee log.txt\n", 8),
+        ("( torchrun --nproc_per_node 8 train.py )\n", 8),
+        ("(cd /tmp && torchrun --nproc_per_node 8 train.py)\n", 8),
+        ("if ! torchrun --nproc_per_node 8 train.py; then echo failed; exit 1; fi\n", 8),
+        ('go() {\n  [ -z "$1" ] && return 1\n  torchrun --nproc_per_node "$1" train.py\n}\ngo 4\n', 4),
+        ("cat <<\\EOF\nUsage: don't run this\nEOF\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("cat > hosts <<END-OF-HOSTS\nnode1 slots=8\nEND-OF-HOSTS\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("(( mask = 1 << 3 ))\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("echo $'don\\'t panic'\ntorchrun --nproc_per_node 8 train.py\n", 8),
+        ("for i in {1..5000}; do nc -z localhost 6379 && break; done\n"
+         "torchrun --nproc_per_node 8 train.py\n", 8),
+        ("if [ -n \"$I\" ]; then\n  select m in a b; do break; done\n  exit 0\nfi\n"
+         "torchrun --nproc_per_node 8 train.py\n", 8),
+    ],
+)  # fmt: skip
+def test_the_shell_reader_keeps_what_bash_launches(tmp_path: Path, text: str, world: int) -> None:
+    report = _script(tmp_path, text)
+    assert report.sections["launch"]["world_size"] == world
+    assert _errors(report) == []
+
+
+def test_a_sweep_over_an_unquoted_variable_splits_into_its_words(tmp_path: Path) -> None:
+    text = (
+        'GPUS="0 1 2 3"\nfor g in $GPUS; do\n  CUDA_VISIBLE_DEVICES=$g python train.py &\n'
+        "done\nwait\n"
+    )
+    assert _script(tmp_path, text).sections["launch"]["worlds"] == 4
+
+
+def test_an_arithmetic_command_makes_its_variable_unknown(tmp_path: Path) -> None:
+    text = "N=4\n(( N = N * 2 ))\ntorchrun --nproc_per_node $N train.py\n"
+    report = _script(tmp_path, text)
+    assert [f.code for f in report.findings if f.code == "RM032"] == ["RM032"]
+
+
+def test_declare_x_and_set_ae_export(tmp_path: Path) -> None:
+    for head in ("declare -x CUDA_VISIBLE_DEVICES=0,1\n", "set -ae\nCUDA_VISIBLE_DEVICES=0,1\n"):
+        report = _script(tmp_path, head + "torchrun --nproc_per_node 8 train.py\n")
+        assert "RM201" in _errors(report), head
+
+
+def test_helper_calls_are_counted_against_the_budget(tmp_path: Path) -> None:
+    from rankmap.errors import InputError
+
+    lines = ["f6() { :; :; :; :; :; :; :; :; :; :; }"]
+    lines += [f"f{i}() {{ {'; '.join([f'f{i + 1}'] * 10)}; }}" for i in range(5, -1, -1)]
+    text = "\n".join(lines) + "\nf0\ntorchrun --nproc_per_node 8 train.py\n"
+    with pytest.raises(InputError, match="too much to simulate"):
+        _script(tmp_path, text)

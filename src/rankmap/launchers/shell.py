@@ -60,8 +60,8 @@ def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScri
 
 _NAME_HEAD = re.compile(r"^([A-Za-z_][\w-]*)(?:\(\))?$")
 # Words that open and close a compound command (their bodies are nested)
-_OPENERS = {"if": "fi", "case": "esac", "while": "done", "until": "done"}
-_LOOPS = ("for", "while", "until")
+_OPENERS = {"if": "fi", "case": "esac", "while": "done", "until": "done", "select": "done"}
+_LOOPS = ("for", "while", "until", "select")
 MAX_CALL_DEPTH = 8  # functions calling functions: deeper calls are not followed
 MAX_STEPS = 100_000  # commands read, loops and calls replayed included: the work a script may take
 
@@ -101,15 +101,19 @@ class _Reader:
         self.calls = 0
         self.steps = 0
 
-    def feed(self, cmd: list[str], no: int, background: bool, unconditional: bool = True) -> bool:
-        """Read one command; True for an ``exit`` that ends the script (an unconditional one,
-        outside every block, function and group)."""
+    def _step(self) -> None:
+        """One more command read or replayed: past :data:`MAX_STEPS`, a one-line refusal."""
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise InputError(
                 f"{self.where}: more than {MAX_STEPS} commands to follow (loops and calls "
                 "included): too much to simulate"
             )
+
+    def feed(self, cmd: list[str], no: int, background: bool, unconditional: bool = True) -> bool:
+        """Read one command; True for an ``exit`` that ends the script (an unconditional one,
+        outside every block, function and group)."""
+        self._step()
         if self.defining is not None:
             self._define(cmd, no, background)
             return False
@@ -168,6 +172,9 @@ class _Reader:
     def _run(self, cmd: list[str], no: int, background: bool) -> bool:
         if self.loop is not None:
             return self._loop_body(cmd, no, background)
+        cmd = _ungrouped(cmd)
+        if not cmd:
+            return False
         word = cmd[0]
         if self.open and self.open[-1].kind == "case" and _case_pattern(word):
             self._next_branch()
@@ -186,6 +193,12 @@ class _Reader:
             self.depth += 1
             if word in ("if", "case"):
                 self.open.append(_Branches(word, len(self.launches)))
+            condition = [w for w in cmd[1:] if w != "!"]
+            if word == "if" and condition and condition[0] not in _TESTS:
+                self._statement(condition, no, background)  # `if torchrun ...; then`
+            return False
+        if word in ("((", "let") or word.startswith("(("):
+            self._forget(set(_ARITH_TARGET.findall(" ".join(cmd))))  # `(( N = N * 2 ))`
             return False
         if word in ("fi", "esac") or word == "done":
             self.depth = max(0, self.depth - 1)
@@ -257,9 +270,8 @@ class _Reader:
         for bcmd, bno, bg in body:
             if bcmd[0] == "local":  # `local n=$1`: the function's own variable
                 bcmd = bcmd[1:] or ["true"]
-            self.steps += 1
-            if bcmd[0] == "return" or self._run(bcmd, bno, bg):
-                break
+            self._step()
+            self._run(bcmd, bno, bg)  # (a `return` may be conditional: the body reads on)
         self.functions[name] = body
         self.calls -= 1
         for k, v in saved.items():
@@ -278,12 +290,7 @@ class _Reader:
         for item in items:
             self.vars[var] = item
             for bcmd, bno, bg in body:
-                self.steps += 1
-                if self.steps > MAX_STEPS:
-                    raise InputError(
-                        f"{self.where}: more than {MAX_STEPS} commands to follow (loops and "
-                        "calls included): too much to simulate"
-                    )
+                self._step()
                 self._run(bcmd, bno, bg)
             check_launches(len(self.launches), self.where)
 
@@ -293,16 +300,7 @@ class _Reader:
             if self.open:  # known in this branch; forgotten when another branch or fi comes
                 words = cmd[1:] if cmd[0] in ("export", "local") else cmd
                 self.open[-1].assigned |= {w.partition("=")[0] for w in words if "=" in w}
-        elif (
-            cmd[0] == "set"
-            and len(cmd) > 1
-            and cmd[1] in ("-a", "-o")
-            and cmd[-1]
-            in (
-                "-a",
-                "allexport",
-            )
-        ):
+        elif cmd[0] == "set" and _allexport(cmd[1:]):
             self.exports.all = True
         elif cmd[0] == "unset":
             for name in (t for t in cmd[1:] if t.isidentifier()):
@@ -316,16 +314,49 @@ class _Reader:
         self.launches += [replace(sl, job=self.job) for sl in launches]
 
 
+# the test commands an `if` runs (not a program whose success it tests)
+_TESTS = ("[", "[[", "test", "((", "true", "false", ":", "command", "type", "grep")
+# names an arithmetic command or `let` assigns: `N = N * 2`, `i++`, `N+=1`
+_ARITH_TARGET = re.compile(r"\b([A-Za-z_]\w*)\s*(?:[-+*/%]?=(?!=)|\+\+|--)")
+
+
+def _ungrouped(cmd: list[str]) -> list[str]:
+    """A command without the group around it: `( torchrun …)`, `{ torchrun …; }`, `(cd d`."""
+    words = list(cmd)
+    while words and words[0] in ("(", "{", "!"):
+        words = words[1:]
+    if words and words[0].startswith("(") and not words[0].startswith("(("):
+        words[0] = words[0][1:]
+    while words and words[-1] in (")", "}"):
+        words = words[:-1]
+    if len(words) > 1 and words[-1].endswith(")") and "(" not in words[-1]:
+        words[-1] = words[-1][:-1]  # (one word ending in `)` may be a case pattern: kept)
+    return [w for w in words if w]
+
+
 def _case_pattern(word: str) -> bool:
     """A `case` branch's pattern word: `small)`, `a|b)`, `*)`, `(x)`."""
     return word.endswith(")") and not word.endswith("()") and "=" not in word and "$(" not in word
 
 
 def _assigns(cmd: list[str]) -> bool:
-    """``export A=1 B=2`` or ``A=1`` alone on its line."""
-    return cmd[0] == "export" or (
-        len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier()
+    """``export A=1 B=2``, ``declare -x A=1`` or ``A=1`` alone on its line."""
+    return (
+        cmd[0] == "export"
+        or _declared_export(cmd)
+        or (len(cmd) == 1 and "=" in cmd[0] and cmd[0].split("=")[0].isidentifier())
     )
+
+
+def _allexport(words: list[str]) -> bool:
+    """``set -a``, ``set -ae``, ``set -o allexport``."""
+    flags = [w for w in words if w.startswith("-") and not w.startswith("--") and w != "-o"]
+    return any("a" in w[1:] for w in flags) or "allexport" in words
+
+
+def _declared_export(cmd: list[str]) -> bool:
+    """``declare -x A=1`` / ``typeset -gx A=1``: an export by another name."""
+    return cmd[0] in ("declare", "typeset") and any(w.startswith("-") and "x" in w for w in cmd[1:])
 
 
 @dataclass
@@ -341,8 +372,8 @@ def _assign(
 ) -> None:
     """``A=1`` (the shell's own, unless A is exported or ``set -a`` is on), ``export A=1``,
     ``export A`` (exports the value A has)."""
-    exported = cmd[0] == "export" or exports.all
-    for tok in cmd[1:] if cmd[0] == "export" else cmd:
+    exported = cmd[0] == "export" or _declared_export(cmd) or exports.all
+    for tok in cmd[1:] if cmd[0] in ("export", "declare", "typeset") else cmd:
         name, eq, value = tok.partition("=")
         if not name.isidentifier():
             continue
@@ -378,9 +409,10 @@ def _loop_header(
         elif tok.startswith("__CFOR_"):
             a, b, le = tok[7:-2].split("_")
             items += _loop_values(num(a), num(b) + (1 if le == "True" else 0), 1, at, len(items))
-        else:
-            items.append(_expand(tok, vars_))
-        check_launches(len(items), at)
+        else:  # an unquoted `$GPUS` ("0 1 2 3") splits into words (quotes are gone by now)
+            items += _expand(tok, vars_).split() or [tok]
+        if len(items) > MAX_STEPS:
+            raise InputError(f"{at}: a loop of more than {MAX_STEPS} items: too much to simulate")
     return var, items, no
 
 
@@ -388,7 +420,8 @@ def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[s
     """``range(first, stop, step)`` as words, refused before it is built when too long."""
     if step <= 0:
         return []
-    check_launches(have + max(0, (stop - first + step - 1) // step), at)
+    if have + max(0, (stop - first + step - 1) // step) > MAX_STEPS:
+        raise InputError(f"{at}: a loop of more than {MAX_STEPS} items: too much to simulate")
     return [str(i) for i in range(first, stop, step)]
 
 

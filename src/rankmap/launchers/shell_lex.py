@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rankmap.errors import InputError
 
@@ -20,6 +21,11 @@ _CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*
 MAX_LINE = 16 * 1024
 
 
+# bash's ANSI-C string $'don\'t': one word whose value rankmap does not need
+_ANSI_C = re.compile(r"\$'(?:[^'\\]|\\.)*'")
+# a parameter expansion with a space inside (`${GPUS//,/ }`): a value computed when the script
+# runs, one word (shlex would cut it at the space)
+_SPACED_PARAM = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
 _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
 
 
@@ -27,7 +33,7 @@ _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
 # list (not after `&&` / `||`, not inside a `( … )` / `{ …; }` group on the line)
 Command = tuple[int, list[str], bool, bool]
 # a here-document: `<<EOF`, `<<-'EOF'`, `<< "END"` (not the here-string `<<<`)
-_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_]\w*)\2")
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*\\?(['\"]?)([A-Za-z_][\w.-]*)\2")
 
 
 def commands(text: str, where: str) -> list[Command]:
@@ -38,6 +44,7 @@ def commands(text: str, where: str) -> list[Command]:
     :data:`MAX_LINE` is data too (base64, a heredoc without delimiter), skipped."""
     out: list[Command] = []
     buf, quote, start, lines = "", None, 0, 0
+    state = _ListState()  # a list continued on the next line (`||` at a line's end), open groups
     heredoc: tuple[str, bool] | None = None  # (delimiter, tabs stripped) of a body being skipped
     for no, raw in enumerate(text.splitlines(), 1):
         if heredoc is not None:
@@ -49,7 +56,7 @@ def commands(text: str, where: str) -> list[Command]:
             continue
         if not buf:
             start, lines = no, 0
-        kept, quote = _without_comment(raw, quote)
+        kept, quote = _without_comment(_ANSI_C.sub("'…'", raw) if quote is None else raw, quote)
         lines += 1
         continued = kept.endswith("\\") and not kept.endswith("\\\\") and quote != "'"
         buf += kept[:-1] if continued else kept
@@ -60,7 +67,7 @@ def commands(text: str, where: str) -> list[Command]:
                 buf, quote = "", None  # data, not a command: skipped
             continue
         line, buf = _marked(buf), ""
-        doc = _HEREDOC.search(line)
+        doc = None if "((" in line else _HEREDOC.search(line)  # `(( 1 << N ))` is arithmetic
         if doc:
             heredoc = (doc.group(3), doc.group(1) == "-")
         if not line.strip():
@@ -69,7 +76,7 @@ def commands(text: str, where: str) -> list[Command]:
             tokens = _words(line)
         except ValueError as exc:
             raise InputError(f"{where}:{start}: cannot read shell line: {exc}") from None
-        out += _split_commands(start, tokens)
+        out += _split_commands(start, tokens, state)
     if quote is not None and buf:
         raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
     return out
@@ -123,7 +130,7 @@ def _marked(line: str) -> str:
     line = _SEQ.sub(lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line)
     line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
     # one word that stays a parameter (check does not simulate what it sets; review 25)
-    return _COMMAND_OUTPUT.sub("$(…)", line)
+    return _SPACED_PARAM.sub("$(…)", _COMMAND_OUTPUT.sub("$(…)", line))
 
 
 def _words(line: str) -> list[str]:
@@ -134,13 +141,24 @@ def _words(line: str) -> list[str]:
     return list(lex)
 
 
-def _split_commands(no: int, tokens: Sequence[str]) -> list[Command]:
+@dataclass
+class _ListState:
+    """What one line leaves to the next: a connector at its end (`cmd ||` ⏎ `exit 1`) and the
+    groups still open (`{` ⏎ … ⏎ `}`, `(` ⏎ … ⏎ `)`): commands there are conditional."""
+
+    connector: bool = False
+    groups: int = 0
+
+
+def _split_commands(
+    no: int, tokens: Sequence[str], state: _ListState | None = None
+) -> list[Command]:
     """One line's tokens cut at ``; & && | ||``; ``2>&1`` and ``&> file`` are redirections."""
+    state = state or _ListState()
     out: list[Command] = []
     cmd: list[str] = []
     skip = False
-    unconditional = True  # the next command starts the line's list
-    grouped = False  # a `(` or `{` group opened earlier on the line
+    unconditional = not state.connector  # the next command starts the line's list
     for i, tok in enumerate(tokens):
         if skip:
             skip = False
@@ -156,12 +174,16 @@ def _split_commands(no: int, tokens: Sequence[str]) -> list[Command]:
             continue
         if tok and set(tok) <= set(";&|"):
             if cmd:
-                out.append((no, cmd, tok == "&", unconditional and not grouped))
+                out.append((no, cmd, tok == "&", unconditional and not state.groups))
             cmd = []
             unconditional = tok in (";", ";;", "&")
         else:
-            grouped |= not cmd and tok[:1] in ("(", "{")
+            if not cmd and tok[:1] in ("(", "{") and not tok.startswith("(("):
+                state.groups += 1
+            if tok in (")", "}") or (tok.endswith(")") and "(" not in tok and state.groups):
+                state.groups = max(0, state.groups - 1)
             cmd.append(tok)
     if cmd:
-        out.append((no, cmd, False, unconditional and not grouped))
+        out.append((no, cmd, False, unconditional and not state.groups))
+    state.connector = bool(tokens) and tokens[-1] in ("&&", "||", "|")
     return out
