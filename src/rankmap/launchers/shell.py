@@ -412,7 +412,7 @@ def _loop_header(
         else:  # an unquoted `$GPUS` ("0 1 2 3") splits into words (quotes are gone by now)
             items += _expand(tok, vars_).split() or [tok]
         if len(items) > MAX_STEPS:
-            raise InputError(f"{at}: a loop of more than {MAX_STEPS} items: too much to simulate")
+            raise InputError(f"{at}: a loop of too many items to simulate (more than {MAX_STEPS})")
     return var, items, no
 
 
@@ -421,7 +421,7 @@ def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[s
     if step <= 0:
         return []
     if have + max(0, (stop - first + step - 1) // step) > MAX_STEPS:
-        raise InputError(f"{at}: a loop of more than {MAX_STEPS} items: too much to simulate")
+        raise InputError(f"{at}: a loop of too many items to simulate (more than {MAX_STEPS})")
     return [str(i) for i in range(first, stop, step)]
 
 
