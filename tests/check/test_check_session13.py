@@ -488,3 +488,11 @@ def test_helper_calls_are_counted_against_the_budget(tmp_path: Path) -> None:
     text = "\n".join(lines) + "\nf0\ntorchrun --nproc_per_node 8 train.py\n"
     with pytest.raises(InputError, match="too much to simulate"):
         _script(tmp_path, text)
+
+
+def test_a_c_style_loop_bound_held_in_a_variable(tmp_path: Path) -> None:
+    body = " do\n  CUDA_VISIBLE_DEVICES=$i python train.py &\ndone\nwait\n"
+    known = _script(tmp_path, "NGPU=4\nfor ((i=0; i<NGPU; i++));" + body)
+    assert known.sections["launch"]["worlds"] == 4
+    unknown = _script(tmp_path, "for ((i=0; i<$N; i++));" + body)
+    assert _errors(unknown) == []

@@ -407,7 +407,11 @@ def _loop_header(
             )
             items += _loop_values(first, last + 1, step, at, len(items))
         elif tok.startswith("__CFOR_"):
-            a, b, le = tok[7:-2].split("_")
+            a, b, le = tok[7:-2].split("_", 1)[0], *tok[7:-2].split("_", 1)[1].rsplit("_", 1)
+            b = b if b.isdecimal() else vars_.get(b, b)  # a bound held in a variable
+            if not b.isdecimal():  # computed when the script runs: one run, its value unknown
+                items.append("$(…)")
+                continue
             items += _loop_values(num(a), num(b) + (1 if le == "True" else 0), 1, at, len(items))
         else:  # an unquoted `$GPUS` ("0 1 2 3") splits into words (quotes are gone by now)
             items += _expand(tok, vars_).split() or [tok]

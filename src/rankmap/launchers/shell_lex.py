@@ -14,7 +14,10 @@ from rankmap.errors import InputError
 
 ARITH = re.compile(r"\$\(\((.*?)\)\)")
 _SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
-_CFOR = re.compile(r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*(\d+)\s*;[^)]*\)\)")
+# `for ((i=0; i<8; i++))`; a bound may be a variable (`i<NGPU`, `i<$NGPU`), read by the reader
+_CFOR = re.compile(
+    r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*\$?\{?(\w+)\}?\s*;[^)]*\)\)"
+)
 # NOTE: a longer line (after joining ``\\`` continuations) is data - a heredoc body, base64 - not
 # a launch line; shlex reads one character at a time and is quadratic in a token's length, so
 # such lines are skipped instead of tokenised (a 20 MB line would otherwise take hours).
