@@ -496,3 +496,11 @@ def test_a_c_style_loop_bound_held_in_a_variable(tmp_path: Path) -> None:
     assert known.sections["launch"]["worlds"] == 4
     unknown = _script(tmp_path, "for ((i=0; i<$N; i++));" + body)
     assert _errors(unknown) == []
+
+
+def test_a_wrapper_function_passes_its_arguments_on_after_shift(tmp_path: Path) -> None:
+    text = (
+        'run() {\n  local name=$1\n  shift\n  torchrun "$@" train.py\n}\n'
+        "run exp1 --nproc_per_node 4\n"
+    )
+    assert _script(tmp_path, text).sections["launch"]["world_size"] == 4

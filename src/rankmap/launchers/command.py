@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 # parameters by name, and the positional ones $1..$9 (a shell function's arguments)
 _PARAM = re.compile(
-    r"\$\{(?P<name>[A-Za-z_]\w*|[1-9])(?:(?P<op>:-|-|:=|=|:\+|\+)(?P<word>[^}]*))?\}"
-    r"|\$(?P<bare>[A-Za-z_]\w*|[1-9])"
+    r"\$\{(?P<name>[A-Za-z_]\w*|[1-9@*#])(?:(?P<op>:-|-|:=|=|:\+|\+)(?P<word>[^}]*))?\}"
+    r"|\$(?P<bare>[A-Za-z_]\w*|[1-9@*#])"
 )
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 

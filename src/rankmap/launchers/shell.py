@@ -30,7 +30,9 @@ _NAME = re.compile(r"(?<![$\w])([A-Za-z_]\w*)")  # a bare variable name in $(( )
 # A word that is one variable (``$LAUNCHER``, ``${CMD}``): unquoted, the shell splits its value
 # into words (POSIX field splitting; quotes are gone once a line is read, so a quoted
 # "$LAUNCHER" is split too — a command held in a variable is the common case)
-_WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+)$")
+_WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+|[@*]|\{[@*]\})$")
+# a function call's positional parameters
+_POSITIONAL = (*map(str, range(1, 10)), "@", "*", "#")
 
 
 @dataclass(frozen=True)
@@ -259,18 +261,20 @@ class _Reader:
         names.clear()
 
     def _call(self, name: str, args: list[str]) -> None:
-        """A function's body where it is called, with its arguments as $1..$9."""
-        saved = {k: self.vars.get(k) for k in map(str, range(1, 10))}
-        for k in saved:
-            self.vars.pop(k, None)
-        for k, arg in zip(map(str, range(1, 10)), args, strict=False):
-            self.vars[k] = _expand(arg, self.vars)
+        """A function's body where it is called, with its arguments as $1..$9, ``$@`` and
+        ``$#`` (``shift`` drops the first ones)."""
+        saved = {k: self.vars.get(k) for k in _POSITIONAL}
+        self._bind([_expand(arg, self.vars) for arg in args])
         self.calls += 1
         body, self.functions[name] = self.functions[name], []  # no recursion into itself
         for bcmd, bno, bg in body:
             if bcmd[0] == "local":  # `local n=$1`: the function's own variable
                 bcmd = bcmd[1:] or ["true"]
             self._step()
+            if bcmd[0] == "shift":
+                n = int(bcmd[1]) if bcmd[1:2] and bcmd[1].isdecimal() else 1
+                self._bind((self.vars.get("@") or "").split()[n:])
+                continue
             self._run(bcmd, bno, bg)  # (a `return` may be conditional: the body reads on)
         self.functions[name] = body
         self.calls -= 1
@@ -279,6 +283,15 @@ class _Reader:
                 self.vars.pop(k, None)
             else:
                 self.vars[k] = v
+
+    def _bind(self, args: list[str]) -> None:
+        """The positional parameters of a function call."""
+        for k in _POSITIONAL:
+            self.vars.pop(k, None)
+        for k, arg in zip(map(str, range(1, 10)), args, strict=False):
+            self.vars[k] = arg
+        self.vars["@"] = self.vars["*"] = " ".join(args)
+        self.vars["#"] = str(len(args))
 
     def _end_loop(self) -> None:
         """The loop's body once per item (`port=$((29500 + i))` assignments included, review
