@@ -18,9 +18,16 @@ ONE_GPU_PER_RANK = (
 )
 
 
-def _check(tmp_path: Path, argv: list[str]):  # type: ignore[no-untyped-def]
+def _check(  # type: ignore[no-untyped-def]
+    tmp_path: Path, argv: list[str], *, machine: str = "workstation-4gpu", nodes: int | None = None
+):
     return check_launch(
-        argv, machines=load_machine("workstation-4gpu"), env={}, cwd=tmp_path, files=LocalFiles()
+        argv,
+        machines=load_machine(machine),
+        env={},
+        nodes=nodes,
+        cwd=tmp_path,
+        files=LocalFiles(),
     )
 
 
@@ -113,13 +120,7 @@ def test_deepspeed_under_srun_discovers_its_local_rank_itself(tmp_path: Path) ->
     # review 30: RM903 "srun does not set LOCAL_RANK" for a DeepSpeed script, which finds its
     # ranks through MPI (mpi4py) when no launcher variable is set
     (tmp_path / "train.py").write_text(DEEPSPEED_SCRIPT)
-    report = check_launch(
-        ["srun", "--ntasks-per-node=4", "python", "train.py"],
-        machines=load_machine("workstation-4gpu"),
-        env={},
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    report = _check(tmp_path, ["srun", "--ntasks-per-node=4", "python", "train.py"])
     assert not [f for f in report.findings if f.severity.value == "error"], [
         f.code for f in report.findings
     ]
@@ -156,14 +157,7 @@ def _script(  # type: ignore[no-untyped-def]
 ):
     (tmp_path / "train.py").write_text(program)
     (tmp_path / "job.sh").write_text(text)
-    return check_launch(
-        ["bash", "job.sh"],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=nodes,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    return _check(tmp_path, ["bash", "job.sh"], machine="dgx-h100", nodes=nodes)
 
 
 def _errors(report) -> list[str]:  # type: ignore[no-untyped-def]
@@ -242,12 +236,8 @@ def test_deepspeed_under_per_task_binding_indexes_its_local_rank(tmp_path: Path)
     # review 35: DeepSpeed's MPI discovery exports the host-local index as LOCAL_RANK and the
     # engine selects it; a task that sees one GPU has no cuda:1
     (tmp_path / "train.py").write_text(DEEPSPEED_SCRIPT)
-    report = check_launch(
-        ["srun", "--ntasks-per-node=4", "--gpus-per-task=1", "python", "train.py"],
-        machines=load_machine("workstation-4gpu"),
-        env={},
-        cwd=tmp_path,
-        files=LocalFiles(),
+    report = _check(
+        tmp_path, ["srun", "--ntasks-per-node=4", "--gpus-per-task=1", "python", "train.py"]
     )
     assert "RM501" in _errors(report)
 
@@ -376,26 +366,13 @@ def test_a_remainder_spelled_out_is_the_local_rank(tmp_path: Path) -> None:
         "dist.init_process_group('nccl')\n"
         "torch.cuda.set_device(rank - g * (rank // g))\n"
     )
+    srun = ["srun", "--nodes", "2", "--ntasks-per-node", "8", "python", "train.py"]
     (tmp_path / "train.py").write_text(program)
-    report = check_launch(
-        ["srun", "--nodes", "2", "--ntasks-per-node", "8", "python", "train.py"],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=2,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    report = _check(tmp_path, srun, machine="dgx-h100", nodes=2)
     assert _errors(report) == []
     spelled_global = program.replace("rank - g * (rank // g)", "rank")
     (tmp_path / "train.py").write_text(spelled_global)
-    report = check_launch(
-        ["srun", "--nodes", "2", "--ntasks-per-node", "8", "python", "train.py"],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=2,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    report = _check(tmp_path, srun, machine="dgx-h100", nodes=2)
     assert "RM401" in _errors(report) or "RM102" in _errors(report)
 
 
