@@ -69,5 +69,5 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 # Failure words of a Chinese report (报错: an error is reported; 卡住: it hangs; 不生效: a setting
-# has no effect): the gate for a best guess, as the English FAIL_KEYS
+# has no effect): the gate for a best guess, as the English STRONG_FAIL_KEYS
 ZH_FAIL_KEYS = ("报错", "错误", "失败", "卡住", "卡死", "不生效", "无效", "异常", "崩溃", "出错")

@@ -87,6 +87,12 @@ def _nested_launchers(ctx: Context, s: Scores) -> None:
         s.add("launcher_config", 5.0, f"{nested.title}; the agents of a node serve one port")
 
 
+def _one_gpu_symptom(doc: DocFacts) -> bool:
+    """The job ran out of memory, or the reporter says one GPU is used: what GPUs left idle by
+    a launch (or an engine) that asks for fewer than it may use show."""
+    return bool({"outside-oom", "one-gpu-used"} & set(doc.hits))
+
+
 def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int | None) -> None:
     """A per-GPU launcher told to start fewer processes per node than the GPUs of one node it
     may use, in a job that runs out of memory or that the reporter says uses one GPU: the
@@ -97,10 +103,7 @@ def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int
     launch = ctx.launch
     if doc is None or launch is None or launch.launcher not in _PER_GPU_LAUNCHERS:
         return
-    if (
-        not {"outside-oom", "one-gpu-used"} & set(doc.hits)
-        or "single-process-multi-gpu" in doc.hits
-    ):
+    if not _one_gpu_symptom(doc) or "single-process-multi-gpu" in doc.hits:
         return
     told = doc.stated_gpus if _one_machine_told(doc) and (launch.nnodes or 1) == 1 else None
     gpus = ctx.gpus_per_node() or doc.smi_gpus or told
@@ -170,7 +173,7 @@ def _visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) ->
         )
         return
     idle = next(((size, count) for _, size, count in pairs if size < count), None)
-    if idle is not None and {"outside-oom", "one-gpu-used"} & set(doc.hits):
+    if idle is not None and _one_gpu_symptom(doc):
         s.failure = s.mapping_failure = True  # the OOM of one GPU is the mapping's symptom
         s.add(
             "launcher_config",

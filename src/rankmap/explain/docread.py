@@ -73,7 +73,6 @@ WEAK_FAIL_KEYS = (
     "not being", "despite", "ignor", "unexpected", "problem", "doesn't", "does not", "isn't",
     "no longer",
 )  # fmt: skip
-FAIL_KEYS = STRONG_FAIL_KEYS + WEAK_FAIL_KEYS
 # The writer says the setup works ("Each works", "all three answer requests", "runs fine"): weak
 # failure words are then a question's, not a failure's (review 36)
 _WORKS = re.compile(

@@ -251,27 +251,30 @@ def _store_on_foreign_address(evs: list[Event], *, one_node: bool) -> Finding:
     (errno 99, EADDRNOTAVAIL): the process hosting the store (rank 0's machine, node rank 0)
     runs on another machine than MASTER_ADDR names — on one node, MASTER_ADDR names another host."""
     if one_node:
-        return finding(
-            "RM906",
-            "The store was started on a machine that MASTER_ADDR does not name (errno 99)",
-            detail="Rank 0 binds the store at MASTER_ADDR; 'Cannot assign requested address' "
-            "means this machine does not own that address. A job of one node must name this "
-            "machine (or 127.0.0.1 / --standalone). What would decide: `hostname -I` against "
-            "--master_addr.",
-            evidence=[quote(e) for e in evs[:3]],
-            fix="Set --master_addr to this machine's address (or 127.0.0.1), or use --standalone.",
+        detail = (
+            "Rank 0 binds the store at MASTER_ADDR; 'Cannot assign requested address' means this "
+            "machine does not own that address. A job of one node must name this machine (or "
+            "127.0.0.1 / --standalone). What would decide: `hostname -I` against --master_addr."
+        )
+        fix = "Set --master_addr to this machine's address (or 127.0.0.1), or use --standalone."
+    else:
+        detail = (
+            "Only the process of global rank 0 (node rank 0) binds the store, at MASTER_ADDR; "
+            "'Cannot assign requested address' means this machine does not own that address: it "
+            "was started as node rank 0 (or machine_rank 0) although another machine is the "
+            "master, or MASTER_ADDR names another host. What would decide: the --node_rank / "
+            "machine_rank each machine passes, and `hostname -I` on the machine that printed this."
+        )
+        fix = (
+            "Give every machine its own node rank (--node_rank / accelerate's machine_rank: 0 "
+            "only on the machine MASTER_ADDR names), and set MASTER_ADDR to that machine's address."
         )
     return finding(
         "RM906",
         "The store was started on a machine that MASTER_ADDR does not name (errno 99)",
-        detail="Only the process of global rank 0 (node rank 0) binds the store, at MASTER_ADDR; "
-        "'Cannot assign requested address' means this machine does not own that address: it "
-        "was started as node rank 0 (or machine_rank 0) although another machine is the master, "
-        "or MASTER_ADDR names another host. What would decide: the --node_rank / machine_rank "
-        "each machine passes, and `hostname -I` on the machine that printed this.",
+        detail=detail,
         evidence=[quote(e) for e in evs[:3]],
-        fix="Give every machine its own node rank (--node_rank / accelerate's machine_rank: 0 "
-        "only on the machine MASTER_ADDR names), and set MASTER_ADDR to that machine's address.",
+        fix=fix,
     )
 
 
