@@ -123,7 +123,8 @@ class _Reader:
             return False
         if cmd[0] == "exit" and self.loop is None:
             return unconditional and self.depth == 0 and self.calls == 0
-        return self._run(cmd, no, background)
+        self._run(cmd, no, background)
+        return False
 
     def _function_head(self, cmd: list[str], no: int, background: bool) -> bool:
         """A function definition: `name() {`, `name () {`, `function name [()] {`, or `name()`
@@ -171,25 +172,26 @@ class _Reader:
         body.append((cmd, no, background))
         self.defining = (name, body, braces)
 
-    def _run(self, cmd: list[str], no: int, background: bool) -> bool:
+    def _run(self, cmd: list[str], no: int, background: bool) -> None:
         if self.loop is not None:
-            return self._loop_body(cmd, no, background)
+            self._loop_body(cmd, no, background)
+            return
         cmd = _ungrouped(cmd)
         if not cmd:
-            return False
+            return
         word = cmd[0]
         if self.open and self.open[-1].kind == "case" and _case_pattern(word):
             self._next_branch()
             cmd = cmd[1:]
             if not cmd:
-                return False
+                return
             word = cmd[0]
         if word in ("then", "do", "elif", "else"):
             if word in ("elif", "else") and self.open:
                 self._next_branch()
             cmd = cmd[1:]
             if not cmd or word == "elif":
-                return False
+                return
             word = cmd[0]
         if word in _OPENERS:
             self.depth += 1
@@ -198,30 +200,29 @@ class _Reader:
             condition = [w for w in cmd[1:] if w != "!"]
             if word == "if" and condition and condition[0] not in _TESTS:
                 self._statement(condition, no, background)  # `if torchrun ...; then`
-            return False
+            return
         if word in ("((", "let") or word.startswith("(("):
             self._forget(set(_ARITH_TARGET.findall(" ".join(cmd))))  # `(( N = N * 2 ))`
-            return False
+            return
         if word in ("fi", "esac") or word == "done":
             self.depth = max(0, self.depth - 1)
             if word in ("fi", "esac") and self.open:
                 self._close_branches()
-            return False
+            return
         if word == "for":
             self.loop, self.body = _loop_header(cmd, self.vars, no, self.where), []
-            return False
+            return
         if word == "wait" and cmd[1:2] != ["-n"]:
             self.job += 1  # the jobs before it (all of them, or those it names) have ended
-            return False
+            return
         if word == "exit":
-            return False  # inside a block or a function: conditional (see feed)
+            return  # inside a block or a function: conditional (see feed)
         if word in self.functions and self.calls < MAX_CALL_DEPTH:
             self._call(word, cmd[1:])
-            return False
+            return
         self._statement(cmd, no, background)
-        return False
 
-    def _loop_body(self, cmd: list[str], no: int, background: bool) -> bool:
+    def _loop_body(self, cmd: list[str], no: int, background: bool) -> None:
         """A command inside a `for` loop: kept to be replayed per item at its own `done`."""
         if cmd[0] in _LOOPS:
             self.nested += 1
@@ -229,9 +230,8 @@ class _Reader:
             self.nested -= 1
         elif cmd[0] == "done":
             self._end_loop()
-            return False
+            return
         self.body.append((cmd, no, background))
-        return False
 
     def _next_branch(self) -> None:
         """The end of a branch of the innermost if / case: the next branch runs instead of it,
