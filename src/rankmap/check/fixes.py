@@ -79,6 +79,9 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
         )
     if total < plan.nproc_per_node:
         return f"{count}  ({o.host.hostname} has only {total} GPUs)"
+    if env.get("SLURM_JOB_GPUS") and env.get("CUDA_VISIBLE_DEVICES") == env["SLURM_JOB_GPUS"]:
+        # the batch step sees the GPUs its #SBATCH line asked for
+        return f"{count}  — or ask Slurm for {plan.nproc_per_node}: #SBATCH --gres=gpu:{plan.nproc_per_node}"
     return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -30,7 +30,11 @@ _NAME = re.compile(r"(?<![$\w])([A-Za-z_]\w*)")  # a bare variable name in $(( )
 # A word that is one variable (``$LAUNCHER``, ``${CMD}``): unquoted, the shell splits its value
 # into words (POSIX field splitting; quotes are gone once a line is read, so a quoted
 # "$LAUNCHER" is split too — a command held in a variable is the common case)
-_WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+|[@*]|\{[@*]\})$")
+_WHOLE_VAR = re.compile(r"^\$(?:\{\w+\}|\w+|[@*]|\{[@*]\}|\{\w+\[[^]]*\]\})$")
+# an array's element, all its elements or its length: ${CMD[0]}, ${CMD[@]}, ${CMD[*]}, ${#CMD[@]}
+_ARRAY_REF = re.compile(r"\$\{(#?)([A-Za-z_]\w*)\[([^]]*)\]\}")
+# `NAME=(` / `NAME+=(` and the first element, if on the same word
+_ARRAY_HEAD = re.compile(r"^([A-Za-z_]\w*)(\+?)=\((.*)$", re.S)
 # a function call's positional parameters
 _POSITIONAL = (*map(str, range(1, 10)), "@", "*", "#")
 
@@ -43,20 +47,32 @@ class ShellScript:
     env: Mapping[str, str]
     launches: tuple[ShellLaunch, ...]
     unset: frozenset[str] = frozenset()  # `unset NAME` lines (not exported again later)
+    unread: tuple[str, ...] = ()  # sourced files not followed: "env.sh (line 3)"
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` as the script leaves it for its launches: unset lines, then exports."""
         return {**{k: v for k, v in base.items() if k not in self.unset}, **self.env}
 
 
-def parse_shell(text: str, where: str, base_env: Mapping[str, str]) -> ShellScript:
-    """Read a shell script without running it."""
-    reader = _Reader(dict(base_env), where)
+# what a `source FILE` line reads: the file's text, or None where it cannot be read
+SourceReader = Callable[[str], "str | None"]
+
+
+def parse_shell(
+    text: str, where: str, base_env: Mapping[str, str], read_source: SourceReader | None = None
+) -> ShellScript:
+    """Read a shell script without running it; ``read_source`` gives the text of the files it
+    sources (``source env.sh``, ``. ./config``), which are read in its place."""
+    reader = _Reader(dict(base_env), where, read_source)
     for no, cmd, background, unconditional in commands(text, where):
         if reader.feed(cmd, no, background, unconditional):
             break  # `exit` at the top level: the lines below never run
     return ShellScript(
-        parse_sbatch_lines(text), reader.env, tuple(reader.launches), frozenset(reader.unset)
+        parse_sbatch_lines(text),
+        reader.env,
+        tuple(reader.launches),
+        frozenset(reader.unset),
+        tuple(reader.unread),
     )
 
 
@@ -84,9 +100,14 @@ class _Reader:
     is in. A ``wait`` starts a new job, and so do the other branches of an ``if`` / ``case``
     that launch: launches of two jobs never run at once (review 34)."""
 
-    def __init__(self, vars_: dict[str, str], where: str) -> None:
+    def __init__(
+        self, vars_: dict[str, str], where: str, read_source: SourceReader | None = None
+    ) -> None:
         self.vars = vars_
         self.where = where
+        self.read_source = read_source
+        self.unread: list[str] = []
+        self.sourcing: list[str] = []  # the files being sourced, outermost first
         self.env: dict[str, str] = {}
         self.exports = _Exports(set(vars_))  # the environment the script starts with
         self.unset: set[str] = set()
@@ -220,7 +241,32 @@ class _Reader:
         if word in self.functions and self.calls < MAX_CALL_DEPTH:
             self._call(word, cmd[1:])
             return
+        if word in ("source", ".") and len(cmd) > 1:
+            self._source(_expand(cmd[1], self.vars), no)
+            return
         self._statement(cmd, no, background)
+
+    def _source(self, name: str, no: int) -> None:
+        """`source FILE`: its commands read here, as if written on this line (its launches and
+        exports are the script's own); a file that cannot be read is named, not guessed."""
+        text = None
+        free = name not in self.sourcing and len(self.sourcing) < MAX_CALL_DEPTH
+        if self.read_source is not None and free:
+            text = self.read_source(name)
+        if text is None:
+            self.unread.append(f"{name} (line {no})")
+            return
+        try:
+            sourced = commands(text, name)
+        except InputError:
+            self.unread.append(f"{name} (line {no})")
+            return
+        self.sourcing.append(name)
+        self.calls += 1  # an `exit` in it ends no more than a function's would here
+        for _, cmd, background, unconditional in sourced:
+            self.feed(cmd, no, background, unconditional)
+        self.calls -= 1
+        self.sourcing.pop()
 
     def _loop_body(self, cmd: list[str], no: int, background: bool) -> None:
         """A command inside a `for` loop: kept to be replayed per item at its own `done`."""
@@ -255,7 +301,7 @@ class _Reader:
 
     def _forget(self, names: set[str]) -> None:
         for name in names:
-            self.vars.pop(name, None)
+            self._drop_array(name)
             if name in self.env or name in self.exports.names or self.exports.all:
                 self.env[name] = f"${name}"  # exported, value unknown: not simulated
         names.clear()
@@ -308,7 +354,10 @@ class _Reader:
             check_launches(len(self.launches), self.where)
 
     def _statement(self, cmd: list[str], no: int, background: bool) -> None:
-        if _assigns(cmd):
+        array = _array_assignment(cmd)
+        if array is not None:
+            self._assign_array(*array)
+        elif _assigns(cmd):
             _assign(cmd, self.vars, self.env, self.unset, self.exports)
             if self.open:  # known in this branch; forgotten when another branch or fi comes
                 words = cmd[1:] if cmd[0] in ("export", "local") else cmd
@@ -322,6 +371,30 @@ class _Reader:
                 self.unset.add(name)
         else:
             self._add(_launch(cmd, self.vars, self.env, no, background))
+
+    def _assign_array(self, name: str, append: bool, words: list[str]) -> None:
+        """``CMD=(torchrun --nproc_per_node 8 train.py)`` / ``CMD+=(--nnodes 2)``: the elements
+        as ``CMD[0]``, ``CMD[1]``… and all of them as ``CMD[@]`` (an unquoted ``$ARGS`` inside
+        splits into words, as in a launch line); ``$CMD`` is the first element."""
+        old = (self.vars.get(f"{name}[@]") or "").split() if append else []
+        new: list[str] = []
+        for word in words:
+            value = _expand(word, self.vars)
+            new += value.split() if _WHOLE_VAR.match(word) and value != word else [value]
+        self._drop_array(name)
+        elements = old + new
+        for i, value in enumerate(elements):
+            self.vars[f"{name}[{i}]"] = value
+        self.vars[f"{name}[@]"] = " ".join(elements)
+        if elements:
+            self.vars[name] = elements[0]
+        if self.open:
+            self.open[-1].assigned.add(name)
+
+    def _drop_array(self, name: str) -> None:
+        self.vars.pop(name, None)
+        for key in [k for k in self.vars if k.startswith(f"{name}[")]:
+            del self.vars[key]
 
     def _add(self, launches: list[ShellLaunch]) -> None:
         self.launches += [replace(sl, job=self.job) for sl in launches]
@@ -345,6 +418,23 @@ def _ungrouped(cmd: list[str]) -> list[str]:
     if len(words) > 1 and words[-1].endswith(")") and "(" not in words[-1]:
         words[-1] = words[-1][:-1]  # (one word ending in `)` may be a case pattern: kept)
     return [w for w in words if w]
+
+
+def _array_assignment(cmd: list[str]) -> tuple[str, bool, list[str]] | None:
+    """``NAME=(a b)`` / ``NAME+=(c)`` / ``local -a NAME=(…)`` as (name, append, words), or None.
+    The closing ``)`` may be a word of its own or end the last one (and may be gone already,
+    as a group's ``)`` is)."""
+    i = 0
+    while i < len(cmd) - 1 and (cmd[i] in ("declare", "typeset", "local") or cmd[i][:1] == "-"):
+        i += 1
+    m = _ARRAY_HEAD.match(cmd[i])
+    if m is None:
+        return None
+    words = ([m.group(3)] if m.group(3) else []) + cmd[i + 1 :]
+    text = " ".join(words)
+    if words and text.count(")") > text.count("("):
+        words[-1] = words[-1][:-1]
+    return m.group(1), m.group(2) == "+", [w for w in words if w not in ("", ")")]
 
 
 def _case_pattern(word: str) -> bool:
@@ -472,7 +562,21 @@ def _expand(token: str, vars_: Mapping[str, str]) -> str:
         return arithmetic(expr, vars_)
 
     token = re.sub(r"__AR_([0-9a-f]*)__", arith, token)
+    if "[" in token:
+        token = _ARRAY_REF.sub(lambda m: _array_ref(m, vars_), token)
     return expand_word(token, vars_)
+
+
+def _array_ref(m: re.Match[str], vars_: Mapping[str, str]) -> str:
+    """``${CMD[@]}`` / ``${CMD[*]}`` (all elements), ``${CMD[1]}``, ``${CMD[$i]}``, ``${#CMD[@]}``
+    from the elements the script assigned; an array it did not assign stays as written."""
+    count, name, index = m.groups()
+    index = "@" if index == "*" else expand_word(index, vars_)
+    if f"{name}[@]" not in vars_:
+        return m.group(0)
+    if count:
+        return str(len(vars_[f"{name}[@]"].split()))
+    return vars_.get(f"{name}[{index}]", "" if index.isdecimal() else m.group(0))
 
 
 def arithmetic(expr: str, vars_: Mapping[str, str]) -> str:
@@ -539,12 +643,55 @@ def simulate_text(
 ) -> LaunchPlan:
     """Plan of a script's text (a file, or the command string of ``bash -c '...'``)."""
     job = batch_env({**parse_sbatch_lines(text), **ctx.sbatch}, ctx.nodes)
-    script = parse_shell(text, str(path), {**job, **ctx.env})
-    sub = replace(ctx, env=script.environment(ctx.env), sbatch={**script.sbatch, **ctx.sbatch})
+    script = parse_shell(text, str(path), {**job, **ctx.env}, _source_reader(path, ctx))
+    # what the batch step's processes inherit from Slurm itself: its GPUs (ctx.env, the user's
+    # own --env, wins)
+    step = {k: v for k, v in job.items() if k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")}
+    sub = replace(
+        ctx, env=script.environment({**step, **ctx.env}), sbatch={**script.sbatch, **ctx.sbatch}
+    )
     if argv:
         return ctx.launch(argv, sub)
     if not script.launches:
         raise UsageError(f"{path}: no launch command found (torchrun, srun, mpirun, python ...)")
     if len(script.launches) == 1:
-        return ctx.launch(script.launches[0].command, sub)
-    return several_launches(script.launches, sub, path)
+        plan = ctx.launch(script.launches[0].command, sub)
+    else:
+        plan = several_launches(script.launches, sub, path)
+    if (
+        step
+        and plan.launcher != "srun"
+        and sub.env.get("CUDA_VISIBLE_DEVICES") == step["CUDA_VISIBLE_DEVICES"]
+    ):
+        note = (
+            f"Slurm sets CUDA_VISIBLE_DEVICES={step['CUDA_VISIBLE_DEVICES']} for the batch step "
+            "(the GPUs of its #SBATCH request; the node's first ones assumed)"
+        )
+        plan = replace(plan, notes=(*plan.notes, note))
+    if script.unread:
+        note = (
+            f"Not read: the file{'s' if len(script.unread) > 1 else ''} sourced at "
+            f"{', '.join(script.unread[:3])}{' …' if len(script.unread) > 3 else ''} "
+            "(what it sets is unknown here)"
+        )
+        plan = replace(plan, notes=(*plan.notes, note))
+    return plan
+
+
+def _source_reader(path: Path, ctx: LaunchContext) -> SourceReader:
+    """How the script's `source FILE` lines are read: FILE beside the script, else relative to
+    the working directory (where the shell resolves it); None when neither is a readable file
+    or its name is computed when the job runs (``$(dirname $0)/env.sh``)."""
+
+    def read(name: str) -> str | None:
+        if not name or "$" in name or "…" in name:
+            return None
+        for candidate in dict.fromkeys((path.parent / name, ctx.path(name))):
+            if ctx.files.is_file(candidate):
+                try:
+                    return ctx.files.read_text(candidate, kind="config", what=f"source {name!r}")
+                except InputError:
+                    return None
+        return None
+
+    return read

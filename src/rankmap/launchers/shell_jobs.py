@@ -84,10 +84,12 @@ def _own_node(sl: ShellLaunch, plan: LaunchPlan) -> tuple[Proc, ...]:
 def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
     plans = [ctx.launch(sl.command, ctx) for sl in launches]
     by_hand = _one_world_by_hand(launches)
+    shifts = _step_shifts(launches, plans)
     procs: list[Proc] = []
     for w, (sl, plan) in enumerate(zip(launches, plans, strict=False)):
         for pr in _own_node(sl, plan) if by_hand else plan.procs:
             env = {**sl.env, **plan.node_env.get(pr.node, {}), **pr.env}
+            env = _shifted(env, shifts[w].get(pr.node, 0))
             # the lines of one script run on the machine that runs the script, and a line that
             # starts one process with RANK=k is rank k of the world (not its own rank 0)
             own = sl.env.get("RANK", "")
@@ -118,6 +120,43 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
         hosts=first.hosts,
         env=ctx.env,
     )
+
+
+def _step_shifts(
+    launches: Sequence[ShellLaunch], plans: Sequence[LaunchPlan]
+) -> list[dict[int, int]]:
+    """How far each srun step's GPUs lie past those of the steps started before it, per node.
+    Slurm does not let steps that run at once share GPUs unless they ask to (srun man page,
+    --overlap: "By default steps do not share resources with other parallel steps"), so a
+    second `srun --gpus=4 ... &` gets the allocation's next four GPUs; a step that no longer
+    fits waits for the first to end, and is left on the first GPUs here."""
+    taken: dict[int, int] = {}
+    shifts: list[dict[int, int]] = []
+    for sl, plan in zip(launches, plans, strict=False):
+        gpn = plan.gpus_per_node
+        if identify(list(sl.argv)) != "srun" or "--overlap" in sl.argv or not gpn:
+            shifts.append({})
+            continue
+        mine: dict[int, int] = {}
+        for node, host in enumerate(plan.hosts):
+            start = taken.get(node, 0)
+            if start + gpn <= len(host.gpus):
+                mine[node] = start
+                taken[node] = start + gpn
+        shifts.append(mine)
+    return shifts
+
+
+def _shifted(env: Mapping[str, str], shift: int) -> dict[str, str]:
+    """``env`` with the GPU ids Slurm set (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS) moved up by
+    ``shift``: the step's own GPUs of the allocation."""
+    out = dict(env)
+    if shift:
+        for name in ("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS"):
+            ids = out.get(name, "").split(",")
+            if ids and all(i.isdecimal() for i in ids):
+                out[name] = ",".join(str(int(i) + shift) for i in ids)
+    return out
 
 
 def _independent_worlds(

@@ -69,6 +69,9 @@ def commands(text: str, where: str) -> list[Command]:
             if len(buf) > MAX_LINE or lines > MAX_QUOTED_LINES:
                 buf, quote = "", None  # data, not a command: skipped
             continue
+        if _array_open(buf):  # `CMD=(` ⏎ `torchrun` ⏎ `)`: one assignment over several lines
+            buf = buf + " " if len(buf) <= MAX_LINE and lines <= MAX_QUOTED_LINES else ""
+            continue
         line, buf = _marked(buf), ""
         doc = None if "((" in line else _HEREDOC.search(line)  # `(( 1 << N ))` is arithmetic
         if doc:
@@ -83,6 +86,32 @@ def commands(text: str, where: str) -> list[Command]:
     if quote is not None and buf:
         raise InputError(f"{where}:{start}: cannot read shell line: No closing quotation")
     return out
+
+
+# an array assignment: `CMD=(`, `ARGS+=(`, `local -a CMD=(`, `declare -a CMD=(`
+_ARRAY_START = re.compile(r"^\s*(?:(?:declare|typeset|local)\s+(?:-\w+\s+)*)?[A-Za-z_]\w*\+?=\(")
+
+
+def _array_open(text: str) -> bool:
+    """True while an array assignment's ``(`` has no ``)`` outside quotes yet."""
+    m = _ARRAY_START.match(text)
+    if m is None:
+        return False
+    quote: str | None = None
+    i = m.end()
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote is not None:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ")":
+            return False
+        i += 1
+    return True
 
 
 MAX_QUOTED_LINES = 200  # lines one quoted string may span (a usage text, DISTRIBUTED_ARGS="...")

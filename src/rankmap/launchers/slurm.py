@@ -41,6 +41,11 @@ def _count(value: str | None, name: str) -> int | None:
     return count
 
 
+# The options that size a step's GPUs (srun man page: --gres, --gpus, --gpus-per-node,
+# --gpus-per-task)
+_GPU_REQUEST = frozenset({"gres", "gpus", "gpus_per_node", "gpus_per_task"})
+
+
 def _gpu_count(value: str | None) -> int | None:
     """``gpu:4`` / ``gpu:a100:4`` / ``a100:4`` / ``4`` -> 4, bounded (a bare ``gpu`` is 1)."""
     text = gres_gpu_text(value)
@@ -52,8 +57,14 @@ def _gpu_count(value: str | None) -> int | None:
 def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     """Plan of ``srun [opts] PROGRAM ...`` (``#SBATCH`` defaults from ``ctx.sbatch``)."""
     p = parse_options(list(argv[1:]), SPEC)
-    opts: dict[str, str] = dict(ctx.sbatch)
-    opts.update({k: v if isinstance(v, str) else "1" for k, v in p.values.items()})
+    own = {k: v if isinstance(v, str) else "1" for k, v in p.values.items()}
+    opts: dict[str, str] = {
+        # a step that asks for GPUs itself gets what it asks for, not the job's request
+        k: v
+        for k, v in ctx.sbatch.items()
+        if not (k in _GPU_REQUEST and own.keys() & _GPU_REQUEST)
+    }
+    opts.update(own)
     if not p.rest:
         raise UsageError("srun: no program given", hint="srun --ntasks-per-node 8 python train.py")
     n_nodes, per_node, tasks_on = _task_layout(opts, ctx)

@@ -100,6 +100,12 @@ def batch_env(sbatch: Mapping[str, str], nodes: int | None = None) -> dict[str, 
     )
     if gpus:
         env["SLURM_GPUS_ON_NODE"] = str(gpus)
+        # the batch step is a step: the gres plugin sets its CUDA_VISIBLE_DEVICES to the GPUs
+        # it was given (reference/launchers.md §5, "CVD from gres"); which ones is not known
+        # here, so the node's first ones, as srun's steps assume
+        env["CUDA_VISIBLE_DEVICES"] = env["SLURM_JOB_GPUS"] = ",".join(
+            str(i) for i in range(min(gpus, 64))
+        )
         if sbatch.get("gpus_per_node"):
             env["SLURM_GPUS_PER_NODE"] = str(gpus)
     if sbatch:
