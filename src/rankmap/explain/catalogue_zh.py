@@ -27,6 +27,12 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
         r"(?:特别|很|比其他卡?|明显)(?:高|大|多)",
         ("显存", "都", "全"),
     ),
+    # 显卡占用不均 / 显存不平衡 / 各卡负载不均衡 (English: "unbalanced memory"): work landing on
+    # card 0 of every process
+    "gpu0-heavier": (
+        r"(?:显存|显卡|负载|占用|内存)[^。，,.；;\n]{0,6}不(?:均衡?|平衡)",
+        ("不均", "不平衡"),
+    ),
     # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡 (not 只用一张卡的时候正常: "fine with one card")
     "one-gpu-used": (
         r"(?:只|仅)(?:能)?(?:用|使用|占用|跑|用到|用上)了?\s*"
