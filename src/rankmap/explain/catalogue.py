@@ -41,6 +41,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "no rocm gpus",
         "hiperrornodevice",
         "no rocm-capable",
+        "no gpus found",
     ),
     "cuda-init-unknown": ("cuda unknown error", "available devices to be zero"),
     "cvd-mentioned": ("cuda_visible_device",),
@@ -358,7 +359,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "no longer supports this gpu",
         "ignoring visible gpu device",
     ),
-    "nccl-not-built": ("have nccl", "processgroupnccl is only supported"),
+    "nccl-not-built": ("have nccl",),
     "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
     "driver-too-old": (
         "insufficient",

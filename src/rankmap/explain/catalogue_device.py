@@ -64,7 +64,8 @@ SAME_RANK_VERBS = ("get", "gets", "got", "has", "have", "are", "is", "were", "wa
 # framework's spelling (reference/launchers.md §1, §5, §6: RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK,
 # PMI_RANK, PMIX_RANK; torch.distributed, Horovod, mpi4py and JAX calls).
 _GLOBAL_RANK = (
-    r"(?:(?:dist\.|torch\.distributed\.)?get_rank\(\)|hvd\.rank\(\)|(?:\w+\.)?\w*comm\w*\."
+    # (MPI codes: world_rank / mpi_rank is the job-wide rank, MPI_Comm_rank's usual names)
+    r"(?:(?:dist\.|torch\.distributed\.)?get_rank\(\)|hvd\.rank\(\)|(?:world|mpi)_rank\b|(?:\w+\.)?\w*comm\w*\."
     r"(?:Get_rank\(\)|rank\b)|jax\.process_index\(\)|int\(\s*os\.(?:environ(?:\.get\(|\[)|getenv\()"
     r"\s*['\"](?:RANK|SLURM_PROCID|OMPI_COMM_WORLD_RANK|PMI_RANK|PMIX_RANK)['\"](?:\s*,[^()]{0,12})?\s*[\])]"
     r"[^()]{0,8}\))"
@@ -101,7 +102,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
        r"|Found no NVIDIA driver|torch\.cuda\.is_available\(\) (?:is|returns?) False"
-       r"|No (?:CUDA|HIP|ROCm) GPUs are available|hipErrorNoDevice|no ROCm-capable device",
+       r"|No (?:CUDA|HIP|ROCm) GPUs are available|hipErrorNoDevice|no ROCm-capable device"
+       # ProcessGroupNCCL's constructor when the process sees no GPU (ProcessGroupNCCL.cpp:
+       # TORCH_CHECK(at::cuda::getNumGPUs() != 0, ...)): the same fact, not a build without NCCL
+       r"|ProcessGroupNCCL is only supported with GPUs, no GPUs found",
        {"visible_devices_mismatch": 3, "container_mapping": 3, "per_process_visible_devices": 2},
        f"{CUDA_DEV} §1 (an empty or wrong CUDA_VISIBLE_DEVICES hides every GPU) and §3 "
        "(a container started without GPUs)", failure=True),
@@ -402,7 +406,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("rank-as-device-code", r"set_device\(\s*(?:(?:args\.|self\.|opt\.|config\.)(?:global_)?|global_)rank\s*\)|"
        r"cuda:\{?\s*(?:(?:args\.|self\.)(?:global_)?|global_)rank\s*\}?['\"]|"
        r"device_ids\s*=\s*\[\s*(?:args\.|self\.)rank\s*\]|"
-       rf"(?:set_device|Device|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
+       rf"(?:set_device|Device|cudaSetDevice|hipSetDevice|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
        rf"cuda:\{{\s*{_GLOBAL_RANK}\s*\}}|"
        r"Device\(\s*(?:(?:self\.|args\.)(?:hvd_|global_)?|hvd_|global_)rank\s*\)",
        {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",

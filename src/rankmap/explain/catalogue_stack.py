@@ -169,8 +169,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
     # a PyTorch build without NCCL (Windows and macOS wheels, CPU-only builds): the backend the
     # job asks for does not exist in that build
-    _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?|"
-       r"ProcessGroupNCCL is only supported with GPUs, no GPUs found",
+    _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?",
        {"version_mismatch": 7, "launcher_config": 1},
        "https://github.com/pytorch/pytorch/blob/main/torch/distributed/distributed_c10d.py "
        "_new_process_group_helper: "

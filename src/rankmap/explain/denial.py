@@ -97,3 +97,77 @@ def negated(text: str, start: int, end: int) -> bool:
     line_end = text.find("\n", end)
     after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
     return bool(_NEGATED_AFTER.match(after) or _ASKED_ZH.match(after))
+
+
+# The writer says the failure has not happened to them: they ask before it does ("I haven't hit
+# it myself", "we've never actually seen it", "hypothetically", "I'm writing a troubleshooting
+# page / unit tests", "we're planning a cluster"); the messages they name are quoted, not
+# printed (review 41). "I've never seen this error before" reports one: a bare "never seen"
+# does not count, only with "actually", "myself" or "yet".
+_NOT_HAPPENED = re.compile(
+    r"\b(?:i|we)(?: have|'ve)? (?:not|never|haven't|have not|didn't|did not)(?: actually| yet)? "
+    r"(?:hit|seen|encountered|run into|ran into|gotten|got|had|experienced|observed)"
+    r"(?: (?:it|this|that|one|them|the (?:error|message|problem|issue)))?"
+    r"(?: (?:myself|ourselves|yet|so far))|"
+    r"\b(?:i|we)(?: have|'ve)? never actually (?:hit|seen|encountered|run into|had)\b|"
+    r"\bhypothetical(?:ly)?\b|"
+    r"\b(?:i'm|i am|we're|we are) (?:currently )?(?:planning|designing|considering|"
+    r"writing (?:a |an |the |our |some )?(?:\w+ )?(?:troubleshooting|wiki|docs?|documentation|"
+    r"guide|tutorial|unit[- ]tests?|tests?|checks?|faq|runbook|page))\b|"
+    r"\bwhat (?:exact )?(?:error|message) would (?:we|i|you|it|one) (?:see|get)\b",
+    re.IGNORECASE,
+)
+
+
+def not_happened(prose: str) -> bool:
+    """Whether the writer's prose says the failure it names has not happened to them."""
+    return bool(_NOT_HAPPENED.search(prose))
+
+
+# A question about what would happen ("Would that be wrong?", "Should LOCAL_RANK be used instead
+# of RANK?", "What happens if I run 16 ranks on 8 GPUs?", "Is it possible that two pods share a
+# GPU?"): its failure words are asked, not reported (review 41). A plea for help ("Can anyone
+# explain this error?", "Could you help?") and a "why" question report the failure they ask
+# about: not these.
+_ASKED_WHAT_IF = re.compile(
+    r"(?:^|(?<=[.!?:]\s)|(?<=\n))[ \t>*-]*"
+    r"(?:would|will|should|shall|might|(?:can|could|may|do|does|did) (?!(?:someone|anyone|"
+    r"somebody|anybody|you|u|any ?one|some ?one)\b)(?:i|we|it|this|that|they|the|my|our|two|a|an)\b|"
+    r"is it (?:possible|safe|ok|okay|fine|correct|expected)|is there (?:a|any) (?:way|risk|chance)|"
+    r"do (?:i|we) (?:need|have) to|what (?:happens|would happen|will happen) (?:if|when)|"
+    r"if (?:i|we)\b(?:[^.?!\n]|[.!?](?=[\w(]))*?\b(?:would|will)\b)"
+    # (a dot inside a name or a call, "socket.gethostname()", does not end the question)
+    r"(?:[^.?!\n]|[.!?](?=[\w(]))*?\?",
+    re.IGNORECASE,
+)
+
+
+def without_what_if_questions(text: str) -> str:
+    """``text`` with its what-if questions blanked (same length: positions stay)."""
+    return _ASKED_WHAT_IF.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def asked_what_if(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` lies inside a what-if question."""
+    lo = max(0, start - 400)
+    return any(
+        lo + q.start() <= start and end <= lo + q.end()
+        for q in _ASKED_WHAT_IF.finditer(text, lo, min(len(text), end + 400))
+    )
+
+
+# A writer whose run works and who asks to be sure ("Throughput is as expected. Just want to
+# confirm I didn't misconfigure anything"): with no failure word anywhere, nothing failed
+# (review 40)
+_CONFIRMING = re.compile(
+    r"\b(?:just|only) (?:want(?:ed)?|wanting|trying|asking|need(?:ed)?) to (?:confirm|double[- ]?"
+    r"check|verify|make sure|understand|check)\b|"
+    r"\b(?:throughput|performance|speed|training|the run|results?|loss|it|everything)(?: \w+){0,2} "
+    r"(?:is|are|looks?|seems?|was|were) (?:as expected|normal|fine|ok|okay|good)\b",
+    re.IGNORECASE,
+)
+
+
+def confirming(prose: str) -> bool:
+    """Whether the writer says the run works and asks only to be sure."""
+    return bool(_CONFIRMING.search(prose))

@@ -25,7 +25,16 @@ from rankmap.explain.catalogue import SIGNALS, Signal
 from rankmap.explain.catalogue_zh import ZH_FAIL_KEYS
 from rankmap.explain.configs import ConfigFacts, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
-from rankmap.explain.denial import MAX_NEGATED, dismissed, negated, wanted
+from rankmap.explain.denial import (
+    MAX_NEGATED,
+    asked_what_if,
+    confirming,
+    dismissed,
+    negated,
+    not_happened,
+    wanted,
+    without_what_if_questions,
+)
 from rankmap.explain.document import (
     LAUNCHER_WORDS,
     Segment,
@@ -42,6 +51,10 @@ MAX_CONFIG_CHARS = 64 * 1024
 _SIMULATED = re.compile(
     r"^(?:(?:env\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:torchrun|python[\d.]*\s+-m\s+torch\."
     r"distributed\.(?:launch|run)|accelerate\s+launch|deepspeed|srun|mpirun|mpiexec)\s"
+    # a launcher's own report, not a command: Open MPI's "mpirun noticed that process rank 8
+    # ... exited on signal 6", "mpirun has exited due to process rank 3", "mpirun was unable to"
+    r"(?!\s*(?:noticed|has|had|was|were|detected|could|did|does|is|will|cannot|can't|failed|"
+    r"received|found|encountered|exited|aborted|killed|reported|returned)\b)"
 )
 _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
 _GPU_MODEL = r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2,3}|MI\d{3}X?)"
@@ -172,7 +185,7 @@ _DENIED_FAILURE = re.compile(
 
 
 def _failed(text: str) -> bool:
-    low = _DENIED_FAILURE.sub(" ", text[:DOC_LIMIT].lower())
+    low = _DENIED_FAILURE.sub(" ", without_what_if_questions(text[:DOC_LIMIT]).lower())
     if any(k in low for k in STRONG_FAIL_KEYS) or any(k in low for k in ZH_FAIL_KEYS):
         return True
     return any(k in low for k in WEAK_FAIL_KEYS) and not _WORKS.search(low)
@@ -228,6 +241,10 @@ class DocFacts:
     configs: ConfigFacts = field(default_factory=ConfigFacts)  # accelerate, pod spec, hostfile
     frameworks: list[str] = field(default_factory=list)
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
+    hypothetical: bool = False  # asking about a failure the writer has not had, no run's output
+    log_lines: int = 0  # lines of the document read as program output
+    # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
+    cvd_whole_machine: bool = False
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
     gpu0_quote: str | None = None
@@ -337,6 +354,11 @@ _DATA_SIZE = re.compile(
 MAX_PARALLEL_COMMANDS = 8
 
 
+# A question may quote a message on a line of its own (read as output): up to this many lines of
+# output are still a question's quotes, not a run's output
+MAX_QUOTED_LOG = 2
+
+
 def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     """Segment ``text`` and read each segment; bounded by :data:`DOC_LIMIT`."""
     text = without_template(text[:DOC_LIMIT])
@@ -348,6 +370,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.title_line = _title_line(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
+        if seg.kind == "log":
+            facts.log_lines += seg.text.count("\n") + 1
         if seg.kind == "prose" and len(facts.prose_spans) < MAX_PROSE_SPANS:
             facts.prose_spans.append((seg.first_line, seg.first_line + seg.text.count("\n")))
         _signals(seg, source, facts)
@@ -377,11 +401,28 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             m = _PROC_COUNT.search(seg.text)
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
+    # a question about a failure the writer has not had, with no output of a run: no failure
+    facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and (
+        not_happened(text) or (not facts.failed and confirming(text))
+    )
+    facts.failed = facts.failed and not facts.hypothetical
     if facts.stated_gpus is None and facts.job_gpus is not None:
         facts.stated_gpus, facts.stated_gpus_at = facts.job_gpus
+    if _lists_every_gpu(facts):  # an environment dump of a job that sees the whole machine
+        facts.cvd_whole_machine = True
+        for sid in ("cvd-assigned", "cvd-mentioned"):
+            facts.hits.pop(sid, None)
     if facts.launch and facts.sbatch:
         facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
+
+
+def _lists_every_gpu(facts: DocFacts) -> bool:
+    """Whether the pasted CUDA_VISIBLE_DEVICES is ``0,1,…,N-1`` for the N GPUs the machine is
+    said (or shown) to have: every GPU visible, in CUDA's order — no narrowing (review 40)."""
+    gpus = facts.smi_gpus or facts.stated_gpus
+    ids = facts.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
+    return bool(gpus) and ids == [str(i) for i in range(gpus or 0)]
 
 
 # The #SBATCH options that decide tasks and GPUs per node (launchers.md §5): an srun inside the
@@ -547,6 +588,8 @@ def _unsaid(sig: Signal, text: str, m: re.Match[str]) -> bool:
         return True
     if sig.outside and dismissed(text, m.start(), m.end()):
         return True
+    if sig.failure and asked_what_if(text, m.start(), m.end()):
+        return True  # "Would that fail?": asked, not reported (review 41)
     return sig.negatable and negated(text, m.start(), m.end())
 
 

@@ -157,6 +157,13 @@ def explain_files(
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
         notes.append(f"{gpus} GPU(s) per host from an nvidia-smi table in the input")
+    elif not machines and doc is not None and doc.cvd_whole_machine and doc.stated_gpus:
+        # "8x A100" and CUDA_VISIBLE_DEVICES=0,...,7: the list is the whole node (review 40)
+        gpus = doc.stated_gpus
+        notes.append(
+            f"{gpus} GPU(s) per host as the input states ({doc.stated_gpus_at[:80]}); "
+            "its CUDA_VISIBLE_DEVICES lists every one of them"
+        )
     ctx, _ = build_context(
         launch,
         merged_env,
@@ -203,6 +210,8 @@ def _mentioned(f: Finding, doc: DocFacts) -> Finding:
     if f.severity is Severity.INFO or not f.evidence:
         return f
     where = [_WHERE.match(e) for e in f.evidence]
+    if doc.hypothetical:  # asked about before it happened: the lines are quotes (review 41)
+        return replace(f, severity=Severity.INFO)
     if all(
         m and doc.in_prose(int(m.group("n"))) and _QUOTING.search(m.group("text")) for m in where
     ):

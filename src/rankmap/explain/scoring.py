@@ -217,6 +217,8 @@ def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) 
 def _shows_family_failure(s: Scores, doc: DocFacts | None) -> bool:
     """Whether the evidence so far shows a failure of this family: a specific finding or
     failure signal, or a failure class next to no failure outside the family."""
+    if doc is not None and doc.hypothetical:
+        return False  # the messages are named in a question, not printed by a run
     return s.failure or (s.weak_failure and not _outside(doc))
 
 

@@ -1,0 +1,142 @@
+"""Session 14: shapes of reviews 40 (a visible-devices list that is not the cause), 41 (questions
+against statements) and 42 (short reports of other stacks), restated in our own words."""
+
+from __future__ import annotations
+
+import pytest
+from paste_findings import findings_of
+
+from rankmap.explain.denial import asked_what_if, not_happened
+
+
+def _alarms(text: str) -> list[tuple[str, str]]:
+    """(code, category) of every mapping finding above info."""
+    return [
+        (f.code, f.category)
+        for f in findings_of(text)
+        if f.severity.value != "info" and f.category != "other"
+    ]
+
+
+# --- review 41: a failure asked about before it happened is no failure report ------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the message quoted on a line of its own, read as output, and "haven't hit it"
+        'What does "CUDA error: invalid device ordinal" mean in multi-GPU jobs? I have not hit '
+        "it myself yet; I am writing a troubleshooting page for our wiki.\n",
+        "Hypothetically, if a rank called `torch.cuda.set_device(5)` on a 4-GPU node, would "
+        "the message be `invalid device ordinal`? It is for the unit tests of our wrapper.\n",
+        "Could NCCL tell us when two ranks share a GPU? Something like 'Duplicate GPU "
+        "detected'? We've never actually seen it, we only want our CI grep to be right.\n",
+        "If I start 12 ranks on a 4-GPU box with set_device(local_rank % 4), would NCCL refuse "
+        "to start or just be slow? I'm considering it for a debugging setup.\n",
+    ],
+)
+def test_a_question_about_a_failure_the_writer_has_not_had_raises_no_alarm(text: str) -> None:
+    assert _alarms(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Should LOCAL_RANK be used instead of RANK when picking the GPU? One tutorial shows "
+        "one, the docs the other. We run a single node with 8 GPUs today and go multi-node "
+        "next month; which one is right in general?\n",
+        "Quick question about docker: if I pass `--gpus '\"device=1,2\"'`, will the container "
+        "see them as GPU 0 and 1? Would setting CUDA_VISIBLE_DEVICES=1,2 inside be wrong?\n",
+    ],
+)
+def test_what_if_questions_are_asked_not_reported(text: str) -> None:
+    assert _alarms(text) == []
+
+
+def test_a_run_that_works_and_a_wish_to_confirm_raise_no_alarm() -> None:
+    text = (
+        "Why does nvidia-smi list my job on GPU 2 while PyTorch says cuda:0? Is something "
+        "mismatched?\n\n"
+        "I run `CUDA_VISIBLE_DEVICES=2 python serve.py`; current_device() prints 0.\n"
+        "Throughput is as expected, I just want to confirm nothing is misconfigured.\n"
+    )
+    assert _alarms(text) == []
+
+
+def test_a_report_that_says_it_has_never_seen_this_error_before_still_reports_it() -> None:
+    # "never seen this before" reports a failure that happens now
+    assert not not_happened("I've never seen this error before, it started after the upgrade.")
+    text = (
+        "I've never seen this error before, it started today:\n"
+        "torchrun --nproc_per_node 8 train.py\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert _alarms(text)
+
+
+def test_a_plea_for_help_and_a_why_question_are_not_what_if_questions() -> None:
+    text = "Can anyone explain why rank 3 fails? Why does it crash? Would that be wrong?"
+    assert not asked_what_if(text, text.index("rank 3"), text.index("rank 3") + 6)
+    assert not asked_what_if(text, text.index("crash"), text.index("crash") + 5)
+    assert asked_what_if(text, text.index("wrong"), text.index("wrong") + 5)
+
+
+def test_a_question_beside_a_reported_failure_keeps_the_failure() -> None:
+    text = (
+        "# all ranks on GPU 0\nAll 4 processes run on GPU 0 and the job hangs in the first "
+        "allreduce. Should I call set_device before init_process_group?\n"
+    )
+    assert ("RM345", "no_set_device") in _alarms(text) or any(
+        cat == "no_set_device" for _, cat in _alarms(text)
+    )
+
+
+# --- review 40: a visible-devices list that is not the cause ------------------------------------
+def test_an_environment_dump_listing_every_gpu_is_no_narrowing() -> None:
+    text = (
+        "Job: 1 node, 8x A100. I run\n"
+        "    mpirun -np 16 --bind-to core ./md -gpus 8\n"
+        "Environment printed by the job script:\n"
+        "    CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n"
+        "    OMP_NUM_THREADS=4\n\n"
+        "Output:\n"
+        "  will use up to 8 GPU(s) per node\n"
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  cudaSetDevice(8) error( cudaErrorInvalidDevice): invalid device ordinal\n"
+        "mpirun noticed that process rank 8 with PID 1234 on node n01 exited on signal 6 (Aborted).\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.category, first.severity.value) == ("oversubscribed", "error")
+
+
+def test_open_mpis_own_report_is_not_the_launch_command() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = (
+        "```\nmpirun noticed that process rank 3 with PID 99 on node n2 exited on signal 6.\n```\n"
+    )
+    assert read_document(text).launch is None
+
+
+def test_no_gpus_found_by_process_group_nccl_is_a_process_that_sees_no_gpu() -> None:
+    text = (
+        "The job prints CUDA_VISIBLE_DEVICES='' and then every rank fails:\n"
+        "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n"
+    )
+    # not a build without NCCL (that message is "Distributed package doesn't have NCCL")
+    assert findings_of(text)[0].category != "version_mismatch"
+
+
+# --- review 42: another stack's device call with the global rank --------------------------------
+def test_hip_or_cuda_set_device_with_the_world_rank_is_the_global_rank() -> None:
+    text = (
+        "# hipErrorInvalidDevice for ranks 8 and up\n"
+        "srun -N 2 -n 16 --gpus-per-node=8 ./app\n"
+        "We call `hipSetDevice(world_rank)`. Ranks 8-15: hipErrorInvalidDevice\n"
+    )
+    assert findings_of(text)[0].category == "global_rank_as_device"
+
+
+def test_chinese_uneven_gpu_memory_is_the_english_unbalanced_signal() -> None:
+    first = findings_of("foo/bar · issue #1 · closed\n# 多卡训练显存占用不均衡\n")[0]
+    assert first.category == "no_set_device"
