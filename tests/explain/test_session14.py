@@ -140,3 +140,21 @@ def test_hip_or_cuda_set_device_with_the_world_rank_is_the_global_rank() -> None
 def test_chinese_uneven_gpu_memory_is_the_english_unbalanced_signal() -> None:
     first = findings_of("foo/bar · issue #1 · closed\n# 多卡训练显存占用不均衡\n")[0]
     assert first.category == "no_set_device"
+
+
+def test_a_device_never_selected_per_process_told_in_words() -> None:
+    for text in (
+        "We don't set a device per process before init_process_group, and the job hangs.\n",
+        "The ranks all land on one GPU: we never pin each rank to its GPU.\n",
+    ):
+        assert findings_of(text)[0].category == "no_set_device", text
+
+
+def test_two_machines_with_one_hostname_told_with_words_between() -> None:
+    text = (
+        "# horovodrun: ranks 4-7 fail with invalid device ordinal\n"
+        "Both VMs were cloned from a single image and have hostname localhost.localdomain.\n"
+        "horovodrun -np 8 -H 10.0.0.5:4,10.0.0.6:4 python train.py\n"
+        "[1,5]<stderr>:RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"

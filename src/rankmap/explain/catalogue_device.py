@@ -243,7 +243,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:the )?same (?:host ?name )?prefix|(?:full|whole) host ?name instead of|"
        # "both nodes have hostname \"dgx\"", "all pods report the hostname localhost"
        r"\b(?:both|all|two|every|each of the) (?:\w+ )?(?:(?:nodes|machines|hosts|servers|pods|"
-       r"containers|vms)\b[^.\n]{0,20}\b)?(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
+       r"containers|vms)\b[^.\n]{0,40}\b)?(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
        r"host ?name\b",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
@@ -500,9 +500,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("set-device-word", r"set_device", {"no_set_device": 1}, f"{PT} §1"),
     # the writer says the script never selects the device ("forgot set_device", "missing
     # torch.cuda.set_device()", "we never call set_device")
-    _s("set-device-missing", r"\b(?:forg[oe]t(?:ting)?|missing|without|never|didn't|did not|"
+    _s("set-device-missing", r"(?:\b(?:forg[oe]t(?:ting)?|missing|without|never|didn't|did not|"
        r"doesn't|does not|don't|do not|no|lack of|absence of) (?:to )?(?:call(?:ing)? |use |using "
        r"|a |any )?(?:torch\.cuda\.)?set_device\b"
+       # ... in words: "we don't set a device per process", "never pin each rank to its GPU"
+       r"|\b(?:never|didn't|did not|don't|do not|doesn't|does not|forgot to) (?:explicitly )?"
+       r"(?:set|select|pick|choose|assign|pin|bind) (?:a |the |any |each |every )?(?:rank |process |"
+       r"worker )?(?:to (?:a |its |their )?(?:own )?)?(?:cuda )?(?:device|gpu)s? ?(?:per|for each|for "
+       r"every|in each|in every|on each)? ?(?:process|rank|worker)?\b)"
        # "without set_device it failed, so I added it": told as what was fixed (review 25)
        r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
        {"no_set_device": 3.5}, f"{PT} §1: without set_device every rank works on cuda:0",
