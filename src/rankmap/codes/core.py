@@ -171,8 +171,10 @@ define(
     "CUDA_VISIBLE_DEVICES exposes fewer GPUs than the launcher starts processes",
     cause="CUDA_VISIBLE_DEVICES was narrowed (by hand, an sbatch script, accelerate `gpu_ids`) "
     "but the process count was not.",
-    fix="Make the two agree: `--nproc-per-node` = number of CUDA_VISIBLE_DEVICES entries, or "
-    "widen/unset CUDA_VISIBLE_DEVICES.",
+    fix="Make the two agree: as many processes per node as CUDA_VISIBLE_DEVICES has entries "
+    "(`--nproc-per-node`, `-npernode`, `--ntasks-per-node`), or widen/unset "
+    "CUDA_VISIBLE_DEVICES; under mpirun, pass it to the ranks of every node "
+    "(`-x CUDA_VISIBLE_DEVICES`).",
     example="`CUDA_VISIBLE_DEVICES=0,1,2,3` with `torchrun --nproc-per-node 8`.",
 )
 define(
