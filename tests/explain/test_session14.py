@@ -158,3 +158,12 @@ def test_two_machines_with_one_hostname_told_with_words_between() -> None:
         "[1,5]<stderr>:RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "host_identity"
+
+
+def test_an_older_jaxlibs_built_against_a_newer_cuda_is_a_version_mismatch() -> None:
+    text = (
+        "RuntimeError: Unable to initialize backend 'cuda': FAILED_PRECONDITION: CUDA backend "
+        "failed to initialize: Found cuDNN version 8600, but JAX was built against version "
+        "8800, which is newer.\n"
+    )
+    assert findings_of(text)[0].category == "version_mismatch"

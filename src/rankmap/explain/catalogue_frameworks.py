@@ -230,7 +230,10 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_JAX}/jax/_src/xla_bridge.py: a CPU-only jaxlib: the process gets no GPU",
        failure=True, framework="jax"),
     _s("jax-cuda-outdated", r"Outdated [\w .-]{1,40} installation found|Version JAX was built "
-       r"against: \d+|jaxlib version \S+ is newer than and incompatible with",
+       r"against: \d+|jaxlib version \S+ is newer than and incompatible with|"
+       # older jaxlib: "Found cuDNN version 8600, but JAX was built against version 8800, which
+       # is newer"
+       r"Found [\w.-]{2,20} version \d+, but JAX was built against version \d+",
        {"version_mismatch": 5},
        f"{_JAX}/jax_plugins/cuda/__init__.py (_check_cuda_versions), jax/_src/lib/__init__.py: "
        "the CUDA libraries or jax are older than the build", failure=True, framework="jax"),
@@ -353,7 +356,12 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
         "process_id < num_processes",
     ),
     "jax-cpu-jaxlib": ("cuda-enabled jaxlib",),
-    "jax-cuda-outdated": ("installation found", "version jax was built against", "jaxlib version"),
+    "jax-cuda-outdated": (
+        "installation found",
+        "version jax was built against",
+        "jaxlib version",
+        "but jax was built against",
+    ),
     "ompi-bind-overload": ("processes than cpus on a resource",),
     "slurm-step-refused": (
         "requested nodes are busy",
