@@ -153,3 +153,66 @@ def test_concurrent_steps_get_the_allocations_next_gpus(tmp_path: Path) -> None:
     report = _check(tmp_path, script)
     assert not report.has_errors and "RM503" not in _codes(report)
     assert len(set(_bus_ids(report))) == 8  # the second step on GPUs 4-7, not 0-3 again
+
+
+# --- review 45 ----------------------------------------------------------------------------------
+def test_srun_flags_without_a_value_do_not_swallow_the_program(tmp_path: Path) -> None:
+    step = "srun --ntasks=1 --gres=gpu:4 {flag} torchrun --standalone --nproc_per_node 4 train.py"
+    for flag in ("--exact", "-K", "--kill-on-bad-exit", "--exact --quiet"):
+        script = f"#!/bin/bash\n#SBATCH --gres=gpu:8\n{step.format(flag=flag)}\n"
+        report = _check(tmp_path, script)
+        assert report.sections["launch"]["world_size"] == 4, flag
+        assert not report.has_errors, flag
+
+
+def test_an_array_appended_inside_an_if_keeps_the_command(tmp_path: Path) -> None:
+    script = (
+        "#!/bin/bash\nNGPU=8\nCMD=(torchrun --standalone)\n"
+        'if [[ "${DEBUG:-0}" == 1 ]]; then\n  CMD+=(--max_restarts 0)\nfi\n'
+        'CMD+=(--nproc_per_node "$NGPU" train.py)\n"${CMD[@]}"\n'
+    )
+    report = _check(tmp_path, script)
+    assert report.sections["launch"]["world_size"] == 8
+    # the path where the branch did not run: its option is not in the command
+    assert "--max_restarts" not in report.sections["launch"]["argv"]
+
+
+def test_a_file_sourced_from_the_scripts_own_directory_is_read_beside_it(tmp_path: Path) -> None:
+    env = "export CUDA_VISIBLE_DEVICES=0,1,2,3\n"
+    for line in (
+        'source "$(dirname "$0")/env.sh"',
+        'SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)\nsource "$SCRIPT_DIR/env.sh"',
+        '. "${BASH_SOURCE%/*}/env.sh"',
+    ):
+        script = f"#!/bin/bash\n{line}\ntorchrun --nproc_per_node 8 train.py\n"
+        report = _check(tmp_path, script, env__sh=env)
+        assert "RM201" in _codes(report), line
+        notes = " ".join(report.sections["launch"]["notes"])
+        assert "as env.sh beside the script" in notes, line
+
+
+def test_a_launcher_run_on_every_task_shows_nodes_and_agents_apart(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
+    report = check_launch(
+        [
+            "srun",
+            "-N",
+            "2",
+            "--ntasks-per-node",
+            "8",
+            "torchrun",
+            "--nproc_per_node",
+            "8",
+            "train.py",
+        ],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=2,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    launch = report.sections["launch"]
+    assert (launch["outer"], launch["outer_tasks_per_node"], launch["nnodes"]) == ("srun", 8, 16)
+    from rankmap.render.check import _launch_line
+
+    assert _launch_line(launch).startswith("launch: srun → torchrun — 2 node(s) × 8 torchrun")

@@ -68,6 +68,9 @@ def sections(
         "module": plan.module,
         "worlds": plan.worlds,
         "joined": plan.joined,
+        # the launcher that runs this one on every task (srun / mpirun torchrun ...)
+        "outer": plan.outer,
+        "outer_tasks_per_node": plan.outer_tasks_per_node,
         "argv": list(plan.argv),
         "notes": list(plan.notes) + list(sel.notes),
         "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},

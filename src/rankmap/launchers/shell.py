@@ -92,6 +92,8 @@ class _Branches:
     branch_start: int  # launches when the current branch began
     launched: int = 0  # branches that launched something
     assigned: set[str] = field(default_factory=set)
+    # arrays a branch assigns: their elements before the if / case (None: unset then)
+    arrays_before: dict[str, dict[str, str] | None] = field(default_factory=dict)
 
 
 class _Reader:
@@ -287,7 +289,7 @@ class _Reader:
             state.launched += 1
             self.job += 1
         state.branch_start = len(self.launches)
-        self._forget(state.assigned)
+        self._end_branch(state)
 
     def _close_branches(self) -> None:
         """`fi` / `esac`: what follows runs after whichever branch ran — another job where two
@@ -297,6 +299,19 @@ class _Reader:
             state.launched += 1
         if state.launched > 1:
             self.job += 1
+        self._end_branch(state)
+
+    def _end_branch(self, state: _Branches) -> None:
+        """What a branch assigned is not known after it; an array it changed (`CMD+=(--debug)`
+        in an `if`) is the one it was before the branch — the path where the branch did not run
+        — or, unset before, the branch's own (a command held in an array is not lost: review
+        45)."""
+        for name, before in state.arrays_before.items():
+            state.assigned.discard(name)
+            if before is not None:
+                self._drop_array(name)
+                self.vars.update(before)
+        state.arrays_before.clear()
         self._forget(state.assigned)
 
     def _forget(self, names: set[str]) -> None:
@@ -376,6 +391,8 @@ class _Reader:
         """``CMD=(torchrun --nproc_per_node 8 train.py)`` / ``CMD+=(--nnodes 2)``: the elements
         as ``CMD[0]``, ``CMD[1]``… and all of them as ``CMD[@]`` (an unquoted ``$ARGS`` inside
         splits into words, as in a launch line); ``$CMD`` is the first element."""
+        if self.open and name not in self.open[-1].arrays_before:
+            self.open[-1].arrays_before[name] = self._array_state(name)
         old = (self.vars.get(f"{name}[@]") or "").split() if append else []
         new: list[str] = []
         for word in words:
@@ -390,6 +407,13 @@ class _Reader:
             self.vars[name] = elements[0]
         if self.open:
             self.open[-1].assigned.add(name)
+
+    def _array_state(self, name: str) -> dict[str, str] | None:
+        """The variables that hold array ``name`` now (None: it is not set)."""
+        if f"{name}[@]" not in self.vars:
+            return None
+        keys = [name, *(k for k in self.vars if k.startswith(f"{name}["))]
+        return {k: self.vars[k] for k in keys if k in self.vars}
 
     def _drop_array(self, name: str) -> None:
         self.vars.pop(name, None)
@@ -643,7 +667,10 @@ def simulate_text(
 ) -> LaunchPlan:
     """Plan of a script's text (a file, or the command string of ``bash -c '...'``)."""
     job = batch_env({**parse_sbatch_lines(text), **ctx.sbatch}, ctx.nodes)
-    script = parse_shell(text, str(path), {**job, **ctx.env}, _source_reader(path, ctx))
+    guessed: list[str] = []
+    script = parse_shell(
+        text, str(path), {**job, **ctx.env}, _source_reader(path, ctx, guessed)
+    )
     # what the batch step's processes inherit from Slurm itself: its GPUs (ctx.env, the user's
     # own --env, wins)
     step = {k: v for k, v in job.items() if k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")}
@@ -668,6 +695,12 @@ def simulate_text(
             "(the GPUs of its #SBATCH request; the node's first ones assumed)"
         )
         plan = replace(plan, notes=(*plan.notes, note))
+    if guessed:
+        note = (
+            f"Read the sourced {', '.join(dict.fromkeys(guessed))} (its directory is computed "
+            "when the job runs; the script's own assumed)"
+        )
+        plan = replace(plan, notes=(*plan.notes, note))
     if script.unread:
         note = (
             f"Not read: the file{'s' if len(script.unread) > 1 else ''} sourced at "
@@ -678,20 +711,38 @@ def simulate_text(
     return plan
 
 
-def _source_reader(path: Path, ctx: LaunchContext) -> SourceReader:
+# the directory of the running script, computed when it runs: `$(dirname "$0")`,
+# `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` (a command's output, marked `$(…)`), or
+# `${BASH_SOURCE%/*}` / `${0%/*}`
+_SCRIPT_DIR = re.compile(r"^(?:\$\(…\)|\$\{(?:BASH_SOURCE(?:\[0\])?|0)%/\*\})$")
+
+
+def _source_reader(path: Path, ctx: LaunchContext, guessed: list[str]) -> SourceReader:
     """How the script's `source FILE` lines are read: FILE beside the script, else relative to
-    the working directory (where the shell resolves it); None when neither is a readable file
-    or its name is computed when the job runs (``$(dirname $0)/env.sh``)."""
+    the working directory (where the shell resolves it); `$(dirname "$0")/FILE` as FILE beside
+    the script (named in ``guessed``); None when none of these is a readable file or the name is
+    computed otherwise."""
+
+    def text_of(candidate: Path, name: str) -> str | None:
+        if not ctx.files.is_file(candidate):
+            return None
+        try:
+            return ctx.files.read_text(candidate, kind="config", what=f"source {name!r}")
+        except InputError:
+            return None
 
     def read(name: str) -> str | None:
+        head, _, tail = name.rpartition("/")
+        if _SCRIPT_DIR.match(head) and tail and "$" not in tail and "…" not in tail:
+            text = text_of(path.parent / tail, name)
+            if text is not None:
+                guessed.append(f"{name} as {tail} beside the script")
+            return text
         if not name or "$" in name or "…" in name:
             return None
         for candidate in dict.fromkeys((path.parent / name, ctx.path(name))):
-            if ctx.files.is_file(candidate):
-                try:
-                    return ctx.files.read_text(candidate, kind="config", what=f"source {name!r}")
-                except InputError:
-                    return None
+            if (text := text_of(candidate, name)) is not None:
+                return text
         return None
 
     return read

@@ -29,7 +29,9 @@ _ANSI_C = re.compile(r"\$'(?:[^'\\]|\\.)*'")
 # a parameter expansion with a space inside (`${GPUS//,/ }`): a value computed when the script
 # runs, one word (shlex would cut it at the space)
 _SPACED_PARAM = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
-_COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()[^()\n]*\)")
+# (one already marked inside another, `$(cd "$(dirname "$0")" && pwd)`, is part of it)
+_COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()(?:[^()\n]|\$\(…\))*\)")
+MAX_NESTED_OUTPUTS = 4  # command outputs nested this deep are marked
 
 
 # (line, words, backgrounded, unconditional): unconditional is a command that starts its line's
@@ -162,7 +164,11 @@ def _marked(line: str) -> str:
     line = _SEQ.sub(lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line)
     line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
     # one word that stays a parameter (check does not simulate what it sets; review 25)
-    return _SPACED_PARAM.sub("$(…)", _COMMAND_OUTPUT.sub("$(…)", line))
+    for _ in range(MAX_NESTED_OUTPUTS):  # innermost first
+        line, found = _COMMAND_OUTPUT.subn("$(…)", line)
+        if not found:
+            break
+    return _SPACED_PARAM.sub("$(…)", line)
 
 
 def _words(line: str) -> list[str]:
