@@ -3,10 +3,14 @@ against statements) and 42 (short reports of other stacks), restated in our own 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from paste_findings import findings_of
 
+from rankmap.adapters.logs import LocalLogs
 from rankmap.explain.denial import asked_what_if, not_happened
+from rankmap.explain.engine import explain_files
 
 
 def _alarms(text: str) -> list[tuple[str, str]]:
@@ -167,3 +171,37 @@ def test_an_older_jaxlibs_built_against_a_newer_cuda_is_a_version_mismatch() -> 
         "8800, which is newer.\n"
     )
     assert findings_of(text)[0].category == "version_mismatch"
+
+
+# --- reviews 43 and 44 ---------------------------------------------------------------------------
+def test_processes_on_gpu_0_and_gpu_1_name_two_gpus_not_a_pile_up() -> None:
+    text = "Both processes run on GPU 0 and GPU 1 (nvidia-smi), not on 2 and 3 as configured.\n"
+    assert all(f.category != "no_set_device" for f in findings_of(text))
+    assert findings_of("All 4 processes run on GPU 0.\n")[0].category == "no_set_device"
+
+
+def test_a_traceback_that_selects_the_local_rank_is_no_global_rank_on_two_nodes(
+    tmp_path: Path,
+) -> None:
+    log = (
+        "[1,6]<stderr>:Traceback (most recent call last):\n"
+        '[1,6]<stderr>:  File "/w/train.py", line 148, in <module>\n'
+        "[1,6]<stderr>:    torch.cuda.set_device(hvd.local_rank())\n"
+        "[1,6]<stderr>:RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    path = tmp_path / "job.log"
+    path.write_text(log)
+    report = explain_files(
+        [path], launch="mpirun -np 16 -npernode 8 -H a:8,b:8 python train.py", logs=LocalLogs()
+    )
+    assert report.ordered_findings()[0].category == "oversubscribed"
+
+
+def test_a_pdsh_prefixed_code_line_of_a_traceback_is_output_not_prose() -> None:
+    text = (
+        "node-2: [rank8]: Traceback (most recent call last):\n"
+        'node-2: [rank8]:   File "/data/pretrain.py", line 96, in <module>\n'
+        "node-2: [rank8]:     model = DDP(model.cuda(args.rank), device_ids=[args.rank])\n"
+        "node-2: [rank8]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "global_rank_as_device"

@@ -369,7 +369,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        "per step, or per task with task binding)", framework="slurm"),
     _s("local-rank-as-device", r"set_device\(\s*(?:int\()?\s*(?:args\.|self\.|opt\.|config\.)?"
        r"(?:local_rank|localrank|slurm_localid)\b|set_device\(\s*int\(\s*os\.environ(?:\.get\(|\[)"
-       r"\s*['\"](?:LOCAL_RANK|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]",
+       r"\s*['\"](?:LOCAL_RANK|SLURM_LOCALID|OMPI_COMM_WORLD_LOCAL_RANK)['\"]|"
+       # Horovod's and the frameworks' own local rank (review 44)
+       r"(?:set_device|Device|cudaSetDevice|hipSetDevice|visible_device_list\s*=\s*str)\(\s*"
+       r"(?:hvd\.local_rank\(\)|(?:\w+\.)?get_local_rank\(\))",
        {}, f"{PT} §1: the device is selected by the local rank (the right index, as long as the "
        "process sees every GPU of its node)", where=NOT_PROSE),
     _s("one-gpu-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|saw|sees?|attach\w* to|"
@@ -462,7 +465,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"
-       r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b(?! ?[-,–]\s?\d)|"
+       # ("processes on GPU 0 and GPU 1" names two GPUs: no pile-up; review 43)
+       r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b(?! ?[-,–]\s?\d| (?:and|or|&) "
+       r"(?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)|"
        r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
        r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank ?[=:]? ?0\b|"

@@ -433,6 +433,8 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     # code that selects the local rank (pasted or --script) says the index is no global rank
     by_local = bool({ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS)
+    # ... and so does the selecting line of a traceback (`set_device(hvd.local_rank())`)
+    by_local = by_local or bool(doc and "local-rank-as-device" in doc.hits)
     # nccl-tests counts its local rank by hostname, never the global rank (review 26)
     by_local = by_local or bool(doc and "nccl-tests" in doc.frameworks)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:

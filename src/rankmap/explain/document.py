@@ -70,7 +70,11 @@ _LOG = re.compile(
     r"\[?\d{4}-\d\d-\d\d[ T]\d\d:|\[rank\d+\]|\[\d+,\d+\]<|\w[\w.-]*:\d+:\d+ \[\d+\]|"
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\(\w*(?:pid|Worker)\w*[= ]|"
     r"\^+\s*$|\d+: |E\s+|torch\.\w+\.\w+Error|warnings\.warn|During handling|"
-    r"The above exception|raise \w)|NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
+    r"The above exception|raise \w|"
+    # a pdsh / DeepSpeed host prefix before a line of output ("node-2: [rank8]: ...")
+    r"(?:localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+): (?:\[rank\d+\]|"
+    r"\[\d{4}-\d\d-\d\d|Traceback|\w+Error\b|\[\d+,\d+\]<|[\w.-]+:\d+:\d+ \[\d+\]))|"
+    r"NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
 )
 _YAML = re.compile(r"^\s*(?:- )?[\w.-]+:\s*(?:\S.*)?$")
 _HEADING = re.compile(r"^#{1,6}\s+(?P<rest>\S.*)$")

@@ -668,9 +668,7 @@ def simulate_text(
     """Plan of a script's text (a file, or the command string of ``bash -c '...'``)."""
     job = batch_env({**parse_sbatch_lines(text), **ctx.sbatch}, ctx.nodes)
     guessed: list[str] = []
-    script = parse_shell(
-        text, str(path), {**job, **ctx.env}, _source_reader(path, ctx, guessed)
-    )
+    script = parse_shell(text, str(path), {**job, **ctx.env}, _source_reader(path, ctx, guessed))
     # what the batch step's processes inherit from Slurm itself: its GPUs (ctx.env, the user's
     # own --env, wins)
     step = {k: v for k, v in job.items() if k in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS")}
