@@ -67,7 +67,9 @@ def test_a_run_that_works_and_a_wish_to_confirm_raise_no_alarm() -> None:
 
 def test_a_report_that_says_it_has_never_seen_this_error_before_still_reports_it() -> None:
     # "never seen this before" reports a failure that happens now
-    assert not not_happened("I've never seen this error before, it started after the upgrade.")
+    assert not not_happened(
+        "I've never seen this error before, it started after the upgrade.", failed=True
+    )
     text = (
         "I've never seen this error before, it started today:\n"
         "torchrun --nproc_per_node 8 train.py\n"

@@ -119,9 +119,22 @@ _NOT_HAPPENED = re.compile(
 )
 
 
-def not_happened(prose: str) -> bool:
-    """Whether the writer's prose says the failure it names has not happened to them."""
-    return bool(_NOT_HAPPENED.search(prose))
+# A writer whose run works and who asks to be sure ("Throughput is as expected. Just want to
+# confirm I didn't misconfigure anything"): with no failure word anywhere, nothing failed
+# (review 40)
+_CONFIRMING = re.compile(
+    r"\b(?:just|only) (?:want(?:ed)?|wanting|trying|asking|need(?:ed)?) to (?:confirm|double[- ]?"
+    r"check|verify|make sure|understand|check)\b|"
+    r"\b(?:throughput|performance|speed|training|the run|results?|loss|it|everything)(?: \w+){0,2} "
+    r"(?:is|are|looks?|seems?|was|were) (?:as expected|normal|fine|ok|okay|good)\b",
+    re.IGNORECASE,
+)
+
+
+def not_happened(text: str, *, failed: bool) -> bool:
+    """Whether the writer says the failure they name has not happened to them, or (``failed``:
+    the text has failure words) that their run works and they only ask to be sure."""
+    return bool(_NOT_HAPPENED.search(text) or (not failed and _CONFIRMING.search(text)))
 
 
 # A question about what would happen ("Would that be wrong?", "Should LOCAL_RANK be used instead
@@ -154,20 +167,3 @@ def asked_what_if(text: str, start: int, end: int) -> bool:
         lo + q.start() <= start and end <= lo + q.end()
         for q in _ASKED_WHAT_IF.finditer(text, lo, min(len(text), end + 400))
     )
-
-
-# A writer whose run works and who asks to be sure ("Throughput is as expected. Just want to
-# confirm I didn't misconfigure anything"): with no failure word anywhere, nothing failed
-# (review 40)
-_CONFIRMING = re.compile(
-    r"\b(?:just|only) (?:want(?:ed)?|wanting|trying|asking|need(?:ed)?) to (?:confirm|double[- ]?"
-    r"check|verify|make sure|understand|check)\b|"
-    r"\b(?:throughput|performance|speed|training|the run|results?|loss|it|everything)(?: \w+){0,2} "
-    r"(?:is|are|looks?|seems?|was|were) (?:as expected|normal|fine|ok|okay|good)\b",
-    re.IGNORECASE,
-)
-
-
-def confirming(prose: str) -> bool:
-    """Whether the writer says the run works and asks only to be sure."""
-    return bool(_CONFIRMING.search(prose))

@@ -28,7 +28,6 @@ from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import (
     MAX_NEGATED,
     asked_what_if,
-    confirming,
     dismissed,
     negated,
     not_happened,
@@ -402,8 +401,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
-    facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and (
-        not_happened(text) or (not facts.failed and confirming(text))
+    facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(
+        text, failed=facts.failed
     )
     facts.failed = facts.failed and not facts.hypothetical
     if facts.stated_gpus is None and facts.job_gpus is not None:
