@@ -216,3 +216,31 @@ def test_a_launcher_run_on_every_task_shows_nodes_and_agents_apart(tmp_path: Pat
     from rankmap.render.check import _launch_line
 
     assert _launch_line(launch).startswith("launch: srun → torchrun — 2 node(s) × 8 torchrun")
+
+
+# --- review 48 ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "index",
+    [
+        # the local rank computed from the global one: a correct script (a false RM401 before)
+        'int(os.environ["RANK"]) - int(os.environ["GROUP_RANK"]) * 8',
+        # the global rank computed from the local one (a silent pass before: the term was 0)
+        'int(os.environ["GROUP_RANK"]) * 8 + int(os.environ["LOCAL_RANK"])',
+    ],
+)
+def test_a_rank_combined_with_a_value_not_followed_is_unknown(tmp_path: Path, index: str) -> None:
+    (tmp_path / "train.py").write_text(
+        "import os, torch, torch.distributed as dist\n"
+        f"torch.cuda.set_device({index})\n"
+        "dist.init_process_group('nccl')\n"
+    )
+    report = check_launch(
+        ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=2,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert not report.has_errors
+    assert "RM030" in _codes(report)  # said where, as unknown

@@ -58,7 +58,6 @@ from rankmap.check.script_values import (
     first_set,
     linear,
     open_world,
-    scaled,
     with_literal_modulus,
     with_modulo,
 )
@@ -198,10 +197,10 @@ class Flow(Calls):
             return linear(left, *_linear_terms(node.op, right.value))
         if is_rank(right) and isinstance(left, Num) and isinstance(node.op, (ast.Add, ast.Mult)):
             return linear(right, *_linear_terms(node.op, left.value))
-        if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and is_rank(left):
-            return scaled(left)
-        if isinstance(node.op, (ast.Add, ast.Mult)) and is_rank(right):
-            return scaled(right)
+        # a rank combined with a value not followed (`node * 8 + LOCAL_RANK`, `RANK - node * 8`)
+        # is not that rank: `RANK - GROUP_RANK * 8` is the local rank, `GROUP_RANK * 8 +
+        # LOCAL_RANK` the global one (review 48: a false RM401 and a miss when the unknown term
+        # was taken as 0) — unknown, said where
         return Unknown(f"{frame.where(node)}: `{frame.mod.text(node)}` not followed")
 
     # --- names ---------------------------------------------------------------------------
