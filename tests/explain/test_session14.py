@@ -207,3 +207,27 @@ def test_a_pdsh_prefixed_code_line_of_a_traceback_is_output_not_prose() -> None:
         "node-2: [rank8]: RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "global_rank_as_device"
+
+
+# --- reviews 46 and 47 ---------------------------------------------------------------------------
+def test_an_unrecognized_argument_of_the_users_own_is_no_launcher_problem() -> None:
+    text = (
+        "torchrun --nproc_per_node 2 train.py --lr_sched cosine\n\n"
+        "train.py: error: unrecognized arguments: --lr_sched cosine\n"
+        "train.py: error: unrecognized arguments: --lr_sched cosine\n"
+    )
+    assert _alarms(text) == []
+    launcher = "train.py: error: unrecognized arguments: --local-rank=3\n"
+    assert findings_of(launcher)[0].category == "launcher_config"
+
+
+def test_nccl_counting_one_node_for_a_two_node_launch_is_one_host_identity() -> None:
+    text = (
+        "Two nodes of 8 GPUs, torchrun --nnodes=2 --nproc_per_node=8, NCCL_DEBUG=INFO:\n\n"
+        "n:11:11 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+        "n:11:90 [0] NCCL INFO comm 0x5 rank 0 nRanks 16 nNodes 1 localRanks 16 localRank 0 "
+        "MNNVL 0\n"
+        "n:18:95 [7] transport/p2p.cc:288 NCCL WARN Cuda failure 'invalid device context'\n"
+        "torch.distributed.DistBackendError: NCCL error ... unhandled cuda error\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"

@@ -33,7 +33,11 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # --- launcher / framework configuration -----------------------------------------------------
     # a keyword a launcher or framework passes (local_rank, world_size, ...); any other
     # "unexpected keyword argument" is a library API break (outside-python)
-    _s("unrecognized-args", r"unrecognized arguments?:|error: unrecognized|no such option|"
+    # ... and only an option a launcher passes: "unrecognized arguments: --lr_schedule" is the
+    # user's own typo (review 46)
+    _s("unrecognized-args", r"(?:unrecognized arguments?:|error: unrecognized|no such option:?)"
+       r"[^\n]{0,200}?(?<![\w-])--?(?:local[-_ ]?rank|deepspeed\w*|rank|world[-_]size|nproc\w*|"
+       r"nnodes|node[-_]rank|master[-_](?:addr|port)|num[-_]processes|dist[-_]url|gpu)\b|"
        r"unexpected keyword argument ['\"]?(?:local[-_]rank|rank|world[-_]size|device_ids?|"
        r"nproc\w*|num_processes|master_(?:addr|port)|backend|init_method)\b",
        {"launcher_config": 4},

@@ -351,6 +351,8 @@ def _transport_and_tables(ctx: Context, doc: DocFacts | None, s: Scores) -> None
             "intra-host transport (P2P/IPC or SHM): it took them for one host",
             doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
         )
+    if doc and (merged := _nodes_merged(ctx, doc)):
+        s.add("host_identity", 5.0, merged)
     if doc and doc.gpu0_extra:
         s.mapping_failure = True  # a process on GPU 0 and on its own GPU: an observed state
         s.add(
@@ -368,6 +370,19 @@ def _transport_and_tables(ctx: Context, doc: DocFacts | None, s: Scores) -> None
             ("container_mapping", 1.0),
         ):
             s.add(cat, pts, f"{doc.shared_gpu} (several ranks on one GPU)")
+
+
+def _nodes_merged(ctx: Context, doc: DocFacts) -> str | None:
+    """NCCL's ``nNodes 1 localRanks 16`` for a launch over two nodes of 8: it took the nodes for
+    one host (reference/nccl.md (b): ranks of one host hash are one node); None otherwise."""
+    nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch)
+    nproc = ctx.launch.nproc_per_node if ctx.launch else doc.stated_procs
+    if doc.nccl_nodes != 1 or nodes < 2 or not nproc or doc.local_ranks <= nproc:
+        return None
+    return (
+        f"NCCL counted one node with {doc.local_ranks} local ranks (nNodes 1) for a launch over "
+        f"{nodes} nodes of {nproc} processes: it took the nodes for one host"
+    )
 
 
 def _one_rank_per_node(ctx: Context, doc: DocFacts) -> bool:

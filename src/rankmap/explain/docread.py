@@ -44,6 +44,7 @@ from rankmap.explain.document import (
 )
 from rankmap.explain.signal_model import PROSE
 from rankmap.explain.versions import Versions, versions_in
+from rankmap.numbers import saturating_int
 
 DOC_LIMIT = 4 * 1024 * 1024  # bigger inputs are read by the line reader only
 MAX_CONFIG_CHARS = 64 * 1024
@@ -204,6 +205,7 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
+_NCCL_NODES = re.compile(r"\bnRanks \d{1,6} nNodes (\d{1,6})\b")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
 
@@ -254,6 +256,7 @@ class DocFacts:
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
+    nccl_nodes: int = 0  # the fewest nodes NCCL counted in a communicator (``nNodes N``; 0: none)
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
     parallel_visible: list[tuple[str, int]] = field(default_factory=list)
@@ -365,6 +368,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     read_config_lines(text, facts.configs)
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
+    facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
     facts.title_line = _title_line(text)
     for seg in split_document(text):
@@ -399,6 +403,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
             m = _PROC_COUNT.search(seg.text)
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
+        if seg.kind == "prose" and (nm := _NODES.search(seg.text)):  # "torchrun --nnodes=2 ..."
+            facts.hosts_in_launch = max(facts.hosts_in_launch, saturating_int(nm.group("n")))
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
     facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(
