@@ -231,3 +231,16 @@ def test_nccl_counting_one_node_for_a_two_node_launch_is_one_host_identity() -> 
         "torch.distributed.DistBackendError: NCCL error ... unhandled cuda error\n"
     )
     assert findings_of(text)[0].category == "host_identity"
+
+
+def test_a_rank_as_device_in_pasted_code_on_one_machine_is_no_global_rank() -> None:
+    text = (
+        "In my DDP script I do\n```\nrank = dist.get_rank()\nmodel.to(rank)\n```\n"
+        "on a single 4 GPU machine. It works but the memory on gpu0 is much higher than on the "
+        "others. Is it expected?\n"
+    )
+    assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_chinese_card_zero_holding_several_processes_is_the_pile_up() -> None:
+    assert findings_of("多卡训练时 0 号卡上有 8 个进程\n")[0].category == "no_set_device"

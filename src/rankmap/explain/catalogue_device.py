@@ -34,7 +34,7 @@ _PY_RANK_VALUE = (
 _AGENTS = (
     r"(?:processes|process|ranks|rank|workers|worker|tasks|task|jobs|job|instances|instance|"
     r"actors|actor|engines|engine|replicas|replica|trainers|trainer|models|model|programs|"
-    r"pods|containers|threads)"
+    r"pods|containers|threads|pids|PIDs)"
 )
 _ON = (
     r"(?:(?:are|were|is|was|get|gets|got|ended up|end up|ends up|go|goes|went|land|lands|landed|"

@@ -205,6 +205,12 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
+# "a single 4 GPU machine", "one node", "on 1 server" (not "a single GPU", not "one node of 8")
+_ONE_MACHINE = re.compile(
+    r"\b(?:a single|single|one|1|the same)(?: \d+[- ]?(?:x[- ]?)?(?:gpus?|cards?))? "
+    r"(?:machine|node|server|host|box|workstation)\b(?! (?:of|in|out of|per)\b)",
+    re.IGNORECASE,
+)
 _NCCL_NODES = re.compile(r"\bnRanks \d{1,6} nNodes (\d{1,6})\b")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
@@ -257,6 +263,7 @@ class DocFacts:
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     nccl_nodes: int = 0  # the fewest nodes NCCL counted in a communicator (``nNodes N``; 0: none)
+    one_machine: bool = False  # the prose says the job runs on one machine ("a single node")
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
     # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
     parallel_visible: list[tuple[str, int]] = field(default_factory=list)
@@ -405,6 +412,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
         if seg.kind == "prose" and (nm := _NODES.search(seg.text)):  # "torchrun --nnodes=2 ..."
             facts.hosts_in_launch = max(facts.hosts_in_launch, saturating_int(nm.group("n")))
+        if seg.kind == "prose" and _ONE_MACHINE.search(seg.text):
+            facts.one_machine = True
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
     facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(

@@ -238,6 +238,8 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
             s.add("per_process_visible_devices", 3.0, "srun --gpus-per-task=1: one GPU per task")
     sel = ctx.selection()
     kind = {"global_rank": ("global_rank_as_device", 5.0), "constant": ("no_set_device", 4.0)}
+    if _one_node(ctx, doc):  # one machine: the global rank is the local one (review 46)
+        kind.pop("global_rank")
     if sel in kind:
         cat, pts = kind[sel]
         s.add(cat, pts, f"the script analysis: device selection {sel}")
@@ -246,6 +248,14 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
         s.add(
             cat, pts - 1, f"the pasted code selects its device by {doc.code_kind}: {doc.code_call}"
         )
+
+
+def _one_node(ctx: Context, doc: DocFacts | None) -> bool:
+    """The job runs on one machine: the launch says so, or the text ("a single 4 GPU machine")
+    and no launch or host list says otherwise."""
+    if ctx.launch is not None and ctx.launch.nnodes is not None:
+        return ctx.launch.nnodes <= 1 and not (doc and doc.hosts_in_launch >= 2)
+    return bool(doc and doc.one_machine and doc.hosts_in_launch < 2)
 
 
 def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
