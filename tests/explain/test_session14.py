@@ -180,6 +180,9 @@ def test_processes_on_gpu_0_and_gpu_1_name_two_gpus_not_a_pile_up() -> None:
     text = "Both processes run on GPU 0 and GPU 1 (nvidia-smi), not on 2 and 3 as configured.\n"
     assert all(f.category != "no_set_device" for f in findings_of(text))
     assert findings_of("All 4 processes run on GPU 0.\n")[0].category == "no_set_device"
+    # ... but GPU 0 against the others said to be idle is the pile-up
+    idle = "nvidia-smi shows 8 python processes on GPU 0 and GPUs 1-7 are empty.\n"
+    assert findings_of(idle)[0].category == "no_set_device"
 
 
 def test_a_traceback_that_selects_the_local_rank_is_no_global_rank_on_two_nodes(

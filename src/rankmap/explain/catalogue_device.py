@@ -56,6 +56,12 @@ _SCHEDULER = (
 _VISIBLE_VAR = f"(?:{'|'.join(VISIBLE_VARS)})"
 _IN_SENTENCE = SENTENCE + "{0,80}"  # the document reader searches one line at a time
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
+# after "on GPU 0": not a range or a list of GPUs ("GPU 0-3", "GPU 0 and GPU 1": no pile-up,
+# review 43), unless the others are said to be idle ("on GPU 0 and GPUs 1-7 are empty")
+_NOT_A_RANGE = (
+    r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or|&) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b"
+    r"(?![^.\n]{0,25}\b(?:idle|empty|unused|free|at 0 ?%|not used|unutili[sz]ed)))"
+)
 # What a node "gets" when it is given a rank ("all pods get rank 0", "each node has node_rank=0")
 SAME_RANK_VERBS = ("get", "gets", "got", "has", "have", "are", "is", "were", "was", "launched with",
                     "start with", "starts with", "report", "reports")  # fmt: skip
@@ -457,7 +463,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        # "each process sees its own GPU as device 0" is per-process visibility, not a pile-up
        r"(?![^.\n]{0,40}\b(?:its|their) (?:own )?(?:gpu|device|accelerator)\b)[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)|"
+       + _NOT_A_RANGE + "|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
@@ -465,9 +471,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"
-       # ("processes on GPU 0 and GPU 1" names two GPUs: no pile-up; review 43)
-       r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b(?! ?[-,–]\s?\d| (?:and|or|&) "
-       r"(?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)|"
+       # ("processes on GPU 0 and GPU 1" names two GPUs: no pile-up, review 43; "on GPU 0 and
+       # GPUs 1-7 are empty" contrasts them: a pile-up)
+       r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b" + _NOT_A_RANGE + "|"
        r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
        r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank ?[=:]? ?0\b|"
@@ -478,7 +484,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # "the first GPU of its list" is each process's own first GPU: no pile-up
        rf"(?:1st|first) (?:gpu|cuda device|device)(?! (?:of|in|from) (?:its|their|each|his|her|"
        rf"the|that|this) ))\b"
-       r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b)",
+       + _NOT_A_RANGE,
        {"no_set_device": 4, "other": 2}, f"{PT} §1: without set_device every rank works on cuda:0",
        failure=True),
     _s("gpu0-heavier", r"(?:gpu|cuda|device)[ :-]?0\b[^.\n]{0,50}(?:higher|more|larger|bigger|"
