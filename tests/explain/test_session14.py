@@ -247,3 +247,9 @@ def test_a_rank_as_device_in_pasted_code_on_one_machine_is_no_global_rank() -> N
 
 def test_chinese_card_zero_holding_several_processes_is_the_pile_up() -> None:
     assert findings_of("多卡训练时 0 号卡上有 8 个进程\n")[0].category == "no_set_device"
+
+
+def test_nccl_tests_own_nccl_failure_line_is_a_failure() -> None:
+    text = "node1: Test NCCL failure common.cu:1005 'invalid usage (run with NCCL_DEBUG=WARN)'\n"
+    first = findings_of(text)[0]
+    assert first.code != "RM003" and first.severity.value != "info"

@@ -160,7 +160,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"SystemError)\b|\bDistBackendError\b|(?:\[E[\d :.]*|/)ProcessGroupNCCL\.cpp|"
        r"NCCL communicator[^\n]{0,40}"
        r"(?:abort|error|fail)|\b[RN]CCL (?:error|failure)\b|ncclCommInit\w* failed|"
-       r"Watchdog caught collective operation timeout",
+       r"Watchdog caught collective operation timeout|"
+       # nccl-tests' NCCLCHECK: "<host>: Test NCCL failure common.cu:1005 'invalid usage'"
+       r"\bTest NCCL failure \S+ '",
        prior("comm-error-any"),
        f"{NCCL} (e): ncclUnhandledCudaError/SystemError = an external call failed, "
        "InvalidArgument/InvalidUsage = a programming error; the code alone names no cause",
@@ -449,6 +451,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "nccl communicator",
         "nccl error",
         "nccl failure",
+        "test nccl failure",
         "rccl error",
         "rccl failure",
         " failed",  # ncclCommInit\w* failed; not "ncclcomminit": every Init line holds it
