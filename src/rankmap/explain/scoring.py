@@ -252,10 +252,12 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
 
 def _one_node(ctx: Context, doc: DocFacts | None) -> bool:
     """The job runs on one machine: the launch says so, or the text ("a single 4 GPU machine")
-    and no launch or host list says otherwise."""
+    and no launch, host list or "multi-node" says otherwise ("single node works, two fail")."""
     if ctx.launch is not None and ctx.launch.nnodes is not None:
         return ctx.launch.nnodes <= 1 and not (doc and doc.hosts_in_launch >= 2)
-    return bool(doc and doc.one_machine and doc.hosts_in_launch < 2)
+    return bool(
+        doc and doc.one_machine and doc.hosts_in_launch < 2 and "multi-node" not in doc.hits
+    )
 
 
 def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
