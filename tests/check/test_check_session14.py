@@ -244,3 +244,31 @@ def test_a_rank_combined_with_a_value_not_followed_is_unknown(tmp_path: Path, in
     )
     assert not report.has_errors
     assert "RM030" in _codes(report)  # said where, as unknown
+
+
+# --- review 50 ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("spec", "error"), [("1:4", False), ("2:4", False), ("3:4", True)])
+def test_an_elastic_node_range_accepts_any_count_between_its_ends(
+    tmp_path: Path, spec: str, error: bool
+) -> None:
+    (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
+    report = check_launch(
+        [
+            "torchrun",
+            "--nnodes",
+            spec,
+            "--nproc_per_node",
+            "8",
+            "--rdzv_backend",
+            "c10d",
+            "--rdzv_endpoint",
+            "head:29400",
+            "train.py",
+        ],
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=2,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    assert ("RM920" in _codes(report)) is error

@@ -124,7 +124,13 @@ def parse_torchrun_args(
 
 
 def nnodes_of(spec: str) -> int:
-    """``2`` -> 2, ``1:4`` (elastic) -> 4 (the maximum is what a full job reaches).
+    """``2`` -> 2, ``1:4`` (elastic) -> 4 (the maximum is what a full job reaches)."""
+    return nnodes_range(spec)[1]
+
+
+def nnodes_range(spec: str) -> tuple[int, int]:
+    """``2`` -> (2, 2), ``1:4`` -> (1, 4): the node counts the rendezvous accepts (an elastic
+    c10d rendezvous completes with MIN nodes once its last-call timeout passes).
 
     torchrun itself refuses ``MIN:MAX`` unless ``0 < MIN <= MAX`` (an assertion in
     ``config_from_args``), so ``0`` and ``3:1`` are usage errors here too.
@@ -136,7 +142,7 @@ def nnodes_of(spec: str) -> int:
         raise UsageError(f"torchrun: --nnodes expects N or MIN:MAX, got {spec!r}") from None
     if not 0 < low <= high:
         raise UsageError(f"torchrun: --nnodes {spec}: needs 0 < MIN <= MAX")
-    return high
+    return low, high
 
 
 def simulate(argv: Sequence[str], ctx: LaunchContext, *, legacy: bool = False) -> LaunchPlan:
@@ -174,7 +180,10 @@ def plan_from_args(
     notes: list[str] = []
     nproc = _nproc(args.nproc_per_node, hosts[0], base, notes)
     _check_node_rank(args, nnodes)
-    if agents_per_node == 1 and ctx.nodes and ctx.nodes != nnodes and not args.standalone:
+    low, _ = (1, 1) if args.standalone else nnodes_range(args.nnodes)
+    # (review 50: 2 nodes against an elastic --nnodes 1:4 was a false RM920)
+    fits = low <= (ctx.nodes or 0) <= nnodes
+    if agents_per_node == 1 and ctx.nodes and not fits and not args.standalone:
         issues.append(_node_count_mismatch(args, nnodes, ctx.nodes))
     check_size(n_agents * nproc, "torchrun")
     cvd_parent = base.get("CUDA_VISIBLE_DEVICES")
@@ -251,9 +260,11 @@ def _check_node_rank(args: TorchrunArgs, nnodes: int) -> None:
 def _node_count_mismatch(args: TorchrunArgs, nnodes: int, job_nodes: int) -> LaunchIssue:
     return LaunchIssue(
         "RM920",
-        f"torchrun waits for {nnodes} node(s) but the job runs on {job_nodes}",
+        f"torchrun waits for {args.nnodes.replace(':', '..')} node(s) but the job runs on "
+        f"{job_nodes}",
         detail=f"--nnodes {args.nnodes} while {job_nodes} nodes start the command: the "
-        "rendezvous never completes (or starts with the wrong node count).",
+        "rendezvous never completes (or starts with the wrong node count); an elastic MIN:MAX "
+        "accepts any count between the two.",
         fix=f"torchrun --nnodes {job_nodes} ...",
     )
 
