@@ -253,3 +253,23 @@ def test_nccl_tests_own_nccl_failure_line_is_a_failure() -> None:
     text = "node1: Test NCCL failure common.cu:1005 'invalid usage (run with NCCL_DEBUG=WARN)'\n"
     first = findings_of(text)[0]
     assert first.code != "RM003" and first.severity.value != "info"
+
+
+# --- review 49 -----------------------------------------------------------------------------------
+def test_a_symptom_the_writer_rules_out_is_no_evidence() -> None:
+    text = (
+        "I printed the devices: rank 0 cuda:0 ... rank 3 cuda:3, so it's not the \"everything "
+        'on GPU 0" problem, each GPU is simply full.\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a "
+        "total capacity of 23.6 GiB\n"
+    )
+    assert _alarms(text) == []
+
+
+def test_a_checkpoint_opened_on_a_cpu_machine_is_no_hidden_gpu() -> None:
+    text = (
+        "RuntimeError: Attempting to deserialize object on a CUDA device but "
+        "torch.cuda.is_available() is False. If you are running on a CPU-only machine, please "
+        "use torch.load with map_location=torch.device('cpu') to map your storages to the CPU.\n"
+    )
+    assert _alarms(text) == []

@@ -107,7 +107,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"mig": 4, "visible_devices_mismatch": 2}, f"{NCCL} (c): MIG instances are named by UUID",
        failure=True),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
-       r"|Found no NVIDIA driver|torch\.cuda\.is_available\(\) (?:is|returns?) False"
+       # (not torch.load's "Attempting to deserialize object on a CUDA device but
+       # torch.cuda.is_available() is False": a checkpoint opened on a CPU machine, review 49)
+       r"|Found no NVIDIA driver|(?<!on a CUDA device but )torch\.cuda\.is_available\(\) (?:is|"
+       r"returns?) False"
        r"|No (?:CUDA|HIP|ROCm) GPUs are available|hipErrorNoDevice|no ROCm-capable device"
        # ProcessGroupNCCL's constructor when the process sees no GPU (ProcessGroupNCCL.cpp:
        # TORCH_CHECK(at::cuda::getNumGPUs() != 0, ...)): the same fact, not a build without NCCL

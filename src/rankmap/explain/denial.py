@@ -17,7 +17,9 @@ _NEGATED_BEFORE = re.compile(
     r"(?:n't|\bnot|\bno|\bnever|\bwithout|\bnor|\bneither|\bnon)[\s-]+(?:the case that\s+)?"
     r"(?:(?:using|use|used|"
     r"run|running|in|inside|on|with|have|has|had|a|an|the|any|my|our|enabled?|set|via|through|"
-    r"involved?|need|needed|requires?|required)\s+){0,2}$",
+    r"involved?|need|needed|requires?|required)\s+){0,2}"
+    # a quoted name of the symptom: 'so it's not the "everything on GPU 0" problem' (review 49)
+    r"[\"'“‘`]?$",
     re.IGNORECASE,
 )
 # ... or just after it ("MIG disabled", "MIG mode: Disabled", "docker is not used").
@@ -87,13 +89,17 @@ def dismissed(text: str, start: int, end: int) -> bool:
     return bool(_DISMISSED_AFTER.match(text, end, min(len(text), end + 80)))
 
 
-def negated(text: str, start: int, end: int) -> bool:
-    """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
+def negated(text: str, start: int, end: int, *, setting: bool = True) -> bool:
+    """Whether the prose around ``text[start:end]`` negates it (same line, a few words).
+    ``setting``: the match names a setting, which the words after it may deny too ("MIG
+    disabled"); a symptom is denied only before it ("not the 'all on GPU 0' problem")."""
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - 48) : start]
     clause = re.split(r"[.;,!?()。，；！？]", before)[-1]
     if _NEGATED_BEFORE.search(clause) or _NEGATED_BEFORE_ZH.search(clause):
         return True
+    if not setting:
+        return False
     line_end = text.find("\n", end)
     after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
     return bool(_NEGATED_AFTER.match(after) or _ASKED_ZH.match(after))

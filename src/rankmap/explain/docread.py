@@ -604,7 +604,11 @@ def _unsaid(sig: Signal, text: str, m: re.Match[str]) -> bool:
         return True
     if sig.failure and asked_what_if(text, m.start(), m.end()):
         return True  # "Would that fail?": asked, not reported (review 41)
-    return sig.negatable and negated(text, m.start(), m.end())
+    # a setting denied ("not using docker"), or a symptom ruled out ("it's not the "all on GPU
+    # 0" problem", review 49)
+    if sig.negatable:
+        return negated(text, m.start(), m.end())
+    return sig.failure and negated(text, m.start(), m.end(), setting=False)
 
 
 def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str] | None:
