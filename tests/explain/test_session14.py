@@ -273,3 +273,13 @@ def test_a_checkpoint_opened_on_a_cpu_machine_is_no_hidden_gpu() -> None:
         "use torch.load with map_location=torch.device('cpu') to map your storages to the CPU.\n"
     )
     assert _alarms(text) == []
+
+
+def test_a_setting_denied_before_a_symptom_does_not_take_the_symptom_back() -> None:
+    # "do not set CUDA_VISIBLE_DEVICES" denies a setting; the symptom after it still counts
+    text = (
+        "Two pods each requesting nvidia.com/gpu: 1 end up on the same physical GPU. Inside "
+        "each pod nvidia-smi -L lists all four GPUs. The pods do not set CUDA_VISIBLE_DEVICES "
+        "at all. Any idea why the device plugin's assignment isn't respected?\n"
+    )
+    assert findings_of(text)[0].category == "container_mapping"

@@ -89,17 +89,13 @@ def dismissed(text: str, start: int, end: int) -> bool:
     return bool(_DISMISSED_AFTER.match(text, end, min(len(text), end + 80)))
 
 
-def negated(text: str, start: int, end: int, *, setting: bool = True) -> bool:
-    """Whether the prose around ``text[start:end]`` negates it (same line, a few words).
-    ``setting``: the match names a setting, which the words after it may deny too ("MIG
-    disabled"); a symptom is denied only before it ("not the 'all on GPU 0' problem")."""
+def negated(text: str, start: int, end: int) -> bool:
+    """Whether the prose around ``text[start:end]`` negates it (same line, a few words)."""
     line_start = text.rfind("\n", 0, start) + 1
     before = text[max(line_start, start - 48) : start]
     clause = re.split(r"[.;,!?()。，；！？]", before)[-1]
     if _NEGATED_BEFORE.search(clause) or _NEGATED_BEFORE_ZH.search(clause):
         return True
-    if not setting:
-        return False
     line_end = text.find("\n", end)
     after = text[end : min(end + 40, len(text) if line_end == -1 else line_end)]
     return bool(_NEGATED_AFTER.match(after) or _ASKED_ZH.match(after))
@@ -173,3 +169,17 @@ def asked_what_if(text: str, start: int, end: int) -> bool:
         lo + q.start() <= start and end <= lo + q.end()
         for q in _ASKED_WHAT_IF.finditer(text, lo, min(len(text), end + 400))
     )
+
+
+# A symptom the writer rules out by name just before it: "so it's not the "everything on GPU 0"
+# problem", "this isn't a duplicate-GPU issue" (review 49). Narrower than a setting's negation:
+# "we do not set CUDA_VISIBLE_DEVICES, yet it is ignored" denies the setting, not the symptom.
+_RULED_OUT_BEFORE = re.compile(
+    r"(?:\bnot|n't|\bno longer)\s+(?:the|a|an|that|this|our|my|any)\s+[\"'“‘`]?$", re.IGNORECASE
+)
+
+
+def ruled_out(text: str, start: int) -> bool:
+    """Whether the words just before ``text[start]`` rule the named symptom out."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return bool(_RULED_OUT_BEFORE.search(text[max(line_start, start - 24) : start]))

@@ -31,6 +31,7 @@ from rankmap.explain.denial import (
     dismissed,
     negated,
     not_happened,
+    ruled_out,
     wanted,
     without_what_if_questions,
 )
@@ -608,7 +609,7 @@ def _unsaid(sig: Signal, text: str, m: re.Match[str]) -> bool:
     # 0" problem", review 49)
     if sig.negatable:
         return negated(text, m.start(), m.end())
-    return sig.failure and negated(text, m.start(), m.end(), setting=False)
+    return sig.failure and ruled_out(text, m.start())
 
 
 def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str] | None:
