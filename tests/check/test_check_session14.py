@@ -4,6 +4,7 @@ Shapes written here."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -26,11 +27,19 @@ def _check(tmp_path: Path, script: str, **files: str):  # type: ignore[no-untype
         (tmp_path / name.replace("__", ".")).write_text(text)
     job = tmp_path / "job.sh"
     job.write_text(script)
+    return _launch(tmp_path, [], nodes=None, shell_file=job)
+
+
+def _launch(  # type: ignore[no-untyped-def]
+    tmp_path: Path, argv: list[str], *, nodes: int | None = 2, shell_file: Path | None = None
+):
+    """``argv`` (or the script ``shell_file``) checked on DGX H100s, run from ``tmp_path``."""
     return check_launch(
-        [],
+        argv,
         machines=load_machine("dgx-h100"),
         env={},
-        shell_file=job,
+        nodes=nodes,
+        shell_file=shell_file,
         cwd=tmp_path,
         files=LocalFiles(),
     )
@@ -193,23 +202,8 @@ def test_a_file_sourced_from_the_scripts_own_directory_is_read_beside_it(tmp_pat
 
 def test_a_launcher_run_on_every_task_shows_nodes_and_agents_apart(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
-    report = check_launch(
-        [
-            "srun",
-            "-N",
-            "2",
-            "--ntasks-per-node",
-            "8",
-            "torchrun",
-            "--nproc_per_node",
-            "8",
-            "train.py",
-        ],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=2,
-        cwd=tmp_path,
-        files=LocalFiles(),
+    report = _launch(
+        tmp_path, shlex.split("srun -N 2 --ntasks-per-node 8 torchrun --nproc_per_node 8 train.py")
     )
     launch = report.sections["launch"]
     assert (launch["outer"], launch["outer_tasks_per_node"], launch["nnodes"]) == ("srun", 8, 16)
@@ -234,14 +228,7 @@ def test_a_rank_combined_with_a_value_not_followed_is_unknown(tmp_path: Path, in
         f"torch.cuda.set_device({index})\n"
         "dist.init_process_group('nccl')\n"
     )
-    report = check_launch(
-        ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=2,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    report = _launch(tmp_path, ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"])
     assert not report.has_errors
     assert "RM030" in _codes(report)  # said where, as unknown
 
@@ -252,7 +239,8 @@ def test_an_elastic_node_range_accepts_any_count_between_its_ends(
     tmp_path: Path, spec: str, error: bool
 ) -> None:
     (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK)
-    report = check_launch(
+    report = _launch(
+        tmp_path,
         [
             "torchrun",
             "--nnodes",
@@ -265,10 +253,5 @@ def test_an_elastic_node_range_accepts_any_count_between_its_ends(
             "head:29400",
             "train.py",
         ],
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=2,
-        cwd=tmp_path,
-        files=LocalFiles(),
     )
     assert ("RM920" in _codes(report)) is error
