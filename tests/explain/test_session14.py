@@ -283,3 +283,15 @@ def test_a_setting_denied_before_a_symptom_does_not_take_the_symptom_back() -> N
         "at all. Any idea why the device plugin's assignment isn't respected?\n"
     )
     assert findings_of(text)[0].category == "container_mapping"
+
+
+def test_a_duplicate_gpu_between_two_machines_said_to_share_a_hostname() -> None:
+    text = (
+        'Two cloud VMs cloned from one image, both have hostname "gpu-vm". A two-node job, one '
+        "GPU each:\n\n"
+        "gpu-vm:31:31 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 100000 - Init START\n"
+        "gpu-vm:28:28 [0] NCCL INFO comm 0x56 rank 1 nranks 2 cudaDev 0 busId 100000 - Init START\n"
+        "gpu-vm:28:28 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both "
+        "on CUDA device 100000\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"

@@ -460,7 +460,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"host_identity": 0.5, "launcher_config": 0.5},
        f"{LAUNCHERS} §1: each node needs its own --node-rank / machine_rank", where=PROSE),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
-       r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)",
+       r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)|"
+       # "a two-node job", "two Azure VMs", "both machines" (review 49)
+       r"\b(?:two|2)-node\b|\b(?:two|2|both) (?:\w+ )?(?:vms|machines|servers)\b",
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"

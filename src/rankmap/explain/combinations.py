@@ -31,7 +31,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _transport_and_tables(ctx, doc, s)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    if nproc is None and doc is not None and _one_machine_told(doc):
+    if nproc is None and doc is not None and one_machine_told(doc):
         nproc = doc.stated_procs  # "8 processes, 4 GPUs" told in prose, on one machine
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
@@ -105,7 +105,7 @@ def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int
         return
     if not _one_gpu_symptom(doc) or "single-process-multi-gpu" in doc.hits:
         return
-    told = doc.stated_gpus if _one_machine_told(doc) and (launch.nnodes or 1) == 1 else None
+    told = doc.stated_gpus if one_machine_told(doc) and (launch.nnodes or 1) == 1 else None
     gpus = ctx.gpus_per_node() or doc.smi_gpus or told
     entries = ctx.cvd_entries()
     if gpus and entries:
@@ -216,7 +216,7 @@ def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
         )
 
 
-def _one_machine_told(doc: DocFacts) -> bool:
+def one_machine_told(doc: DocFacts) -> bool:
     """A count of processes the text states is per machine only where it names one machine: an
     mpirun -np or a world of ranks spans every host, and an nccl-tests process drives its -g
     GPUs (https://github.com/NVIDIA/nccl-tests#usage)."""
@@ -315,7 +315,9 @@ def _duplicate_across_hosts(
     if several and named:
         s.add(
             "host_identity",
-            3.0,
+            # the same name said outright (not only a setting that may give one): as strong as
+            # one process per machine (reviews 49, 51)
+            5.0 if "same-hostname" in named else 3.0,
             f"ranks on one GPU in a job of several machines that may share one name ({named[0]}): "
             "NCCL compares GPUs among ranks of one host hash (reference/nccl.md (b))",
             _quote(doc, named[0]) if doc else None,

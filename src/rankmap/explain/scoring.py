@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rankmap.codes import lookup
-from rankmap.explain.combinations import from_combinations
+from rankmap.explain.combinations import from_combinations, one_machine_told
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts, Hit, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
@@ -255,9 +255,7 @@ def _one_node(ctx: Context, doc: DocFacts | None) -> bool:
     and no launch, host list or "multi-node" says otherwise ("single node works, two fail")."""
     if ctx.launch is not None and ctx.launch.nnodes is not None:
         return ctx.launch.nnodes <= 1 and not (doc and doc.hosts_in_launch >= 2)
-    return bool(
-        doc and doc.one_machine and doc.hosts_in_launch < 2 and "multi-node" not in doc.hits
-    )
+    return bool(doc and doc.one_machine and one_machine_told(doc))
 
 
 def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
