@@ -255,3 +255,30 @@ def test_an_elastic_node_range_accepts_any_count_between_its_ends(
         ],
     )
     assert ("RM920" in _codes(report)) is error
+
+
+LIGHTNING = (
+    "import lightning as L\nfrom model import Net\n"
+    'trainer = L.Trainer(accelerator="gpu", devices={devices}, num_nodes={nodes}, strategy="ddp")\n'
+    "trainer.fit(Net())\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("devices", "nodes", "argv", "error"),
+    [
+        ("4", "1", "torchrun --nproc-per-node 8 train.py", True),
+        ("8", "1", "torchrun --nproc-per-node 8 train.py", False),
+        ("8", "2", "torchrun --nnodes 2 --nproc-per-node 8 train.py", False),
+        ("8", "1", "torchrun --nnodes 2 --nproc-per-node 8 train.py", True),
+        ("[0, 1]", "1", "torchrun --nproc-per-node 2 train.py", False),
+        ('"auto"', "1", "torchrun --nproc-per-node 8 train.py", False),  # not a number: unknown
+        ("8", "args.nodes", "torchrun --nproc-per-node 8 train.py", False),
+    ],
+)
+def test_lightning_devices_times_nodes_against_torchruns_world(
+    tmp_path: Path, devices: str, nodes: str, argv: str, error: bool
+) -> None:
+    (tmp_path / "train.py").write_text(LIGHTNING.format(devices=devices, nodes=nodes))
+    report = _launch(tmp_path, shlex.split(argv), nodes=2 if "--nnodes 2" in argv else None)
+    assert ("RM941" in _codes(report)) is error

@@ -24,7 +24,7 @@ from rankmap.check.script_scan import ASSUMED, DeviceSelection, scan_path
 from rankmap.check.sections import node_env
 from rankmap.errors import UsageError
 from rankmap.findings import Report
-from rankmap.launchers import SUPPORTED, LaunchContext, LaunchPlan, Proc
+from rankmap.launchers import SUPPORTED, LaunchContext, LaunchIssue, LaunchPlan, Proc
 from rankmap.model import Host
 from rankmap.redact import redact_report, secret_values
 from rankmap.sources import Files, NoFiles
@@ -168,6 +168,7 @@ def run_check(
     path = script or script_path(plan, ctx)
     selection = read_selection(path, ctx.files, tuple(plan.script_args))
     plan = with_spawned_workers(plan, selection, launch_env)
+    plan = with_lightning_world(plan, selection)
     outcomes = evaluate(plan, selection, launch_env)
     report = Report(command="check")
     report.findings = plan_rules.findings_for(plan, selection, outcomes, launch_env, path)
@@ -227,6 +228,37 @@ def with_spawned_workers(
         "spawn_arg": "devices" if lightning else "nprocs",
     }
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
+
+
+def with_lightning_world(plan: LaunchPlan, selection: DeviceSelection) -> LaunchPlan:
+    """Lightning under torchrun takes torchrun's processes and refuses a world that is not
+    ``devices * num_nodes`` (reference/launchers.md §7, TorchElasticEnvironment: "You set
+    `devices=4` and `num_nodes=1` in Lightning, but the product (4 * 1) does not match the world
+    size (8)."): RM941 where both numbers were read (review 50)."""
+    from dataclasses import replace
+
+    devices, nodes = selection.spawn_count, selection.spawn_nodes
+    torchrun = plan.launcher in ("torchrun", "torch.distributed.launch")
+    if not (selection.spawn_sets_local_rank and torchrun and devices and nodes):
+        return plan
+    world = plan.world_size
+    if devices * nodes == world:
+        return plan
+    message = (
+        f"You set `devices={devices}` and `num_nodes={nodes}` in Lightning, but the product "
+        f"({devices} * {nodes}) does not match the world size ({world})."
+    )
+    issue = LaunchIssue(
+        "RM941",
+        f"Lightning's devices={devices} x num_nodes={nodes} is not the {world} processes "
+        f"{plan.launcher} starts",
+        detail=f"{selection.spawn_where}: Lightning takes the launcher's processes and stops "
+        f"every rank with: {message}",
+        fix=f"devices={plan.nproc_per_node}, num_nodes={plan.nnodes} in the Trainer (or start "
+        f"{devices} process(es) per node on {nodes} node(s))",
+        predicted=(message,),
+    )
+    return replace(plan, issues=(*plan.issues, issue))
 
 
 def _visible_to(proc: Proc, plan: LaunchPlan, env: Mapping[str, str]) -> int:

@@ -184,6 +184,20 @@ class Calls(Guards):
                     return mod.where(call), count
         return None
 
+    def lightning_num_nodes(self) -> int | None:
+        """``num_nodes=`` of the live Lightning ``Trainer`` / ``Fabric`` call: 1 when absent (its
+        default), None when it is not a number the analysis reads."""
+        for cls in ("Trainer", "Fabric"):
+            for mod, call in self._calls.get(cls, []):
+                if self.dead(mod, call) or not {"lightning", "pytorch_lightning"} & mod.top_modules:
+                    continue
+                nodes = next((k.value for k in call.keywords if k.arg == "num_nodes"), None)
+                if nodes is None:
+                    return 1
+                value = self.value(nodes, Frame.at(mod, call))
+                return value.value if isinstance(value, Num) and value.value > 0 else None
+        return None
+
     def _spawn_call(self) -> tuple[str, Value] | None:
         for spawner in ("spawn", "start_processes"):
             for mod, call in self._calls.get(spawner, []):

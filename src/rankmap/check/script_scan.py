@@ -84,6 +84,7 @@ class DeviceSelection:
     spawn_count: int | None = None  # their number when read (a literal or a computed number)
     spawn_per_gpu: bool = False  # nprocs=torch.cuda.device_count(): one worker per visible GPU
     spawn_sets_local_rank: bool = False  # the workers get LOCAL_RANK (Lightning), not mp.spawn
+    spawn_nodes: int | None = None  # Lightning's num_nodes= when read (1: not given)
 
     @property
     def uses_index(self) -> bool:
@@ -230,6 +231,7 @@ def _spawn_facts(flow: object) -> dict[str, object]:
         return {}
     where, count, sets_local_rank = found
     return {
+        "spawn_nodes": flow.lightning_num_nodes() if sets_local_rank else None,
         "spawn_sets_local_rank": sets_local_rank,
         "spawn_where": where,
         "spawn_count": count.value if isinstance(count, Num) and 0 < count.value <= 4096 else None,

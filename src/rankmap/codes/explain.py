@@ -100,9 +100,9 @@ define(
     "error",
     "The framework's device/process settings contradict the launch",
     cause="Lightning's `devices`*`num_nodes` differs from the world size the launcher made, or "
-    "accelerate got fewer than two `gpu_ids` for a multi-GPU run. Raised by `explain` from the "
-    "framework's own message; `check` does not yet compare a script's `devices=` with the "
-    "launcher's process count.",
+    "accelerate got fewer than two `gpu_ids` for a multi-GPU run. `explain` reads the "
+    "framework's own message; `check` predicts it for a script whose Lightning `devices=` and "
+    "`num_nodes=` are numbers, under torchrun.",
     fix="Make the framework's `devices`/`num_nodes` (or accelerate `num_processes`/`gpu_ids`) "
     "match the launcher's process count.",
     example="`You set devices=4 and num_nodes=1 in Lightning, but the product (4 * 1) does not "
