@@ -169,33 +169,37 @@ class Calls(Guards):
         )
 
     def _lightning_devices(self) -> tuple[str, Value] | None:
+        found = self._lightning_call()
+        return (found[0].where(found[1]), found[2]) if found is not None else None
+
+    def lightning_num_nodes(self) -> int | None:
+        """``num_nodes=`` of the Lightning ``Trainer`` / ``Fabric`` call whose ``devices=`` was
+        read: 1 when absent (its default), None when it is not a number the analysis reads."""
+        found = self._lightning_call()
+        if found is None:
+            return None
+        mod, call, _ = found
+        nodes = next((k.value for k in call.keywords if k.arg == "num_nodes"), None)
+        if nodes is None:
+            return 1
+        value = self.value(nodes, Frame.at(mod, call))
+        return value.value if isinstance(value, Num) and value.value > 0 else None
+
+    def _lightning_call(self) -> tuple[Module, ast.Call, Num] | None:
+        """The first live Lightning ``Trainer`` / ``Fabric`` call with a number of devices
+        (``devices=K`` or a list of K ids; "auto" and -1 are one per GPU: not a number)."""
         for cls in ("Trainer", "Fabric"):
             for mod, call in self._calls.get(cls, []):
                 if self.dead(mod, call) or not {"lightning", "pytorch_lightning"} & mod.top_modules:
                     continue
                 devices = next((k.value for k in call.keywords if k.arg == "devices"), None)
                 if isinstance(devices, (ast.List, ast.Tuple)) and devices.elts:
-                    return mod.where(call), Num(len(devices.elts))
+                    return mod, call, Num(len(devices.elts))
                 if devices is None:
                     continue
-                frame = Frame.at(mod, call)
-                count = self.value(devices, frame)
-                if isinstance(count, Num) and count.value > 0:  # "auto", -1: one per GPU
-                    return mod.where(call), count
-        return None
-
-    def lightning_num_nodes(self) -> int | None:
-        """``num_nodes=`` of the live Lightning ``Trainer`` / ``Fabric`` call: 1 when absent (its
-        default), None when it is not a number the analysis reads."""
-        for cls in ("Trainer", "Fabric"):
-            for mod, call in self._calls.get(cls, []):
-                if self.dead(mod, call) or not {"lightning", "pytorch_lightning"} & mod.top_modules:
-                    continue
-                nodes = next((k.value for k in call.keywords if k.arg == "num_nodes"), None)
-                if nodes is None:
-                    return 1
-                value = self.value(nodes, Frame.at(mod, call))
-                return value.value if isinstance(value, Num) and value.value > 0 else None
+                count = self.value(devices, Frame.at(mod, call))
+                if isinstance(count, Num) and count.value > 0:
+                    return mod, call, count
         return None
 
     def _spawn_call(self) -> tuple[str, Value] | None:

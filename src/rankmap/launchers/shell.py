@@ -251,16 +251,13 @@ class _Reader:
     def _source(self, name: str, no: int) -> None:
         """`source FILE`: its commands read here, as if written on this line (its launches and
         exports are the script's own); a file that cannot be read is named, not guessed."""
-        text = None
         free = name not in self.sourcing and len(self.sourcing) < MAX_CALL_DEPTH
-        if self.read_source is not None and free:
-            text = self.read_source(name)
-        if text is None:
-            self.unread.append(f"{name} (line {no})")
-            return
+        text = self.read_source(name) if self.read_source is not None and free else None
         try:
-            sourced = commands(text, name)
+            sourced = commands(text, name) if text is not None else None
         except InputError:
+            sourced = None
+        if sourced is None:
             self.unread.append(f"{name} (line {no})")
             return
         self.sourcing.append(name)
@@ -394,12 +391,8 @@ class _Reader:
         if self.open and name not in self.open[-1].arrays_before:
             self.open[-1].arrays_before[name] = self._array_state(name)
         old = (self.vars.get(f"{name}[@]") or "").split() if append else []
-        new: list[str] = []
-        for word in words:
-            value = _expand(word, self.vars)
-            new += value.split() if _WHOLE_VAR.match(word) and value != word else [value]
+        elements = old + [field for word in words for field in _fields(word, self.vars)]
         self._drop_array(name)
-        elements = old + new
         for i, value in enumerate(elements):
             self.vars[f"{name}[{i}]"] = value
         self.vars[f"{name}[@]"] = " ".join(elements)
@@ -562,19 +555,20 @@ def _launch(
     body = shell_body_index(cmd)
     words: list[str] = []
     for i, token in enumerate(cmd):
-        if i == body:
-            words.append(token)
-        elif _WHOLE_VAR.match(token):  # `$LAUNCHER train.py`: the value splits into words
-            value = _expand(token, vars_)
-            # a variable set empty (`EXTRA=""`) leaves no word; an unknown one stays itself
-            words += value.split() if value != token else [token]
-        else:
-            words.append(_expand(token, vars_))
+        words += [token] if i == body else _fields(token, vars_)
     line = parse_command(words, {})
     kind = identify(list(line.argv))
     if kind is None or kind == "shell":
         return []
     return [ShellLaunch({**env, **line.assigned}, line.argv, no, line.unset, background)]
+
+
+def _fields(token: str, vars_: Mapping[str, str]) -> list[str]:
+    """The words ``token`` becomes: a word that is one variable (`$LAUNCHER`, `"${CMD[@]}"`)
+    splits into its value's words — a variable set empty (`EXTRA=""`) leaves none, an unknown
+    one stays itself; any other word is expanded in place."""
+    value = _expand(token, vars_)
+    return value.split() if _WHOLE_VAR.match(token) and value != token else [value]
 
 
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
@@ -683,30 +677,28 @@ def simulate_text(
         plan = ctx.launch(script.launches[0].command, sub)
     else:
         plan = several_launches(script.launches, sub, path)
+    notes: list[str] = []
     if (
         step
         and plan.launcher != "srun"
         and sub.env.get("CUDA_VISIBLE_DEVICES") == step["CUDA_VISIBLE_DEVICES"]
     ):
-        note = (
+        notes.append(
             f"Slurm sets CUDA_VISIBLE_DEVICES={step['CUDA_VISIBLE_DEVICES']} for the batch step "
             "(the GPUs of its #SBATCH request; the node's first ones assumed)"
         )
-        plan = replace(plan, notes=(*plan.notes, note))
     if guessed:
-        note = (
+        notes.append(
             f"Read the sourced {', '.join(dict.fromkeys(guessed))} (its directory is computed "
             "when the job runs; the script's own assumed)"
         )
-        plan = replace(plan, notes=(*plan.notes, note))
     if script.unread:
-        note = (
+        notes.append(
             f"Not read: the file{'s' if len(script.unread) > 1 else ''} sourced at "
             f"{', '.join(script.unread[:3])}{' …' if len(script.unread) > 3 else ''} "
             "(what it sets is unknown here)"
         )
-        plan = replace(plan, notes=(*plan.notes, note))
-    return plan
+    return replace(plan, notes=(*plan.notes, *notes)) if notes else plan
 
 
 # the directory of the running script, computed when it runs: `$(dirname "$0")`,
