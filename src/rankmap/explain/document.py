@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rankmap.explain.prefix import PDSH_HOST
+
 MAX_LINES = 20_000
 MAX_LINE_CHARS = 4096
 
@@ -70,9 +72,8 @@ _LOG = re.compile(
     r"\[?\d{4}-\d\d-\d\d[ T]\d\d:|\[rank\d+\]|\[\d+,\d+\]<|\w[\w.-]*:\d+:\d+ \[\d+\]|"
     r"(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[IWEF]\d{4} |\(\w*(?:pid|Worker)\w*[= ]|"
     r"\^+\s*$|\d+: |E\s+|torch\.\w+\.\w+Error|warnings\.warn|During handling|"
-    r"The above exception|raise \w|"
+    r"The above exception|raise \w|" + PDSH_HOST + r": (?:\[rank\d+\]|"
     # a pdsh / DeepSpeed host prefix before a line of output ("node-2: [rank8]: ...")
-    r"(?:localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+): (?:\[rank\d+\]|"
     r"\[\d{4}-\d\d-\d\d|Traceback|\w+Error\b|\[\d+,\d+\]<|[\w.-]+:\d+:\d+ \[\d+\]))|"
     r"NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
 )

@@ -23,7 +23,9 @@ _TAG = re.compile(r"^\[[A-Za-z][\w|.-]*\]:\s?")  # torchx-style "[trainer0|0]:" 
 _MPI = re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
 _RAY = re.compile(r"^\((?:[\w.-]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s*")
 _SRUN = re.compile(r"^(?P<task>\d{1,5}): ")
-_PDSH = re.compile(r"^(?P<host>localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+): (?=\S)")
+# a host name as pdsh / DeepSpeed prefix it (with a digit or a dash: "node-2", "gpu01"), or an IP
+PDSH_HOST = r"(?:localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+)"
+_PDSH = re.compile(rf"^(?P<host>{PDSH_HOST}): (?=\S)")
 NCCL_PREFIX = re.compile(
     r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ?(?:(?P<ms>\d+\.\d+) )?"
 )

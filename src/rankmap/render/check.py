@@ -38,19 +38,16 @@ def render_check(report: Report, ctx: Screen) -> None:
 
 def _launch_line(launch: dict[str, Any]) -> str:
     worlds = launch.get("worlds", 1)
-    tasks = launch.get("outer_tasks_per_node") or 1
+    launcher, tasks = launch.get("launcher"), launch.get("outer_tasks_per_node") or 1
     if launch.get("outer") and tasks > 1:  # e.g. srun starting 8 torchrun agents on each node
-        head = (
-            f"launch: {launch['outer']} → {launch.get('launcher')} — "
-            f"{(launch.get('nnodes') or tasks) // tasks} node(s) × {tasks} "
-            f"{launch.get('launcher')} per node × {launch.get('nproc_per_node')} process(es) "
-            f"= world size {launch.get('world_size')}"
-        )
+        nodes = (launch.get("nnodes") or tasks) // tasks
+        count = f"{launch['outer']} → {launcher} — {nodes} node(s) × {tasks} {launcher} per node"
     else:
-        head = (
-            f"launch: {launch.get('launcher')} — {launch.get('nnodes')} node(s) × "
-            f"{launch.get('nproc_per_node')} process(es) = world size {launch.get('world_size')}"
-        )
+        count = f"{launcher} — {launch.get('nnodes')} node(s)"
+    head = (
+        f"launch: {count} × {launch.get('nproc_per_node')} process(es) = world size "
+        f"{launch.get('world_size')}"
+    )
     if worlds and worlds > 1 and launch.get("joined"):
         head += f" (one world started by hand in {worlds} launch lines)"
     elif worlds and worlds > 1:
