@@ -30,3 +30,37 @@ def check_script(
         cwd=tmp_path,
         files=LocalFiles(),
     )
+
+
+ONE_GPU_PER_RANK = (
+    "import os, torch, torch.distributed as dist\n"
+    "torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    "dist.init_process_group('nccl')\n"
+)
+
+
+def check_argv(
+    tmp_path: Path,
+    argv: Sequence[str],
+    *,
+    nodes: int | None = 1,
+    shell_file: Path | None = None,
+    script: str = ONE_GPU_PER_RANK,
+) -> Report:
+    """``check`` of ``argv`` (or the launch script ``shell_file``) run from ``tmp_path``, where
+    ``train.py`` holds ``script``, on dgx-h100 nodes."""
+    (tmp_path / "train.py").write_text(script)
+    return check_launch(
+        list(argv),
+        machines=load_machine("dgx-h100"),
+        env={},
+        nodes=nodes,
+        shell_file=shell_file,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+
+
+def fixes_of(report: Report, code: str) -> list[str]:
+    """The fix texts of ``report``'s findings with ``code``."""
+    return [f.fix or "" for f in report.ordered_findings() if f.code == code]

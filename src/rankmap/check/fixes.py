@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -47,7 +48,7 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
     if plan.launcher == "accelerate" and plan.fix_hints.get("config_file"):
         return f"num_processes: {value}  (in {plan.fix_hints['config_file']}), or --num_processes {value}"
     new = replace_option(plan.argv, opts, value) if opts else None
-    if new is None and opts and plan.argv:
+    if new is None and opts and _starts_with_launcher(plan):
         new = [
             plan.argv[0],
             f"{opts[0]}={value}" if plan.launcher == "srun" else opts[0],
@@ -59,6 +60,17 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
     if new is None:
         return f"start {value} process(es) per node"
     return typed(plan, new)
+
+
+def _starts_with_launcher(plan: LaunchPlan) -> bool:
+    """Whether the typed command begins with the launcher whose count option the fix would add
+    (not ``srun bash -c 'torchrun …'``, where the option belongs inside the quoted command)."""
+    if not plan.argv:
+        return False
+    first = os.path.basename(plan.argv[0])
+    if plan.outer and first == plan.outer:
+        return False
+    return plan.launcher in (first, "accelerate", "deepspeed") or first.startswith("python")
 
 
 def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str:
