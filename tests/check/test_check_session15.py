@@ -25,3 +25,32 @@ def test_fix_count_still_edits_torchrun_when_srun_runs_it_directly(tmp_path: Pat
             "torchrun", "--nproc_per_node", "4", "train.py"]  # fmt: skip
     fixes = fixes_of(check_argv(tmp_path, argv), "RM201")
     assert any("torchrun --nproc_per_node 1 train.py" in fix for fix in fixes), fixes
+
+
+MPI_LOCAL_RANK = (
+    "import os, torch, torch.distributed as dist\n"
+    "torch.cuda.set_device(int(os.environ['OMPI_COMM_WORLD_LOCAL_RANK']))\n"
+    "dist.init_process_group('nccl')\n"
+)
+
+
+def _mpi_fixes(tmp_path: Path, *options: str) -> list[str]:
+    argv = ["mpirun", "-np", "32", *options, "python", "train.py"]
+    return fixes_of(check_argv(tmp_path, argv, nodes=2, script=MPI_LOCAL_RANK), "RM102")
+
+
+def test_mpi_fix_moves_host_slots_with_the_process_count(tmp_path: Path) -> None:
+    # -np 16 with -H a:16,b:16 would put all 16 on the first host (Open MPI fills slots in order)
+    fixes = _mpi_fixes(tmp_path, "-H", "node1:16,node2:16")
+    assert any("-np 16 -H node1:8,node2:8" in fix for fix in fixes), fixes
+
+
+def test_mpi_fix_moves_the_per_node_count(tmp_path: Path) -> None:
+    fixes = _mpi_fixes(tmp_path, "-npernode", "16")
+    assert any("-np 16 -npernode 8" in fix for fix in fixes), fixes
+
+
+def test_mpi_fix_names_the_hostfile_slots(tmp_path: Path) -> None:
+    (tmp_path / "hosts").write_text("node1 slots=16\nnode2 slots=16\n")
+    fixes = _mpi_fixes(tmp_path, "--hostfile", "hosts")
+    assert any("slots=8 for each host in hosts" in fix for fix in fixes), fixes

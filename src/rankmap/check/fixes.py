@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -59,7 +60,37 @@ def fix_count(plan: LaunchPlan, per_node: int) -> str:
             new = None
     if new is None:
         return f"start {value} process(es) per node"
+    if plan.launcher == "mpirun":
+        return _mpi_per_node(plan, new, per_node)
     return typed(plan, new)
+
+
+_MPI_PER_NODE_OPTS = ("-N", "-npernode", "--npernode", "-ppn", "--ppn")
+_MPI_HOST_OPTS = ("-H", "-host", "--host", "-hosts", "--hosts")
+_MPI_HOSTFILE_OPTS = ("-hostfile", "--hostfile", "-machinefile", "--machinefile", "-f")
+
+
+def _mpi_per_node(plan: LaunchPlan, argv: list[str], per_node: int) -> str:
+    """mpirun's command with ``per_node`` processes on each node: the per-node count, the slots
+    of ``-H host:N`` and ``--map-by ppr:N:node`` follow the new ``-np`` (with ``-H a:16,b:16``
+    a smaller ``-np`` alone fills the first host), and a hostfile's slots are named."""
+    out = list(replace_option(argv, _MPI_PER_NODE_OPTS, str(per_node)) or argv)
+    hostfile = None
+    for i, word in enumerate(out[:-1]):
+        value = out[i + 1]
+        if word in _MPI_HOST_OPTS:
+            out[i + 1] = ",".join(_slots(tok, per_node) for tok in value.split(","))
+        elif word in ("--map-by", "-map-by") and value.startswith("ppr:"):
+            out[i + 1] = re.sub(r"^ppr:\d+:", f"ppr:{per_node}:", value)
+        elif word in _MPI_HOSTFILE_OPTS:
+            hostfile = value
+    text = typed(plan, out)
+    return f"{text}  (with slots={per_node} for each host in {hostfile})" if hostfile else text
+
+
+def _slots(token: str, per_node: int) -> str:
+    host, colon, slots = token.partition(":")
+    return f"{host}:{per_node}" if colon and slots.isdigit() else token
 
 
 def _starts_with_launcher(plan: LaunchPlan) -> bool:
