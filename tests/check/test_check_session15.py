@@ -54,3 +54,75 @@ def test_mpi_fix_names_the_hostfile_slots(tmp_path: Path) -> None:
     (tmp_path / "hosts").write_text("node1 slots=16\nnode2 slots=16\n")
     fixes = _mpi_fixes(tmp_path, "--hostfile", "hosts")
     assert any("slots=8 for each host in hosts" in fix for fix in fixes), fixes
+
+
+SPAWN_ONE_PER_GPU = """import torch, torch.distributed as dist, torch.multiprocessing as mp
+def worker(i, world):
+    torch.cuda.set_device(i)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456", rank=i, world_size=world)
+if __name__ == "__main__":
+    n = torch.cuda.device_count()
+    mp.spawn(worker, args=(n,), nprocs=n)
+"""
+
+SPAWN_ONLY_WITHOUT_LAUNCHER = """import os, torch, torch.multiprocessing as mp
+def worker(i):
+    torch.cuda.set_device(i)
+def main():
+    if "LOCAL_RANK" in os.environ:
+        worker(int(os.environ["LOCAL_RANK"]))
+    else:
+        mp.spawn(worker, nprocs=torch.cuda.device_count())
+if __name__ == "__main__":
+    main()
+"""
+
+SPAWN_IN_A_FUNCTION_CALLED_CONDITIONALLY = """import os, torch, torch.multiprocessing as mp
+def worker(i):
+    torch.cuda.set_device(i)
+def run_spawned():
+    mp.spawn(worker, nprocs=4)
+if __name__ == "__main__":
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        run_spawned()
+    else:
+        worker(int(os.environ["LOCAL_RANK"]))
+"""
+
+
+def _codes(report) -> set[str]:  # type: ignore[no-untyped-def]
+    return {f.code for f in report.ordered_findings()}
+
+
+def test_unguarded_spawn_in_every_srun_task_multiplies_processes_onto_shared_gpus(
+    tmp_path: Path,
+) -> None:
+    argv = ["srun", "--nodes", "1", "--ntasks-per-node", "8", "--gres", "gpu:8",
+            "python", "train.py"]  # fmt: skip
+    report = check_argv(tmp_path, argv, script=SPAWN_ONE_PER_GPU)
+    nested = [f for f in report.ordered_findings() if f.code == "RM904"]
+    assert nested and nested[0].severity.value == "error"
+    assert "64 processes per node" in nested[0].title
+    on_gpu0 = [p.rank for p in report.placements if p.pci_bus_id == "0000:18:00.0"]
+    assert on_gpu0 == [0, 8, 16, 24, 32, 40, 48, 56]
+
+
+def test_unguarded_spawn_under_torchrun_is_nested_too(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nproc_per_node", "2", "train.py"]
+    report = check_argv(tmp_path, argv, script=SPAWN_ONE_PER_GPU.replace("nprocs=n", "nprocs=2"))
+    assert "RM904" in _codes(report)
+    assert len(report.placements) == 4
+
+
+def test_spawn_only_when_no_launcher_started_the_process_is_left_alone(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nproc_per_node", "8", "train.py"]
+    report = check_argv(tmp_path, argv, script=SPAWN_ONLY_WITHOUT_LAUNCHER)
+    assert "RM904" not in _codes(report)
+    assert len(report.placements) == 8
+
+
+def test_spawn_in_a_function_called_under_a_condition_is_left_alone(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nproc_per_node", "4", "train.py"]
+    report = check_argv(tmp_path, argv, script=SPAWN_IN_A_FUNCTION_CALLED_CONDITIONALLY)
+    assert "RM904" not in _codes(report)
+    assert len(report.placements) == 4

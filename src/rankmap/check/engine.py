@@ -193,6 +193,8 @@ def with_spawned_workers(
     start the ranks themselves are left as they are."""
     from dataclasses import replace
 
+    if selection.spawn_where is not None and len(plan.procs) > 1 and selection.spawn_always:
+        return _spawn_in_every_process(plan, selection, env or {})
     if selection.spawn_where is None or plan.world_size != 1 or len(plan.procs) != 1:
         return plan
     if selection.spawn_sets_local_rank and plan.launcher != "python":
@@ -228,6 +230,51 @@ def with_spawned_workers(
         "spawn_arg": "devices" if lightning else "nprocs",
     }
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
+
+
+def _spawn_in_every_process(
+    plan: LaunchPlan, selection: DeviceSelection, env: Mapping[str, str]
+) -> LaunchPlan:
+    """A launcher that starts several processes, each running an unguarded ``mp.spawn``: every
+    process starts its own workers, numbered from 0, so the workers of different processes on
+    one node select the same GPUs (review-found shape: ``srun --ntasks-per-node=8 python
+    train.py`` around a script that spawns one worker per GPU)."""
+    from dataclasses import replace
+
+    if selection.spawn_sets_local_rank or plan.launcher == "python":
+        return plan
+    counts = {
+        p.rank: selection.spawn_count
+        or (_visible_to(p, plan, env) if selection.spawn_per_gpu else 0)
+        for p in plan.procs
+    }
+    k = max(counts.values(), default=0)
+    if k < 1 or len(set(counts.values())) != 1:
+        note = (
+            f"{selection.spawn_where} starts worker processes in each of the "
+            f"{len(plan.procs)} processes {plan.launcher} starts; their number was not "
+            "followed: the map shows the launched processes only."
+        )
+        return replace(plan, notes=(*plan.notes, note))
+    procs = tuple(
+        replace(parent, rank=parent.rank * k + i, local_rank=i)
+        for parent in plan.procs
+        for i in range(k)
+    )
+    per_node = plan.nproc_per_node or len(plan.procs)
+    issue = LaunchIssue(
+        "RM904",
+        f"{plan.launcher} starts {per_node} process(es) per node and each runs "
+        f"{selection.spawn_where}'s spawn of {k} workers: {per_node * k} processes per node",
+        detail=f"The spawn at {selection.spawn_where} is not guarded, so every process "
+        f"{plan.launcher} starts runs it; each one numbers its workers from 0, and workers of "
+        "different processes select the same GPUs.",
+        fix=f"start one process per node ({plan.launcher}), or drop the spawn and use the "
+        "launcher's LOCAL_RANK when the launcher starts the processes",
+        ranks=tuple(p.rank for p in procs),
+    )
+    note = f"{selection.spawn_where} starts {k} worker process(es) in every launched process: spawn index = local rank."
+    return replace(plan, procs=procs, issues=(issue, *plan.issues), notes=(*plan.notes, note))
 
 
 def with_lightning_world(plan: LaunchPlan, selection: DeviceSelection) -> LaunchPlan:

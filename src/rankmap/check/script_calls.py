@@ -122,6 +122,17 @@ class Calls(Guards):
                     out.append((mod, call))
         return out
 
+    def spawn_always_reached(self) -> bool:
+        """The first live ``mp.spawn`` / ``start_processes`` runs on every start of the script
+        (:meth:`always_reached`): under a launcher that starts several processes, every one of
+        them starts its own workers."""
+        for spawner in ("spawn", "start_processes"):
+            for mod, call in self._calls.get(spawner, []):
+                if self.dead(mod, call) or dotted(call.func).split(".")[0] in ("subprocess",):
+                    continue
+                return self.always_reached(mod, call)
+        return False
+
     def spawned(self) -> tuple[str, Value, bool] | None:
         """(path:line, the count, whether the workers get LOCAL_RANK) of the first live
         ``mp.spawn`` / ``start_processes`` call: ``nprocs=`` or its third positional argument

@@ -77,6 +77,26 @@ class Guards:
                 return args[i + 1] if i + 1 < len(args) else None
         return None
 
+    def always_reached(self, mod: Module, node: ast.AST, depth: int = 3) -> bool:
+        """``node`` runs on every start of the script: no ``if`` (other than the ``__main__``
+        test), ``try`` handler or loop around it, and, inside a function, every call of that
+        function (there is one at least) always reached too. A call reached only from code
+        not read, or through a callback, is not."""
+        child: ast.AST = node
+        cur = mod.parent.get(id(node))
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(cur, ast.If) and child is not cur.test and not _is_main_test(cur.test):
+                return False
+            if isinstance(cur, (ast.ExceptHandler, ast.For, ast.While, ast.IfExp, ast.BoolOp)):
+                return False
+            child, cur = cur, mod.parent.get(id(cur))
+        if cur is None:
+            return True
+        sites = [(m, c) for m, c in self._calls.get(cur.name, []) if c is not node]
+        if depth <= 0 or not sites or cur.name in ("__init__", "forward"):
+            return False
+        return all(self.always_reached(m, c, depth - 1) for m, c in sites)
+
     def dead(self, mod: Module, node: ast.AST) -> bool:
         """``node`` sits in a branch the launch's own arguments rule out."""
         if self.script_args is None:
@@ -279,3 +299,15 @@ def _action(call: ast.Call) -> str | None:
         ):
             return k.value.value
     return None
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )

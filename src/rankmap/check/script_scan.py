@@ -85,6 +85,7 @@ class DeviceSelection:
     spawn_per_gpu: bool = False  # nprocs=torch.cuda.device_count(): one worker per visible GPU
     spawn_sets_local_rank: bool = False  # the workers get LOCAL_RANK (Lightning), not mp.spawn
     spawn_nodes: int | None = None  # Lightning's num_nodes= when read (1: not given)
+    spawn_always: bool = False  # mp.spawn runs on every start of the script (no guard around it)
 
     @property
     def uses_index(self) -> bool:
@@ -236,6 +237,7 @@ def _spawn_facts(flow: object) -> dict[str, object]:
         "spawn_where": where,
         "spawn_count": count.value if isinstance(count, Num) and 0 < count.value <= 4096 else None,
         "spawn_per_gpu": isinstance(count, DeviceCount),
+        "spawn_always": not sets_local_rank and flow.spawn_always_reached(),
     }
 
 
