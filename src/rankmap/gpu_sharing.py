@@ -114,6 +114,8 @@ class OrdinalFacts:
     """What is known about a rank whose CUDA index does not exist in its process."""
 
     no_devices: bool = False  # the process sees no GPU at all
+    # the script writes CUDA_VISIBLE_DEVICES from the global rank (past the node's GPUs)
+    cvd_from_global_rank: bool = False
     read_error: bool = False  # the index could not even be read (KeyError / ValueError)
     selection: str | None = None  # global_rank when the index is (or is read as) the global rank
     via_cvd: bool = False  # the index is an entry of CUDA_VISIBLE_DEVICES (a physical index)
@@ -127,6 +129,7 @@ class OrdinalFacts:
 def ordinal_code(f: OrdinalFacts) -> str:
     """The code of the root cause of an out-of-range (or unreadable) device index."""
     rules: tuple[tuple[bool, str], ...] = (
+        (f.no_devices and f.cvd_from_global_rank, "RM401"),
         (f.no_devices, "RM203"),
         # a variable the launcher does not set (KeyError) or sets to something else (ValueError):
         # RM903 under any launcher (RM905 is two processes claiming one rank)

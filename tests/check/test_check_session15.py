@@ -126,3 +126,28 @@ def test_spawn_in_a_function_called_under_a_condition_is_left_alone(tmp_path: Pa
     report = check_argv(tmp_path, argv, script=SPAWN_IN_A_FUNCTION_CALLED_CONDITIONALLY)
     assert "RM904" not in _codes(report)
     assert len(report.placements) == 4
+
+
+CVD_FROM_GLOBAL_RANK = """import os
+rank = int(os.environ["RANK"])
+os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)
+import torch, torch.distributed as dist
+torch.cuda.set_device(0)
+dist.init_process_group("nccl")
+"""
+
+
+def test_cvd_from_the_global_rank_hides_every_gpu_from_the_second_node_on(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"]
+    report = check_argv(tmp_path, argv, nodes=2, script=CVD_FROM_GLOBAL_RANK)
+    errors = [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert [f.code for f in errors] == ["RM401"]
+    assert errors[0].category == "global_rank_as_device"
+    assert list(errors[0].ranks) == list(range(8, 16))
+    assert 'os.environ["LOCAL_RANK"]' in (errors[0].fix or "")
+
+
+def test_cvd_from_the_global_rank_on_one_node_is_fine(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nproc_per_node", "8", "train.py"]
+    report = check_argv(tmp_path, argv, script=CVD_FROM_GLOBAL_RANK)
+    assert not [f for f in report.ordered_findings() if f.severity.value != "info"]

@@ -370,6 +370,10 @@ def evaluate(
         ):
             view, reason = own_visible(selection, proc, base, host, view)
             idx, error, from_default = (0 if view.devices else None), None, False
+            if not view.devices and reason.startswith("CUDA_VISIBLE_DEVICES="):
+                # the script's own list names no GPU of this host (a global rank past the
+                # node's GPUs): CUDA sees none and the first CUDA call fails
+                idx, error = 0, "no CUDA GPUs are available"
         else:
             idx, error, reason, from_default = with_mod(
                 select_index(selection, proc, base, len(view.devices)),

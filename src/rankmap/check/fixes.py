@@ -128,6 +128,12 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
     return f"{count}  — or expose {plan.nproc_per_node} GPUs: unset CUDA_VISIBLE_DEVICES ({total} GPUs on {o.host.hostname})"
 
 
+def cvd_line(plan: LaunchPlan) -> str:
+    """The script line that gives each process the GPU of its node-local rank."""
+    var = _LOCAL_VAR.get(plan.outer or plan.launcher, "LOCAL_RANK")
+    return f'os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["{var}"]  # this node\'s GPU, not the job-wide rank'
+
+
 def device_line(plan: LaunchPlan, *, modulo: bool = False) -> str:
     """The script line that selects the right GPU per process under this launcher
     (``modulo``: within the GPUs the process sees, for per-process visibility)."""

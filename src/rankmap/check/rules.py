@@ -16,6 +16,7 @@ from rankmap.check.consequences import (
     wrapped_collision,
 )
 from rankmap.check.fixes import (
+    cvd_line,
     device_line,
     fix_count,
     fix_for_cvd,
@@ -25,6 +26,7 @@ from rankmap.check.fixes import (
 )
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.rendezvous_rules import rendezvous_findings
+from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, mig_slices, warnings
@@ -37,6 +39,7 @@ from rankmap.gpu_sharing import (
     ordinal_code,
     shared_gpu_code,
 )
+from rankmap.launch_vars import GLOBAL_RANK_VARS
 from rankmap.launchers import LaunchPlan
 from rankmap.model import VisibleDevice
 from rankmap.ranks import rank_phrase, ranks_text
@@ -136,6 +139,7 @@ def _failure_code(
     return ordinal_code(
         OrdinalFacts(
             no_devices=not o.view.devices,
+            cvd_from_global_rank=_cvd_from_global_rank(sel, o, env),
             read_error=bool(o.error and o.error.startswith(("KeyError", "ValueError"))),
             selection=sel.kind,
             via_cvd=sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives),
@@ -144,6 +148,23 @@ def _failure_code(
             mig_hidden=_mig_hidden(o),
         )
     )
+
+
+def _cvd_from_global_rank(sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]) -> bool:
+    """The script sets CUDA_VISIBLE_DEVICES from a job-wide rank variable (``RANK``,
+    ``SLURM_PROCID``, …): from the second node on it names GPUs the node does not have."""
+    chosen = next(
+        (
+            alt
+            for guard, alt in sel.alternatives
+            if guard_holds(guard, lambda v: o.proc.env.get(v, env.get(v)))
+        ),
+        sel,
+    )
+    return chosen.kind == "visible_devices" and chosen.env_vars[:1] in _GLOBAL_FIRST
+
+
+_GLOBAL_FIRST = {(v,) for v in GLOBAL_RANK_VARS}
 
 
 def _mig_hidden(o: RankOutcome) -> bool:
@@ -179,6 +200,8 @@ def _failures(
             title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
             title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+            if code == "RM401":
+                title += ": the script sets CUDA_VISIBLE_DEVICES from the job-wide rank"
         else:
             asking = (
                 rank_phrase(x.proc.rank for x in who)
@@ -403,6 +426,8 @@ def _fix(
         return (
             "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
         )
+    if code == "RM401" and sel.kind == "visible_devices":
+        return f"{cvd_line(plan)}  (replacing {sel.call or 'the global rank'})"
     if code in ("RM301", "RM302", "RM401", "RM901"):
         return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
     if code == "RM501":
