@@ -485,7 +485,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # a count of two or more ("4 processes"), not an id ("[PG GUID 0 Rank 0] using GPU 0")
        rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"
        rf"(?:\w+ )?"
-       rf"{_AGENTS}\b[^.\n]{{0,40}}\b{_ON} (?:the )?(?:(?:gpu|cuda|device)(?:[ :#-]?0| zero)|"
+       # "8 PIDs on GPU 0" (nvidia-smi read aloud) needs no verb
+       rf"{_AGENTS}\b(?:[^.\n]{{0,40}}\b{_ON}| on) (?:the )?(?:(?:gpu|cuda|device)(?:[ :#-]?0| zero)|"
        # "the first GPU of its list" is each process's own first GPU: no pile-up
        rf"(?:1st|first) (?:gpu|cuda device|device)(?! (?:of|in|from) (?:its|their|each|his|her|"
        rf"the|that|this) ))\b"
