@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from script_checks import check_argv, fixes_of
 
 
@@ -151,3 +152,45 @@ def test_cvd_from_the_global_rank_on_one_node_is_fine(tmp_path: Path) -> None:
     argv = ["torchrun", "--nproc_per_node", "8", "train.py"]
     report = check_argv(tmp_path, argv, script=CVD_FROM_GLOBAL_RANK)
     assert not [f for f in report.ordered_findings() if f.severity.value != "info"]
+
+
+MPI_CONSTANT_DEVICE = """import os, torch, torch.distributed as dist
+rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+torch.cuda.set_device(0)
+dist.init_process_group("nccl", init_method="tcp://node1:29400", rank=rank, world_size=8)
+"""
+
+BIND_WRAPPER = """#!/bin/bash
+# one GPU per MPI rank
+export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK
+exec "$@"
+"""
+
+
+def test_a_wrapper_that_binds_one_gpu_per_task_and_execs_its_arguments_is_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bind_gpu.sh").write_text(BIND_WRAPPER)
+    argv = ["mpirun", "-np", "8", "./bind_gpu.sh", "python", "train.py"]
+    report = check_argv(tmp_path, argv, script=MPI_CONSTANT_DEVICE)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert [p.pci_bus_id for p in report.placements][:2] == ["0000:18:00.0", "0000:2A:00.0"]
+
+
+@pytest.mark.parametrize("wrapper", ["./not_here.sh", "/opt/site/bin/gpuwrap"])
+@pytest.mark.parametrize("launcher", [["mpirun", "-np", "8"], ["srun", "--ntasks-per-node", "8"]])
+def test_a_wrapper_that_cannot_be_read_leaves_the_gpus_unknown_not_an_error(
+    tmp_path: Path, wrapper: str, launcher: list[str]
+) -> None:
+    report = check_argv(
+        tmp_path, [*launcher, wrapper, "python", "train.py"], script=MPI_CONSTANT_DEVICE
+    )
+    findings = report.ordered_findings()
+    assert not [f for f in findings if f.severity.value == "error"]
+    assert any(f.code == "RM030" and "could not read it" in f.title for f in findings)
+
+
+def test_a_known_transparent_wrapper_keeps_the_decided_error(tmp_path: Path) -> None:
+    argv = ["srun", "--ntasks-per-node", "8", "numactl", "--cpunodebind=0", "python", "train.py"]
+    report = check_argv(tmp_path, argv, script=MPI_CONSTANT_DEVICE)
+    assert "RM302" in _codes(report)

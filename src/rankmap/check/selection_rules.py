@@ -3,6 +3,7 @@ placement costs when it is right (errors only on positive evidence, see docs/che
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from rankmap.check.index_select import COMPUTED_BY_SCRIPT
@@ -231,10 +232,20 @@ def _computed_by_script(outcomes: list[RankOutcome]) -> Finding:
     """RM030 for processes whose visible-devices list the launch script computes where rankmap
     cannot (a variable set in an ``if``, a bash array)."""
     what = outcomes[0].reason.removesuffix(COMPUTED_BY_SCRIPT).strip()
+    ranks = ranks_text(o.proc.rank for o in outcomes)
+    wrapper = re.search(r"\$\((.+): not read\)", what)  # launchers/task_shell.py
+    if wrapper:
+        return finding(
+            "RM030",
+            f"each task runs {wrapper.group(1)} before python and rankmap could not read it: "
+            f"it may set CUDA_VISIBLE_DEVICES, so the GPUs of ranks {ranks} are not simulated",
+            detail="Pass the wrapper's path as it is on this machine, pass the value with --env, "
+            "or check the map under `rankmap run`.",
+        )
     return finding(
         "RM030",
         f"{what} is computed by the launch script where rankmap cannot follow it: the GPUs of "
-        f"ranks {ranks_text(o.proc.rank for o in outcomes)} are not simulated",
+        f"ranks {ranks} are not simulated",
         detail="Pass the value with --env, or check the map under `rankmap run`.",
     )
 

@@ -22,7 +22,7 @@ from rankmap.launchers import (
     identify,
 )
 from rankmap.launchers.command import parse_command
-from rankmap.launchers.task_shell import task_note, task_program, with_task_env
+from rankmap.launchers.task_shell import task_note, task_program, unread_wrapper_env, with_task_env
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
@@ -202,6 +202,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if program is not None and kind in (None, "python"):
         procs, unresolved = with_task_env(procs, node_env, program)
         notes.append(task_note(program, unresolved))
+    if wrapper_env := unread_wrapper_env(inner, program):
+        procs = [replace(q, env={**q.env, **wrapper_env}) for q in procs]
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),

@@ -24,7 +24,13 @@ from rankmap.launchers import (
 from rankmap.launchers.command import parse_command
 from rankmap.launchers.options import parse_options, replace_option
 from rankmap.launchers.slurm_options import SPEC, gres_gpu_text
-from rankmap.launchers.task_shell import launcher_argv, task_note, task_program, with_task_env
+from rankmap.launchers.task_shell import (
+    launcher_argv,
+    task_note,
+    task_program,
+    unread_wrapper_env,
+    with_task_env,
+)
 from rankmap.model import Host
 from rankmap.numbers import parse_int
 
@@ -98,6 +104,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if program is not None and kind in (None, "python"):
         procs, unresolved = with_task_env(procs, node_env, program)
         notes.append(task_note(program, unresolved))
+    if wrapper_env := unread_wrapper_env(inner, program):
+        procs = [replace(q, env={**q.env, **wrapper_env}) for q in procs]
     base_plan = LaunchPlan(
         launcher="srun",
         nnodes=n_nodes,

@@ -45,9 +45,10 @@ def task_program(
     found = _shell_text(inner, ctx)
     if found is None:
         return None
-    text, where = found
+    text, where, positional = found
+    known = {name: f"${{{name}}}" for name in task_vars}
     try:
-        script = parse_shell(text, where, {name: f"${{{name}}}" for name in task_vars})
+        script = parse_shell(text, where, {**known, **_positional(positional)})
     except RankMapError:
         return None
     if len(script.launches) != 1:
@@ -62,25 +63,39 @@ def task_program(
     )
 
 
-def _shell_text(inner: Sequence[str], ctx: LaunchContext) -> tuple[str, str] | None:
+def _positional(args: Sequence[str]) -> dict[str, str]:
+    """The shell's positional parameters: ``$@`` / ``$*`` (quoted back into words), ``$1`` …,
+    ``$#``: a wrapper that ends in ``exec "$@"`` runs the words after it on the task's line."""
+    import shlex
+
+    joined = shlex.join(args)
+    return {"@": joined, "*": joined, "#": str(len(args))} | {
+        str(i): arg for i, arg in enumerate(args, start=1)
+    }
+
+
+def _shell_text(inner: Sequence[str], ctx: LaunchContext) -> tuple[str, str, list[str]] | None:
+    """The shell text a task runs, where it comes from, and its positional arguments."""
     if not inner:
         return None
     prog = os.path.basename(inner[0])
     path: str | None = inner[0] if prog.endswith(".sh") else None
+    args = list(inner[1:])
     if prog in SHELLS:
         body = shell_body_index(inner)
-        if body is not None:
-            return inner[body], f"{prog} -c"
+        if body is not None:  # bash -c 'BODY' NAME ARGS...: NAME is $0
+            return inner[body], f"{prog} -c", list(inner[body + 2 :])
         words = list(inner[1:])
         while words and words[0].startswith(("-", "+")) and words[0] != "-":
             option = words.pop(0)
             if option in SHELL_VALUE_OPTS and words:
                 words.pop(0)
         path = words[0] if words else None
+        args = words[1:]
     if path is None:
         return None
     try:
-        return ctx.read(path, "task script"), path
+        return ctx.read(path, "task script"), path, args
     except RankMapError:
         return None
 
@@ -151,3 +166,22 @@ def launcher_argv(
                 continue
         words.append(expand_word(word, scope))
     return words
+
+
+# the marker a process's CUDA_VISIBLE_DEVICES gets when a wrapper rankmap could not read runs
+# before python: a shell parameter, so check reads the list as computed (not simulated, RM030)
+def unread_wrapper_env(inner: Sequence[str], program: TaskProgram | None) -> dict[str, str]:
+    """``{"CUDA_VISIBLE_DEVICES": "$(WRAPPER: not read)"}`` when each task runs a wrapper
+    (``./bind_gpu.sh python train.py``, ``/opt/bin/wrap python train.py``) that was not read and
+    that goes on to run python: such wrappers commonly set the task's GPU list (open world: what
+    it sets is unknown, never assumed unset); ``{}`` otherwise."""
+    from rankmap.launchers import identify
+
+    if program is not None or not inner or identify(inner) not in ("shell", None):
+        return {}
+    runs_python = any(
+        os.path.basename(word).startswith("python") or word.endswith(".py") for word in inner[1:]
+    )
+    if not runs_python:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": f"$({os.path.basename(inner[0])}: not read)"}
