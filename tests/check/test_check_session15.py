@@ -194,3 +194,31 @@ def test_a_known_transparent_wrapper_keeps_the_decided_error(tmp_path: Path) -> 
     argv = ["srun", "--ntasks-per-node", "8", "numactl", "--cpunodebind=0", "python", "train.py"]
     report = check_argv(tmp_path, argv, script=MPI_CONSTANT_DEVICE)
     assert "RM302" in _codes(report)
+
+
+def _own_cvd_then(select: str) -> str:
+    return (
+        "import os\n"
+        "LOCAL_RANK = int(os.environ.get('LOCAL_RANK', 0))\n"
+        "os.environ['CUDA_VISIBLE_DEVICES'] = str(LOCAL_RANK)\n"
+        "import torch, torch.distributed as dist\n"
+        f"torch.cuda.set_device({select})\n"
+        "dist.init_process_group('nccl')\n"
+    )
+
+
+def test_own_cvd_per_process_then_cuda_local_rank_asks_for_gpus_it_hid(tmp_path: Path) -> None:
+    argv = ["torchrun", "--nproc_per_node", "4", "train.py"]
+    report = check_argv(tmp_path, argv, script=_own_cvd_then("LOCAL_RANK"))
+    errors = [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert [(f.code, list(f.ranks)) for f in errors] == [("RM501", [1, 2, 3])]
+
+
+@pytest.mark.parametrize("select", ["0", "LOCAL_RANK % torch.cuda.device_count()"])
+def test_own_cvd_per_process_then_the_first_visible_gpu_is_right(
+    tmp_path: Path, select: str
+) -> None:
+    argv = ["torchrun", "--nproc_per_node", "4", "train.py"]
+    report = check_argv(tmp_path, argv, script=_own_cvd_then(select))
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert len({p.pci_bus_id for p in report.placements}) == 4

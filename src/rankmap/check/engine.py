@@ -374,6 +374,14 @@ def evaluate(
                 # the script's own list names no GPU of this host (a global rank past the
                 # node's GPUs): CUDA sees none and the first CUDA call fails
                 idx, error = 0, "no CUDA GPUs are available"
+            elif view.devices and selection.then is not None:
+                # then it selects an index among the GPUs it left visible (renumbered from 0)
+                idx, error, then_why, from_default = with_mod(
+                    select_index(selection.then, proc, base, len(view.devices)),
+                    selection.then,
+                    len(view.devices),
+                )
+                reason = f"{reason}, then {then_why}"
         else:
             idx, error, reason, from_default = with_mod(
                 select_index(selection, proc, base, len(view.devices)),

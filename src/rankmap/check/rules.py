@@ -143,7 +143,8 @@ def _failure_code(
             read_error=bool(o.error and o.error.startswith(("KeyError", "ValueError"))),
             selection=sel.kind,
             via_cvd=sel.via_cvd or any(alt.via_cvd for _, alt in sel.alternatives),
-            per_process=c["per_process"],
+            # the script's own CUDA_VISIBLE_DEVICES per process, then an index among them
+            per_process=c["per_process"] or sel.then is not None,
             narrowed=c["narrowed"],
             mig_hidden=_mig_hidden(o),
         )

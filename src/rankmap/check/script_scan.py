@@ -86,6 +86,9 @@ class DeviceSelection:
     spawn_sets_local_rank: bool = False  # the workers get LOCAL_RANK (Lightning), not mp.spawn
     spawn_nodes: int | None = None  # Lightning's num_nodes= when read (1: not given)
     spawn_always: bool = False  # mp.spawn runs on every start of the script (no guard around it)
+    # after its own CUDA_VISIBLE_DEVICES (kind visible_devices), the index the script selects
+    # among the GPUs it left visible (``set_device(local_rank)`` after ``CVD=str(local_rank)``)
+    then: DeviceSelection | None = None
 
     @property
     def uses_index(self) -> bool:
@@ -212,6 +215,8 @@ def _classify(
         return _open_world(sel, prog, flow)
     sink = sinks[0]
     sel = _from_value(sink.value, sink, common)
+    if sel.kind == "visible_devices":
+        sel = replace(sel, then=_selected_after_cvd(sinks[1:], common))
     other = disagreeing_sink(sinks)
     if other is not None:
         sel = replace(sel, global_sink=(other.where, other.text, other.kind))
@@ -361,6 +366,20 @@ def _from_value(v: Value, sink: Sink, common: dict[str, object]) -> DeviceSelect
             **base,  # type: ignore[arg-type]
         )
     return DeviceSelection(kind="unknown", **base)  # type: ignore[arg-type]
+
+
+def _selected_after_cvd(later: list[Sink], common: dict[str, object]) -> DeviceSelection | None:
+    """The first ``set_device`` / framework / ``device_id`` sink after the script's own
+    CUDA_VISIBLE_DEVICES, when it is an index the analysis follows (a rank or a constant)."""
+    sink = next(
+        (s for s in later if s.kind in ("set_device", "framework", "device_id") and not s.fallback),
+        None,
+    )
+    if sink is None:
+        return None
+    sel = _from_value(sink.value, sink, common)
+    followed = ("local_rank", "local_rank_modulo", "global_rank", "constant")
+    return sel if sel.kind in followed and not sel.alternatives else None
 
 
 def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
