@@ -222,3 +222,35 @@ def test_own_cvd_per_process_then_the_first_visible_gpu_is_right(
     report = check_argv(tmp_path, argv, script=_own_cvd_then(select))
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
     assert len({p.pci_bus_id for p in report.placements}) == 4
+
+
+def _docker(*options: str, count: int = 4) -> list[str]:
+    return ["docker", "run", "--rm", *options, "img:1", "torchrun", "--nproc_per_node", str(count),
+            "train.py"]  # fmt: skip
+
+
+def test_docker_gpus_device_list_is_what_the_container_sees_renumbered(tmp_path: Path) -> None:
+    report = check_argv(tmp_path, _docker("--gpus", '"device=4,5,6,7"'))
+    assert not [f for f in report.ordered_findings() if f.severity.value != "info"]
+    assert [p.pci_bus_id for p in report.placements] == [
+        "0000:9A:00.0", "0000:AB:00.0", "0000:BA:00.0", "0000:DB:00.0"]  # fmt: skip
+
+
+def test_host_numbered_cvd_inside_a_container_hides_every_gpu(tmp_path: Path) -> None:
+    report = check_argv(
+        tmp_path, _docker("--gpus", '"device=4,5,6,7"', "-e", "CUDA_VISIBLE_DEVICES=4,5,6,7")
+    )
+    errors = [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert [f.code for f in errors] == ["RM203"]
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in (errors[0].fix or "")
+
+
+def test_docker_gpus_count_gives_the_first_gpus_only(tmp_path: Path) -> None:
+    report = check_argv(tmp_path, _docker("--gpus", "2"))
+    assert "RM102" in _codes(report)
+
+
+def test_the_callers_cvd_does_not_enter_a_docker_container(tmp_path: Path) -> None:
+    argv = ["env", "CUDA_VISIBLE_DEVICES=0", *_docker("--gpus", "all")]
+    report = check_argv(tmp_path, argv)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]

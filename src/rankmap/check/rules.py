@@ -424,6 +424,15 @@ def _fix(
             "the position in CUDA_VISIBLE_DEVICES, not its entry"
         )
     if code == "RM203":
+        passed = o.proc.env.get("NVIDIA_VISIBLE_DEVICES", env.get("NVIDIA_VISIBLE_DEVICES"))
+        if passed and passed not in ("all", "none", "void"):
+            n = len(o.host.gpus) if passed == "all" else len(passed.split(","))
+            inside = ",".join(str(i) for i in range(n))
+            return (
+                f"drop CUDA_VISIBLE_DEVICES inside the container, or number it from 0 "
+                f"(CUDA_VISIBLE_DEVICES={inside}): the container sees the GPUs it was given "
+                f"({passed}) renumbered from 0"
+            )
         return (
             "unset CUDA_VISIBLE_DEVICES, or list each GPU once (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3)"
         )

@@ -254,8 +254,14 @@ def parse_command(argv: Sequence[str], env: Mapping[str, str]) -> Command:
         stripped = _strip_wrapper(words)
         if stripped is None:
             break
-        name, words = stripped
+        name, options, words = stripped
         wrappers.append(name)
+        if name in _CONTAINER_RUNS:
+            # a container starts with the image's environment, not the caller's: only what
+            # -e/--env passes and the GPUs --gpus exposes (docker run --help; NVIDIA Container
+            # Toolkit: --gpus sets NVIDIA_VISIBLE_DEVICES, renumbered from 0 inside)
+            cleared, assigned = True, container_env(options)
+            unset.clear()
     base = {} if cleared else {k: v for k, v in env.items() if k not in unset}
     return Command(
         argv=tuple(words),
@@ -313,8 +319,9 @@ def _env_options(words: list[str]) -> tuple[list[str], set[str], bool]:
     return words[i:], gone, clear
 
 
-def _strip_wrapper(words: list[str]) -> tuple[str, list[str]] | None:
-    """(wrapper name, the command it runs) when ``words`` starts with a known wrapper."""
+def _strip_wrapper(words: list[str]) -> tuple[str, list[str], list[str]] | None:
+    """(wrapper name, its option words, the command it runs) when ``words`` starts with a
+    known wrapper."""
     head = os.path.basename(words[0])
     for key, wrapper in WRAPPERS.items():
         if (head, *words[1 : len(key)]) != key:
@@ -327,8 +334,45 @@ def _strip_wrapper(words: list[str]) -> tuple[str, list[str]] | None:
                 i += 1
                 break
             if opt in wrapper.module_flags and i + 1 < len(rest):
-                return wrapper.name, ["python", "-m", *rest[i + 1 :]]
+                return wrapper.name, rest[:i], ["python", "-m", *rest[i + 1 :]]
             i += 2 if opt in wrapper.takes_value else 1
+        options = rest[:i]
         i += wrapper.positionals
-        return wrapper.name, rest[i:]
+        return wrapper.name, options, rest[i:]
+    return None
+
+
+_CONTAINER_RUNS = ("docker run", "podman run")
+
+
+def container_env(options: Sequence[str]) -> dict[str, str]:
+    """The variables ``docker run`` / ``podman run`` options give the container: ``-e K=V`` /
+    ``--env K=V`` / ``--env=K=V`` (``-e K`` alone copies the caller's value: not known here),
+    and ``NVIDIA_VISIBLE_DEVICES`` from ``--gpus`` (``all``; a count ``N``: the first N GPUs;
+    ``device=0,2`` or ``"device=0,2"``: those)."""
+    out: dict[str, str] = {}
+    words = list(options)
+    for i, word in enumerate(words):
+        name, eq, inline = word.partition("=")
+        value = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+        if name in ("-e", "--env") and "=" in value:
+            key, _, val = value.partition("=")
+            out[key] = val
+        elif name == "--gpus" and value:
+            gpus = _gpus_option(value)
+            if gpus is not None:
+                out["NVIDIA_VISIBLE_DEVICES"] = gpus
+    return out
+
+
+def _gpus_option(value: str) -> str | None:
+    """NVIDIA_VISIBLE_DEVICES for a ``--gpus`` value, or None where it is not read."""
+    value = value.strip().strip("'\"")
+    if value == "all":
+        return "all"
+    if value.isdigit():
+        return ",".join(str(i) for i in range(int(value)))
+    for part in value.split(","):
+        if part.startswith("device="):
+            return value.split("device=", 1)[1].strip("'\"")
     return None
