@@ -254,3 +254,31 @@ def test_the_callers_cvd_does_not_enter_a_docker_container(tmp_path: Path) -> No
     argv = ["env", "CUDA_VISIBLE_DEVICES=0", *_docker("--gpus", "all")]
     report = check_argv(tmp_path, argv)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+NO_SET_DEVICE = """import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+model = torch.nn.Linear(8, 8).cuda()
+"""
+
+SPAWN_WITHOUT_SET_DEVICE = """import torch, torch.distributed as dist, torch.multiprocessing as mp
+def worker(i, n):
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29500", rank=i, world_size=n)
+    model = torch.nn.Linear(8, 8).cuda()
+if __name__ == "__main__":
+    mp.spawn(worker, args=(4,), nprocs=4)
+"""
+
+
+def test_the_fix_for_no_set_device_keeps_the_first_cuda_use(tmp_path: Path) -> None:
+    report = check_argv(
+        tmp_path, ["torchrun", "--nproc_per_node", "8", "train.py"], script=NO_SET_DEVICE
+    )
+    fixes = fixes_of(report, "RM301")
+    assert fixes and all("replacing" not in fix and "and before" in fix for fix in fixes), fixes
+
+
+def test_the_fix_under_mp_spawn_uses_the_spawn_index_not_local_rank(tmp_path: Path) -> None:
+    report = check_argv(tmp_path, ["python", "train.py"], script=SPAWN_WITHOUT_SET_DEVICE)
+    fixes = fixes_of(report, "RM301")
+    assert fixes and all("LOCAL_RANK" not in fix and "set_device(index)" in fix for fix in fixes)

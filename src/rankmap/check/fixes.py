@@ -137,6 +137,10 @@ def cvd_line(plan: LaunchPlan) -> str:
 def device_line(plan: LaunchPlan, *, modulo: bool = False) -> str:
     """The script line that selects the right GPU per process under this launcher
     (``modulo``: within the GPUs the process sees, for per-process visibility)."""
+    if plan.fix_hints.get("spawn") and plan.fix_hints.get("spawn_arg") == "nprocs":
+        # mp.spawn's workers get no LOCAL_RANK: their index is the spawned function's first argument
+        index = "index % torch.cuda.device_count()" if modulo else "index"
+        return f"torch.cuda.set_device({index}) in the worker (index: its first argument, from mp.spawn)"
     var = plan.fix_hints.get("local_var") or _LOCAL_VAR.get(plan.launcher)
     # ``or`` reads the launcher's variable only when LOCAL_RANK is missing: a default argument
     # (``environ.get("LOCAL_RANK", environ[var])``) is evaluated first and raises KeyError

@@ -439,7 +439,7 @@ def _fix(
     if code == "RM401" and sel.kind == "visible_devices":
         return f"{cvd_line(plan)}  (replacing {sel.call or 'the global rank'})"
     if code in ("RM301", "RM302", "RM401", "RM901"):
-        return f"{device_line(plan)} before init_process_group (replacing {sel.call or 'nothing'})"
+        return f"{device_line(plan)} before init_process_group{_in_place_of(code, sel)}"
     if code == "RM501":
         return device_line(plan, modulo=True) + "  # each process sees only its own GPU(s)"
     if code == "RM503":
@@ -454,6 +454,16 @@ def _fix(
     if code in ("RM903", "RM905"):
         return device_line(plan) + "  # map the launcher's variables before reading LOCAL_RANK"
     return ""
+
+
+def _in_place_of(code: str, sel: DeviceSelection) -> str:
+    """What the device line replaces: the wrong selection; for a script that selects none
+    (RM301), its first CUDA use is kept and the line goes before it."""
+    if not sel.call:
+        return ""
+    if code == "RM301" and "set_device" not in sel.call:
+        return f" and before {sel.call}"
+    return f" (replacing {sel.call})"
 
 
 def _cuda_list(idx: list[int]) -> str:
