@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from script_checks import ONE_GPU_PER_RANK as ONE_GPU_PER_RANK_SCRIPT
 from script_checks import check_argv, fixes_of
+
+from rankmap.adapters.files import LocalFiles
+from rankmap.adapters.local import check_launch
+from rankmap.inventory import load_machine
 
 
 def test_fix_count_goes_inside_the_quoted_inner_launch_not_onto_srun(tmp_path: Path) -> None:
@@ -282,3 +287,25 @@ def test_the_fix_under_mp_spawn_uses_the_spawn_index_not_local_rank(tmp_path: Pa
     report = check_argv(tmp_path, ["python", "train.py"], script=SPAWN_WITHOUT_SET_DEVICE)
     fixes = fixes_of(report, "RM301")
     assert fixes and all("LOCAL_RANK" not in fix and "set_device(index)" in fix for fix in fixes)
+
+
+def test_deepspeed_num_gpus_with_include_says_to_drop_the_count(tmp_path: Path) -> None:
+    argv = ["deepspeed", "--num_gpus", "4", "--include", "localhost:4,5,6,7", "train.py"]
+    report = check_argv(tmp_path, argv)
+    refused = [f for f in report.ordered_findings() if f.code == "RM921"]
+    assert refused and "never both" in (refused[0].detail or "")
+    assert "drop --num_gpus" in (refused[0].fix or "")
+
+
+def test_mig_fix_does_not_send_several_ranks_to_slices_of_one_gpu(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(ONE_GPU_PER_RANK_SCRIPT)
+    report = check_launch(
+        ["torchrun", "--nproc_per_node", "7", "train.py"],
+        machines=load_machine("a100-mig"),
+        env={},
+        nodes=1,
+        cwd=tmp_path,
+        files=LocalFiles(),
+    )
+    fixes = fixes_of(report, "RM602")
+    assert fixes and all("at most 1 rank" in fix and "MIG- UUID" not in fix for fix in fixes)

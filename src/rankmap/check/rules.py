@@ -448,6 +448,16 @@ def _fix(
         )
     if code == "RM601":
         return fix_mig(plan, o, env)
+    if code == "RM602":
+        physical = sum(1 for g in o.host.gpus if g.mig_mode) or len(o.host.gpus)
+        if plan.nproc_per_node > physical:
+            # one MIG UUID per process would put several ranks on slices of one GPU: RM601
+            return (
+                f"at most {physical} rank(s) on {o.host.hostname}: NCCL needs each rank on its "
+                f"own physical GPU, and MIG slices of one GPU share it — start {physical} "
+                "process(es) with one MIG instance of a different GPU each, or disable MIG "
+                "(`nvidia-smi -mig 0`) for this job"
+            )
     if code == "RM801":
         hosts = sorted({h.hostname for h in plan.hosts})
         return fix_host_identity(host_key(o, plan, env), hosts)

@@ -161,7 +161,15 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         fix = None
         if cvd is not None and include == f"localhost:{cvd}":
             fix = f"unset CUDA_VISIBLE_DEVICES; deepspeed --include localhost:{cvd} {' '.join(p.rest)}"
-        return _stopped(argv, ctx, issues, notes, str(exc), include, p.rest, fix)
+        both = (include or exclude) and (num_nodes or num_gpus)
+        if (
+            both
+        ):  # the runner refuses the pair, whatever the slots (runner.py parse_inclusion_exclusion)
+            chosen = f"--include {include}" if include else f"--exclude {exclude}"
+            fix = f"drop --num_gpus/--num_nodes: {chosen} alone picks the GPUs"
+        return _stopped(
+            argv, ctx, issues, notes, str(exc), include, p.rest, fix, both_given=bool(both)
+        )
     plan = _plan(argv, ctx, p.flag("no_local_rank"), active, issues, notes, have_hostfile, p.rest)
     # the runner gives every worker the store's address (reference/launchers.md §4): --master_addr
     # (else the first host's address, here its name) and --master_port (default 29500)
@@ -269,14 +277,22 @@ def _stopped(
     include: str | None,
     rest: Sequence[str],
     fix: str | None,
+    *,
+    both_given: bool = False,
 ) -> LaunchPlan:
     line = f"ValueError: {message}"
+    detail = (
+        f"--include={include} " if include else ""
+    ) + "names resources the runner does not have."
+    if both_given:
+        detail = (
+            "The runner takes either --include/--exclude or --num_gpus/--num_nodes, never both."
+        )
     issues.append(
         LaunchIssue(
             "RM921",
             f"deepspeed stops before starting any rank: {message}",
-            detail=(f"--include={include} " if include else "")
-            + "names resources the runner does not have.",
+            detail=detail,
             fix=fix
             or "name only existing slots, e.g. deepspeed --include localhost:0,1 ... (slots are "
             "0..torch.cuda.device_count()-1 as the runner counts them)",
