@@ -40,6 +40,8 @@ EXAMPLES = {
     "local_devices = ('/device:GPU:0',), communication = CommunicationImplementation.AUTO",
     "ds-no-launcher": "[INFO] [comm.py:652:init_distributed] Not using the DeepSpeed or dist "
     "launchers, attempting to detect MPI environment...",
+    "ds-local-only": "[WARNING] [runner.py:202:fetch_hostfile] Unable to find hostfile, will "
+    "proceed with training with local resources only.",
     "slurm-ntasks-ignored": "srun: Warning: can't honor --ntasks-per-node set to 2 which doesn't "
     "match the requested tasks 6 with the number of requested nodes 2.",
     "lightning-duplicate-ids": "MisconfigurationException: Device ID's (GPU) must be unique.",

@@ -34,3 +34,56 @@ def test_processes_spread_over_gpus_are_no_pile_up(text: str) -> None:
     assert all(
         f.category != "no_set_device" or f.severity.value == "info" for f in findings_of(text)
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our distributed TF job starts two workers per machine and every worker allocates all "
+        "the memory on the first GPU, `/gpu:0`, so the second one fails with "
+        "CUDA_ERROR_OUT_OF_MEMORY.\n",
+        "With DDP all processes allocate memory on /gpu:0 and the other cards stay idle.\n",
+    ],
+)
+def test_first_gpu_and_tensorflow_gpu0_name_the_pile_up(text: str) -> None:
+    assert _lead(text)[0] == "no_set_device"
+
+
+DS_LOCAL_ONLY = (
+    "[WARNING] [runner.py:202:fetch_hostfile] Unable to find hostfile, will proceed with "
+    "training with local resources only.\n"
+)
+
+
+def test_deepspeed_without_hostfile_in_a_multi_node_job_is_the_launcher() -> None:
+    text = (
+        "Launching our two-node pretraining with deepspeed, the ranks on the second node never "
+        "join and the rendezvous times out.\n" + DS_LOCAL_ONLY
+    )
+    assert _lead(text)[0] == "launcher_config"
+
+
+def test_deepspeed_without_hostfile_on_one_node_raises_no_alarm() -> None:
+    text = "Single GPU box, training runs fine, just curious about this line:\n" + DS_LOCAL_ONLY
+    assert all(f.severity.value == "info" for f in findings_of(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "We run two training nodes as containers on the same machine; the launcher groups "
+        "workers by IP and hands out local ranks 0-7 over both, so set_device fails with "
+        "invalid device ordinal on the second container.\n",
+        "The fix keys workers by node id instead of hostname, which allows multi-container "
+        "single-host setups where the workers of different containers were mixed up.\n",
+    ],
+)
+def test_several_nodes_on_one_host_or_ip_lean_to_host_identity(text: str) -> None:
+    assert _lead(text)[0] == "host_identity"
+
+
+def test_several_workers_on_one_host_is_no_host_identity_alarm() -> None:
+    text = "Four workers on the same host train fine with torchrun; loss goes down as expected.\n"
+    assert all(
+        f.category != "host_identity" or f.severity.value == "info" for f in findings_of(text)
+    )

@@ -153,6 +153,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "/etc/hosts",
     ),
     "two-pods-one-node": ("pods", "containers"),
+    "nodes-share-host": ("same", "single", "located"),
     "p2p-ipc": ("p2p/ipc", "via shm"),
     # "nvml" + a non-word character: the NCCL Init lines' "nvmlDev" holds no key
     "nvml-vs-cuda-index": tuple(f"nvml{c}" for c in " '`\",:/-()\t"),

@@ -58,6 +58,12 @@ _IN_SENTENCE = SENTENCE + "{0,80}"  # the document reader searches one line at a
 _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 # after "on GPU 0": not a range or a list of GPUs ("GPU 0-3", "GPU 0 and GPU 1": no pile-up,
 # review 43), unless the others are said to be idle ("on GPU 0 and GPUs 1-7 are empty")
+# GPU 0 as writers name it: "gpu 0", "cuda:0", "device0", TensorFlow's "/gpu:0", "the first GPU"
+# (not "the first GPU of its list": each process's own first GPU)
+_GPU0 = (
+    r"(?:/?(?:gpu|cuda|device)[ :]?0\b|(?:the )?(?:1st|first) (?:gpu|cuda device)\b"
+    r"(?! (?:of|in|from) (?:its|their|each|his|her|the|that|this) ))"
+)
 _NOT_A_RANGE = (
     r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or|&) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b"
     r"(?![^.\n]{0,25}\b(?:idle|empty|unused|free|at 0 ?%|not used|unutili[sz]ed)))"
@@ -314,6 +320,17 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("two-pods-one-node", r"(?:two|2|multiple|several) (?:pods|containers) (?:on|in) "
        r"(?:the same|one|a single) (?:node|host|machine)", {"host_identity": 3,
        "container_mapping": 3}, f"{NCCL} (b): containers of one machine share boot_id"),
+    # several nodes (Ray nodes, containers) on one machine or IP: a framework that groups
+    # workers by hostname or IP takes them for one node (ray-project/ray Train's node-rank
+    # grouping, horovod's Ray backend: both moved to node IDs)
+    _s("nodes-share-host", r"\b(?:multiple|several|two|2|many) (?:\w+ )?(?:nodes|"
+       r"containers|pods)\b[^.\n]{0,40}\b(?:on|share|sharing|using|with) (?:the )?same (?:ip\b"
+       r"(?: address)?|host\b|machine\b|physical (?:host|machine)\b)|multi[- ]?container\W{0,6}"
+       r"single[- ]?host|\bnodes (?:are|were) (?:co-?located|collocated)\b|\b(?:co-?located|"
+       r"collocated) (?:ray )?(?:nodes|containers)\b",
+       {"host_identity": 3.5, "container_mapping": 1},
+       f"{NCCL} (b): machines (or nodes) told apart by hostname or IP are one when they share it",
+       where=TEXT),
     _s("p2p-ipc", r"via P2P/IPC|via SHM|P2P/IPC/read", {"host_identity": 1, "other": 1},
        f"{NCCL} (d): NCCL picked an intra-host transport"),
     # --- per-process visibility (Slurm, Ray, MPI, dask, JAX) -----------------------------------
@@ -467,7 +484,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        # "each process sees its own GPU as device 0" is per-process visibility, not a pile-up
-       r"(?![^.\n]{0,40}\b(?:its|their) (?:own )?(?:gpu|device|accelerator)\b)[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}(?:gpu|cuda|device)[ :]?0\b"
+       r"(?![^.\n]{0,40}\b(?:its|their) (?:own )?(?:gpu|device|accelerator)\b)[^.\n]{0,40}(?:on|use|to|occupy|allocate)[^.\n]{0,20}" + _GPU0
        + _NOT_A_RANGE + "|"
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
@@ -479,8 +496,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # ("processes on GPU 0 and GPU 1" names two GPUs: no pile-up, review 43; "on GPU 0 and
        # GPUs 1-7 are empty" contrasts them: a pile-up)
        r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b" + _NOT_A_RANGE + "|"
-       r"(?:everything|all (?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) (?:the )?"
-       r"(?:gpu|cuda|device)[ :]?0\b|(?:stuck|piled?|all) on (?:the )?"
+       r"(?:everything|all (?:the )?(?:memory|tensors|allocations?|models?))[^.\n]{0,30}\b(?:on|to) "
+       + _GPU0 + r"|(?:stuck|piled?|all) on (?:the )?"
        r"(?:1st|first) gpu|rank 0 has more|(?:memory|contexts?)[^.\n]{0,30}(?:on|of) rank ?[=:]? ?0\b|"
        # a count of two or more ("4 processes"), not an id ("[PG GUID 0 Rank 0] using GPU 0")
        rf"\b(?:all|both|two|several|multiple|many|[2-9]|[1-9]\d+|every|each) (?:of (?:the|my|our) )?"

@@ -15,7 +15,7 @@ stack (``invalid-device-any``), ``Ignoring visible gpu device … compute capabi
 
 from __future__ import annotations
 
-from rankmap.explain.signal_model import Signal
+from rankmap.explain.signal_model import LAUNCHERS, Signal
 from rankmap.explain.signal_model import sig as _s
 
 _GH = "https://github.com"
@@ -204,6 +204,13 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
     _s("ds-no-launcher", r"Not using the DeepSpeed or dist launchers", {"launcher_config": 3},
        f"{_DEEPSPEED}/deepspeed/comm/comm.py (init_distributed): no RANK/LOCAL_RANK in the "
        "environment", framework="deepspeed"),
+    # printed by every single-node run without a hostfile: context; with a multi-node job it is
+    # the launcher that never reached the other nodes (explain/combinations.py)
+    _s("ds-local-only", r"Unable to find hostfile, will proceed with training with local "
+       r"resources only",
+       {"launcher_config": 0.5},
+       f"{LAUNCHERS} §4 and {_DEEPSPEED}/deepspeed/launcher/runner.py (fetch_hostfile): without a "
+       "hostfile the runner starts workers on this machine only", framework="deepspeed"),
     _s("ds-no-gpu", r"Unable to proceed, no GPU resources available",
        {"visible_devices_mismatch": 2.5, "container_mapping": 2, "version_mismatch": 1},
        f"{_DEEPSPEED}/deepspeed/launcher/runner.py: the runner detects no GPU on the node",
@@ -335,6 +342,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     "vllm-unique-ip": ("unique ip address",),
     "tf-single-worker": ("single-worker multiworkermirroredstrategy",),
     "ds-no-launcher": ("not using the deepspeed or dist launchers",),
+    "ds-local-only": ("unable to find hostfile",),
     "vllm-world-size-gpus": ("is larger than the number of available gpus",),
     "vllm-heads-tp": ("must be divisible by tensor parallel size",),
     "vllm-memory-profiling": ("error in memory profiling",),

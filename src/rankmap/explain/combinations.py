@@ -58,6 +58,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _no_gpu_modulo(doc, s)
     _visible_below_parallelism(ctx, doc, s)
     _device_list_index(doc, s)
+    _deepspeed_local_only(doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -69,6 +70,18 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
+
+
+def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
+    """DeepSpeed's runner found no hostfile and started workers on this machine only, in a job
+    the text calls multi-node: the launcher never reached the other nodes (reference/launchers.md
+    §4, fetch_hostfile)."""
+    if doc is not None and "ds-local-only" in doc.hits and "multi-node" in doc.hits:
+        s.add(
+            "launcher_config",
+            3.0,
+            "DeepSpeed found no hostfile and ran on local resources only, in a multi-node job",
+        )
 
 
 # Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs
@@ -454,6 +467,8 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
     by_local = by_local or bool(doc and "local-rank-as-device" in doc.hits)
     # nccl-tests counts its local rank by hostname, never the global rank (review 26)
     by_local = by_local or bool(doc and "nccl-tests" in doc.frameworks)
+    # nodes that share one host or IP: a local rank counted over both runs past the GPUs too
+    by_local = by_local or bool(doc and "nodes-share-host" in doc.hits)
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
         s.add(
