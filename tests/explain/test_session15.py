@@ -87,3 +87,53 @@ def test_several_workers_on_one_host_is_no_host_identity_alarm() -> None:
     assert all(
         f.category != "host_identity" or f.severity.value == "info" for f in findings_of(text)
     )
+
+
+# --- review 52: what the ranks print of themselves --------------------------------------------
+def test_every_rank_printing_the_same_one_gpu_list_is_a_narrowed_list() -> None:
+    text = (
+        "torch sees one device on our 4-GPU ROCm node; rank 1 fails.\n\n"
+        "```\n"
+        "[rank0] HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0,1,2,3 device_count=1\n"
+        "[rank1] HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0,1,2,3 device_count=1\n"
+        "[rank1]: RuntimeError: HIP error: invalid device ordinal\n"
+        "```\n"
+    )
+    assert _lead(text)[0] == "visible_devices_mismatch"
+
+
+def test_ranks_printing_one_different_gpu_each_is_a_per_process_list() -> None:
+    from rankmap.explain.printed_lists import printed_list_points, rank_lists
+
+    lists = rank_lists("rank 0: CUDA_VISIBLE_DEVICES=0\nrank 1: CUDA_VISIBLE_DEVICES=1\n")
+    assert [cat for cat, _, _ in printed_list_points(lists)] == ["per_process_visible_devices"]
+
+
+def test_ranks_reporting_the_same_device_name_the_missing_selection() -> None:
+    text = (
+        "Two MPI processes on a 2-GPU box, CuPy NCCL communicator.\n\n"
+        "```\n0 using device 0\n1 using device 0\n"
+        "NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n```\n"
+    )
+    assert _lead(text)[0] == "no_set_device"
+
+
+def test_jax_local_device_ids_from_the_process_id_is_the_global_rank() -> None:
+    text = (
+        "jax.distributed.initialize on two hosts with 4 GPUs each; processes 4-7 fail.\n\n"
+        "```python\npid = int(os.environ['OMPI_COMM_WORLD_RANK'])\n"
+        "jax.distributed.initialize(num_processes=8, process_id=pid, local_device_ids=[pid])\n```\n\n"
+        "```\njaxlib.xla_extension.XlaRuntimeError: INVALID_ARGUMENT: Invalid device ordinal "
+        "value (4). Valid range is [0, 3].\n```\n"
+    )
+    assert _lead(text)[0] == "global_rank_as_device"
+
+
+def test_bfloat16_on_an_older_gpu_is_outside_the_family() -> None:
+    text = (
+        "vLLM on a Ray cluster of V100s stops at start-up.\n\n```\n"
+        "(RayWorkerWrapper pid=1, ip=10.0.0.2) ValueError: Bfloat16 is only supported on GPUs "
+        "with compute capability of at least 8.0. Your Tesla V100 GPU has compute capability "
+        "7.0.\n```\n"
+    )
+    assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))

@@ -154,6 +154,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "two-pods-one-node": ("pods", "containers"),
     "nodes-share-host": ("same", "single", "located"),
+    "outside-dtype-arch": ("compute capability", "does not support bfloat16"),
     "p2p-ipc": ("p2p/ipc", "via shm"),
     # "nvml" + a non-word character: the NCCL Init lines' "nvmlDev" holds no key
     "nvml-vs-cuda-index": tuple(f"nvml{c}" for c in " '`\",:/-()\t"),
@@ -192,7 +193,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "mpi4jax",
         "pmi_rank",
     ),
-    "bare-rank-as-device": ("device(", "cuda:", "device_ids", ".to("),
+    "bare-rank-as-device": ("device(", "cuda:", "device_ids", ".to(", "local_device_ids"),
     "rank-as-device-code": (
         "set_device",
         "cuda:",
@@ -200,6 +201,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "device(",
         "hvd.rank()",
         "visible_device_list",
+        "local_device_ids",
     ),
     "local-rank-wrong": ("local_rank", "local rank"),
     "rank-not-local": (
@@ -235,6 +237,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "nccl-crash-frame": ("libnccl.so", "librccl.so"),
     "set-device-missing": (
+        "the current",
+        "the default",
         "forgot",
         "forget",
         "missing",
@@ -260,6 +264,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "-node",
         " vms",
         " servers",
+        " hosts",
     ),
     "all-on-gpu0": (
         "gpu zero",

@@ -437,12 +437,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"device_ids\s*=\s*\[\s*(?:args\.|self\.)rank\s*\]|"
        rf"(?:set_device|Device|cudaSetDevice|hipSetDevice|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
        rf"cuda:\{{\s*{_GLOBAL_RANK}\s*\}}|"
-       r"Device\(\s*(?:(?:self\.|args\.)(?:hvd_|global_)?|hvd_|global_)rank\s*\)",
+       r"Device\(\s*(?:(?:self\.|args\.)(?:hvd_|global_)?|hvd_|global_)rank\s*\)|"
+       # JAX: local_device_ids lists this host's GPUs; the process id counts every host's
+       rf"local_device_ids\s*=\s*\[\s*(?:process_id|{_GLOBAL_RANK})\s*\]",
        {"global_rank_as_device": 6}, f"{PT} §1: the device index must be the local rank",
        where=NOT_PROSE),
     # a bare ``rank``: torch.multiprocessing.spawn passes the process index under that name,
     # which is the local rank on one node and the global rank only when nodes add an offset
     _s("bare-rank-as-device", r"(?:set_device|Device)\(\s*rank\s*\)|cuda:\{?\s*rank\s*\}?['\"]|"
+       r"local_device_ids\s*=\s*\[\s*(?:pid|rank|proc_id)\s*\]|"
        r"device_ids\s*=\s*\[\s*rank\s*\]|\.to\(\s*rank\s*\)",
        # below the context-alone gate (scoring.CONTEXT_GUESS = 3): ambiguous, it adds to a
        # failure of the family but is never alone a cause in a paste that shows none
@@ -477,7 +480,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"host_identity": 0.5, "launcher_config": 0.5},
        f"{LAUNCHERS} §1: each node needs its own --node-rank / machine_rank", where=PROSE),
     _s("multi-node", r"multi[- ]?node|multiple (?:nodes|machines|hosts)|across (?:nodes|machines)|"
-       r"\b(?:two|2|several) (?:nodes|machines)|(?:second|other|2nd) (?:node|machine|host)|"
+       r"\b(?:two|2|several) (?:nodes|machines|hosts)\b|(?:second|other|2nd) (?:node|machine|host)|"
        # "a two-node job", "two Azure VMs", "both machines" (review 49)
        r"\b(?:two|2)-node\b|\b(?:two|2|both) (?:\w+ )?(?:vms|machines|servers)\b",
        {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
@@ -541,7 +544,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"|\b(?:never|didn't|did not|don't|do not|doesn't|does not|forgot to) (?:explicitly )?"
        r"(?:set|select|pick|choose|assign|pin|bind) (?:a |the |any |each |every )?(?:rank |process |"
        r"worker )?(?:to (?:a |its |their )?(?:own )?)?(?:cuda )?(?:device|gpu)s? ?(?:per|for each|for "
-       r"every|in each|in every|on each)? ?(?:process|rank|worker)?\b)"
+       r"every|in each|in every|on each)? ?(?:process|rank|worker)?\b"
+       # "every rank just uses the current (default) device": nothing selected per process
+       r"|\b(?:every|each|all) (?:the )?(?:ranks?|process(?:es)?|workers?) (?:just |only |simply )?"
+       r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b)"
        # "without set_device it failed, so I added it": told as what was fixed (review 25)
        r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
        {"no_set_device": 3.5}, f"{PT} §1: without set_device every rank works on cuda:0",

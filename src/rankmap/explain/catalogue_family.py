@@ -302,6 +302,15 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # a dtype the GPU's architecture lacks (bf16 before compute capability 8.0, vLLM's and
+    # PyTorch's check): the model config, not which rank has which GPU
+    _s("outside-dtype-arch", r"Bfloat16 is only supported on GPUs with compute capability|"
+       r"(?:bf16|bfloat16)[^\n]{0,60}(?:not|only) supported[^\n]{0,60}compute capability|"
+       r"Current CUDA Device does not support bfloat16",
+       {"other": 1},
+       "vLLM (vllm/worker/worker.py _check_if_gpu_supports_dtype) and PyTorch refuse bfloat16 on "
+       "GPUs below compute capability 8.0 (https://docs.vllm.ai/: --dtype half): a dtype choice "
+       "with a correct mapping", outside=True),
     # nccl-tests checks every result: "# Out of bounds values : N FAILED" (N > 0) is data that
     # arrived wrong, mostly a broken path between GPUs (ACS/IOMMU) rather than a mapping
     _s("nccl-tests-wrong-data", r"Out of bounds values\s*:\s*[1-9]\d*\s+FAILED",

@@ -19,6 +19,7 @@ from rankmap.explain.containers import (
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts
 from rankmap.explain.node_launches import node_launch_points
+from rankmap.explain.printed_lists import printed_device_points, printed_list_points
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.findings import Finding
@@ -63,6 +64,10 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
+            s.add(cat, pts, why)
+        for cat, pts, why in printed_list_points(doc.rank_lists):
+            s.add(cat, pts, why)
+        for cat, pts, why in printed_device_points(doc.rank_devices):
             s.add(cat, pts, why)
         same = "same-command-every-node" in doc.hits
         for cat, pts, why in node_launch_points(doc.commands, doc.prompts, same_everywhere=same):

@@ -43,6 +43,7 @@ from rankmap.explain.document import (
     shell_commands,
     split_document,
 )
+from rankmap.explain.printed_lists import rank_devices, rank_lists
 from rankmap.explain.signal_model import PROSE
 from rankmap.explain.versions import Versions, versions_in
 from rankmap.numbers import saturating_int
@@ -272,6 +273,9 @@ class DocFacts:
     title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
     prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
     container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
+    # {variable: {rank: value}}: visible-devices lists the ranks print (explain/printed_lists.py)
+    rank_lists: dict[str, dict[int, str]] = field(default_factory=dict)
+    rank_devices: dict[int, int] = field(default_factory=dict)  # {rank: the device it reports}
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
@@ -379,6 +383,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
     facts.title_line = _title_line(text)
+    if "VISIBLE_DEVICES" in text:
+        facts.rank_lists = rank_lists(text)
+    facts.rank_devices = rank_devices(text)
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         if seg.kind == "log":
