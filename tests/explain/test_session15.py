@@ -137,3 +137,22 @@ def test_bfloat16_on_an_older_gpu_is_outside_the_family() -> None:
         "7.0.\n```\n"
     )
     assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))
+
+
+def test_container_toolkit_cuda_requirement_is_a_version_problem_not_passthrough() -> None:
+    text = (
+        "Our CI runners cannot start the GPU image any more.\n\n```\n"
+        "docker: Error response from daemon: failed to create task for container: OCI runtime "
+        "create failed: error running hook #0: nvidia-container-cli: requirement error: "
+        "unsatisfied condition: cuda>=12.4, please update your driver to a newer version, or use "
+        "an earlier cuda container: unknown.\n```\n"
+    )
+    assert _lead(text)[0] == "version_mismatch"
+
+
+def test_a_device_list_given_to_a_single_device_option_is_configuration() -> None:
+    text = (
+        "I pass --model-device cuda:0,1 to use both GPUs and get:\n\n"
+        "```\nRuntimeError: Invalid device string: 'cuda:0,1'\n```\n"
+    )
+    assert _lead(text)[0] == "launcher_config"

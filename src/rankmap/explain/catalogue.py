@@ -390,6 +390,8 @@ KEYS: dict[str, tuple[str, ...]] = {
         "unsupported display driver",
         "drivermismatch",
     ),
+    "device-string-list": ("invalid device string",),
+    "container-cuda-requirement": ("unsatisfied condition: cuda", "please update your driver"),
     "undefined-gpu-symbol": ("undefined symbol",),
     "nccl-config-undef": ("-2147483648",),
     "gfx-override": ("hsa_override_gfx_version",),

@@ -43,6 +43,12 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 4},
        f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
        failure=True),
+    # several GPUs given where one device is taken ("cuda:0,1" to torch.device): a framework's
+    # single-device option asked to do multi-GPU work, which it does by another option
+    _s("device-string-list", r"Invalid device string: ['\"]?(?:cuda|gpu|xpu):\d+\s*,\s*\d",
+       {"launcher_config": 3},
+       "torch.device takes one device: 'cuda:0,1' raises \"Invalid device string\" "
+       "(https://pytorch.org/docs/stable/tensor_attributes.html#torch.device)", failure=True),
     _s("rank-out-of-range", r"Invalid rank \d+, rank should be in the interval|rank \d+ is out of "
        r"range|rank should be (?:in|less than)", {"launcher_config": 5, "oversubscribed": 1},
        f"{LAUNCHERS} §5, §7: more tasks were started than the framework's world size",
@@ -171,6 +177,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old|"
        r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch",
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
+    # the NVIDIA Container Toolkit refuses an image whose CUDA the host driver cannot run: it
+    # checks the image's NVIDIA_REQUIRE_CUDA against the driver before the container starts,
+    # so the daemon's error around it names no passthrough problem
+    _s("container-cuda-requirement", r"requirement error: unsatisfied condition: cuda\s*>=|"
+       r"please update your driver to a newer version, or use an earlier cuda container",
+       {"version_mismatch": 9},
+       f"{NCCL} (g) and the NVIDIA Container Toolkit (nvidia-container-cli: an image's "
+       "NVIDIA_REQUIRE_CUDA above what the host driver supports)", failure=True),
     # a PyTorch build without NCCL (Windows and macOS wheels, CPU-only builds): the backend the
     # job asks for does not exist in that build
     _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?",
