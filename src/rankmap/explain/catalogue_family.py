@@ -282,7 +282,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        failure=True, where=LOG),
     # --- failures outside this family: they never add points; without a failure of the family
     # they keep context alone (docker, a launcher, a CVD) from making a mapping guess ----------
-    _s("outside-oom", r"CUDA out of memory|OutOfMemoryError|\bout of memory\b|\bOOM\b", {},
+    _s("outside-oom", r"CUDA out of memory|OutOfMemoryError|\bout of memory\b|\bOOM\b|"
+       r"\bunable to allocate (?:gpu |device |cuda )?memory\b", {},
        "An out-of-memory error is a model/batch that does not fit "
        "(https://pytorch.org/docs/stable/notes/faq.html) unless other processes hold the GPU "
        f"({PT} §1: several ranks on cuda:0)", outside=True),
@@ -547,7 +548,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "row remap",
         "hardware_stack_error",
     ),
-    "outside-oom": ("out of memory", "outofmemoryerror", "oom"),
+    "outside-oom": ("out of memory", "outofmemoryerror", "oom", "unable to allocate"),
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
     "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),
     "outside-network-words": ("connection", "iptable", "masquerad", "port"),
