@@ -309,3 +309,31 @@ def test_mig_fix_does_not_send_several_ranks_to_slices_of_one_gpu(tmp_path: Path
     )
     fixes = fixes_of(report, "RM602")
     assert fixes and all("at most 1 rank" in fix and "MIG- UUID" not in fix for fix in fixes)
+
+
+ARGPARSE_RANK = """import argparse, torch, torch.distributed as dist
+p = argparse.ArgumentParser()
+p.add_argument("--rank", type=int, required=True)
+p.add_argument("--world_size", type=int, required=True)
+a = p.parse_args()
+torch.cuda.set_device(0)
+dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456", rank=a.rank, world_size=a.world_size)
+"""
+
+LOOP_BY_RANK_OPTION = """#!/bin/bash
+for i in $(seq 0 7); do
+    CUDA_VISIBLE_DEVICES=$((i % 4)) python train.py --rank $i --world_size 8 &
+done
+wait
+"""
+
+
+def test_lines_that_pass_their_script_a_rank_are_one_world_started_by_hand(tmp_path: Path) -> None:
+    job = tmp_path / "job.sh"
+    job.write_text(LOOP_BY_RANK_OPTION.replace("% 4", "% 8"))
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+    job.write_text(LOOP_BY_RANK_OPTION)
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
+    shared = [f for f in report.ordered_findings() if f.code == "RM503"]
+    assert shared and list(shared[0].ranks) == [0, 4]

@@ -43,6 +43,8 @@ _GROUP_LAUNCHERS = ("torchrun", "torch.distributed.launch", "accelerate", "deeps
 # What numbers the lines of one world started by hand: a rank or a node rank per line
 _WORLD_VARS = ("RANK", "NODE_RANK", "GROUP_RANK")
 _WORLD_OPTS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
+# a script's own option for its rank in the world (``python train.py --rank $i --world_size 8``)
+_RANK_OPTS = ("--rank", "--global_rank", "--global-rank", "--process_id", "--process-id")
 
 
 def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
@@ -67,9 +69,19 @@ def _one_world_by_hand(launches: Sequence[ShellLaunch]) -> bool:
 
 def _line_rank(sl: ShellLaunch) -> str | None:
     """The rank or node rank a launch line gives itself (``RANK=``, ``--node_rank``), if any."""
-    return next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None) or option_value(
-        sl.argv, _WORLD_OPTS
+    return (
+        next((sl.env[v] for v in _WORLD_VARS if v in sl.env), None)
+        or option_value(sl.argv, _WORLD_OPTS)
+        or _script_rank(sl)
     )
+
+
+def _script_rank(sl: ShellLaunch) -> str | None:
+    """The rank a single-process line passes its script (``python train.py --rank 3``)."""
+    if identify(sl.argv) != "python":
+        return None
+    value = option_value(sl.argv, _RANK_OPTS)
+    return value if value is not None and value.strip().isdecimal() else None
 
 
 def _own_node(sl: ShellLaunch, plan: LaunchPlan) -> tuple[Proc, ...]:
@@ -92,7 +104,7 @@ def _combine(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
             env = _shifted(env, shifts[w].get(pr.node, 0))
             # the lines of one script run on the machine that runs the script, and a line that
             # starts one process with RANK=k is rank k of the world (not its own rank 0)
-            own = sl.env.get("RANK", "")
+            own = sl.env.get("RANK", "") or _script_rank(sl) or ""
             rank = int(own) if by_hand and len(plan.procs) == 1 and own.isdecimal() else pr.rank
             procs.append(replace(pr, world=w, env=env, node=0 if by_hand else pr.node, rank=rank))
     first = max(plans, key=lambda p: p.world_size)  # the summary shows the largest world
