@@ -337,3 +337,35 @@ def test_lines_that_pass_their_script_a_rank_are_one_world_started_by_hand(tmp_p
     report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
     shared = [f for f in report.ordered_findings() if f.code == "RM503"]
     assert shared and list(shared[0].ranks) == [0, 4]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "for i in $(seq 0 $((NGPU-1))); do",
+        "for i in $(seq 0 $LAST); do",
+        "for i in $(seq $NGPU); do",
+    ],
+)
+def test_seq_bounds_from_variables_and_arithmetic_are_followed(tmp_path: Path, header: str) -> None:
+    job = tmp_path / "job.sh"
+    start = "1" if header.endswith("$(seq $NGPU); do") else "0"
+    job.write_text(
+        "#!/bin/bash\nNGPU=4\nLAST=3\n"
+        f"{header}\n"
+        f"  CUDA_VISIBLE_DEVICES=$((i - {start})) python train.py --rank $((i - {start})) --world_size 4 &\n"
+        "done\nwait\n"
+    )
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
+    assert len(report.placements) == 4
+    assert len({p.pci_bus_id for p in report.placements}) == 4
+
+
+def test_a_seq_bound_known_only_at_run_time_stays_unknown(tmp_path: Path) -> None:
+    job = tmp_path / "job.sh"
+    job.write_text(
+        "#!/bin/bash\nfor i in $(seq 0 $(($(nvidia-smi -L | wc -l)-1))); do\n"
+        "  CUDA_VISIBLE_DEVICES=$i python train.py --rank $i --world_size 4 &\ndone\nwait\n"
+    )
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]

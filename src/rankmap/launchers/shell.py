@@ -521,7 +521,10 @@ def _loop_header(
         if m:
             items += _loop_values(num(m.group(1)), num(m.group(2)) + 1, 1, at, len(items))
         elif tok.startswith("__SEQ_"):
-            a, b, c = (tok[6:-2].split("_") + ["", ""])[:3]
+            a, b, c = (_expand(bytes.fromhex(h).decode(), vars_) for h in tok[6:-2].split("_"))
+            if not all(x.lstrip("-").isdecimal() for x in (a, b, c) if x):
+                items.append("$(…)")  # a bound known when the script runs only
+                continue
             first, step, last = (
                 (num(a), num(b), num(c)) if c else (num(a) if b else 1, 1, num(b or a))
             )

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from rankmap.errors import InputError
 
 ARITH = re.compile(r"\$\(\((.*?)\)\)")
-_SEQ = re.compile(r"\$\(\s*seq\s+(\d+)(?:\s+(\d+))?(?:\s+(\d+))?\s*\)")
+# `$(seq A [B [C]])` whose operands are numbers, variables or (already marked) arithmetic
+_SEQ = re.compile(r"\$\(\s*seq\s+([^\s()]+)(?:\s+([^\s()]+))?(?:\s+([^\s()]+))?\s*\)")
 # `for ((i=0; i<8; i++))`; a bound may be a variable (`i<NGPU`, `i<$NGPU`), read by the reader
 _CFOR = re.compile(
     r"for\s*\(\(\s*(\w+)\s*=\s*(\d+)\s*;\s*\w+\s*(<=?)\s*\$?\{?(\w+)\}?\s*;[^)]*\)\)"
@@ -161,14 +162,19 @@ def _marked(line: str) -> str:
         lambda m: f"for {m.group(1)} in __CFOR_{m.group(2)}_{m.group(4)}_{m.group(3) == '<='}__",
         line,
     )
-    line = _SEQ.sub(lambda m: f"__SEQ_{m.group(1)}_{m.group(2) or ''}_{m.group(3) or ''}__", line)
     line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
+    line = _SEQ.sub(lambda m: "__SEQ_" + "_".join(_hex(m.group(i)) for i in (1, 2, 3)) + "__", line)
     # one word that stays a parameter (check does not simulate what it sets; review 25)
     for _ in range(MAX_NESTED_OUTPUTS):  # innermost first
         line, found = _COMMAND_OUTPUT.subn("$(…)", line)
         if not found:
             break
     return _SPACED_PARAM.sub("$(…)", line)
+
+
+def _hex(operand: str | None) -> str:
+    """A seq operand kept whole inside the loop marker (it may hold ``$`` and ``_``)."""
+    return (operand or "").encode().hex()
 
 
 def _words(line: str) -> list[str]:
