@@ -369,3 +369,16 @@ def test_a_seq_bound_known_only_at_run_time_stays_unknown(tmp_path: Path) -> Non
     )
     report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_fix_keeps_a_computed_value_unquoted_as_the_scripts_own(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n"
+        "MASTER=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)\n"
+        "srun torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d "
+        "--rdzv_endpoint ${MASTER}:29500 train.py\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    fixes = fixes_of(report, "RM904")
+    assert fixes and all("'$(" not in fix and "$(…):29500" in fix for fix in fixes), fixes

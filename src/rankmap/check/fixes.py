@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rankmap.launchers import LaunchPlan
+from rankmap.launchers.command import shell_join
 from rankmap.launchers.options import replace_option
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def typed(plan: LaunchPlan, argv: Sequence[str], drop: str | None = None) -> str
     prefix = [w for w in plan.prefix if drop is None or not w.startswith(f"{drop}=")]
     if prefix == ["env"]:
         prefix = []
-    return shlex.join([*prefix, *argv])
+    return shell_join([*prefix, *argv])
 
 
 def fix_count(plan: LaunchPlan, per_node: int) -> str:

@@ -376,3 +376,18 @@ def _gpus_option(value: str) -> str | None:
         if part.startswith("device="):
             return value.split("device=", 1)[1].strip("'\"")
     return None
+
+
+# what the shell reader leaves for a command's output it does not run (shell_lex._marked)
+ELIDED = "$(…)"
+
+
+def shell_join(words: Sequence[str]) -> str:
+    """``shlex.join`` for a command shown to the user, where a word holding a value the script
+    computes (:data:`ELIDED`) stays unquoted: ``--rdzv_endpoint $(…):29500`` reads as "your
+    value here", while ``'$(…):29500'`` would pass the characters themselves."""
+    import shlex
+
+    return " ".join(
+        w if ELIDED in w and not any(c.isspace() for c in w) else shlex.quote(w) for w in words
+    )

@@ -8,7 +8,6 @@ Open MPI sets ``OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK``; Hyd
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,7 +20,7 @@ from rankmap.launchers import (
     check_size,
     identify,
 )
-from rankmap.launchers.command import parse_command
+from rankmap.launchers.command import parse_command, shell_join
 from rankmap.launchers.task_shell import task_note, task_program, unread_wrapper_env, with_task_env
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
@@ -243,7 +242,7 @@ def _one_launcher_per_node(options: list[str], a: MpiArgs, nnodes: int) -> str:
     counts = (
         ["-n", str(nnodes), "-ppn", "1"] if a.hydra else ["-np", str(nnodes), "--npernode", "1"]
     )
-    return shlex.join([options[0], *counts, *kept, *a.rest])
+    return shell_join([options[0], *counts, *kept, *a.rest])
 
 
 # The variables each MPI flavour sets per rank, in order, and which count each one carries.

@@ -21,7 +21,7 @@ from rankmap.launchers import (
     check_size,
     identify,
 )
-from rankmap.launchers.command import parse_command
+from rankmap.launchers.command import parse_command, shell_join
 from rankmap.launchers.options import parse_options, replace_option
 from rankmap.launchers.slurm_options import SPEC, gres_gpu_text
 from rankmap.launchers.task_shell import (
@@ -323,9 +323,7 @@ def _every_node(issue: LaunchIssue, nnodes: int) -> LaunchIssue:
 
 
 def _one_task_fix(argv: Sequence[str], inner: Sequence[str]) -> str:
-    import shlex
-
     new = replace_option(argv, ("--ntasks-per-node",), "1")
     if new is None:
-        return shlex.join(["srun", "--ntasks-per-node=1", *inner])
-    return shlex.join(new)
+        return shell_join(["srun", "--ntasks-per-node=1", *inner])
+    return shell_join(new)
