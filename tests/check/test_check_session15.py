@@ -382,3 +382,18 @@ def test_a_fix_keeps_a_computed_value_unquoted_as_the_scripts_own(tmp_path: Path
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     fixes = fixes_of(report, "RM904")
     assert fixes and all("'$(" not in fix and "$(…):29500" in fix for fix in fixes), fixes
+
+
+@pytest.mark.parametrize("tasks", [["-N", "2", "-n", "2"], ["--nodes=2", "--ntasks=2"]])
+def test_srun_ntasks_takes_precedence_over_the_jobs_tasks_per_node(
+    tmp_path: Path, tasks: list[str]
+) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n"
+        f"srun {' '.join(tasks)} torchrun --nnodes=2 --nproc_per_node=8 --rdzv_backend=c10d "
+        "--rdzv_endpoint=node1:29500 train.py\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert len(report.placements) == 16

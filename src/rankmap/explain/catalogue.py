@@ -237,6 +237,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "nccl-crash-frame": ("libnccl.so", "librccl.so"),
     "set-device-missing": (
+        "pin",
         "the current",
         "the default",
         "forgot",

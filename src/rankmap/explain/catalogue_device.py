@@ -259,7 +259,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # "both nodes have hostname \"dgx\"", "all pods report the hostname localhost"
        r"\b(?:both|all|two|every|each of the) (?:\w+ )?(?:(?:nodes|machines|hosts|servers|pods|"
        r"containers|vms)\b[^.\n]{0,40}\b)?(?:have|has|report|show|use|got|get)s? (?:the )?(?:same )?"
-       r"host ?name\b",
+       r"host ?name\b|"
+       # "`hostname` prints gpu-template on each", "hostname is node0 on both machines"
+       r"\bhost ?name`?\s(?:prints|returns|shows|gives|says|is|reads)\s['\"`]?[\w.-]+['\"`]?\s(?:on|in|for)\s"
+       r"(?:each|both|all|every)\b",
        {"host_identity": 5, "container_mapping": 1},
        f"{NCCL} (b): ranks whose host hash (hostname + boot_id) match are one host"),
     # a setting, not a sameness: containers on the host's network (or given a hostname) share
@@ -545,6 +548,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:set|select|pick|choose|assign|pin|bind) (?:a |the |any |each |every )?(?:rank |process |"
        r"worker )?(?:to (?:a |its |their )?(?:own )?)?(?:cuda )?(?:device|gpu)s? ?(?:per|for each|for "
        r"every|in each|in every|on each)? ?(?:process|rank|worker)?\b"
+       # "I left out the GPU pinning block" (Horovod's examples pin each process to a GPU)
+       r"|\b(?:left out|leave out|skipped|removed|dropped|commented out|omitted|without) (?:the |any )?"
+       r"(?:gpu |device )?(?:pinning|pin)\b"
        # "every rank just uses the current (default) device": nothing selected per process
        r"|\b(?:every|each|all) (?:the )?(?:ranks?|process(?:es)?|workers?) (?:just |only |simply )?"
        r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b)"

@@ -13,6 +13,7 @@ from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import (
     container_host_ids,
+    container_host_numbered_list,
     container_sees_more,
     container_without_gpus,
 )
@@ -75,6 +76,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         container_sees_more(doc, s)
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
+        container_host_numbered_list(doc, s)
 
 
 def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
@@ -472,8 +474,9 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
     by_local = by_local or bool(doc and "local-rank-as-device" in doc.hits)
     # nccl-tests counts its local rank by hostname, never the global rank (review 26)
     by_local = by_local or bool(doc and "nccl-tests" in doc.frameworks)
-    # nodes that share one host or IP: a local rank counted over both runs past the GPUs too
-    by_local = by_local or bool(doc and "nodes-share-host" in doc.hits)
+    # nodes that share one host, IP or hostname: a local rank counted by host over both runs
+    # past the GPUs too (reference/nccl.md (b))
+    by_local = by_local or bool(doc and {"nodes-share-host", "same-hostname"} & set(doc.hits))
     if ordinal and (nodes >= 2 or (doc and "multi-node" in doc.hits)) and not by_local:
         how = f"the launch names {nodes} nodes" if nodes >= 2 else "a multi-node run"
         s.add(

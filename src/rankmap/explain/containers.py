@@ -101,3 +101,21 @@ def container_host_ids(doc: DocFacts, s: Scores) -> None:
                 cmd[:160],
             )
             return
+
+
+def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
+    """A container given N GPUs (``--gpus N``, a pod's ``nvidia.com/gpu: N``) sees them as
+    0..N-1; a CUDA_VISIBLE_DEVICES that names an index from N on is the host's numbering, kept
+    from a bare-metal launch (reference/cuda_devices.md §3: the runtime renumbers from 0)."""
+    requested = doc.gpus_requested or doc.configs.pod_gpus
+    entries = doc.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
+    if not requested or not all(e.isdecimal() for e in entries):
+        return
+    if max(int(e) for e in entries) >= requested:
+        s.add(
+            "container_mapping",
+            4.0,
+            f"the container was given {requested} GPU(s), numbered from 0 inside, and "
+            f"CUDA_VISIBLE_DEVICES={','.join(entries)} names the host's numbering "
+            "(reference/cuda_devices.md §3)",
+        )

@@ -382,6 +382,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
+    if (spec := _SPEC_CVD.search(text)) is not None:
+        facts.env.setdefault("CUDA_VISIBLE_DEVICES", spec.group("a") or spec.group("b"))
     facts.title_line = _title_line(text)
     if "VISIBLE_DEVICES" in text:
         facts.rank_lists = rank_lists(text)
@@ -413,6 +415,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _config(seg, facts)
         elif seg.kind in ("prose", "log") and "VISIBLE_DEVICES=" in seg.text:
             _prose_commands(seg, facts)
+        if seg.kind == "prose":
+            _prose_launches(seg, facts)
         if seg.kind in ("prose", "shell") and facts.stated_gpus is None:
             _stated_gpus(seg, source, facts)  # (a launch line may end in a sentence)
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
@@ -466,7 +470,15 @@ def with_sbatch(launch: str, sbatch: dict[str, str]) -> str:
 _GPU_UUID = re.compile(r"\bGPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _REQUEST = re.compile(
     r"--gpus[ =]['\"]*(?:device=)?(?P<list>[\d,]+)\b|\bNV_GPU=['\"]?(?P<nv>[\d,]+)|"
-    r"NVIDIA_VISIBLE_DEVICES=['\"]?(?P<nvd>[\d,]+)\b"
+    r"NVIDIA_VISIBLE_DEVICES=['\"]?(?P<nvd>[\d,]+)\b|"
+    # a pod's GPU limit (resources.limits nvidia.com/gpu: 1)
+    r"\blimits\W{1,40}nvidia\.com/gpu['\"]?\s*[:=]\s*['\"]?(?P<k8s>\d{1,3})\b"
+)
+# CUDA_VISIBLE_DEVICES in a pod spec or compose file (``CUDA_VISIBLE_DEVICES: "3"``,
+# ``- name: CUDA_VISIBLE_DEVICES`` / ``value: "3"``)
+_SPEC_CVD = re.compile(
+    r"CUDA_VISIBLE_DEVICES['\"]?\s*:\s*['\"]?(?P<a>[\d,]+)\b|"
+    r"name:\s*['\"]?CUDA_VISIBLE_DEVICES['\"]?\s*\n?\s*value:\s*['\"]?(?P<b>[\d,]+)\b"
 )
 
 
@@ -477,6 +489,8 @@ def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
     m = _REQUEST.search(text)
     if not m:
         return None
+    if m.group("k8s") is not None:
+        return int(m.group("k8s")), None
     if m.group("list") is not None and "device=" not in m.group(0):
         count = m.group("list")
         return (int(count), None) if count.isdecimal() and len(count) < 4 else None
@@ -705,6 +719,23 @@ def _prose_commands(seg: Segment, facts: DocFacts) -> None:
         prefix = _env_prefix(line.strip())
         if prefix:
             _parallel_visible(prefix, line, facts)
+
+
+# a node's launch line told in a sentence: "node B (10.0.0.12): torchrun --nnodes=2 ..."
+_PROSE_LAUNCH = re.compile(
+    r"^(?P<who>[^`\n]{1,60}?):\s*`?(?P<cmd>(?:torchrun|accelerate launch|python[\d.]* -m "
+    r"torch\.distributed\.(?:run|launch))\s[^`\n]+)"
+)
+
+
+def _prose_launches(seg: Segment, facts: DocFacts) -> None:
+    """Launch lines a sentence gives per machine ("node A: torchrun ..."): each with the words
+    before it as its prompt, so that the lines of the nodes are compared (node_launches.py)."""
+    for _, line in seg.lines():
+        m = _PROSE_LAUNCH.match(line.strip())
+        if m and len(facts.commands) < 32:
+            facts.commands.append(m.group("cmd").strip()[:2000])
+            facts.prompts.append(m.group("who").strip())
 
 
 def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:

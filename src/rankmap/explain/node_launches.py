@@ -20,6 +20,9 @@ _NNODES = ("--nnodes", "--num_machines", "--num-machines")
 _NODE_RANK = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
 _ADDRESS = ("--master_addr", "--master-addr", "--main_process_ip", "--rdzv_endpoint",
             "--rdzv-endpoint")  # fmt: skip
+# what the lines of every node decide is the cause itself (scoring.STRONG): it names the cause
+# even next to the store timeout it produces
+DECIDED = 5.0
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate")
 
 
@@ -92,7 +95,7 @@ def node_launch_points(
             out.append(
                 (
                     "launcher_config",
-                    4.0,
+                    DECIDED,
                     f"the launch lines of one job wait for different node counts "
                     f"({', '.join(sorted(counts))}): `{lines[0].text}`",
                 )
@@ -107,7 +110,7 @@ def node_launch_points(
             out.append(
                 (
                     "host_identity",
-                    4.0,
+                    DECIDED,
                     f"two launch lines of one {max(counts)}-node job give the same node rank "
                     f"{ranks[0]}: both nodes claim the same ranks (`{lines[0].text}`)",
                 )

@@ -148,8 +148,13 @@ def _task_layout(opts: Mapping[str, str], ctx: LaunchContext) -> tuple[int, int,
     n_nodes = _count(opts.get("nodes"), "--nodes") or ctx.nodes or 1
     ntasks = _count(opts.get("ntasks"), "--ntasks")
     per_node = _count(opts.get("ntasks_per_node"), "--ntasks-per-node")
+    if ntasks:
+        # --ntasks takes precedence and --ntasks-per-node is the most per node (srun man page,
+        # --ntasks-per-node): the tasks spread over the step's nodes (-N 2 -n 2: one each)
+        spread = -(-ntasks // n_nodes)
+        per_node = min(per_node, spread) if per_node else spread
     if per_node is None:
-        per_node = -(-ntasks // n_nodes) if ntasks else 1
+        per_node = 1
     check_size(n_nodes * per_node, "srun")
     return n_nodes, per_node, _distribute(n_nodes, per_node, ntasks)
 
