@@ -397,3 +397,33 @@ def test_srun_ntasks_takes_precedence_over_the_jobs_tasks_per_node(
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
     assert len(report.placements) == 16
+
+
+def test_a_computed_process_count_with_every_gpu_hidden_is_a_finding_not_a_refusal(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "train.sh"
+    job.write_text(
+        "#!/bin/bash\nGPUS=${GPUS:-9,10}\nexport CUDA_VISIBLE_DEVICES=$GPUS\n"
+        "NPROC=$(awk -F, '{print NF}' <<< \"$GPUS\")\n"
+        "torchrun --nproc_per_node=$NPROC train.py\n"
+    )
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job)
+    blind = [f for f in report.ordered_findings() if f.code == "RM203"]
+    assert blind and "sees no GPU" in blind[0].title
+
+
+def test_accelerate_machine_rank_from_each_node_overrides_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "cfg.yaml").write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmachine_rank: 0\n"
+        "num_machines: 2\nnum_processes: 16\nmain_process_port: 29555\n"
+    )
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        "srun bash -c 'accelerate launch --config_file cfg.yaml --main_process_ip node1 "
+        "--machine_rank $SLURM_NODEID train.py'\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    assert "RM804" not in _codes(report)
+    assert len(report.placements) == 16

@@ -200,7 +200,9 @@ def _failures(
         if error.startswith(("KeyError", "ValueError")):
             title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} fail reading the device index: {error}"
         elif not o.view.devices:
-            title = f"{rank_phrase(x.proc.rank for g in groups for x in g)} on {where} see no GPU"
+            blind = [x.proc.rank for g in groups for x in g]
+            verb = "sees" if len(blind) == 1 else "see"
+            title = f"{rank_phrase(blind)} on {where} {verb} no GPU"
             if code == "RM401":
                 title += ": the script sets CUDA_VISIBLE_DEVICES from the job-wide rank"
         else:

@@ -211,6 +211,8 @@ def _torchrun_args(
     """The ``torch.distributed.run`` call accelerate makes for this launch."""
     nproc = max(1, num_processes // max(num_machines, 1)) if multi else 1
     machine_rank = opt("machine_rank", "machine_rank")
+    if isinstance(machine_rank, str) and "$" in machine_rank:
+        machine_rank = None  # each node's own value, known when the job runs (srun's NODEID)
     rest_args = p.rest
     return TorchrunArgs(
         nnodes=str(num_machines if multi else 1),

@@ -161,6 +161,12 @@ def launcher_argv(
         name, eq, value = word.partition("=")
         if name in _NODE_RANK_OPTS:
             raw = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if "$" in raw and name.startswith("--machine"):
+                # accelerate: kept as a reference, so that it overrides the config file's
+                # machine_rank (the option wins over the file) as each node's own value
+                words += [name, raw]
+                skip = not eq
+                continue
             if "$" in raw:
                 skip = not eq
                 continue
