@@ -119,7 +119,11 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     from dataclasses import replace
 
     issues += [
-        replace(i, title=_accelerate_title(i.code, i.title), fix=_accelerate_fix(i.code, i.fix))
+        replace(
+            i,
+            title=_accelerate_title(i.code, i.title),
+            fix=_accelerate_fix(i.code, i.fix, on_line=p.get("machine_rank") is not None),
+        )
         for i in plan.issues
     ]
     if cfg_path:
@@ -239,7 +243,14 @@ def _accelerate_title(code: str, title: str) -> str:
     return title.replace("--node-rank", "machine_rank") if code == "RM804" else title
 
 
-def _accelerate_fix(code: str, fix: str) -> str:
+def _accelerate_fix(code: str, fix: str, *, on_line: bool = False) -> str:
+    if code == "RM804" and on_line:
+        # the option wins over the config file: it is what each node must get
+        return (
+            "Give each machine its own --machine_rank (0..num_machines-1); under srun, "
+            "`srun bash -c 'accelerate launch ... --machine_rank $SLURM_NODEID ...'` (single "
+            "quotes: each node's shell expands it)."
+        )
     if code == "RM804":
         return "Give each machine its own machine_rank (0..num_machines-1) in its config file."
     return fix.replace("torchrun --nnodes", "accelerate launch --num_machines")
