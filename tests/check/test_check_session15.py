@@ -427,3 +427,13 @@ def test_accelerate_machine_rank_from_each_node_overrides_the_config_file(tmp_pa
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM804" not in _codes(report)
     assert len(report.placements) == 16
+
+
+def test_srun_around_torchrun_with_a_runtime_node_rank_is_simulated_not_refused(
+    tmp_path: Path,
+) -> None:
+    argv = ["srun", "--nodes=2", "--ntasks-per-node=8", "--gpus-per-node=8", "torchrun",
+            "--nnodes=2", "--nproc_per_node=8", "--node_rank=$SLURM_NODEID",
+            "--master_addr=$MASTER_ADDR", "train.py"]  # fmt: skip
+    report = check_argv(tmp_path, argv, nodes=2)
+    assert {"RM904", "RM032"} <= _codes(report)

@@ -156,3 +156,65 @@ def test_a_device_list_given_to_a_single_device_option_is_configuration() -> Non
         "```\nRuntimeError: Invalid device string: 'cuda:0,1'\n```\n"
     )
     assert _lead(text)[0] == "launcher_config"
+
+
+# --- reviews 54 and 55 -------------------------------------------------------------------------
+def test_a_mig_slice_next_to_a_plain_python_exception_is_no_alarm() -> None:
+    text = (
+        "one process on one MIG slice, no distributed training\n"
+        "using device cuda:0 (NVIDIA A100-SXM4-80GB MIG 3g.40gb)\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n'
+        "ValueError: Expected input batch_size (32) to match target batch_size (31).\n"
+    )
+    assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))
+
+
+def test_two_nccl_builds_printed_by_the_ranks_are_a_version_conflict() -> None:
+    from rankmap.explain.versions import versions_in
+
+    text = "node1 rank0: torch 2.1.0 nccl=(2, 18, 1)\nnode2 rank8: torch 1.13.1 nccl=(2, 14, 3)\n"
+    assert versions_in(text).nccl == ["2.18.1", "2.14.3"]
+    assert versions_in("INFO vLLM is using nccl==2.20.5").nccl == ["2.20.5"]
+    log = text + "node2:1:1 [0] NCCL WARN Message truncated : received 256 bytes instead of 4\n"
+    assert _lead(log)[0] == "version_mismatch"
+
+
+def test_the_nodes_launch_lines_told_in_sentences_are_compared() -> None:
+    text = (
+        "Two-node torchrun never gets past init\n\n"
+        "node A (10.0.0.11): torchrun --nnodes=2 --nproc_per_node=8 --node_rank=0 "
+        "--master_addr=10.0.0.11 --master_port=29500 train.py\n"
+        "node B (10.0.0.12): torchrun --nnodes=2 --nproc_per_node=8 --node_rank=0 "
+        "--master_addr=10.0.0.11 --master_port=29500 train.py\n"
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
+        "8/16 clients joined.\n"
+    )
+    assert _lead(text) == ("host_identity", "warning")
+
+
+def test_a_pod_given_one_gpu_with_a_host_numbered_list_is_passthrough() -> None:
+    text = (
+        'Pod spec has resources.limits nvidia.com/gpu: 1 and env CUDA_VISIBLE_DEVICES: "3" '
+        "(from our bare-metal script).\nRuntimeError: No CUDA GPUs are available\n"
+    )
+    assert _lead(text)[0] == "container_mapping"
+
+
+def test_the_same_hostname_printed_on_each_vm_is_host_identity() -> None:
+    text = (
+        "mpi4py job: ranks 4-7 invalid device ordinal on 2x4-GPU VMs\n\n"
+        "Our local rank counts lower ranks with the same socket.gethostname(); both VMs come "
+        'from one image and `hostname` prints "gpu-template" on each.\n'
+        "mpirun -np 8 -H 10.0.1.5:4,10.0.1.6:4 python train.py\n"
+        "[1,5]<stderr>:RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert _lead(text)[0] == "host_identity"
+
+
+def test_vllms_config_dump_is_no_custom_all_reduce_evidence() -> None:
+    from rankmap.explain.catalogue import SIGNALS
+
+    sig = next(s for s in SIGNALS if s.id == "custom-allreduce")
+    assert sig.pattern.search("disable_custom_all_reduce=False") is None
+    assert sig.pattern.search("custom allreduce failed: peer access") is not None

@@ -303,6 +303,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        {"other": 2},
        f"{NCCL} (e): socket errors are an unreachable peer or port; with a correct mapping they "
        "are a network problem (no device evidence)", outside=True),
+    # ranks that disagree about a message: a collective called differently on some ranks, or
+    # NCCL settings (protocol, buffer size) or builds that differ between them
+    _s("nccl-message-truncated", r"[Mm]essage truncated\s*:?\s*(?:received|receiving) \d+ bytes "
+       r"instead of \d+",
+       {"other": 2, "version_mismatch": 1.5},
+       "https://github.com/NVIDIA/nccl/pull/605 (merged: 'most often triggered by a mismatch in collective size or env "
+       "settings between ranks') and https://github.com/NVIDIA/nccl/issues/626 (maintainer: inconsistent calls, or a "
+       "protocol that differs because the environment differs)", failure=True),
     # a dtype the GPU's architecture lacks (bf16 before compute capability 8.0, vLLM's and
     # PyTorch's check): the model config, not which rank has which GPU
     _s("outside-dtype-arch", r"Bfloat16 is only supported on GPUs with compute capability|"
@@ -548,6 +556,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "row remap",
         "hardware_stack_error",
     ),
+    "nccl-message-truncated": ("message truncated",),
     "outside-oom": ("out of memory", "outofmemoryerror", "oom", "unable to allocate"),
     "outside-model-size": ("too big", "too large", "fit", "parallel", "split the model"),
     "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),

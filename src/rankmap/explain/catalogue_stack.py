@@ -250,7 +250,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        {"other": 4}, "CUDA peer access between GPUs depends on topology/IOMMU "
        "(https://docs.nvidia.com/cuda/cuda-c-programming-guide/#peer-to-peer-memory-access)",
        failure=True),
-    _s("custom-allreduce", r"custom[ _-]?all[ _-]?reduce", {"other": 4},
+    # (not the engine's own config dump, "disable_custom_all_reduce=False", of every vLLM start)
+    _s("custom-allreduce", r"custom[ _-]?all[ _-]?reduce(?!\s*[=:]\s*False)", {"other": 4},
        "vLLM/TensorRT-LLM custom all-reduce needs GPU peer access "
        "(https://docs.vllm.ai/en/latest/serving/distributed_serving.html)"),
     # the kernel's IOMMU fault lines name it too: AMD-Vi's "Event logged [IO_PAGE_FAULT ...]",

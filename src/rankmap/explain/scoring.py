@@ -372,8 +372,10 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
     in an input that reports no failure at all — no failure signal, no failure words — is a
     possible cause at ``info``: an alarm needs positive evidence."""
     if _shows_family_failure(s, doc):
-        if winner == "other" and _exception_alone(s):
-            return Severity.INFO  # "ValueError: too many values to unpack" names no GPU failure
+        if _exception_alone(s) and (winner == "other" or not s.mapping_failure):
+            # "ValueError: too many values to unpack" names no GPU failure, and a setting next
+            # to it (a MIG slice, a docker run) does not make it one (review 55)
+            return Severity.INFO
         if _context_only(winner, s, doc):
             return Severity.INFO  # a failure that points elsewhere; only context names the mapping
         return Severity.ERROR if decided else Severity.WARNING

@@ -45,6 +45,13 @@ _NCCL = re.compile(
     r"nccl-cu1\d\s*==\s*(2\.\d{1,2}\.\d{1,2})",  # the pip wheel: nvidia-nccl-cu12==2.20.5
     re.IGNORECASE,
 )
+# what programs print of the NCCL they loaded: vLLM's "vLLM is using nccl==2.20.5", and
+# torch.cuda.nccl.version() as a tuple ("nccl=(2, 18, 1)", "NCCL: (2, 14, 3)")
+_NCCL_PRINTED = re.compile(
+    r"\bnccl\s*==\s*(?P<eq>2\.\d{1,2}\.\d{1,2})\b|"
+    r"\bnccl\w{0,12}\W{1,4}\(\s*(?P<a>2)\s*,\s*(?P<b>\d{1,2})\s*,\s*(?P<c>\d{1,2})\s*\)",
+    re.IGNORECASE,
+)
 # PyTorch as collect_env and pip list give it: each wheel pins its own NCCL wheel
 _TORCH = re.compile(
     r"PyTorch version:\s*(\d+\.\d+\.\d+)|\btorch\s*==\s*(\d+\.\d+\.\d+)|"
@@ -87,6 +94,11 @@ def versions_in(text: str) -> Versions:
         _add(out.nccl, next(g for g in m.groups() if g))
         for other in _continued(text, m.end()):  # "NCCL 2.18.1 on node1 and 2.21.5 on node2"
             _add(out.nccl, other)
+    for m in _NCCL_PRINTED.finditer(text) if "nccl" in low else ():
+        if m.group("eq"):
+            _add(out.nccl, m.group("eq"))
+        else:  # torch.cuda.nccl.version() printed as a tuple: (2, 18, 1)
+            _add(out.nccl, f"{m.group('a')}.{m.group('b')}.{m.group('c')}")
     for m in _TORCH.finditer(text) if "torch" in low else ():
         _add(out.torch, next(g for g in m.groups() if g))
     return out

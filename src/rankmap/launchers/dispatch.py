@@ -92,9 +92,19 @@ def assume_runtime_values(
     """``argv`` of a torchrun launch with the option values a script computes when the job runs
     (``--nproc_per_node $NGPU``, ``--node_rank ${RANK}``) replaced by stand-ins, and the info
     finding that says so (review 34: such launches were refused with exit 2); None when none."""
-    if identify(argv) not in ("torchrun", "torch.distributed.launch"):
+    # torchrun itself, or the torchrun srun / mpirun runs on every task
+    start = next(
+        (
+            i
+            for i in range(len(argv))
+            if identify(argv[i:]) in ("torchrun", "torch.distributed.launch")
+        ),
+        None,
+    )
+    if start is None:
         return None
-    out: list[str] = []
+    head, argv = argv[:start], argv[start:]
+    out: list[str] = list(head)
     named: list[str] = []
     i = 0
     while i < len(argv):
