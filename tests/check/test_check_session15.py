@@ -437,3 +437,30 @@ def test_srun_around_torchrun_with_a_runtime_node_rank_is_simulated_not_refused(
             "--master_addr=$MASTER_ADDR", "train.py"]  # fmt: skip
     report = check_argv(tmp_path, argv, nodes=2)
     assert {"RM904", "RM032"} <= _codes(report)
+
+
+@pytest.mark.parametrize("address", ["$(hostname)", "`hostname -s`", "$HOSTNAME"])
+def test_a_master_address_each_node_computes_as_itself_is_rm906(
+    tmp_path: Path, address: str
+) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        "srun bash -c 'torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
+        f"--master_addr={address} --master_port=29500 train.py'\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    found = [f for f in report.ordered_findings() if f.code == "RM906"]
+    assert found and found[0].severity.value == "error"
+
+
+def test_a_master_address_computed_once_by_the_batch_shell_is_fine(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        "export MASTER=$(hostname)\n"
+        "srun bash -c 'torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
+        "--master_addr=$MASTER --master_port=29500 train.py'\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    assert "RM906" not in _codes(report)

@@ -33,6 +33,7 @@ _SPACED_PARAM = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
 # (one already marked inside another, `$(cd "$(dirname "$0")" && pwd)`, is part of it)
 _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()(?:[^()\n]|\$\(…\))*\)")
 MAX_NESTED_OUTPUTS = 4  # command outputs nested this deep are marked
+_HOSTNAME_OUTPUT = re.compile(r"\$\(\s*hostname(?:\s+-[sfiI])?\s*\)|`hostname(?:\s+-[sfiI])?`")
 
 
 # (line, words, backgrounded, unconditional): unconditional is a command that starts its line's
@@ -164,6 +165,9 @@ def _marked(line: str) -> str:
     )
     line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
     line = _SEQ.sub(lambda m: "__SEQ_" + "_".join(_hex(m.group(i)) for i in (1, 2, 3)) + "__", line)
+    # the machine's own name is $HOSTNAME (bash sets it), known per host: kept apart from other
+    # command outputs, so that a rendezvous address each node computes as itself is seen
+    line = _HOSTNAME_OUTPUT.sub("${HOSTNAME}", line)
     # one word that stays a parameter (check does not simulate what it sets; review 25)
     for _ in range(MAX_NESTED_OUTPUTS):  # innermost first
         line, found = _COMMAND_OUTPUT.subn("$(…)", line)

@@ -25,6 +25,7 @@ from rankmap.launchers.command import parse_command, shell_join
 from rankmap.launchers.options import parse_options, replace_option
 from rankmap.launchers.slurm_options import SPEC, gres_gpu_text
 from rankmap.launchers.task_shell import (
+    TaskProgram,
     launcher_argv,
     task_note,
     task_program,
@@ -127,7 +128,28 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     )
     if kind in (None, "python", "shell"):
         return base_plan
-    return _nested(base_plan, inner, kind, ctx, node_env, per_node, {**inner_env})
+    plan = _nested(base_plan, inner, kind, ctx, node_env, per_node, {**inner_env})
+    if program is not None and program.own_host_master and n_nodes > 1:
+        plan = replace(plan, issues=(*plan.issues, _own_host_master(program, n_nodes)))
+    return plan
+
+
+def _own_host_master(program: TaskProgram, n_nodes: int) -> LaunchIssue:
+    """Every node's task shell expands ``$(hostname)`` to itself: each node's launcher hosts
+    its own store and waits for a world that never comes (reference/launchers.md §1: every
+    node must be given the same rendezvous address)."""
+    return LaunchIssue(
+        "RM906",
+        f"each of the {n_nodes} nodes takes itself as the rendezvous host "
+        f"({program.own_host_master} in {program.where}, expanded on every node)",
+        detail="The task's shell runs on every node and expands the address there: each node's "
+        "launcher starts its own store and waits for the other nodes, which wait at theirs; "
+        "the rendezvous times out.",
+        fix="compute the address once, in the batch script, and pass it in: "
+        'MASTER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1), then '
+        "--master_addr=$MASTER (outside the single quotes) or export MASTER_ADDR=$MASTER",
+        severity="error",
+    )
 
 
 @dataclass(frozen=True)

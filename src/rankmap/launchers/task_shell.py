@@ -12,6 +12,7 @@ programs, or none that rankmap knows, is left as it was.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -29,6 +30,9 @@ class TaskProgram:
     env: Mapping[str, str]  # assignments with a literal value: the same in every task
     per_task: Mapping[str, str]  # assignments that name a variable: expanded task by task
     where: str  # "bash -c" or the wrapper script's path
+    # the rendezvous address is this task's own host (``--master_addr=$(hostname)``): every
+    # node's shell expands it to itself, so on several nodes each one waits for its own world
+    own_host_master: str | None = None
 
     @property
     def args_per_task(self) -> bool:
@@ -55,12 +59,22 @@ def task_program(
         return None
     launch = script.launches[0]
     env = {k: v for k, v in launch.env.items() if k not in launch.unset}
+    own = _OWN_HOST_MASTER.search(text)
     return TaskProgram(
+        own_host_master=own.group(0).replace("${HOSTNAME}", "$(hostname)") if own else None,
         argv=tuple(launch.argv),
         env={k: v for k, v in env.items() if "$" not in v},
         per_task={k: v for k, v in env.items() if "$" in v},
         where=where,
     )
+
+
+# a rendezvous address the task's own shell computes as its own host
+_OWN_HOST_MASTER = re.compile(
+    r"(?:--master[_-]addr|--rdzv[_-]endpoint|--main[_-]process[_-]ip|MASTER_ADDR)[= ]"
+    r"['\"]?(?:\$\(\s*hostname(?:\s+-[sfiI])?\s*\)|`hostname(?:\s+-[sfiI])?`|\$HOSTNAME\b|"
+    r"\$\{HOSTNAME\})"
+)
 
 
 def _positional(args: Sequence[str]) -> dict[str, str]:
