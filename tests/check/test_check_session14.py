@@ -8,11 +8,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from script_checks import check_argv
 
-from rankmap.adapters.files import LocalFiles
-from rankmap.check.engine import check_launch
 from rankmap.errors import UsageError
-from rankmap.inventory import load_machine
 
 ONE_GPU_PER_RANK = (
     "import os, torch, torch.distributed as dist\n"
@@ -34,15 +32,7 @@ def _launch(  # type: ignore[no-untyped-def]
     tmp_path: Path, argv: list[str], *, nodes: int | None = 2, shell_file: Path | None = None
 ):
     """``argv`` (or the script ``shell_file``) checked on DGX H100s, run from ``tmp_path``."""
-    return check_launch(
-        argv,
-        machines=load_machine("dgx-h100"),
-        env={},
-        nodes=nodes,
-        shell_file=shell_file,
-        cwd=tmp_path,
-        files=LocalFiles(),
-    )
+    return check_argv(tmp_path, argv, nodes=nodes, shell_file=shell_file, script=None)
 
 
 def _codes(report) -> set[str]:  # type: ignore[no-untyped-def]

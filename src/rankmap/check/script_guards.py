@@ -12,6 +12,7 @@ from rankmap.check.script_ast import (
     env_write,
     is_env_membership,
     is_environ,
+    is_main_test,
     negate,
     tail,
 )
@@ -85,7 +86,7 @@ class Guards:
         child: ast.AST = node
         cur = mod.parent.get(id(node))
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if isinstance(cur, ast.If) and child is not cur.test and not _is_main_test(cur.test):
+            if isinstance(cur, ast.If) and child is not cur.test and not is_main_test(cur.test):
                 return False
             if isinstance(cur, (ast.ExceptHandler, ast.For, ast.While, ast.IfExp, ast.BoolOp)):
                 return False
@@ -299,15 +300,3 @@ def _action(call: ast.Call) -> str | None:
         ):
             return k.value.value
     return None
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    """``__name__ == "__main__"``."""
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
