@@ -1,4 +1,4 @@
-"""Session 15: fix texts name only options of the command they change. Shapes written here."""
+"""Session 15: wrappers, per-process lists set by the script, containers, mp.spawn under a launcher, Slurm task counts and fix texts (reviews 53, 56). Shapes written here."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session 15: shapes written here (nvidia-smi read aloud without a verb)."""
+"""Session 15: shapes written here, restating b21 dev rows and reviews 52, 54, 55 in our own words."""
 
 from __future__ import annotations
 
