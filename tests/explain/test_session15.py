@@ -128,6 +128,15 @@ def test_vllms_config_dump_is_no_custom_all_reduce_evidence() -> None:
 # Inputs written here, each with the cause its facts decide (sessions 15 reviews and b21 dev).
 LEADS = [
     pytest.param(
+        "Horovod + TF2: OOM on GPU 0 with 4 workers\n\n"
+        "horovodrun -np 4 python train_keras.py on a 4-GPU box. I left out the GPU pinning "
+        "block because it looked optional.\n"
+        "[1,2]<stderr>:tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when "
+        "allocating tensor on /job:localhost/replica:0/task:0/device:GPU:0\n",
+        "no_set_device",
+        id="a_sentence_after_a_command_on_its_line_is_read_as_prose",
+    ),
+    pytest.param(
         "Launching our two-node pretraining with deepspeed, the ranks on the second node never "
         "join and the rendezvous times out.\n" + DS_LOCAL_ONLY,
         "launcher_config",

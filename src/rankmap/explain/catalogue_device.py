@@ -556,7 +556,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b)"
        # "without set_device it failed, so I added it": told as what was fixed (review 25)
        r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
-       {"no_set_device": 3.5}, f"{PT} §1: without set_device every rank works on cuda:0",
+       # the writer saying so names the cause (STRONG), even next to the OOM it causes
+       {"no_set_device": 5}, f"{PT} §1: without set_device every rank works on cuda:0",
        where=TEXT),
     _s("same-gpu", r"(?:both|two|all|several|multiple) (?:the )?(?:processes|ranks|workers|"
        r"models?|instances)[^.\n]{0,30}(?:on|use|share) (?:the )?same (?:single )?(?:gpu|device)|"

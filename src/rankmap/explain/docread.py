@@ -405,6 +405,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _sbatch(seg, facts)
         if seg.kind == "shell":
             _shell(seg, facts)
+            for tail in _shell_sentences(seg):  # "horovodrun -np 4 … on a T4 box. I left out …"
+                _signals(tail, source, facts)
         elif seg.kind == "env":
             facts.env.update(env_assignments(seg))
         elif seg.kind == "code":
@@ -710,6 +712,21 @@ def _shell(seg: Segment, facts: DocFacts) -> None:
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
+
+
+# the sentence after a command on its line: ". I followed ...", ". It fails with ..."
+_SENTENCE_AFTER = re.compile(r"\.\s+(?=[A-Z][a-z']*\s+\w+\s+\w+)")
+
+
+def _shell_sentences(seg: Segment) -> list[Segment]:
+    """The reporter's sentences that follow a command on a shell line, as prose of their own
+    line (a line read as shell for its command keeps its words for the prose signals)."""
+    out: list[Segment] = []
+    for no, line in seg.lines():
+        m = _SENTENCE_AFTER.search(line, 12)
+        if m and len(out) < 16:
+            out.append(Segment("prose", line[m.end() :], no))
+    return out
 
 
 def _prose_commands(seg: Segment, facts: DocFacts) -> None:
