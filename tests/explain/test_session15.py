@@ -228,3 +228,13 @@ QUIET = [
 @pytest.mark.parametrize("text", QUIET)
 def test_a_failure_outside_the_family_raises_no_alarm(text: str) -> None:
     assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "gpus"),
+    [("Running on a g5.12xlarge (4x A10G).", 4), ("two nodes of 8x L40S", 8), ("a 2x T4 box", 2)],
+)
+def test_cloud_gpu_models_count_as_the_machines_gpus(text: str, gpus: int) -> None:
+    from rankmap.explain.docread import read_document
+
+    assert read_document(text).stated_gpus == gpus

@@ -59,7 +59,11 @@ _SIMULATED = re.compile(
     r"received|found|encountered|exited|aborted|killed|reported|returned)\b)"
 )
 _ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
-_GPU_MODEL = r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2,3}|MI\d{3}X?)"
+# (A10G, L40S and the one-digit T4 / L4 are cloud instances' usual GPUs: "g5.12xlarge (4x A10G)")
+_GPU_MODEL = (
+    r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2,3}[GS]?|[TL]4|P100|P40|"
+    r"K80|MI\d{3}X?)"
+)
 _GPU_COUNT = re.compile(
     # "2 GPUs", "8x A100 GPUs", or the compound "a 4-GPU machine" (not "one GPU": "only one GPU is
     # used" is a symptom, not the machine's count)
