@@ -238,3 +238,15 @@ def test_cloud_gpu_models_count_as_the_machines_gpus(text: str, gpus: int) -> No
     from rankmap.explain.docread import read_document
 
     assert read_document(text).stated_gpus == gpus
+
+
+def test_an_undecided_ordinal_follows_the_cause_that_leads_at_error() -> None:
+    text = (
+        "Every rank on the second node crashes\n\n2 nodes x 8 H100. torchrun --nnodes=2 "
+        "--nproc_per_node=8 --node_rank=$NODE_RANK --master_addr=10.0.0.11 train.py\n"
+        '[rank9]:     torch.cuda.set_device(int(os.environ["RANK"]))\n'
+        "[rank9]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    found = findings_of(text)
+    assert (found[0].category, found[0].severity.value) == ("global_rank_as_device", "error")
+    assert [f.code for f in found if f.severity.value == "error"] == [found[0].code]

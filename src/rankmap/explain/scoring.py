@@ -352,8 +352,9 @@ def _rescored(
     # outscoring a decided error is not weak evidence: the guess leads at error severity then
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
     severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
-    if severity is not Severity.ERROR:
-        rest = [_demoted(f) for f in rest]
+    # a symptom whose cause the log alone does not decide follows the cause that leads, also
+    # when that cause leads at error (review 54: an undecided RM102 stayed an error beside it)
+    rest = [_demoted(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
