@@ -58,6 +58,19 @@ GENERAL_FIX: dict[str, str] = {
     "expects (its tested configurations) against what is installed and what the driver supports "
     "(`nvidia-smi`), and the same build on every node; install the matching libraries or a build "
     "for the installed ones.",
+    # the category's fixes, not one of its causes' (review 54: a Docker renumbering was told to
+    # give each container its own GPU, a vLLM node address to unset NCCL_HOSTID)
+    "container_mapping": "Inside a container the GPUs it was given are numbered from 0: drop (or "
+    "renumber) a CUDA_VISIBLE_DEVICES written with the host's numbers; give each container or pod "
+    "its own GPUs (`--gpus '\"device=N\"'`, one `nvidia.com/gpu` per pod without time-slicing) and "
+    "compare them by UUID (`nvidia-smi -L` inside each).",
+    "host_identity": "Give every machine, container or node its own identity: distinct hostnames "
+    "(not a cloned image's or one `--hostname`), distinct node addresses (`VLLM_HOST_IP` / `ray "
+    "start --node-ip-address` per node; containers on one bridge network share 172.17.0.x: "
+    "`--network host`), its own node rank, and no NCCL_HOSTID copied between machines.",
+    "mig": "CUDA shows a process one MIG instance: start one process per instance, each given one "
+    "`MIG-` UUID; an NCCL job needs its ranks on different physical GPUs (whole GPUs, or one "
+    "instance of each), or NCCL >= 2.30 with `NCCL_MULTI_RANK_GPU_ENABLE=1` (experimental).",
     "launcher_config": "Make the launcher and the framework agree: the process and node counts, "
     "the node rank, the rank variables the launcher sets against those the code reads, and the "
     "order of the framework's distributed set-up (its init call before any device use); the "
