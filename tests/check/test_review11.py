@@ -39,7 +39,7 @@ def test_lines_that_run_one_after_another_are_separate_jobs(tmp_path: Path) -> N
     assert _errors(report) == []
     launch = report.sections["launch"]
     assert launch["launcher"] == "torchrun" and launch["world_size"] == 4
-    assert any("run one after another" in n for n in report.sections["launch"].get("notes", []))
+    assert any("do not run at once" in n for n in report.sections["launch"].get("notes", []))
 
 
 def test_a_sweep_of_single_gpu_runs_is_no_job_split_in_worlds(tmp_path: Path) -> None:

@@ -55,8 +55,9 @@ def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) ->
     best = max(range(len(plans)), key=lambda i: (plans[i].world_size, -i))
     others = ", ".join(str(sl.line) for i, sl in enumerate(launches) if i != best)
     note = (
-        f"{path}: {len(launches)} launch lines run one after another; line "
-        f"{launches[best].line} (the largest job) is checked, line(s) {others} run alone."
+        f"{path}: {len(launches)} launch lines that do not run at once (one after another, or "
+        f"alternative branches of an if/case); line {launches[best].line} (the largest job) is "
+        f"checked, line(s) {others} run alone."
     )
     return replace(plans[best], notes=(*plans[best].notes, note))
 
