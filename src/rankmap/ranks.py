@@ -41,3 +41,15 @@ def rank_phrase(ranks: Iterable[int], *, max_runs: int | None = 8) -> str:
     if len(vals) == 1:
         return f"rank {vals[0]}"
     return f"ranks {ranks_text(vals, max_runs=max_runs)}"
+
+
+def listed(items: Iterable[str], *, limit: int = 160) -> str:
+    """``items`` joined with commas, whole entries only: a list longer than ``limit`` characters
+    ends with ``,…`` after the last entry that fits (a UUID is never cut in two)."""
+    out = ""
+    for item in items:
+        joined = f"{out},{item}" if out else item
+        if len(joined) > limit:
+            return f"{out},…" if out else item[:limit] + "…"
+        out = joined
+    return out

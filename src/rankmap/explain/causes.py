@@ -22,6 +22,7 @@ from rankmap.explain.signals import (
 )
 from rankmap.gpu_sharing import ORDINAL_CAUSES, SHARED_GPU_CAUSES
 from rankmap.numbers import int_or_none, saturating_int
+from rankmap.ranks import listed
 
 DECIDED = 3
 
@@ -58,7 +59,7 @@ def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
     out = []
     entries = ctx.cvd_entries() or []
     if any(e.startswith("MIG-") for e in entries):
-        out.append(f"CUDA_VISIBLE_DEVICES lists MIG instances ({','.join(entries)[:80]})")
+        out.append(f"CUDA_VISIBLE_DEVICES lists MIG instances ({listed(entries)})")
     if _mig_machine(ctx):
         out.append("the machine given has MIG mode enabled")
     if ev.has("mig_seen"):

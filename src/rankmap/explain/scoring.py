@@ -22,6 +22,7 @@ from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import UNDECIDED_MARK, Scores
 from rankmap.findings import Finding, Severity, finding
+from rankmap.ranks import listed
 
 BEST_GUESS: dict[str, str] = {
     "other": "RM045",
@@ -278,11 +279,11 @@ def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None
         s.add(
             "visible_devices_mismatch",
             5.0,
-            f"CUDA_VISIBLE_DEVICES={cvd[:60]} repeats an entry: a repeated ordinal makes the "
+            f"CUDA_VISIBLE_DEVICES={listed(cvd.split(','))} repeats an entry: a repeated ordinal makes the "
             "visible set empty (reference/cuda_devices.md §1)",
         )
     if "MIG-" in cvd:
-        s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({cvd[:60]})")
+        s.add("mig", 4.0, f"CUDA_VISIBLE_DEVICES names MIG instances ({listed(cvd.split(','))})")
     if any(g.mig_mode for h in ctx.machines for g in h.gpus):
         s.add("mig", 3.0, "the machine has MIG mode enabled")
     elif doc and doc.smi_mig:
