@@ -250,3 +250,15 @@ def test_an_undecided_ordinal_follows_the_cause_that_leads_at_error() -> None:
     found = findings_of(text)
     assert (found[0].category, found[0].severity.value) == ("global_rank_as_device", "error")
     assert [f.code for f in found if f.severity.value == "error"] == [found[0].code]
+
+
+def test_sruns_summary_names_the_ranks_that_exited_not_those_it_terminated() -> None:
+    from rankmap.explain import named
+
+    lines = [
+        "RuntimeError: CUDA error: invalid device ordinal",
+        "srun: error: gn07: tasks 1-3: Exited with exit code 1",
+        "srun: error: gn07: task 0: Terminated",
+    ]
+    assert named.failure_ranks(lines, task_ranks=True) == (set(), {1, 2, 3})
+    assert named.failure_ranks(lines) == (set(), set())  # a launcher inside srun: no ranks

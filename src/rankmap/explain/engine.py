@@ -184,7 +184,7 @@ def explain_files(
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
-    stated = _named(ev, texts, doc, _srun_task_labels(ctx))
+    stated = _named(ev, texts, doc, _srun_task_labels(ctx), _srun_tasks_are_ranks(ctx))
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     report.findings = in_framework_words(report.findings, doc, texts)
@@ -269,14 +269,20 @@ _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failur
 
 
 def _named(
-    ev: Evidence, texts: list[str], doc: DocFacts | None, task_labels: bool = False
+    ev: Evidence,
+    texts: list[str],
+    doc: DocFacts | None,
+    task_labels: bool = False,
+    task_ranks: bool = False,
 ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Ranks the input names as failing and the GPUs it names (see :mod:`.named`): events,
     torchrun summaries and failure lines first (those of the failure itself over the other
     ranks' reaction to it); else the ranks the Init lines put on cudaDev 0 of one host; else
     the ranks the prose names; "both processes" of a job whose
     named ranks are 0 and 1 at most adds both."""
-    first, after = named.failure_ranks(_lines(texts), task_labels=task_labels)
+    first, after = named.failure_ranks(
+        _lines(texts), task_labels=task_labels, task_ranks=task_ranks
+    )
     for e in ev.of(*_FAILING):
         if e.rank is not None:
             (after if named.is_aftermath(e.line.text) else first).add(e.rank)
@@ -304,6 +310,13 @@ def _srun_task_labels(ctx: Context) -> bool:
         and launch.plan is not None
         and launch.plan.task_labels
     )
+
+
+def _srun_tasks_are_ranks(ctx: Context) -> bool:
+    """Whether srun itself starts the program, one task per rank (no launcher inside it): the
+    task ids srun's own summary names are ranks."""
+    launch = ctx.launch
+    return launch is not None and launch.launcher == "srun" and launch.plan is not None
 
 
 def _lines(texts: list[str]) -> Iterable[str]:

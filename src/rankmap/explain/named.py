@@ -205,23 +205,32 @@ def failing_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
 # tasks: Slurm's "%*d: " label): the task id, SLURM_PROCID
 _TASK_LABEL = re.compile(r"^\s*(\d{1,5}): ")
 # srun's summary of the tasks that exited: "srun: error: node1: tasks 1-3: Exited with exit code 1"
-_TASK_SUMMARY = re.compile(rf"^\s*(?:\d{{1,5}}: )?srun: error: [\w.-]+: tasks? (?P<l>{_LIST}):")
+# (not "task 0: Terminated" / "Killed": srun ending the tasks left once others failed)
+_TASK_SUMMARY = re.compile(
+    rf"^\s*(?:\d{{1,5}}: )?srun: error: [\w.-]+: tasks? (?P<l>{_LIST}): Exited with exit code [1-9]"
+)
 
 
 def failure_ranks(
-    lines: Iterable[str], limit: int = MAX_RANKS, *, task_labels: bool = False
+    lines: Iterable[str],
+    limit: int = MAX_RANKS,
+    *,
+    task_labels: bool = False,
+    task_ranks: bool = False,
 ) -> tuple[set[int], set[int]]:
     """Ranks on lines reporting a failure: (the failure itself, the others' reaction).
-    ``task_labels``: srun started one task per rank with --label, so a line-leading ``N: ``
-    is rank N (reference/launchers.md §5: SLURM_PROCID)."""
+    ``task_ranks``: srun started one task per rank, so srun's "tasks 1-3: Exited" names ranks;
+    ``task_labels``: with --label too, so a line-leading ``N: `` is rank N (reference/launchers.md
+    §5: SLURM_PROCID)."""
     first: set[int] = set()
     after: set[int] = set()
     for line in lines:
-        if task_labels:
+        if task_labels or task_ranks:
             summary = _TASK_SUMMARY.match(line)
             if summary:  # the launcher's account of tasks that ended: their reaction at most
                 after |= _expand(summary.group("l"), limit - len(after))
                 continue
+        if task_labels:
             line = _TASK_LABEL.sub(r"[rank\1]: ", line, count=1)
         if len(first) >= limit:
             break
