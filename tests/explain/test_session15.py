@@ -262,3 +262,15 @@ def test_sruns_summary_names_the_ranks_that_exited_not_those_it_terminated() -> 
     ]
     assert named.failure_ranks(lines, task_ranks=True) == (set(), {1, 2, 3})
     assert named.failure_ranks(lines) == (set(), set())  # a launcher inside srun: no ranks
+
+
+def test_a_failing_process_is_named_by_the_rank_its_pid_printed() -> None:
+    from rankmap.explain import named
+
+    lines = [
+        "(TrainWorker pid=81422) rank=0 local_rank=0 CUDA_VISIBLE_DEVICES=0",
+        "(TrainWorker pid=81423) rank=1 local_rank=1 CUDA_VISIBLE_DEVICES=1",
+        "ray.exceptions.RayTaskError(RuntimeError): ray::TrainWorker.setup() (pid=81423, "
+        "ip=10.0.4.21) RuntimeError: CUDA error: invalid device ordinal",
+    ]
+    assert named.failure_ranks(lines)[0] == {1}

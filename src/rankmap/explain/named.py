@@ -224,7 +224,13 @@ def failure_ranks(
     §5: SLURM_PROCID)."""
     first: set[int] = set()
     after: set[int] = set()
+    lines = list(lines)
+    by_pid = _ranks_by_pid(lines)
     for line in lines:
+        if by_pid and reports_failure(line) and (pid := _PID.search(line)):
+            rank = by_pid.get(pid.group(1))
+            if rank is not None and len(first) < limit:  # Ray: "(pid=81423, ip=…)" of a rank
+                (after if is_aftermath(line) else first).add(rank)
         if task_labels or task_ranks:
             summary = _TASK_SUMMARY.match(line)
             if summary:  # the launcher's account of tasks that ended: their reaction at most
@@ -239,6 +245,22 @@ def failure_ranks(
             if len(into) < limit:
                 into |= ranks_on(line, limit - len(into))
     return first, after
+
+
+# a process that prints its own rank beside its pid (Ray's "(TrainWorker pid=81423) rank=1")
+_PID_RANK = re.compile(r"\bpid=(?P<pid>\d{1,9})\)?[^\n]{0,40}?\brank\s*[=:]\s*(?P<rank>\d{1,7})\b")
+_PID = re.compile(r"\bpid=(\d{1,9})\b")
+
+
+def _ranks_by_pid(lines: list[str], limit: int = 4096) -> dict[str, int]:
+    """pid -> the rank that process printed, where the same pid names one rank only."""
+    seen: dict[str, set[int]] = {}
+    for line in lines[:200_000]:
+        if "pid=" not in line or len(seen) >= limit:
+            continue
+        if m := _PID_RANK.search(line):
+            seen.setdefault(m.group("pid"), set()).add(int(m.group("rank")))
+    return {pid: next(iter(r)) for pid, r in seen.items() if len(r) == 1}
 
 
 def is_aftermath(line: str) -> bool:
