@@ -216,3 +216,13 @@ def test_gpus_known_only_by_bus_id_are_labelled_by_it() -> None:
     report = Report("explain", [], [Placement(0, None, "gpu-01", 0, None, None, "0000:4F:00.0")])
     nodes, _ = build_grid(report)
     assert nodes[0].gpus[0].label == "GPU 0000:4F:00.0"
+
+
+def test_an_input_without_a_rank_map_says_so_instead_of_an_empty_grid(tmp_path: Path) -> None:
+    from rankmap.adapters.local import explain_files
+    from rankmap.render.html import render_html
+
+    log = tmp_path / "o.log"
+    log.write_text("[rank5]: RuntimeError: CUDA error: invalid device ordinal\n")
+    page = render_html(explain_files([log]))
+    assert 'id="no-map"' in page and 'id="nodes"' not in page

@@ -274,6 +274,11 @@ def render_html(report: Report) -> str:
         '<button id="expand" type="button">expand all</button> '
         '<button id="collapse" type="button">collapse all</button> '
         f'shown: <b id="shown">{len(nodes)}</b></div>'
-        f'<div id="nodes">{"".join(_node(n, open_all) for n in nodes)}</div>'
-        f"{_table(report.placements)}<script>{_JS}</script></body></html>\n"
+        + (
+            f'<div id="nodes">{"".join(_node(n, open_all) for n in nodes)}</div>'
+            if nodes
+            else '<p class="sub" id="no-map">The input holds no rank map (no NCCL Init lines or '
+            "launch to place the ranks on GPUs): the findings above name the ranks it states.</p>"
+        )
+        + f"{_table(report.placements)}<script>{_JS}</script></body></html>\n"
     )
