@@ -464,3 +464,23 @@ def test_a_master_address_computed_once_by_the_batch_shell_is_fine(tmp_path: Pat
     )
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM906" not in _codes(report)
+
+
+SPAWN_BY_ENV = """import os, torch, torch.distributed as dist, torch.multiprocessing as mp
+def worker(rank, world):
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+if __name__ == "__main__":
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    mp.spawn(worker, args=(world_size,), nprocs=world_size)
+"""
+
+
+def test_a_spawn_count_read_from_the_launchs_environment_is_followed(tmp_path: Path) -> None:
+    job = tmp_path / "go.sh"
+    job.write_text("#!/bin/bash\nexport WORLD_SIZE=16\npython train.py\n")
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=SPAWN_BY_ENV)
+    assert "RM102" in _codes(report)  # 16 workers on the 8 GPUs of a DGX H100
+    job.write_text("#!/bin/bash\npython train.py\n")  # not set by the launch: not guessed
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=SPAWN_BY_ENV)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]

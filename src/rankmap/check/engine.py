@@ -203,6 +203,8 @@ def with_spawned_workers(
     k = selection.spawn_count
     if k is None and selection.spawn_per_gpu:
         k = _visible_to(parent, plan, env or {}) or None
+    if k is None and selection.spawn_env is not None:
+        k = _count_from_env(selection.spawn_env[0], {**(env or {}), **parent.env})
     if k is None:
         note = (
             f"{selection.spawn_where} starts worker processes whose number was not followed: "
@@ -230,6 +232,13 @@ def with_spawned_workers(
         "spawn_arg": "devices" if lightning else "nprocs",
     }
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
+
+
+def _count_from_env(var: str, env: Mapping[str, str]) -> int | None:
+    """The spawn count a variable of the launch gives (``export WORLD_SIZE=8``); None where the
+    launch does not set it (its default would be a guess about the user's shell)."""
+    value = env.get(var, "").strip()
+    return int(value) if value.isdecimal() and 0 < int(value) <= 4096 else None
 
 
 def _spawn_in_every_process(

@@ -122,6 +122,20 @@ class Calls(Guards):
                     out.append((mod, call))
         return out
 
+    def spawn_env(self) -> tuple[str, int | None] | None:
+        """(variable, default) when the first live spawn's count is read from the environment
+        (``nprocs=int(os.environ.get("WORLD_SIZE", 1))``, directly or through one name): the
+        launch's value of that variable, where known, is the count."""
+        for spawner in ("spawn", "start_processes"):
+            for mod, call in self._calls.get(spawner, []):
+                if self.dead(mod, call):
+                    continue
+                count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
+                if count is None and len(call.args) > 2:
+                    count = call.args[2]
+                return _env_count(mod, call, count)
+        return None
+
     def spawn_always_reached(self) -> bool:
         """The first live ``mp.spawn`` / ``start_processes`` runs on every start of the script
         (:meth:`always_reached`): under a launcher that starts several processes, every one of
@@ -455,3 +469,27 @@ class Calls(Guards):
                     linked = next(m for m in self.prog.modules if m.path == base.path)
                     return [(linked, f) for f in linked.functions.get(func.attr, [])]
         return []
+
+
+def _env_count(
+    mod: Module, call: ast.Call, count: ast.expr | None
+) -> tuple[str, int | None] | None:
+    """The environment variable (and its literal default) ``count`` reads, directly or through
+    one name bound in the call's scope."""
+    if isinstance(count, ast.Name):
+        frame = Frame.at(mod, call)
+        bound = mod.names.get((id(frame.scope), count.id)) or mod.names.get(
+            (id(mod.tree), count.id)
+        )
+        values = [b.value for b in bound or [] if isinstance(getattr(b, "value", None), ast.expr)]
+        count = values[0] if len(values) == 1 else None
+    if isinstance(count, ast.Call) and tail(count.func) == "int" and count.args:
+        count = count.args[0]
+    read = env_read(count) if count is not None else None
+    if read is None:
+        return None
+    var, default, _ = read
+    literal = default.value if isinstance(default, ast.Constant) else None
+    if isinstance(literal, str) and literal.isdecimal():
+        literal = int(literal)
+    return var, literal if isinstance(literal, int) else None

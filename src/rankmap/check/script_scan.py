@@ -86,6 +86,7 @@ class DeviceSelection:
     spawn_sets_local_rank: bool = False  # the workers get LOCAL_RANK (Lightning), not mp.spawn
     spawn_nodes: int | None = None  # Lightning's num_nodes= when read (1: not given)
     spawn_always: bool = False  # mp.spawn runs on every start of the script (no guard around it)
+    spawn_env: tuple[str, int | None] | None = None  # (variable, default) the spawn count reads
     # after its own CUDA_VISIBLE_DEVICES (kind visible_devices), the index the script selects
     # among the GPUs it left visible (``set_device(local_rank)`` after ``CVD=str(local_rank)``)
     then: DeviceSelection | None = None
@@ -243,6 +244,7 @@ def _spawn_facts(flow: object) -> dict[str, object]:
         "spawn_count": count.value if isinstance(count, Num) and 0 < count.value <= 4096 else None,
         "spawn_per_gpu": isinstance(count, DeviceCount),
         "spawn_always": not sets_local_rank and flow.spawn_always_reached(),
+        "spawn_env": None if sets_local_rank else flow.spawn_env(),
     }
 
 
