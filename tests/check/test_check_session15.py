@@ -484,3 +484,22 @@ def test_a_spawn_count_read_from_the_launchs_environment_is_followed(tmp_path: P
     job.write_text("#!/bin/bash\npython train.py\n")  # not set by the launch: not guessed
     report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=SPAWN_BY_ENV)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_the_rm401_fix_names_where_the_global_rank_is_read(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "env.py").write_text(
+        "import torch, torch.distributed as dist\n\n"
+        "def get_device():\n"
+        "    dev = torch.device('cuda', dist.get_rank())\n"
+        "    torch.cuda.set_device(dev)\n"
+        "    return dev\n"
+    )
+    script = (
+        "import torch.distributed as dist\nfrom lib.env import get_device\n"
+        "dist.init_process_group('nccl')\ndevice = get_device()\n"
+    )
+    argv = ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"]
+    fixes = fixes_of(check_argv(tmp_path, argv, nodes=2, script=script), "RM401")
+    assert fixes and all("env.py:4" in fix for fix in fixes), fixes

@@ -441,7 +441,13 @@ def _fix(
     if code == "RM401" and sel.kind == "visible_devices":
         return f"{cvd_line(plan)}  (replacing {sel.call or 'the global rank'})"
     if code in ("RM301", "RM302", "RM401", "RM901"):
-        return f"{device_line(plan)} before init_process_group{_in_place_of(code, sel)}"
+        fix = f"{device_line(plan)} before init_process_group{_in_place_of(code, sel)}"
+        origin = sel.origin.split(": ", 1)[0] if sel.origin else ""
+        if code == "RM401" and origin and sel.where and origin != sel.where:
+            # the global rank is read elsewhere (a helper's torch.device(..., get_rank())):
+            # what that line makes is used beyond the set_device too (review 53)
+            fix += f"; the global rank is read at {origin}: make that the local rank too"
+        return fix
     if code == "RM501":
         return device_line(plan, modulo=True) + "  # each process sees only its own GPU(s)"
     if code == "RM503":

@@ -74,6 +74,7 @@ class DeviceSelection:
     evidence: tuple[str, ...] = ()  # path:line of the CUDA use and backend found
     unresolved: tuple[str, ...] = ()  # path:line: what could not be followed
     where: str | None = None  # path:line of the sink
+    origin: str = ""  # "path:line: text" where the selected index comes from (a rank read)
     blocked_by: str | None = None  # path:line: an unread call before the first CUDA use
     global_sink: tuple[str, str, str] | None = None  # (path:line, text, kind) of a later sink
     #            given the global rank where the deciding sink is local
@@ -410,6 +411,7 @@ def _from_rank(v: Rank, sink: Sink, base: dict[str, object]) -> DeviceSelection:
         modulus=v.modulus,
         via_cvd=v.via_cvd,
         conditional=v.conditional,
+        origin=v.origin,
         **base,  # type: ignore[arg-type]
     )
 
