@@ -274,3 +274,14 @@ def test_a_failing_process_is_named_by_the_rank_its_pid_printed() -> None:
         "ip=10.0.4.21) RuntimeError: CUDA error: invalid device ordinal",
     ]
     assert named.failure_ranks(lines)[0] == {1}
+
+
+def test_ranks_told_to_wait_until_killed_are_not_the_failing_ones() -> None:
+    from rankmap.explain import named
+
+    lines = [
+        "4: RuntimeError: CUDA error: invalid device ordinal",
+        "srun: error: node2: tasks 4-7: Exited with exit code 1",
+        "Ranks 0-3 on the first node then just hang in init_process_group until killed.",
+    ]
+    assert named.failure_ranks(lines, task_ranks=True) == (set(), {4, 5, 6, 7})

@@ -227,6 +227,8 @@ def failure_ranks(
     lines = list(lines)
     by_pid = _ranks_by_pid(lines)
     for line in lines:
+        if _WAITED.search(line):
+            continue  # the ranks that waited for the failed ones, told in prose: not failing
         if by_pid and reports_failure(line) and (pid := _PID.search(line)):
             rank = by_pid.get(pid.group(1))
             if rank is not None and len(first) < limit:  # Ray: "(pid=81423, ip=…)" of a rank
@@ -250,6 +252,14 @@ def failure_ranks(
 # a process that prints its own rank beside its pid (Ray's "(TrainWorker pid=81423) rank=1")
 _PID_RANK = re.compile(r"\bpid=(?P<pid>\d{1,9})\)?[^\n]{0,40}?\brank\s*[=:]\s*(?P<rank>\d{1,7})\b")
 _PID = re.compile(r"\bpid=(\d{1,9})\b")
+
+
+# "ranks 0-3 just hang in init_process_group until killed": the others' wait, in words
+_WAITED = re.compile(
+    r"\b(?:hang|hangs|hung|hanging|stuck|wait|waits|waiting)\b[^.\n]{0,80}\b(?:until|till)\b"
+    r"[^.\n]{0,20}\b(?:killed|cancel\w*|time[sd]? ?out)\b",
+    re.IGNORECASE,
+)
 
 
 def _ranks_by_pid(lines: list[str], limit: int = 4096) -> dict[str, int]:
