@@ -503,3 +503,42 @@ def test_the_rm401_fix_names_where_the_global_rank_is_read(tmp_path: Path) -> No
     argv = ["torchrun", "--nnodes", "2", "--nproc_per_node", "8", "train.py"]
     fixes = fixes_of(check_argv(tmp_path, argv, nodes=2, script=script), "RM401")
     assert fixes and all("env.py:4" in fix for fix in fixes), fixes
+
+
+SPAWN_BY_INDEX = """import torch, torch.distributed as dist, torch.multiprocessing as mp
+def worker(index):
+    torch.cuda.set_device(index)
+    dist.init_process_group("nccl")
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=torch.cuda.device_count())
+"""
+
+SPAWN_CPU_WORKERS = """import os, torch, torch.distributed as dist, torch.multiprocessing as mp
+def tokenize(i):
+    return i
+if __name__ == "__main__":
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    mp.spawn(tokenize, nprocs=4)
+    dist.init_process_group("nccl")
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "script"),
+    [
+        # one GPU per task: each task's single worker uses its own cuda:0
+        (
+            ["srun", "--ntasks-per-node=8", "--gpus-per-task=1", "python", "train.py"],
+            SPAWN_BY_INDEX,
+        ),
+        # one process per node spawning one worker per GPU
+        (["srun", "-N", "2", "--ntasks-per-node=1", "python", "train.py"], SPAWN_BY_INDEX),
+        # CPU-only workers next to the launcher's own ranks
+        (["torchrun", "--nproc-per-node", "8", "train.py"], SPAWN_CPU_WORKERS),
+    ],
+)
+def test_spawns_that_do_not_share_gpus_are_no_error(
+    tmp_path: Path, argv: list[str], script: str
+) -> None:
+    report = check_argv(tmp_path, argv, nodes=2 if "-N" in argv else 1, script=script)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]

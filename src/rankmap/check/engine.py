@@ -234,6 +234,18 @@ def with_spawned_workers(
     return replace(plan, procs=procs, nproc_per_node=k, notes=(*plan.notes, note), fix_hints=hints)
 
 
+def _spawned_workers_collide(plan: LaunchPlan) -> bool:
+    """Whether the workers of different launched processes select the same GPUs: two or more
+    processes on one node, each seeing the node's GPUs (no list per process; review 57: one
+    process per node, or one GPU per task, is no collision)."""
+    per_node: dict[int, int] = {}
+    for p in plan.procs:
+        per_node[p.node] = per_node.get(p.node, 0) + 1
+    if max(per_node.values(), default=0) < 2 or plan.per_process_cvd:
+        return False
+    return not any("CUDA_VISIBLE_DEVICES" in p.env for p in plan.procs)
+
+
 def _count_from_env(var: str, env: Mapping[str, str]) -> int | None:
     """The spawn count a variable of the launch gives (``export WORLD_SIZE=8``); None where the
     launch does not set it (its default would be a guess about the user's shell)."""
@@ -252,6 +264,8 @@ def _spawn_in_every_process(
 
     if selection.spawn_sets_local_rank or plan.launcher == "python":
         return plan
+    if "mp.spawn index" not in selection.origin:
+        return plan  # the workers take their GPU elsewhere (SLURM_LOCALID, the parent's)
     counts = {
         p.rank: selection.spawn_count
         or (_visible_to(p, plan, env) if selection.spawn_per_gpu else 0)
@@ -270,6 +284,9 @@ def _spawn_in_every_process(
         for parent in plan.procs
         for i in range(k)
     )
+    note = f"{selection.spawn_where} starts {k} worker process(es) in every launched process: spawn index = local rank."
+    if not _spawned_workers_collide(plan):
+        return replace(plan, procs=procs, notes=(*plan.notes, note))
     per_node = plan.nproc_per_node or len(plan.procs)
     issue = LaunchIssue(
         "RM904",
@@ -282,7 +299,6 @@ def _spawn_in_every_process(
         "launcher's LOCAL_RANK when the launcher starts the processes",
         ranks=tuple(p.rank for p in procs),
     )
-    note = f"{selection.spawn_where} starts {k} worker process(es) in every launched process: spawn index = local rank."
     return replace(plan, procs=procs, issues=(issue, *plan.issues), notes=(*plan.notes, note))
 
 
