@@ -542,3 +542,33 @@ def test_spawns_that_do_not_share_gpus_are_no_error(
 ) -> None:
     report = check_argv(tmp_path, argv, nodes=2 if "-N" in argv else 1, script=script)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_script_option_named_rank_alone_is_no_world(tmp_path: Path) -> None:
+    job = tmp_path / "sweep.sh"
+    job.write_text(
+        "#!/bin/bash\nCUDA_VISIBLE_DEVICES=0 python train.py --rank 8 &\n"
+        "CUDA_VISIBLE_DEVICES=0 python train.py --rank 16 &\nwait\n"
+    )
+    script = "import torch\nmodel = torch.nn.Linear(4, 4).cuda()\n"  # a LoRA rank, no process group
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=script)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_huge_docker_gpu_count_is_not_expanded(tmp_path: Path) -> None:
+    report = check_argv(tmp_path, _docker("--gpus", "99999999999", count=2))
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_tool_from_path_before_python_is_no_unread_binding_wrapper(tmp_path: Path) -> None:
+    argv = ["srun", "--ntasks-per-node", "8", "timeout", "2h", "python", "train.py"]
+    report = check_argv(tmp_path, argv, script=MPI_CONSTANT_DEVICE)
+    assert "RM302" in _codes(report)
+
+
+def test_the_cvd_fix_under_srun_around_torchrun_uses_torchruns_local_rank(tmp_path: Path) -> None:
+    argv = ["srun", "-N", "2", "--ntasks-per-node=1", "torchrun", "--nnodes", "2",
+            "--nproc-per-node", "8", "train.py"]  # fmt: skip
+    report = check_argv(tmp_path, argv, nodes=2, script=CVD_FROM_GLOBAL_RANK)
+    fixes = fixes_of(report, "RM401")
+    assert fixes and all('os.environ["LOCAL_RANK"]' in fix for fix in fixes), fixes

@@ -130,7 +130,7 @@ def fix_for_cvd(plan: LaunchPlan, o: RankOutcome, env: Mapping[str, str]) -> str
 
 def cvd_line(plan: LaunchPlan) -> str:
     """The script line that gives each process the GPU of its node-local rank."""
-    var = _LOCAL_VAR.get(plan.outer or plan.launcher, "LOCAL_RANK")
+    var = _LOCAL_VAR.get(plan.launcher, "LOCAL_RANK")  # the inner launcher's (torchrun: LOCAL_RANK)
     return f'os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["{var}"]  # this node\'s GPU, not the job-wide rank'
 
 

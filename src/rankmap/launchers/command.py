@@ -370,8 +370,8 @@ def _gpus_option(value: str) -> str | None:
     value = value.strip().strip("'\"")
     if value == "all":
         return "all"
-    if value.isdigit():
-        return ",".join(str(i) for i in range(int(value)))
+    if value.isdigit():  # (a count no machine has is not read: bounded work, review 57)
+        return ",".join(str(i) for i in range(int(value))) if int(value) <= 1024 else None
     for part in value.split(","):
         if part.startswith("device="):
             return value.split("device=", 1)[1].strip("'\"")

@@ -45,6 +45,8 @@ _WORLD_VARS = ("RANK", "NODE_RANK", "GROUP_RANK")
 _WORLD_OPTS = ("--node_rank", "--node-rank", "--machine_rank", "--machine-rank")
 # a script's own option for its rank in the world (``python train.py --rank $i --world_size 8``)
 _RANK_OPTS = ("--rank", "--global_rank", "--global-rank", "--process_id", "--process-id")
+_WORLD_SIZE_OPTS = ("--world_size", "--world-size", "--num_processes", "--num-processes",
+                    "--nprocs", "--world")  # fmt: skip
 
 
 def _largest(launches: Sequence[ShellLaunch], ctx: LaunchContext, path: Path) -> LaunchPlan:
@@ -78,8 +80,10 @@ def _line_rank(sl: ShellLaunch) -> str | None:
 
 
 def _script_rank(sl: ShellLaunch) -> str | None:
-    """The rank a single-process line passes its script (``python train.py --rank 3``)."""
-    if identify(sl.argv) != "python":
+    """The rank a single-process line passes its script with the world's size beside it
+    (``python train.py --rank 3 --world_size 8``); a ``--rank`` alone may be anything (a LoRA
+    rank of a hyper-parameter sweep, review 57)."""
+    if identify(sl.argv) != "python" or option_value(sl.argv, _WORLD_SIZE_OPTS) is None:
         return None
     value = option_value(sl.argv, _RANK_OPTS)
     return value if value is not None and value.strip().isdecimal() else None

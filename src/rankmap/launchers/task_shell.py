@@ -199,6 +199,8 @@ def unread_wrapper_env(inner: Sequence[str], program: TaskProgram | None) -> dic
 
     if program is not None or not inner or identify(inner) not in ("shell", None):
         return {}
+    if "/" not in inner[0] and not inner[0].endswith(".sh"):
+        return {}  # a command from PATH (timeout, ncu, strace): a tool, not a binding wrapper
     runs_python = any(
         os.path.basename(word).startswith("python") or word.endswith(".py") for word in inner[1:]
     )
