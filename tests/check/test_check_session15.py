@@ -572,3 +572,14 @@ def test_the_cvd_fix_under_srun_around_torchrun_uses_torchruns_local_rank(tmp_pa
     report = check_argv(tmp_path, argv, nodes=2, script=CVD_FROM_GLOBAL_RANK)
     fixes = fixes_of(report, "RM401")
     assert fixes and all('os.environ["LOCAL_RANK"]' in fix for fix in fixes), fixes
+
+
+def test_hostname_expanded_once_by_the_batch_shell_in_double_quotes_is_fine(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        'srun bash -c "torchrun --nnodes=2 --nproc_per_node=8 --node_rank=\\$SLURM_NODEID '
+        '--master_addr=$(hostname) --master_port=29500 train.py"\n'
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    assert "RM906" not in _codes(report)

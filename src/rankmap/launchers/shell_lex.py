@@ -33,7 +33,39 @@ _SPACED_PARAM = re.compile(r"\$\{[^}\s]*\s[^}]*\}")
 # (one already marked inside another, `$(cd "$(dirname "$0")" && pwd)`, is part of it)
 _COMMAND_OUTPUT = re.compile(r"`[^`\n]*`|\$\((?!\()(?:[^()\n]|\$\(…\))*\)")
 MAX_NESTED_OUTPUTS = 4  # command outputs nested this deep are marked
-_HOSTNAME_OUTPUT = re.compile(r"\$\(\s*hostname(?:\s+-[sfiI])?\s*\)|`hostname(?:\s+-[sfiI])?`")
+_HOSTNAME_OUTPUT = re.compile(
+    r"\$\(\s*hostname(?:\s+-[sfiI])?\s*\)|`hostname(?:\s+-[sfiI])?`|\$\{?HOSTNAME\b\}?"
+)
+TASK_HOST = "${RANKMAP_TASK_HOST}"  # the name a task's own shell gives its host
+
+
+def _task_hostnames(line: str) -> str:
+    """``line`` with the host's name inside single quotes marked :data:`TASK_HOST`: a
+    ``bash -c '…'`` body that srun runs on every node expands it there, once per node."""
+    if "'" not in line or "host" not in line.lower():
+        return line
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(line):
+        ch = line[i]
+        if quote == "'":
+            end = line.find("'", i)
+            end = len(line) if end == -1 else end
+            out.append(_HOSTNAME_OUTPUT.sub(TASK_HOST.replace("\\", "\\\\"), line[i:end]))
+            out.append(line[end : end + 1])
+            i, quote = end + 1, ""
+            continue
+        if ch == "\\" and quote != "'":
+            out.append(line[i : i + 2])
+            i += 2
+            continue
+        if ch == "'" and quote == "":
+            quote = "'"
+        elif ch == '"':
+            quote = "" if quote == '"' else ('"' if quote == "" else quote)
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 # (line, words, backgrounded, unconditional): unconditional is a command that starts its line's
@@ -165,9 +197,9 @@ def _marked(line: str) -> str:
     )
     line = ARITH.sub(lambda m: "__AR_" + m.group(1).replace(" ", "").encode().hex() + "__", line)
     line = _SEQ.sub(lambda m: "__SEQ_" + "_".join(_hex(m.group(i)) for i in (1, 2, 3)) + "__", line)
-    # the machine's own name is $HOSTNAME (bash sets it), known per host: kept apart from other
-    # command outputs, so that a rendezvous address each node computes as itself is seen
-    line = _HOSTNAME_OUTPUT.sub("${HOSTNAME}", line)
+    # the host's own name inside single quotes is expanded later, by each task's shell on its
+    # own node: kept apart (TASK_HOST) from the batch shell's one expansion (review 57)
+    line = _task_hostnames(line)
     # one word that stays a parameter (check does not simulate what it sets; review 25)
     for _ in range(MAX_NESTED_OUTPUTS):  # innermost first
         line, found = _COMMAND_OUTPUT.subn("$(…)", line)

@@ -61,7 +61,9 @@ def task_program(
     env = {k: v for k, v in launch.env.items() if k not in launch.unset}
     own = _OWN_HOST_MASTER.search(text)
     return TaskProgram(
-        own_host_master=own.group(0).replace("${HOSTNAME}", "$(hostname)") if own else None,
+        own_host_master=own.group(0).replace("${RANKMAP_TASK_HOST}", "$(hostname)")
+        if own
+        else None,
         argv=tuple(launch.argv),
         env={k: v for k, v in env.items() if "$" not in v},
         per_task={k: v for k, v in env.items() if "$" in v},
@@ -72,8 +74,7 @@ def task_program(
 # a rendezvous address the task's own shell computes as its own host
 _OWN_HOST_MASTER = re.compile(
     r"(?:--master[_-]addr|--rdzv[_-]endpoint|--main[_-]process[_-]ip|MASTER_ADDR)[= ]"
-    r"['\"]?(?:\$\(\s*hostname(?:\s+-[sfiI])?\s*\)|`hostname(?:\s+-[sfiI])?`|\$HOSTNAME\b|"
-    r"\$\{HOSTNAME\})"
+    r"['\"]?\$\{RANKMAP_TASK_HOST\}"
 )
 
 
