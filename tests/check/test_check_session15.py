@@ -583,3 +583,14 @@ def test_hostname_expanded_once_by_the_batch_shell_in_double_quotes_is_fine(tmp_
     )
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM906" not in _codes(report)
+
+
+def test_one_single_node_job_per_node_at_its_own_address_is_fine(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        "srun bash -c 'torchrun --nnodes 1 --nproc-per-node 8 --master_addr=$(hostname) "
+        "--master_port 29500 train.py --seed $SLURM_NODEID'\n"
+    )
+    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
+    assert not {"RM906", "RM920"} & _codes(report)
