@@ -594,3 +594,42 @@ def test_one_single_node_job_per_node_at_its_own_address_is_fine(tmp_path: Path)
     )
     report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert not {"RM906", "RM920"} & _codes(report)
+
+
+LOCAL_RANK_ENV = (
+    "import os, torch, torch.distributed as dist\n"
+    "local = int(os.environ['LOCAL_RANK'])\n"
+    "torch.cuda.set_device(local)\n"
+    "dist.init_process_group('nccl')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("prelude", "header", "expected"),
+    [
+        ("GPUS=(0 1 2 3)\n", "for i in $(seq 0 $((${#GPUS[@]}-1))); do", 4),
+        ("", "for i in $(seq 3 -1 0); do", 4),
+    ],
+)
+def test_seq_counts_down_and_over_array_lengths(
+    tmp_path: Path, prelude: str, header: str, expected: int
+) -> None:
+    job = tmp_path / "job.sh"
+    job.write_text(
+        f"#!/bin/bash\nexport MASTER_ADDR=127.0.0.1 MASTER_PORT=29500\n{prelude}{header}\n"
+        "  RANK=$i LOCAL_RANK=$i WORLD_SIZE=4 python train.py &\ndone\nwait\n"
+    )
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=LOCAL_RANK_ENV)
+    assert len(report.placements) == expected
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def test_a_rank_the_loop_computes_at_run_time_is_unknown_not_a_value_error(tmp_path: Path) -> None:
+    job = tmp_path / "job.sh"
+    job.write_text(
+        "#!/bin/bash\nNGPU=$(nvidia-smi -L | wc -l)\nfor i in $(seq 0 $((NGPU-1))); do\n"
+        "  RANK=$i LOCAL_RANK=$i WORLD_SIZE=$NGPU python train.py &\ndone\nwait\n"
+    )
+    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=LOCAL_RANK_ENV)
+    assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+    assert "RM030" in _codes(report)

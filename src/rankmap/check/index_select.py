@@ -77,6 +77,10 @@ def _select(
         return _mod(idx, sel, n_visible), None, f"global rank {idx}", False
     for name in sel.env_vars:
         raw = get(name)
+        if raw is not None and ("$" in raw or "…" in raw):
+            # a value the launch script computes when it runs (a loop over $(nvidia-smi ...)):
+            # unknown here, not a ValueError (review 57)
+            return None, None, f"{name}={raw}: computed when the job runs (not simulated)", False
         if raw is not None:
             try:
                 idx = int(raw)

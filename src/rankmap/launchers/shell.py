@@ -521,14 +521,16 @@ def _loop_header(
         if m:
             items += _loop_values(num(m.group(1)), num(m.group(2)) + 1, 1, at, len(items))
         elif tok.startswith("__SEQ_"):
-            a, b, c = (_expand(bytes.fromhex(h).decode(), vars_) for h in tok[6:-2].split("_"))
-            if not all(x.lstrip("-").isdecimal() for x in (a, b, c) if x):
+            raw = [bytes.fromhex(h).decode() for h in tok[6:-2].split("_")]
+            if not all(_known_bound(r, vars_) for r in raw):
                 items.append("$(…)")  # a bound known when the script runs only
                 continue
+            a, b, c = (_expand(r, vars_) for r in raw)
             first, step, last = (
                 (num(a), num(b), num(c)) if c else (num(a) if b else 1, 1, num(b or a))
             )
-            items += _loop_values(first, last + 1, step, at, len(items))
+            stop = last + 1 if step > 0 else last - 1  # seq 3 -1 0 counts down
+            items += _loop_values(first, stop, step, at, len(items))
         elif tok.startswith("__CFOR_"):
             a, b, le = tok[7:-2].split("_", 1)[0], *tok[7:-2].split("_", 1)[1].rsplit("_", 1)
             b = b if b.isdecimal() else vars_.get(b, b)  # a bound held in a variable
@@ -543,11 +545,24 @@ def _loop_header(
     return var, items, no
 
 
+def _known_bound(operand: str, vars_: Mapping[str, str]) -> bool:
+    """Whether a seq operand (a number, ``$N``, ``$((N-1))`` marked as arithmetic) rests only on
+    variables the script set to numbers: a command's output or an unset variable inside it is
+    known when the script runs only (not 0)."""
+    text = re.sub(r"__AR_([0-9a-f]*)__", lambda m: bytes.fromhex(m.group(1)).decode(), operand)
+    if "$(" in text or "`" in text or "…" in text:
+        return False
+    names = set(re.findall(r"\$\{?#?([A-Za-z_]\w*)", text))
+    if text and not text.lstrip("-").isdecimal() and "$" not in text:
+        names |= set(re.findall(r"[A-Za-z_]\w*", text))  # a bare name inside $(( ))
+    return all(vars_.get(n, "$").lstrip("-").isdecimal() or f"{n}[@]" in vars_ for n in names)
+
+
 def _loop_values(first: int, stop: int, step: int, at: str, have: int) -> list[str]:
     """``range(first, stop, step)`` as words, refused before it is built when too long."""
-    if step <= 0:
+    if step == 0:
         return []
-    if have + max(0, (stop - first + step - 1) // step) > MAX_STEPS:
+    if have + max(0, (stop - first + step - (1 if step > 0 else -1)) // step) > MAX_STEPS:
         raise InputError(f"{at}: a loop of too many items to simulate (more than {MAX_STEPS})")
     return [str(i) for i in range(first, stop, step)]
 
@@ -577,6 +592,8 @@ def _fields(token: str, vars_: Mapping[str, str]) -> list[str]:
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
     def arith(m: re.Match[str]) -> str:
         expr = bytes.fromhex(m.group(1)).decode()
+        if "[" in expr:  # ${#GPUS[@]}, ${GPUS[1]} inside the arithmetic
+            expr = _ARRAY_REF.sub(lambda a: _array_ref(a, vars_), expr)
         names = {v.group(1) or v.group(2) for v in _VAR.finditer(expr)} | set(_NAME.findall(expr))
         if any("$" in vars_.get(n, "") for n in names):  # a task's own variable: its shell's
             return f"$(({expr}))"
