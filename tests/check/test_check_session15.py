@@ -633,3 +633,15 @@ def test_a_rank_the_loop_computes_at_run_time_is_unknown_not_a_value_error(tmp_p
     report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=LOCAL_RANK_ENV)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
     assert "RM030" in _codes(report)
+
+
+def test_the_header_names_an_imported_module_with_the_scripts_own_name(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text(
+        "import os, torch\n\n\n\n\ndef setup():\n"
+        "    torch.cuda.set_device(int(os.environ['LOCAL_RANK']))\n"
+    )
+    script = "import torch.distributed as dist\nfrom pkg.train import setup\nsetup()\n"
+    report = check_argv(tmp_path, ["torchrun", "--nproc_per_node", "8", "train.py"], script=script)
+    assert report.sections["launch"]["device_selection_file"] == "pkg/train.py"

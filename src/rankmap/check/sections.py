@@ -75,6 +75,8 @@ def sections(
         "notes": list(plan.notes) + list(sel.notes),
         "env": {k: _redacted(k, v) for k, v in sorted(env.items())[:64]},
         "device_selection_where": sel.where,
+        # the file of the selection when it is not the script (a module the script imports)
+        "device_selection_file": _other_file(sel.where, path, cwd),
         "device_selection_framework": sel.framework,
         "device_selection_unresolved": list(sel.unresolved),
         "backend": sel.backend,
@@ -99,6 +101,19 @@ def _bus(o: RankOutcome) -> str | None:
     if o.error is not None or o.cuda_index is None:
         return None
     return o.view.devices[o.cuda_index].pci_bus_id
+
+
+def _other_file(where: str | None, script: Path | None, cwd: Path) -> str | None:
+    """The file of ``where`` (``path:line``), shown from ``cwd``, when it is not ``script``."""
+    if not where or ":" not in where:
+        return None
+    file = Path(where.rsplit(":", 1)[0])
+    file = file if file.is_absolute() else cwd / file
+    if script is not None:
+        mine = script if script.is_absolute() else cwd / script
+        if file.resolve() == mine.resolve():
+            return None
+    return _shown_path(file, cwd)
 
 
 def _shown_path(path: Path, cwd: Path) -> str:

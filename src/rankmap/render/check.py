@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -59,23 +58,11 @@ def _launch_line(launch: dict[str, Any]) -> str:
     if launch.get("device_selection_call"):
         line = launch.get("device_selection_line")
         where = f"line {line}: " if line else "assumed: "
-        other = _other_file(launch.get("device_selection_where"), launch.get("script"))
+        other = launch.get("device_selection_file")
         if line and other:
             where = f"{other}:{line}: "  # the selection lives in a module the script imports
         how += f" ({where}{launch['device_selection_call']})"
     return head + how
-
-
-def _other_file(where: str | None, script: str | None) -> str | None:
-    """The file of ``where`` (``path:line``) when it is not the script, shown beside it."""
-    if not where or ":" not in where:
-        return None
-    path = where.rsplit(":", 1)[0]
-    if not script or path == script or path.endswith("/" + script.lstrip("./")):
-        return None
-    base = os.path.dirname(os.path.abspath(script)) if script else ""
-    absolute = os.path.abspath(path)
-    return os.path.relpath(absolute, base) if base and absolute.startswith(base + os.sep) else path
 
 
 def node_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], list[dict[str, Any]]]]:
