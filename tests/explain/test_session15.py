@@ -285,3 +285,65 @@ def test_ranks_told_to_wait_until_killed_are_not_the_failing_ones() -> None:
         "Ranks 0-3 on the first node then just hang in init_process_group until killed.",
     ]
     assert named.failure_ranks(lines, task_ranks=True) == (set(), {4, 5, 6, 7})
+
+
+# --- review 57 (a read of the session's diff): false alarms and lost ranks it proved -------------
+QUIET_57 = [
+    pytest.param(
+        "DDP dies with an NCCL error. set_device(local_rank) is called first. I also tried without "
+        "pinning memory in the DataLoader.\nNCCL WARN Cuda failure 'unhandled cuda error'\n",
+        id="pinning_memory_is_no_device_pinning",
+    ),
+    pytest.param(
+        "Two nodes with the same machine type (p4d.24xlarge) train fine for hours.\n",
+        id="the_same_machine_type_is_no_shared_host",
+    ),
+]
+
+
+@pytest.mark.parametrize("text", QUIET_57)
+def test_review57_settings_that_are_no_mapping_cause_raise_no_alarm(text: str) -> None:
+    assert all(
+        f.category not in ("no_set_device", "host_identity") or f.severity.value == "info"
+        for f in findings_of(text)
+    )
+
+
+def test_two_attempts_on_one_node_are_not_two_nodes() -> None:
+    text = (
+        "Rendezvous fails on our first node.\n"
+        "First attempt: torchrun --nnodes 2 --nproc_per_node 8 --node_rank 0 "
+        "--master_addr 10.0.0.1 train.py\n"
+        "Second attempt: torchrun --nnodes 2 --nproc_per_node 8 --node_rank 0 "
+        "--master_addr 10.0.0.1 --max_restarts 0 train.py\n"
+        "torch.distributed.DistStoreError: Timed out after 900 seconds waiting for clients. "
+        "8/16 clients joined.\n"
+    )
+    assert all(
+        f.category != "host_identity" or f.severity.value == "info" for f in findings_of(text)
+    )
+
+
+def test_a_slurm_gpu_request_is_no_container_request() -> None:
+    from rankmap.explain.docread import gpu_request
+
+    assert gpu_request("#SBATCH --gpus=4\nsrun --gpus 4 python train.py\n") is None
+    assert gpu_request("docker run --gpus 2 img python train.py\n") == (2, None)
+
+
+def test_every_slurm_task_printing_cuda_visible_devices_0_is_no_narrowed_list() -> None:
+    text = (
+        "0: [rank0] CUDA_VISIBLE_DEVICES=0 SLURM_LOCALID=0 host=n1\n"
+        "1: [rank1] CUDA_VISIBLE_DEVICES=0 SLURM_LOCALID=1 host=n1\n"
+        "1: [rank1]: ncclRemoteError: A call failed possibly due to a network error\n"
+        "srun: error: n1: task 1: Exited with exit code 1\n"
+    )
+    assert all(f.category != "visible_devices_mismatch" or f.severity.value == "info"
+               for f in findings_of(text))  # fmt: skip
+
+
+def test_a_line_that_names_the_failing_rank_and_the_waiting_ones_keeps_the_failing_one() -> None:
+    from rankmap.explain import named
+
+    line = 'rank 3 dies with "CUDA error: invalid device ordinal" and the other ranks hang until killed.'
+    assert named.failure_ranks([line])[0] == {3}

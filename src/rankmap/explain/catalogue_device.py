@@ -328,7 +328,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # grouping, horovod's Ray backend: both moved to node IDs)
     _s("nodes-share-host", r"\b(?:multiple|several|two|2|many) (?:\w+ )?(?:nodes|"
        r"containers|pods)\b[^.\n]{0,40}\b(?:on|share|sharing|using|with) (?:the )?same (?:ip\b"
-       r"(?: address)?|host\b|machine\b|physical (?:host|machine)\b)|multi[- ]?container\W{0,6}"
+       r"(?: address)?|(?:physical )?(?:host|machine)\b(?!\s*(?:type|model|image|config\w*|class|"
+       r"size|spec\w*|os|setup|kind)\b))|multi[- ]?container\W{0,6}"
        r"single[- ]?host|\bnodes (?:are|were) (?:co-?located|collocated)\b|\b(?:co-?located|"
        r"collocated) (?:ray )?(?:nodes|containers)\b",
        {"host_identity": 3.5, "container_mapping": 1},
@@ -550,7 +551,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"every|in each|in every|on each)? ?(?:process|rank|worker)?\b"
        # "I left out the GPU pinning block" (Horovod's examples pin each process to a GPU)
        r"|\b(?:left out|leave out|skipped|removed|dropped|commented out|omitted|without) (?:the |any )?"
-       r"(?:gpu |device )?(?:pinning|pin)\b"
+       r"(?:gpu|device) (?:pinning|pin)\b"
        # "every rank just uses the current (default) device": nothing selected per process
        r"|\b(?:every|each|all) (?:the )?(?:ranks?|process(?:es)?|workers?) (?:just |only |simply )?"
        r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b)"

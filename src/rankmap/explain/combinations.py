@@ -66,10 +66,19 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add("version_mismatch", pts, why)
         for cat, pts, why in config_points(doc.configs, nproc, gpus):
             s.add(cat, pts, why)
+        # where a scheduler or framework gives each process its own list (Slurm's per-task
+        # binding under cgroups prints CUDA_VISIBLE_DEVICES=0 in every task), the same one-GPU
+        # list and "device 0" in every rank are what a correct job prints (review 57)
+        agents = any(k in doc.hits for k in _LIST_AGENTS)
+        distinct = any(len(set(v.values())) == len(v) > 1 for v in doc.rank_lists.values())
+        # (Slurm's tasks may be bound one GPU each by cgroups: every task prints 0 there)
+        scheduled = agents or "slurm-tasks" in doc.hits
         for cat, pts, why in printed_list_points(doc.rank_lists):
-            s.add(cat, pts, why)
-        for cat, pts, why in printed_device_points(doc.rank_devices):
-            s.add(cat, pts, why)
+            if cat == "per_process_visible_devices" or not scheduled:
+                s.add(cat, pts, why)
+        if not (agents or distinct):
+            for cat, pts, why in printed_device_points(doc.rank_devices):
+                s.add(cat, pts, why)
         same = "same-command-every-node" in doc.hits
         for cat, pts, why in node_launch_points(doc.commands, doc.prompts, same_everywhere=same):
             s.add(cat, pts, why)

@@ -492,7 +492,7 @@ def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
     """The GPUs a container was given, when the text states it (the first request found): their
     count, and their ids when it names devices (``--gpus device=2,3``, NVIDIA_VISIBLE_DEVICES,
     NV_GPU) rather than a count (``--gpus 2``)."""
-    m = _REQUEST.search(text)
+    m = next((m for m in _REQUEST.finditer(text) if not _scheduler_line(text, m.start())), None)
     if not m:
         return None
     if m.group("k8s") is not None:
@@ -503,6 +503,16 @@ def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
     value = next(g for g in (m.group("list"), m.group("nv"), m.group("nvd")) if g is not None)
     ids = tuple(p for p in value.split(",") if p)
     return (len(ids), ids) if ids else None
+
+
+_SCHEDULER_LINE = re.compile(r"[ \t]*(?:#SBATCH|#PBS|#\$|(?:\S*/)?(?:srun|sbatch|salloc)\b)")
+
+
+def _scheduler_line(text: str, at: int) -> bool:
+    """Whether position ``at`` is on a scheduler's line (``#SBATCH --gpus=4``, ``srun --gpus
+    4``): a request to Slurm, not a container's GPUs (review 57)."""
+    start = text.rfind("\n", 0, at) + 1
+    return _SCHEDULER_LINE.match(text, start) is not None
 
 
 def _requested(text: str) -> int | None:
@@ -749,12 +759,21 @@ _PROSE_LAUNCH = re.compile(
 )
 
 
+# the words before such a line name a machine ("node A (10.0.0.11)", "worker-1", "host2"), not
+# an attempt ("First attempt", "Then") (review 57)
+_NODE_WORDS = re.compile(
+    r"\b(?:node|host|machine|server|worker|master|head|vm|pod|instance)\w*\b|"
+    r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[a-z][\w-]*\d+\b",
+    re.IGNORECASE,
+)
+
+
 def _prose_launches(seg: Segment, facts: DocFacts) -> None:
     """Launch lines a sentence gives per machine ("node A: torchrun ..."): each with the words
     before it as its prompt, so that the lines of the nodes are compared (node_launches.py)."""
     for _, line in seg.lines():
         m = _PROSE_LAUNCH.match(line.strip())
-        if m and len(facts.commands) < 32:
+        if m and _NODE_WORDS.search(m.group("who")) and len(facts.commands) < 32:
             facts.commands.append(m.group("cmd").strip()[:2000])
             facts.prompts.append(m.group("who").strip())
 

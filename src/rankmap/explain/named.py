@@ -227,8 +227,10 @@ def failure_ranks(
     lines = list(lines)
     by_pid = _ranks_by_pid(lines)
     for line in lines:
-        if _WAITED.search(line):
-            continue  # the ranks that waited for the failed ones, told in prose: not failing
+        if waited := _WAITED.search(line):
+            # the ranks that waited for the failed ones, told in prose, are not failing: only
+            # what the line says before them counts ("rank 3 dies … and the others hang …")
+            line = _WAITERS_BEFORE.sub("", line[: waited.start()])
         if by_pid and reports_failure(line) and (pid := _PID.search(line)):
             rank = by_pid.get(pid.group(1))
             if rank is not None and len(first) < limit:  # Ray: "(pid=81423, ip=…)" of a rank
@@ -258,6 +260,14 @@ _PID = re.compile(r"\bpid=(\d{1,9})\b")
 _WAITED = re.compile(
     r"\b(?:hang|hangs|hung|hanging|stuck|wait|waits|waiting)\b[^.\n]{0,80}\b(?:until|till)\b"
     r"[^.\n]{0,20}\b(?:killed|cancel\w*|time[sd]? ?out)\b",
+    re.IGNORECASE,
+)
+
+
+# the subject of the wait ("and the other ranks", "Ranks 0-3 on the first node then just")
+_WAITERS_BEFORE = re.compile(
+    r"(?:\b(?:and|while|but)\s+)?(?:the\s+)?(?:other|remaining|rest of the)?\s*(?:ranks?|"
+    r"processes|workers|tasks)\b[^.\n]{0,60}$",
     re.IGNORECASE,
 )
 

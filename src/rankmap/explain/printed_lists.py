@@ -16,9 +16,10 @@ _RANK_LIST = re.compile(
     re.IGNORECASE,
 )
 MAX_LINES = 512  # rank lines read: a job of thousands of ranks prints the same shape
-# a rank's own report of its device: "0 using device 0", "[rank 1] on cuda:0", "rank 2 uses GPU 0"
+# a rank's own report of its device: "0 using device 0", "rank 2 uses GPU 0" (not "on cuda:0":
+# where each process sees its own GPU, every rank is on its cuda:0)
 _RANK_DEVICE = re.compile(
-    r"^\W{0,3}(?:rank\s*)?(?P<rank>\d{1,5})\]?:?\s+(?:is\s+)?(?:using|uses|on|selected|picked)"
+    r"^\W{0,3}(?:rank\s*)?(?P<rank>\d{1,5})\]?:?\s+(?:is\s+)?(?:using|uses|selected|picked)"
     r"\s+(?:device|gpu|cuda)[\s:#]*(?P<dev>\d{1,3})\b",
     re.IGNORECASE | re.MULTILINE,
 )
