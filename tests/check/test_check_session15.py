@@ -362,13 +362,20 @@ def test_seq_bounds_from_variables_and_arithmetic_are_followed(tmp_path: Path, h
 
 
 def test_a_seq_bound_known_only_at_run_time_stays_unknown(tmp_path: Path) -> None:
-    job = tmp_path / "job.sh"
-    job.write_text(
-        "#!/bin/bash\nfor i in $(seq 0 $(($(nvidia-smi -L | wc -l)-1))); do\n"
-        "  CUDA_VISIBLE_DEVICES=$i python train.py --rank $i --world_size 4 &\ndone\nwait\n"
+    report = _script_job(
+        tmp_path,
+        "for i in $(seq 0 $(($(nvidia-smi -L | wc -l)-1))); do\n"
+        "  CUDA_VISIBLE_DEVICES=$i python train.py --rank $i --world_size 4 &\ndone\nwait\n",
+        ARGPARSE_RANK,
     )
-    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=ARGPARSE_RANK)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
+
+
+def _script_job(tmp_path: Path, body: str, script: str):  # type: ignore[no-untyped-def]
+    """``check`` of a bash launch script ``body`` run from ``tmp_path`` with ``script``."""
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n" + body)
+    return check_argv(tmp_path, [], nodes=None, shell_file=job, script=script)
 
 
 def test_a_fix_keeps_a_computed_value_unquoted_as_the_scripts_own(tmp_path: Path) -> None:
@@ -418,13 +425,11 @@ def test_accelerate_machine_rank_from_each_node_overrides_the_config_file(tmp_pa
         "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmachine_rank: 0\n"
         "num_machines: 2\nnum_processes: 16\nmain_process_port: 29555\n"
     )
-    job = tmp_path / "job.sbatch"
-    job.write_text(
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    report = _two_nodes(
+        tmp_path,
         "srun bash -c 'accelerate launch --config_file cfg.yaml --main_process_ip node1 "
-        "--machine_rank $SLURM_NODEID train.py'\n"
+        "--machine_rank $SLURM_NODEID train.py'\n",
     )
-    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM804" not in _codes(report)
     assert len(report.placements) == 16
 
@@ -443,26 +448,22 @@ def test_srun_around_torchrun_with_a_runtime_node_rank_is_simulated_not_refused(
 def test_a_master_address_each_node_computes_as_itself_is_rm906(
     tmp_path: Path, address: str
 ) -> None:
-    job = tmp_path / "job.sbatch"
-    job.write_text(
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    report = _two_nodes(
+        tmp_path,
         "srun bash -c 'torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
-        f"--master_addr={address} --master_port=29500 train.py'\n"
+        f"--master_addr={address} --master_port=29500 train.py'\n",
     )
-    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     found = [f for f in report.ordered_findings() if f.code == "RM906"]
     assert found and found[0].severity.value == "error"
 
 
 def test_a_master_address_computed_once_by_the_batch_shell_is_fine(tmp_path: Path) -> None:
-    job = tmp_path / "job.sbatch"
-    job.write_text(
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    report = _two_nodes(
+        tmp_path,
         "export MASTER=$(hostname)\n"
         "srun bash -c 'torchrun --nnodes=2 --nproc_per_node=8 --node_rank=$SLURM_NODEID "
-        "--master_addr=$MASTER --master_port=29500 train.py'\n"
+        "--master_addr=$MASTER --master_port=29500 train.py'\n",
     )
-    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM906" not in _codes(report)
 
 
@@ -575,24 +576,20 @@ def test_the_cvd_fix_under_srun_around_torchrun_uses_torchruns_local_rank(tmp_pa
 
 
 def test_hostname_expanded_once_by_the_batch_shell_in_double_quotes_is_fine(tmp_path: Path) -> None:
-    job = tmp_path / "job.sbatch"
-    job.write_text(
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    report = _two_nodes(
+        tmp_path,
         'srun bash -c "torchrun --nnodes=2 --nproc_per_node=8 --node_rank=\\$SLURM_NODEID '
-        '--master_addr=$(hostname) --master_port=29500 train.py"\n'
+        '--master_addr=$(hostname) --master_port=29500 train.py"\n',
     )
-    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert "RM906" not in _codes(report)
 
 
 def test_one_single_node_job_per_node_at_its_own_address_is_fine(tmp_path: Path) -> None:
-    job = tmp_path / "job.sbatch"
-    job.write_text(
-        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    report = _two_nodes(
+        tmp_path,
         "srun bash -c 'torchrun --nnodes 1 --nproc-per-node 8 --master_addr=$(hostname) "
-        "--master_port 29500 train.py --seed $SLURM_NODEID'\n"
+        "--master_port 29500 train.py --seed $SLURM_NODEID'\n",
     )
-    report = check_argv(tmp_path, [], nodes=2, shell_file=job)
     assert not {"RM906", "RM920"} & _codes(report)
 
 
@@ -625,12 +622,12 @@ def test_seq_counts_down_and_over_array_lengths(
 
 
 def test_a_rank_the_loop_computes_at_run_time_is_unknown_not_a_value_error(tmp_path: Path) -> None:
-    job = tmp_path / "job.sh"
-    job.write_text(
-        "#!/bin/bash\nNGPU=$(nvidia-smi -L | wc -l)\nfor i in $(seq 0 $((NGPU-1))); do\n"
-        "  RANK=$i LOCAL_RANK=$i WORLD_SIZE=$NGPU python train.py &\ndone\nwait\n"
+    report = _script_job(
+        tmp_path,
+        "NGPU=$(nvidia-smi -L | wc -l)\nfor i in $(seq 0 $((NGPU-1))); do\n"
+        "  RANK=$i LOCAL_RANK=$i WORLD_SIZE=$NGPU python train.py &\ndone\nwait\n",
+        LOCAL_RANK_ENV,
     )
-    report = check_argv(tmp_path, [], nodes=None, shell_file=job, script=LOCAL_RANK_ENV)
     assert not [f for f in report.ordered_findings() if f.severity.value == "error"]
     assert "RM030" in _codes(report)
 
@@ -645,3 +642,13 @@ def test_the_header_names_an_imported_module_with_the_scripts_own_name(tmp_path:
     script = "import torch.distributed as dist\nfrom pkg.train import setup\nsetup()\n"
     report = check_argv(tmp_path, ["torchrun", "--nproc_per_node", "8", "train.py"], script=script)
     assert report.sections["launch"]["device_selection_file"] == "pkg/train.py"
+
+
+def _two_nodes(tmp_path: Path, srun_lines: str):  # type: ignore[no-untyped-def]
+    """``check`` of a batch script of two 8-GPU nodes, one task each, running ``srun_lines``."""
+    job = tmp_path / "job.sbatch"
+    job.write_text(
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+        + srun_lines
+    )
+    return check_argv(tmp_path, [], nodes=2, shell_file=job)
