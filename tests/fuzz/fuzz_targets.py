@@ -182,6 +182,21 @@ def _launch_argv(launcher: str) -> st.SearchStrategy[list[str]]:
             ],
             ["bash", "-c"],
             ["./wrap.sh"],
+            ["./wrap.sh", "python", "train.py"],
+            [
+                "docker",
+                "run",
+                "--gpus",
+                '"device=4,5"',
+                "-e",
+                "CUDA_VISIBLE_DEVICES=4",
+                "img",
+                "torchrun",
+                "--nproc_per_node",
+                "2",
+                "t.py",
+            ],  # fmt: skip
+            ["docker", "run", "--gpus", "9" * 40, "img", "python", "t.py"],
         ]
     )
     return st.tuples(options, tail).map(lambda t: [*head, *sum(t[0], []), *t[1]])
@@ -205,6 +220,11 @@ SHELL_SEEDS = [
     "srun -n 4 bash -lc 'export LOCAL_RANK=${SLURM_LOCALID:-0}; exec python t.py' &> l.log\n",
     "CUDA_VISIBLE_DEVICES=0,1 torchrun --nnodes 2 --node_rank 0 --nproc_per_node 2 t.py &\n"
     "torchrun --nnodes 2 --node_rank 1 --nproc_per_node 2 t.py &\nwait\n",
+    # session 15's shapes: seq over variables and arithmetic, count-downs, host names in quotes
+    "G=(0 1 2 3)\nfor i in $(seq 0 $((${#G[@]}-1))); do\n  python t.py --rank $i --world_size 4 &\n"
+    "done\nfor j in $(seq 3 -1 0); do echo $j; done\nwait\n",
+    "srun bash -c 'torchrun --master_addr=$(hostname) --node_rank=$SLURM_NODEID t.py'\n"
+    'srun bash -c "torchrun --master_addr=`hostname -s` t.py"\n',
 ]
 
 
@@ -309,6 +329,41 @@ TOPO_SEEDS = [
 TOPO_MATRIX = [s for s in SMI_SEEDS if "GPU0" in s and "Legend" in s] or [
     "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-7\t0\nGPU1\tNV4\t X \t0-7\t0\n"
 ]
+
+
+# what ranks print of themselves, and how versions and launch lines are told (session 15)
+PRINTED_SEEDS = [
+    "[rank0] HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0,1 device_count=1\n"
+    "[rank1] HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0,1 device_count=1\n",
+    "0 using device 0\n1 using device 0\nnode1: nccl=(2, 18, 1)\nvLLM is using nccl==2.20.5\n",
+    "(TrainWorker pid=81423) rank=1\nRayTaskError (pid=81423, ip=1.2.3.4) invalid device ordinal\n"
+    "srun: error: n1: tasks 1-3: Exited with exit code 1\nsrun: error: n1: task 0: Terminated\n",
+    "node A (10.0.0.1): torchrun --nnodes=2 --node_rank=0 t.py\n"
+    "horovodrun -np 4 python t.py on a box. I left out the GPU pinning block.\n"
+    'resources: limits: nvidia.com/gpu: 1\nCUDA_VISIBLE_DEVICES: "3"\n',
+]
+
+
+def _printed(text: str) -> object:
+    from rankmap.explain.printed_lists import (
+        printed_device_points,
+        printed_list_points,
+        rank_devices,
+        rank_lists,
+    )
+    from rankmap.explain.versions import versions_in
+
+    return (
+        printed_list_points(rank_lists(text)),
+        printed_device_points(rank_devices(text)),
+        versions_in(text).nccl,
+    )
+
+
+def _container(options: list[str]) -> object:
+    from rankmap.launchers.command import container_env
+
+    return container_env(options)
 
 
 def _machine_text(text: str) -> object:
@@ -585,6 +640,8 @@ def targets() -> list[Target]:
         Target("explain:paste", mutated_text(PASTE_SEEDS, max_edits=6), _explain),
         Target("explain:prefilter", mutated_text(LOG_SEEDS, max_edits=6), _prefilter),
         Target("explain:named", mutated_text(LOG_SEEDS + SMI_SEEDS[:4], max_edits=6), _named),
+        Target("explain:printed-lists", mutated_text(PRINTED_SEEDS, max_edits=6), _printed),
+        Target("launch:container-options", st.lists(st.one_of(VALUES, st.sampled_from(["-e", "--env", "--gpus", "--gpus=all"])), max_size=8), _container),
         Target("inventory:smi", mutated_text(SMI_SEEDS, max_edits=6), _machine_text),
         Target("inventory:smi-window", mutated_text(SMI_SEEDS, max_edits=6), _smi_in_big_log),
         Target("inventory:profile", mutated_json(PROFILE_SEEDS), _profile),

@@ -370,8 +370,13 @@ def _gpus_option(value: str) -> str | None:
     value = value.strip().strip("'\"")
     if value == "all":
         return "all"
-    if value.isdigit():  # (a count no machine has is not read: bounded work, review 57)
-        return ",".join(str(i) for i in range(int(value))) if int(value) <= 1024 else None
+    # a count (ASCII digits; one no machine has is not read: bounded work, review 57)
+    if value.isascii() and value.isdecimal():
+        return (
+            ",".join(str(i) for i in range(int(value)))
+            if len(value) <= 4 and int(value) <= 1024
+            else None
+        )
     for part in value.split(","):
         if part.startswith("device="):
             return value.split("device=", 1)[1].strip("'\"")
