@@ -126,26 +126,23 @@ class Calls(Guards):
         """(variable, default) when the first live spawn's count is read from the environment
         (``nprocs=int(os.environ.get("WORLD_SIZE", 1))``, directly or through one name): the
         launch's value of that variable, where known, is the count."""
-        for spawner in ("spawn", "start_processes"):
-            for mod, call in self._calls.get(spawner, []):
-                if self.dead(mod, call):
-                    continue
-                count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
-                if count is None and len(call.args) > 2:
-                    count = call.args[2]
-                return _env_count(mod, call, count)
-        return None
+        found = self._first_spawn()
+        return _env_count(found[0], found[1], _spawn_count(found[1])) if found else None
 
     def spawn_always_reached(self) -> bool:
         """The first live ``mp.spawn`` / ``start_processes`` runs on every start of the script
         (:meth:`always_reached`): under a launcher that starts several processes, every one of
         them starts its own workers."""
+        found = self._first_spawn()
+        return found is not None and self.always_reached(*found)
+
+    def _first_spawn(self) -> tuple[Module, ast.Call] | None:
+        """The first live ``mp.spawn`` / ``start_processes`` call (not ``subprocess``'s)."""
         for spawner in ("spawn", "start_processes"):
             for mod, call in self._calls.get(spawner, []):
-                if self.dead(mod, call) or dotted(call.func).split(".")[0] in ("subprocess",):
-                    continue
-                return self.always_reached(mod, call)
-        return False
+                if not self.dead(mod, call) and dotted(call.func).split(".")[0] != "subprocess":
+                    return mod, call
+        return None
 
     def spawned(self) -> tuple[str, Value, bool] | None:
         """(path:line, the count, whether the workers get LOCAL_RANK) of the first live
@@ -228,17 +225,13 @@ class Calls(Guards):
         return None
 
     def _spawn_call(self) -> tuple[str, Value] | None:
-        for spawner in ("spawn", "start_processes"):
-            for mod, call in self._calls.get(spawner, []):
-                if self.dead(mod, call) or dotted(call.func).split(".")[0] in ("subprocess",):
-                    continue
-                count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
-                if count is None and len(call.args) > 2:
-                    count = call.args[2]
-                frame = Frame.at(mod, call)
-                value = self.value(count, frame) if count is not None else Num(1)
-                return mod.where(call), value
-        return None
+        found = self._first_spawn()
+        if found is None:
+            return None
+        mod, call = found
+        count = _spawn_count(call)
+        value = self.value(count, Frame.at(mod, call)) if count is not None else Num(1)
+        return mod.where(call), value
 
     def _spawn_arg(self, call: ast.Call, pos: int, mod: Module) -> Value:
         where = mod.where(call)
@@ -469,6 +462,12 @@ class Calls(Guards):
                     linked = next(m for m in self.prog.modules if m.path == base.path)
                     return [(linked, f) for f in linked.functions.get(func.attr, [])]
         return []
+
+
+def _spawn_count(call: ast.Call) -> ast.expr | None:
+    """A spawn call's worker count: ``nprocs=`` or its third positional argument."""
+    count = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
+    return call.args[2] if count is None and len(call.args) > 2 else count
 
 
 def _env_count(
