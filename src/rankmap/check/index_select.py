@@ -158,11 +158,17 @@ def _cvd_entry(
     return idx, None, f"{why} -> CUDA_VISIBLE_DEVICES[{pos}] = {idx} (a physical id)", dflt
 
 
-def branch_kind(sel: DeviceSelection, proc: Proc, base: Mapping[str, str]) -> str:
+def branch_of(sel: DeviceSelection, proc: Proc, base: Mapping[str, str]) -> DeviceSelection:
+    """The alternative of ``sel`` whose guard ``proc``'s variables meet (``sel`` itself when it
+    has none, or none applies)."""
     for guard, alt in sel.alternatives:
         if guard_holds(guard, lambda v: proc.env.get(v, base.get(v))):
-            return alt.kind
-    return sel.kind
+            return alt
+    return sel
+
+
+def branch_kind(sel: DeviceSelection, proc: Proc, base: Mapping[str, str]) -> str:
+    return branch_of(sel, proc, base).kind
 
 
 def own_visible(

@@ -24,9 +24,9 @@ from rankmap.check.fixes import (
     fix_mig,
     fix_no_local_rank_arg,
 )
+from rankmap.check.index_select import branch_of
 from rankmap.check.nccl import arg_error_line, device_of, duplicate_groups, host_key
 from rankmap.check.rendezvous_rules import rendezvous_findings
-from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.check.selection_rules import dup_severity, selection_findings
 from rankmap.check.warn_rules import cross_world, mig_slices, warnings
@@ -154,14 +154,7 @@ def _failure_code(
 def _cvd_from_global_rank(sel: DeviceSelection, o: RankOutcome, env: Mapping[str, str]) -> bool:
     """The script sets CUDA_VISIBLE_DEVICES from a job-wide rank variable (``RANK``,
     ``SLURM_PROCID``, …): from the second node on it names GPUs the node does not have."""
-    chosen = next(
-        (
-            alt
-            for guard, alt in sel.alternatives
-            if guard_holds(guard, lambda v: o.proc.env.get(v, env.get(v)))
-        ),
-        sel,
-    )
+    chosen = branch_of(sel, o.proc, env)
     return chosen.kind == "visible_devices" and chosen.env_vars[:1] in _GLOBAL_FIRST
 
 
