@@ -3,13 +3,13 @@ placement costs when it is right (errors only on positive evidence, see docs/che
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from rankmap.check.index_select import COMPUTED_BY_SCRIPT
 from rankmap.check.script_ast import guard_holds
 from rankmap.check.script_scan import DeviceSelection
 from rankmap.findings import Finding, finding
+from rankmap.launchers.task_shell import unread_wrapper
 from rankmap.ranks import ranks_text
 
 if TYPE_CHECKING:
@@ -233,11 +233,11 @@ def _computed_by_script(outcomes: list[RankOutcome]) -> Finding:
     cannot (a variable set in an ``if``, a bash array)."""
     what = outcomes[0].reason.removesuffix(COMPUTED_BY_SCRIPT).strip()
     ranks = ranks_text(o.proc.rank for o in outcomes)
-    wrapper = re.search(r"\$\((.+): not read\)", what)  # launchers/task_shell.py
+    wrapper = unread_wrapper(what)
     if wrapper:
         return finding(
             "RM030",
-            f"each task runs {wrapper.group(1)} before python and rankmap could not read it: "
+            f"each task runs {wrapper} before python and rankmap could not read it: "
             f"it may set CUDA_VISIBLE_DEVICES, so the GPUs of ranks {ranks} are not simulated",
             detail="Pass the wrapper's path as it is on this machine, pass the value with --env, "
             "or check the map under `rankmap run`.",

@@ -21,7 +21,7 @@ from rankmap.launchers import (
     identify,
 )
 from rankmap.launchers.command import parse_command, shell_join
-from rankmap.launchers.task_shell import task_note, task_program, unread_wrapper_env, with_task_env
+from rankmap.launchers.task_shell import task_procs, task_program
 from rankmap.model import Host
 from rankmap.numbers import is_digits, parse_int
 
@@ -198,11 +198,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         inner, inner_env = list(program.argv), {**inner_env, **program.env}
     node_env = {n: {**a.env, **inner_env} for n in range(len(layout))}
     kind = identify(inner)
-    if program is not None and kind in (None, "python"):
-        procs, unresolved = with_task_env(procs, node_env, program)
-        notes.append(task_note(program, unresolved))
-    if wrapper_env := unread_wrapper_env(inner, program):
-        procs = [replace(q, env={**q.env, **wrapper_env}) for q in procs]
+    procs, task_notes = task_procs(procs, node_env, program, inner)
+    notes += task_notes
     plan = LaunchPlan(
         launcher="mpirun",
         nnodes=len(layout),

@@ -27,10 +27,8 @@ from rankmap.launchers.slurm_options import SPEC, gres_gpu_text
 from rankmap.launchers.task_shell import (
     TaskProgram,
     launcher_argv,
-    task_note,
+    task_procs,
     task_program,
-    unread_wrapper_env,
-    with_task_env,
 )
 from rankmap.model import Host
 from rankmap.numbers import parse_int
@@ -102,11 +100,8 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     kind = identify(inner)
     if program is not None and kind not in (None, "python", "shell"):
         inner = launcher_argv(program, procs, node_env)
-    if program is not None and kind in (None, "python"):
-        procs, unresolved = with_task_env(procs, node_env, program)
-        notes.append(task_note(program, unresolved))
-    if wrapper_env := unread_wrapper_env(inner, program):
-        procs = [replace(q, env={**q.env, **wrapper_env}) for q in procs]
+    procs, task_notes = task_procs(procs, node_env, program, inner)
+    notes += task_notes
     base_plan = LaunchPlan(
         launcher="srun",
         nnodes=n_nodes,

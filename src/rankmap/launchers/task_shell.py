@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from rankmap.errors import RankMapError
-from rankmap.launchers import LaunchContext, Proc
+from rankmap.launchers import LaunchContext, Proc, identify
 from rankmap.launchers.command import SHELL_VALUE_OPTS, SHELLS, expand_word, shell_body_index
 from rankmap.launchers.shell import expand_arithmetic, parse_shell
+from rankmap.launchers.shell_lex import TASK_HOST
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,7 @@ def task_program(
     env = {k: v for k, v in launch.env.items() if k not in launch.unset}
     own = _OWN_HOST_MASTER.search(text)
     return TaskProgram(
-        own_host_master=own.group(0).replace("${RANKMAP_TASK_HOST}", "$(hostname)")
-        if own
-        else None,
+        own_host_master=own.group(0).replace(TASK_HOST, "$(hostname)") if own else None,
         argv=tuple(launch.argv),
         env={k: v for k, v in env.items() if "$" not in v},
         per_task={k: v for k, v in env.items() if "$" in v},
@@ -74,7 +73,7 @@ def task_program(
 # a rendezvous address the task's own shell computes as its own host
 _OWN_HOST_MASTER = re.compile(
     r"(?:--master[_-]addr|--rdzv[_-]endpoint|--main[_-]process[_-]ip|MASTER_ADDR)[= ]"
-    r"['\"]?\$\{RANKMAP_TASK_HOST\}"
+    r"['\"]?" + re.escape(TASK_HOST)
 )
 
 
@@ -196,8 +195,6 @@ def unread_wrapper_env(inner: Sequence[str], program: TaskProgram | None) -> dic
     (``./bind_gpu.sh python train.py``, ``/opt/bin/wrap python train.py``) that was not read and
     that goes on to run python: such wrappers commonly set the task's GPU list (open world: what
     it sets is unknown, never assumed unset); ``{}`` otherwise."""
-    from rankmap.launchers import identify
-
     if program is not None or not inner or identify(inner) not in ("shell", None):
         return {}
     if "/" not in inner[0] and not inner[0].endswith(".sh"):
@@ -207,4 +204,31 @@ def unread_wrapper_env(inner: Sequence[str], program: TaskProgram | None) -> dic
     )
     if not runs_python:
         return {}
-    return {"CUDA_VISIBLE_DEVICES": f"$({os.path.basename(inner[0])}: not read)"}
+    return {"CUDA_VISIBLE_DEVICES": f"$({os.path.basename(inner[0])}{_NOT_READ})"}
+
+
+_NOT_READ = ": not read"
+
+
+def unread_wrapper(value: str) -> str | None:
+    """The wrapper named by :func:`unread_wrapper_env`'s marker in ``value``, or None."""
+    m = re.search(rf"\$\((.+){re.escape(_NOT_READ)}\)", value)
+    return m.group(1) if m else None
+
+
+def task_procs(
+    procs: Sequence[Proc],
+    node_env: Mapping[int, Mapping[str, str]],
+    program: TaskProgram | None,
+    inner: Sequence[str],
+) -> tuple[list[Proc], list[str]]:
+    """The tasks as the shell each one runs leaves them (its variables, set task by task; a
+    wrapper not read: their GPUs unknown), and the notes that say so: srun's and mpirun's one
+    reading of a task's program (``inner``: what the task runs after its shell)."""
+    out, notes = list(procs), []
+    if program is not None and identify(list(inner)) in (None, "python"):
+        out, unresolved = with_task_env(out, node_env, program)
+        notes.append(task_note(program, unresolved))
+    if wrapper_env := unread_wrapper_env(inner, program):
+        out = [replace(q, env={**q.env, **wrapper_env}) for q in out]
+    return out, notes
