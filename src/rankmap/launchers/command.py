@@ -372,11 +372,9 @@ def _gpus_option(value: str) -> str | None:
         return "all"
     # a count (ASCII digits; one no machine has is not read: bounded work, review 57)
     if value.isascii() and value.isdecimal():
-        return (
-            ",".join(str(i) for i in range(int(value)))
-            if len(value) <= 4 and int(value) <= 1024
-            else None
-        )
+        if len(value) > 4 or int(value) > 1024:
+            return None
+        return ",".join(str(i) for i in range(int(value)))
     for part in value.split(","):
         if part.startswith("device="):
             return value.split("device=", 1)[1].strip("'\"")

@@ -161,10 +161,9 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
         fix = None
         if cvd is not None and include == f"localhost:{cvd}":
             fix = f"unset CUDA_VISIBLE_DEVICES; deepspeed --include localhost:{cvd} {' '.join(p.rest)}"
+        # the runner refuses the pair, whatever the slots (runner.py parse_inclusion_exclusion)
         both = (include or exclude) and (num_nodes or num_gpus)
-        if (
-            both
-        ):  # the runner refuses the pair, whatever the slots (runner.py parse_inclusion_exclusion)
+        if both:
             chosen = f"--include {include}" if include else f"--exclude {exclude}"
             fix = f"drop --num_gpus/--num_nodes: {chosen} alone picks the GPUs"
         return _stopped(

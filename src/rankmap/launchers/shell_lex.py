@@ -51,7 +51,7 @@ def _task_hostnames(line: str) -> str:
         if quote == "'":
             end = line.find("'", i)
             end = len(line) if end == -1 else end
-            out.append(_HOSTNAME_OUTPUT.sub(TASK_HOST.replace("\\", "\\\\"), line[i:end]))
+            out.append(_HOSTNAME_OUTPUT.sub(lambda _: TASK_HOST, line[i:end]))
             out.append(line[end : end + 1])
             i, quote = end + 1, ""
             continue

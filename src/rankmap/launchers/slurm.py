@@ -124,15 +124,16 @@ def simulate(argv: Sequence[str], ctx: LaunchContext) -> LaunchPlan:
     if kind in (None, "python", "shell"):
         return base_plan
     plan = _nested(base_plan, inner, kind, ctx, node_env, per_node, {**inner_env})
-    one_node_jobs = option_value(inner, ("--nnodes", "--num_machines", "--num-machines")) == "1"
-    if program is not None and program.own_host_master and n_nodes > 1 and not one_node_jobs:
-        plan = replace(plan, issues=(*plan.issues, _own_host_master(program, n_nodes)))
-    if program is not None and program.own_host_master and one_node_jobs:
+    if program is None or not program.own_host_master:
+        return plan
+    if option_value(inner, ("--nnodes", "--num_machines", "--num-machines")) == "1":
         # one single-node job per node, each at its own address: independent runs (seeds,
         # sweeps), not one rendezvous that waits for nodes (review 57)
         note = f"srun starts one single-node job on each of the {n_nodes} nodes ({program.where})."
         kept = tuple(i for i in plan.issues if i.code != "RM920")
-        plan = replace(plan, issues=kept, notes=(*plan.notes, note))
+        return replace(plan, issues=kept, notes=(*plan.notes, note))
+    if n_nodes > 1:
+        return replace(plan, issues=(*plan.issues, _own_host_master(program, n_nodes)))
     return plan
 
 
