@@ -108,7 +108,7 @@ def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
     0..N-1; a CUDA_VISIBLE_DEVICES that names an index from N on is the host's numbering, kept
     from a bare-metal launch (reference/cuda_devices.md §3: the runtime renumbers from 0)."""
     requested = doc.gpus_requested or doc.configs.pod_gpus
-    entries = doc.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
+    entries = doc.cvd_entries()
     if not requested or not all(e.isdecimal() for e in entries):
         return
     if max(int(e) for e in entries) >= requested:

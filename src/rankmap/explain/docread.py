@@ -283,6 +283,10 @@ class DocFacts:
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
+    def cvd_entries(self) -> list[str]:
+        """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""
+        return self.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
+
     @property
     def cuda_error_named(self) -> bool:
         """Whether NCCL's own warning names the CUDA error of a failed call (``Cuda failure 'out
@@ -453,8 +457,7 @@ def _lists_every_gpu(facts: DocFacts) -> bool:
     """Whether the pasted CUDA_VISIBLE_DEVICES is ``0,1,…,N-1`` for the N GPUs the machine is
     said (or shown) to have: every GPU visible, in CUDA's order — no narrowing (review 40)."""
     gpus = facts.smi_gpus or facts.stated_gpus
-    ids = facts.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
-    return bool(gpus) and ids == [str(i) for i in range(gpus or 0)]
+    return bool(gpus) and facts.cvd_entries() == [str(i) for i in range(gpus or 0)]
 
 
 # The #SBATCH options that decide tasks and GPUs per node (launchers.md §5): an srun inside the

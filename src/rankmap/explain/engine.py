@@ -303,13 +303,8 @@ def _srun_task_labels(ctx: Context) -> bool:
     """Whether srun labels each line with its task, one task per rank: srun itself starts the
     program (not a launcher that starts the ranks) with ``--label`` (the srun simulation's
     reading of its options, launchers/slurm.py)."""
-    launch = ctx.launch
-    return (
-        launch is not None
-        and launch.launcher == "srun"
-        and launch.plan is not None
-        and launch.plan.task_labels
-    )
+    plan = ctx.launch.plan if ctx.launch is not None else None
+    return _srun_tasks_are_ranks(ctx) and plan is not None and plan.task_labels
 
 
 def _srun_tasks_are_ranks(ctx: Context) -> bool:

@@ -8,6 +8,8 @@ decides what a process sees); ROCm's HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import islice
 
 # a rank's own line: "[rank1]", "rank 1:", "RANK=1", "local_rank 1" then one of the lists
 _RANK_LIST = re.compile(
@@ -28,9 +30,7 @@ _RANK_DEVICE = re.compile(
 def rank_lists(text: str) -> dict[str, dict[int, str]]:
     """``{variable: {rank: value}}`` of the lists ranks print (the first value per rank)."""
     out: dict[str, dict[int, str]] = {}
-    for n, m in enumerate(_RANK_LIST.finditer(text)):
-        if n >= MAX_LINES:
-            break
+    for m in _first_lines(_RANK_LIST, text):
         var = f"{m.group('var').upper()}_VISIBLE_DEVICES"
         out.setdefault(var, {}).setdefault(int(m.group("rank")), m.group("value").strip(",."))
     return out
@@ -39,11 +39,14 @@ def rank_lists(text: str) -> dict[str, dict[int, str]]:
 def rank_devices(text: str) -> dict[int, int]:
     """``{rank: device}`` the ranks print of themselves (the first line per rank)."""
     out: dict[int, int] = {}
-    for n, m in enumerate(_RANK_DEVICE.finditer(text)):
-        if n >= MAX_LINES:
-            break
+    for m in _first_lines(_RANK_DEVICE, text):
         out.setdefault(int(m.group("rank")), int(m.group("dev")))
     return out
+
+
+def _first_lines(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The first :data:`MAX_LINES` matches of ``pattern``: bounded work on a huge log."""
+    return islice(pattern.finditer(text), MAX_LINES)
 
 
 def printed_device_points(devices: dict[int, int]) -> list[tuple[str, float, str]]:
