@@ -652,3 +652,19 @@ def _two_nodes(tmp_path: Path, srun_lines: str):  # type: ignore[no-untyped-def]
         + srun_lines
     )
     return check_argv(tmp_path, [], nodes=2, shell_file=job)
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "for i in __SEQ_99; do",
+        "for i in __SEQ_zz_1_2__; do",
+        "for i in __SEQ_99__x__; do",
+        "for i in $(seq 0 $((N-1))) __AR_9__; do",
+    ],  # fmt: skip
+)
+def test_words_that_look_like_the_readers_markers_are_no_crash(loop: str) -> None:
+    from rankmap.launchers.shell import parse_shell
+
+    script = parse_shell(f"N=2\n{loop}\n  torchrun --nproc_per_node 1 t.py\ndone\n", "x.sh", {})
+    assert script.launches  # read, not a ValueError

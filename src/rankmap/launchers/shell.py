@@ -521,11 +521,12 @@ def _loop_header(
         if m:
             items += _loop_values(num(m.group(1)), num(m.group(2)) + 1, 1, at, len(items))
         elif tok.startswith("__SEQ_"):
-            raw = [bytes.fromhex(h).decode() for h in tok[6:-2].split("_")]
-            if not all(_known_bound(r, vars_) for r in raw):
+            marked = _SEQ_MARK.fullmatch(tok)
+            raw = [_unhex(h) for h in marked.groups()] if marked else [None]
+            if any(r is None for r in raw) or not all(_known_bound(r or "", vars_) for r in raw):
                 items.append("$(…)")  # a bound known when the script runs only
                 continue
-            a, b, c = (_expand(r, vars_) for r in raw)
+            a, b, c = (_expand(r or "", vars_) for r in raw)
             first, step, last = (
                 (num(a), num(b), num(c)) if c else (num(a) if b else 1, 1, num(b or a))
             )
@@ -545,11 +546,25 @@ def _loop_header(
     return var, items, no
 
 
+# the reader's markers (shell_lex._marked): arithmetic, and seq's three operands, hex-encoded
+_AR_MARK = re.compile(r"__AR_([0-9a-f]*)__")
+_SEQ_MARK = re.compile(r"__SEQ_([0-9a-f]*)_([0-9a-f]*)_([0-9a-f]*)__")
+
+
+def _unhex(text: str) -> str | None:
+    """A marker's hex-encoded text, or None where the word only looks like a marker (a script
+    may hold ``__SEQ_…`` itself: review 57's fuzzing)."""
+    try:
+        return bytes.fromhex(text).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
 def _known_bound(operand: str, vars_: Mapping[str, str]) -> bool:
     """Whether a seq operand (a number, ``$N``, ``$((N-1))`` marked as arithmetic) rests only on
     variables the script set to numbers: a command's output or an unset variable inside it is
     known when the script runs only (not 0)."""
-    text = re.sub(r"__AR_([0-9a-f]*)__", lambda m: bytes.fromhex(m.group(1)).decode(), operand)
+    text = _AR_MARK.sub(lambda m: _unhex(m.group(1)) or "$(…)", operand)
     if "$(" in text or "`" in text or "…" in text:
         return False
     names = set(re.findall(r"\$\{?#?([A-Za-z_]\w*)", text))
@@ -591,7 +606,9 @@ def _fields(token: str, vars_: Mapping[str, str]) -> list[str]:
 
 def _expand(token: str, vars_: Mapping[str, str]) -> str:
     def arith(m: re.Match[str]) -> str:
-        expr = bytes.fromhex(m.group(1)).decode()
+        expr = _unhex(m.group(1))
+        if expr is None:  # not the reader's own marker (a word that only looks like one)
+            return m.group(0)
         if "[" in expr:  # ${#GPUS[@]}, ${GPUS[1]} inside the arithmetic
             expr = _ARRAY_REF.sub(lambda a: _array_ref(a, vars_), expr)
         names = {v.group(1) or v.group(2) for v in _VAR.finditer(expr)} | set(_NAME.findall(expr))
@@ -599,7 +616,7 @@ def _expand(token: str, vars_: Mapping[str, str]) -> str:
             return f"$(({expr}))"
         return arithmetic(expr, vars_)
 
-    token = re.sub(r"__AR_([0-9a-f]*)__", arith, token)
+    token = _AR_MARK.sub(arith, token)
     if "[" in token:
         token = _ARRAY_REF.sub(lambda m: _array_ref(m, vars_), token)
     return expand_word(token, vars_)
