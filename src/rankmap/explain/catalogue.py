@@ -267,6 +267,11 @@ KEYS: dict[str, tuple[str, ...]] = {
         " servers",
         " hosts",
     ),
+    "gpu0-named-used": tuple(
+        f"{dev}{sep}0"
+        for dev in ("gpu", "cuda", "device")
+        for sep in ("", " ", "=", ":", "#", " #", " = ", ": ", " : ", " :", ":  ")
+    ),
     "all-on-gpu0": (
         "gpu zero",
         "cuda zero",
@@ -379,6 +384,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "nccl-not-built": ("have nccl",),
     "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
+    "nccl-graph-capture-build": ("captured in a graph",),
     "driver-too-old": (
         "insufficient",
         "too old",

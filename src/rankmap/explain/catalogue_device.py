@@ -64,6 +64,10 @@ _GPU0 = (
     r"(?:/?(?:gpu|cuda|device)[ :]?0\b|(?:the )?(?:1st|first) (?:gpu|cuda device)\b"
     r"(?! (?:of|in|from) (?:its|their|each|his|her|the|that|this) ))"
 )
+# "GPU 0", "GPU=0", "cuda:0", "device #0" (not the start of a range or a list: "GPU 0-3")
+_GPU0_NAMED = r"(?:gpu|cuda|device)\s?[=:#]?\s?0\b(?!\s?(?:[-,–]|and|or|&)\s?\d)"
+# what a reporter says the GPU does: holds the work, fills up, runs out of memory
+_HOLDS = r"(?:filled|full|used|busy|occupied|loaded|utili[sz]ed|out of memory|runs? out|oom)\b"
 _NOT_A_RANGE = (
     r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or|&) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b"
     r"(?![^.\n]{0,25}\b(?:idle|empty|unused|free|at 0 ?%|not used|unutili[sz]ed)))"
@@ -413,6 +417,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
        f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),
+    # the reporter names GPU 0 as the one that holds the work or runs out of memory ("only GPU=0
+    # is filled", "still uses cuda:0"): no cause alone; against a visible-devices list without
+    # GPU 0 it says the list did not apply (explain/combinations.py)
+    _s("gpu0-named-used", r"only (?:the )?" + _GPU0_NAMED + r"[^.\n]{0,25}?\b(?:is |was |gets? |got |"
+       r"being |are |were )?" + _HOLDS + r"|" + _GPU0_NAMED + r"[^.\n]{0,25}?\b" + _HOLDS
+       + r"\b[^.\n]{0,20}\binstead\b|\b(?:still|instead|always)[^.\n]{0,30}\b(?:on|uses?|using|to|in) "
+       r"(?:the )?" + _GPU0_NAMED,
+       {}, f"{CUDA_DEV} §1: the GPU the reporter sees used", where=PROSE),
     # a count of GPUs used below what is there: context, not a failure ("I'm only using 2 GPUs
     # for now" describes a setup; review 35)
     _s("some-gpus-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|trains? on) (?:the first )?"

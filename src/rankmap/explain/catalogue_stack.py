@@ -177,6 +177,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:too old|unsupported|newer)|driver[^\n]{0,40}too old|"
        r"unsupported display driver / cuda driver combination|cudaErrorSystemDriverMismatch",
        {"version_mismatch": 6}, f"{NCCL} (g): CUDA runtime and driver requirements", failure=True),
+    # NCCL's own refusal to capture a collective in a CUDA graph: the library was built against
+    # a CUDA runtime older than 11.3 or the driver is older than R465 (NCCL user guide, "Using
+    # NCCL with CUDA Graphs": graph capture needs CUDA 11.3; vllm-project/vllm#3069, a torch
+    # wheel's NCCL 2.19.3+cuda11.0)
+    _s("nccl-graph-capture-build", r"NCCL cannot be captured in a graph",
+       {"version_mismatch": 6}, f"{NCCL} (g): NCCL user guide, CUDA Graphs need CUDA >= 11.3 in "
+       "NCCL's build and a driver >= R465", failure=True),
     # the NVIDIA Container Toolkit refuses an image whose CUDA the host driver cannot run: it
     # checks the image's NVIDIA_REQUIRE_CUDA against the driver before the container starts,
     # so the daemon's error around it names no passthrough problem

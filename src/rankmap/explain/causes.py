@@ -269,6 +269,10 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
     of 8 ranks each that NCCL took for one. Not every rank left on cuda:0."""
     for e in ev.of("duplicate_gpu"):
         reporter, peer = e.ranks[0], e.ranks[-1]
+        if reporter is not None and peer is not None and abs(peer - reporter) == 1:
+            if not ev.rankmap.main_comm() and not cands["RM801"].score:
+                _neighbours_share(ctx, ev, (reporter, peer), cands)
+            return
         if reporter is None or peer is None or peer - reporter < 2:
             continue
         gap = peer - reporter
@@ -289,6 +293,37 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
                 "identity (reference/nccl.md (b))",
             )
         return
+
+
+def neighbours_share(ev: Evidence) -> tuple[int, int] | None:
+    """The first duplicate pair of neighbouring ranks (``rank 0 and rank 1``), if any."""
+    for e in ev.of("duplicate_gpu"):
+        a, b = e.ranks[0], e.ranks[-1]
+        if a is not None and b is not None and abs(a - b) == 1:
+            return a, b
+    return None
+
+
+def _neighbours_share(
+    ctx: Context, ev: Evidence, pair: tuple[int, int], cands: dict[str, Candidate]
+) -> None:
+    """Neighbouring ranks on one GPU: a selection that wraps over k >= 2 GPUs puts ranks k
+    apart together, never neighbours (each rank reports its lowest conflicting peer,
+    reference/nccl.md). Neighbours share when every rank stays on one GPU: no per-rank
+    selection, or a single GPU visible to the processes. A host known to show them two or more
+    GPUs leaves the first. Only for a bare WARN line (Init lines place the ranks themselves)
+    and where nothing says the ranks run on different machines (one rank per machine, merged
+    into one host, shares as neighbours too)."""
+    a, b = pair
+    why = (
+        f"ranks {a} and {b} are neighbours: a selection that wraps over two or more GPUs never "
+        "puts neighbours together, so every rank stays on one GPU"
+    )
+    visible = _cvd_count(ctx, ev) or ctx.gpus_per_node()
+    if visible is not None and visible >= 2:
+        cands["RM301"].add(3, f"{why}, though {visible} GPUs are visible")
+    elif visible is None:
+        cands["RM301"].add(2, f"{why} (or only one GPU is visible)")
 
 
 def name_of_several_addresses(ev: Evidence) -> tuple[str, list[str]] | None:

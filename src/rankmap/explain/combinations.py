@@ -61,6 +61,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _visible_below_parallelism(ctx, doc, s)
     _device_list_index(doc, s)
     _deepspeed_local_only(doc, s)
+    _chosen_list_not_applied(doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -86,6 +87,51 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
         container_host_numbered_list(doc, s)
+
+
+def _chosen_list_not_applied(doc: DocFacts | None, s: Scores) -> None:
+    """The reporter narrows CUDA_VISIBLE_DEVICES to GPUs other than GPU 0 and says the work (or
+    an out-of-memory) lands on GPU 0: the list did not reach the process, which sees every GPU
+    and uses the first (set after CUDA initialised, overwritten, misspelled or not exported), or
+    nvidia-smi and CUDA number the GPUs differently (CUDA_DEVICE_ORDER; reference/cuda_devices.md
+    §1-2). Not where a scheduler or framework sets the lists (their tasks print device 0)."""
+    if doc is None or "gpu0-named-used" not in doc.hits or "scheduler-sets-cvd" in doc.hits:
+        return
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if not entries or not all(e.isdecimal() and int(e) != 0 for e in entries):
+        return
+    s.failure = s.mapping_failure = True
+    s.add(
+        "visible_devices_mismatch",
+        4.0,
+        f"CUDA_VISIBLE_DEVICES={','.join(entries)[:40]} leaves GPU 0 out, yet the reporter sees "
+        "the work on GPU 0: the list did not reach the process (set after CUDA initialised, "
+        "overwritten, misspelled, not exported) or nvidia-smi numbers the GPUs otherwise than "
+        "CUDA (reference/cuda_devices.md §1-2)",
+        _quote(doc, "gpu0-named-used"),
+    )
+    s.name_fix(
+        "visible_devices_mismatch",
+        4.0,
+        "Set CUDA_VISIBLE_DEVICES in the environment the process starts with (`export` in the "
+        "same shell, or `CUDA_VISIBLE_DEVICES=1 python …`; in code only before anything touches "
+        "CUDA), spelled exactly so, and not overwritten later; check it in the process with "
+        '`python -c \'import os,torch; print(os.environ.get("CUDA_VISIBLE_DEVICES"), '
+        "torch.cuda.device_count())'`, and set CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers "
+        "the GPUs as nvidia-smi does.",
+    )
+
+
+_TOLD_LIST = re.compile(
+    r"CUDA_VISIBLE_DEVICES['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?(?P<v>\d+(?:,\d+)*)"
+)
+
+
+def _told_list(doc: DocFacts) -> list[str]:
+    """The list a sentence says was set ("I ran `export CUDA_VISIBLE_DEVICES=3`")."""
+    hit = doc.hits.get("cvd-assigned")
+    m = _TOLD_LIST.search(hit.excerpt) if hit else None
+    return m.group("v").split(",") if m else []
 
 
 def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:

@@ -39,6 +39,7 @@ from rankmap.explain.document import (
     LAUNCHER_WORDS,
     Segment,
     env_assignments,
+    env_sentences,
     is_heading,
     shell_commands,
     split_document,
@@ -417,6 +418,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
                 _signals(tail, source, facts)
         elif seg.kind == "env":
             facts.env.update(env_assignments(seg))
+            for tail in env_sentences(seg):  # "export CUDA_VISIBLE_DEVICES=5，设置了…"
+                _signals(tail, source, facts)
         elif seg.kind == "code":
             _code(seg, facts)
         elif seg.kind == "smi":

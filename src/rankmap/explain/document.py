@@ -54,7 +54,14 @@ _LAUNCH_LINE = re.compile(
 )
 # A batch script's own lines: its shebang and its #SBATCH directives (launchers.md §5).
 _SCRIPT_LINE = re.compile(r"^\s*(?:#SBATCH\s|#!\s*/\S*(?:bash|sh|zsh)\b)")
-_ENV = re.compile(r"^\s*(?:export\s+|set\s+|-x\s+)?(?P<k>[A-Z_][A-Z0-9_]{2,})=(?P<v>\S*)\s*$")
+# a sentence may follow the value after full-width punctuation (``export X=5，但是…``): the value
+# ends there and the rest is the reporter's (:func:`env_sentences`)
+_WIDE_PUNCT = "\u3000-\u303f\uff00-\uffef"
+_WIDE_PUNCT_CHARS = "，。；：、！？　"
+_ENV = re.compile(
+    r"^\s*(?:export\s+|set\s+|-x\s+)?(?P<k>[A-Z_][A-Z0-9_]{2,})="
+    rf"(?P<v>[^\s{_WIDE_PUNCT}]*)(?P<rest>[{_WIDE_PUNCT}]\S*)?\s*$"
+)
 _SMI = re.compile(
     r"NVIDIA-SMI \d|^\s*\|\s*\d+\s+\S.*\|\s*[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:|ROCm System Management|"
     r"^\s*\+-{5,}|^\s*\|\s*GPU\s+Name|^\s*\|=+|^GPU \d+: .*\(UUID: |^\s*MIG \d+g\.\d+gb"
@@ -257,4 +264,14 @@ def env_assignments(seg: Segment) -> dict[str, str]:
         m = _ENV.match(line)
         if m:
             out[m.group("k")] = m.group("v").strip("'\"")
+    return out
+
+
+def env_sentences(seg: Segment) -> list[Segment]:
+    """The reporter's words after an assignment's value (``export X=5，设置了…``), as prose."""
+    out: list[Segment] = []
+    for no, line in seg.lines():
+        m = _ENV.match(line)
+        if m and m.group("rest") and len(out) < 16:
+            out.append(Segment("prose", m.group("rest").lstrip(_WIDE_PUNCT_CHARS), no))
     return out

@@ -187,7 +187,8 @@ def explain_files(
     stated = _named(ev, texts, doc, _srun_task_labels(ctx), _srun_tasks_are_ranks(ctx))
     findings, scores = rescore(report.findings, ctx, doc, named=stated)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
-    report.findings = in_framework_words(report.findings, doc, texts)
+    named_fixes = frozenset(fix for _, fix in scores.fixes.values())
+    report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
     report.sections["explain"]["scores"] = scores_section(scores)
     if doc is not None:
         report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))

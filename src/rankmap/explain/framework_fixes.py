@@ -109,12 +109,19 @@ _ON_TORCH = frozenset({"horovod", "vllm", "sglang", "tensorrt-llm", "ray", "nccl
 
 
 def in_framework_words(
-    findings: list[Finding], doc: DocFacts | None, texts: list[str]
+    findings: list[Finding],
+    doc: DocFacts | None,
+    texts: list[str],
+    named: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    """``findings`` with the fixes of the framework the input shows, where it has its own."""
+    """``findings`` with the fixes of the framework the input shows, where it has its own;
+    a fix the evidence itself ``named`` (one cause, not the category's) stays."""
     has_torch = any("torch" in t.lower() for t in texts)  # (torchrun too): its fixes apply
     fw = framework_of(doc, has_torch)
     if fw is None:
         return findings
     table = FIXES[fw]
-    return [replace(f, fix=table[f.category]) if f.category in table else f for f in findings]
+    return [
+        replace(f, fix=table[f.category]) if f.category in table and f.fix not in named else f
+        for f in findings
+    ]

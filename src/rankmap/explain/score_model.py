@@ -29,6 +29,9 @@ class Scores:
     # error inside NCCL that names another cause)
     outside_printed: bool = False
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
+    # a fix a combination names with its support, for a best guess of that category that this
+    # support leads (the category's general fix otherwise)
+    fixes: dict[str, tuple[float, str]] = field(default_factory=dict)
 
     def add(self, cat: str, pts: float, reason: str, evidence: str | None = None) -> None:
         """Add points (negative: against) with the reason quoted in the finding."""
@@ -36,6 +39,16 @@ class Scores:
         self.reasons[cat].append((pts, reason))
         if evidence and evidence not in self.evidence[cat]:
             self.evidence[cat].append(evidence)
+
+    def name_fix(self, cat: str, pts: float, fix: str) -> None:
+        """The fix that goes with a support of ``pts`` points for ``cat``."""
+        if pts > self.fixes.get(cat, (0.0, ""))[0]:
+            self.fixes[cat] = (pts, fix)
+
+    def fix_of(self, cat: str) -> str | None:
+        """The named fix of ``cat`` where its support is the category's strongest."""
+        named = self.fixes.get(cat)
+        return named[1] if named and named[0] >= self.strongest(cat) else None
 
     def ranked(self) -> list[tuple[str, float]]:
         """Categories by points, best first; on equal points ``other`` first (a false alarm of

@@ -365,6 +365,9 @@ def _rescored(
     rest = [f for f in base if f.code != "RM003"]
     # outscoring a decided error is not weak evidence: the guess leads at error severity then
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
+    # a mapping failure the job printed (a duplicate GPU, an invalid ordinal) is certain, only
+    # its cause is guessed: the guess that explains it takes its error severity (exit 1 stays)
+    decided_error |= any(f.severity is Severity.ERROR and _undecided_mapping(f) for f in rest)
     severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
     # a symptom whose cause the log alone does not decide follows the cause that leads, also
     # when that cause leads at error (review 54: an undecided RM102 stayed an error beside it)
@@ -517,7 +520,7 @@ def _guess_finding(
         devices=keep.devices if keep and keep.devices else devices,
         hosts=keep.hosts if keep else (),
         evidence=(s.evidence.get(cat) or (list(keep.evidence) if keep else []))[:6],
-        fix=GENERAL_FIX.get(cat) or lookup(FIX_OF[cat]).fix,
+        fix=s.fix_of(cat) or GENERAL_FIX.get(cat) or lookup(FIX_OF[cat]).fix,
         severity=severity,
     )
 

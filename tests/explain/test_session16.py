@@ -1,0 +1,124 @@
+"""Session 16: shapes written here, restating b22 dev rows in our own words."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from paste_findings import findings_of
+
+from rankmap.explain.document import Segment, env_assignments, env_sentences
+
+
+def _lead(text: str) -> tuple[str, str]:
+    first = findings_of(text)[0]
+    return first.category, first.severity.value
+
+
+# --- a duplicate pair of neighbouring ranks --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "warn",
+    [
+        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2b000",
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 2b000",
+    ],
+)
+def test_neighbouring_ranks_on_one_gpu_point_at_no_device_selection(warn: str) -> None:
+    text = f"# multi-gpu finetune crashes\n{warn}\n"
+    found = findings_of(text)
+    # the failure is certain: the guess that explains it is an error (exit 1), the symptom follows
+    assert (found[0].category, found[0].severity.value) == ("no_set_device", "error")
+    assert found[1].code == "RM103"
+
+
+def test_ranks_a_gpu_count_apart_stay_a_wrap() -> None:
+    # rank 0 and rank 4: a selection that wraps over four GPUs, not every rank on one GPU
+    text = "Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 2b000\n"
+    assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_neighbours_on_one_gpu_with_init_lines_on_two_addresses_stay_host_identity() -> None:
+    # one rank per machine, both machines named alike: neighbours share as merged hosts too
+    log = (
+        "gpu-a:100:100 [0] NCCL INFO Bootstrap : Using eth0:10.2.0.5<0>\n"
+        "gpu-a:200:200 [0] NCCL INFO Bootstrap : Using eth0:10.2.0.6<0>\n"
+        "gpu-a:100:110 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 2b000 - Init START\n"
+        "gpu-a:200:210 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 2b000 - Init START\n"
+        "gpu-a:200:210 [0] init.cc:1050 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 "
+        "both on CUDA device 2b000\n"
+    )
+    assert findings_of(log)[0].category == "host_identity"
+
+
+def test_a_certain_shared_gpu_keeps_exit_code_1_with_a_guessed_cause(tmp_path) -> None:
+    paste = tmp_path / "issue.txt"
+    paste.write_text("Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2b000\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "rankmap", "explain", str(paste)], capture_output=True, text=True
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+
+
+# --- NCCL's CUDA-graph refusal -----------------------------------------------------------------
+
+
+def test_nccls_graph_capture_refusal_is_a_version_mismatch() -> None:
+    text = (
+        "Two GPUs with tensor parallel fail, one GPU works.\n"
+        "host:12:12 [1] NCCL INFO NCCL version 2.19.3+cuda11.0\n"
+        "host:12:40 [1] enqueue.cc:1000 NCCL WARN NCCL cannot be captured in a graph if either it "
+        "wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465.\n"
+    )
+    assert _lead(text)[0] == "version_mismatch"
+
+
+# --- a visible-devices list that did not reach the process -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I ran `export CUDA_VISIBLE_DEVICES=3` before starting the server, yet nvidia-smi shows "
+        "nothing on GPU 3 and only GPU 0 is filled.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 6.00 MiB is free.\n",
+        "export CUDA_VISIBLE_DEVICES=2，指定了2号卡，但还是报错说0号卡显存不够。\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 0; "
+        "23.65 GiB total capacity; 3.10 GiB already allocated; 12.00 MiB free)\n",
+    ],
+)
+def test_work_on_gpu0_under_a_list_without_gpu0_is_a_visible_devices_mismatch(text: str) -> None:
+    found = findings_of(text)
+    assert (found[0].category, found[0].severity.value) == ("visible_devices_mismatch", "warning")
+    # its own fix, not the category's stock one
+    assert "spelled exactly" in found[0].fix
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # GPU 0 busy is why the user picked GPU 3: the list worked, the model is too big
+        "GPU 0 is used by a colleague, so I export CUDA_VISIBLE_DEVICES=3.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a "
+        "total capacity of 79.10 GiB of which 6.00 GiB is free.\n",
+        # a list that includes GPU 0
+        "export CUDA_VISIBLE_DEVICES=0,1 and still only GPU 0 is used.\n",
+    ],
+)
+def test_gpu0_named_without_a_contradicted_list_is_no_visible_devices_mismatch(text: str) -> None:
+    found = findings_of(text)
+    assert not (
+        found[0].category == "visible_devices_mismatch" and "spelled exactly" in found[0].fix
+    )
+
+
+def test_an_assignment_ends_at_full_width_punctuation_and_its_sentence_is_prose() -> None:
+    seg = Segment("env", "export CUDA_VISIBLE_DEVICES=5，设置了使用5号卡", 1)
+    assert env_assignments(seg) == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert [t.text for t in env_sentences(seg)] == ["设置了使用5号卡"]
+    plain = Segment("env", "export CUDA_VISIBLE_DEVICES=5", 1)
+    assert env_assignments(plain) == {"CUDA_VISIBLE_DEVICES": "5"}
+    assert env_sentences(plain) == []
