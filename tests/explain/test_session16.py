@@ -122,3 +122,18 @@ def test_an_assignment_ends_at_full_width_punctuation_and_its_sentence_is_prose(
     plain = Segment("env", "export CUDA_VISIBLE_DEVICES=5", 1)
     assert env_assignments(plain) == {"CUDA_VISIBLE_DEVICES": "5"}
     assert env_sentences(plain) == []
+
+
+# --- GPU 0 named by its index -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# fix worker device\nIn tensor-parallel workers the config holds no index, so every "
+        "worker falls back to device_id=0 and they all register on one local GPU.\n",
+        "All ranks allocate on gpu index 0 when I start 4 workers.\n",
+    ],
+)
+def test_every_worker_on_a_named_index_0_is_a_pile_up(text: str) -> None:
+    assert findings_of(text)[0].category == "no_set_device"

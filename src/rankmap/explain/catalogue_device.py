@@ -61,7 +61,9 @@ _QUANT = r"(?:all|both|two|several|multiple|many|\d+)"
 # GPU 0 as writers name it: "gpu 0", "cuda:0", "device0", TensorFlow's "/gpu:0", "the first GPU"
 # (not "the first GPU of its list": each process's own first GPU)
 _GPU0 = (
-    r"(?:/?(?:gpu|cuda|device)[ :]?0\b|(?:the )?(?:1st|first) (?:gpu|cuda device)\b"
+    # "GPU 0", "cuda:0", and a named index: "device_id=0", "gpu index 0"
+    r"(?:/?(?:gpu|cuda|device)(?:[ _](?:id|index|idx|ordinal))?(?:[ :]|\s?=\s?)?0\b|"
+    r"(?:the )?(?:1st|first) (?:gpu|cuda device)\b"
     r"(?! (?:of|in|from) (?:its|their|each|his|her|the|that|this) ))"
 )
 # "GPU 0", "GPU=0", "cuda:0", "device #0" (not the start of a range or a list: "GPU 0-3")
