@@ -267,6 +267,9 @@ KEYS: dict[str, tuple[str, ...]] = {
         " servers",
         " hosts",
     ),
+    "gpu-seen-idle": ("nothing", "empty", "idle", "unused", "free", "untouched", "0%", "0 %"),
+    "cvd-misspelled": ("cuda_vis", "cuda_devices_visible"),
+    "wrong-gpu-picked": ("wrong gpu", "wrong card", "wrong device"),
     "gpu0-named-used": tuple(
         f"{dev}{sep}0"
         for dev in ("gpu", "cuda", "device")

@@ -9,6 +9,7 @@ from rankmap.explain.signal_model import (
     CUDA_DEV,
     LAUNCHERS,
     NCCL,
+    NOT_LOG,
     NOT_PROSE,
     PROSE,
     PT,
@@ -68,8 +69,13 @@ _GPU0 = (
 )
 # "GPU 0", "GPU=0", "cuda:0", "device #0" (not the start of a range or a list: "GPU 0-3")
 _GPU0_NAMED = r"(?:gpu|cuda|device)\s?[=:#]?\s?0\b(?!\s?(?:[-,–]|and|or|&)\s?\d)"
-# what a reporter says the GPU does: holds the work, fills up, runs out of memory
-_HOLDS = r"(?:filled|full|used|busy|occupied|loaded|utili[sz]ed|out of memory|runs? out|oom)\b"
+# what a reporter sees a GPU do: hold the work (not what a message says: "OOM on GPU 0")
+_HOLDS = r"(?:filled|full|used|busy|occupied|loaded|utili[sz]ed)\b"
+# the work going somewhere: "still runs on", "always lands on", "instead uses"
+_RUNS = (
+    r"(?:runs?|running|ran|goes|going|went|lands?|landed|loads?|loaded|uses?|using|used|"
+    r"allocat\w*|puts?|sits?|shows? up|ends? up)"
+)
 _NOT_A_RANGE = (
     r"(?!\s?(?:[-,–]|\.\.|…|to)\s?\d| (?:and|or|&) (?:gpus? ?|cuda:?|devices? ?)?(?:\d|one|two)\b"
     r"(?![^.\n]{0,25}\b(?:idle|empty|unused|free|at 0 ?%|not used|unutili[sz]ed)))"
@@ -151,7 +157,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("cvd-assigned", r"CUDA_VISIBLE_DEVICES?['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?\d",
        {"visible_devices_mismatch": 1},
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
-    _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still|ignor\w*|(?:not|n't)(?: being)? "
+    # ("still" with what the process still does: "CUDA_VISIBLE_DEVICES=2,3 still OOMs" says
+    # nothing of the list; review 58)
+    _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still (?:uses?|using|used|runs?|running|sees?|"
+       r"seeing|shows?|showing|lists?|visible|lands?|goes|picks?|allocat\w*|occup\w*|loads?|"
+       r"on (?:all|every|the same|gpu|cuda|device|card))|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|"
        r"overwrit|overrid|unavailab)|" + _VISIBLE + SENTENCE + r"{0,80}\balways\b(?! (?:worked|works|work|been (?:fine|ok|okay|working)|ran|runs|succeed\w*|passed))|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
        r"overrid\w*|overwrit\w*)" + SENTENCE + r"{0,30}CUDA_VISIBLE_DEVICES|(?:(?<!configured )(?<!designed )(?<!built )(?<!set up )\bto|"
@@ -419,14 +429,38 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
        f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),
-    # the reporter names GPU 0 as the one that holds the work or runs out of memory ("only GPU=0
-    # is filled", "still uses cuda:0"): no cause alone; against a visible-devices list without
-    # GPU 0 it says the list did not apply (explain/combinations.py)
+    # the reporter sees GPU 0 hold the work ("only GPU=0 is filled", "it still runs on cuda:0"),
+    # not what a message says of it (PyTorch names the first visible GPU "GPU 0" under any list):
+    # no cause alone; against a visible-devices list without GPU 0 it says the list did not
+    # apply (explain/combinations.py)
     _s("gpu0-named-used", r"only (?:the )?" + _GPU0_NAMED + r"[^.\n]{0,25}?\b(?:is |was |gets? |got |"
        r"being |are |were )?" + _HOLDS + r"|" + _GPU0_NAMED + r"[^.\n]{0,25}?\b" + _HOLDS
-       + r"\b[^.\n]{0,20}\binstead\b|\b(?:still|instead|always)[^.\n]{0,30}\b(?:on|uses?|using|to|in) "
-       r"(?:the )?" + _GPU0_NAMED,
+       + r"[^.\n]{0,20}\binstead\b|\b(?:still|instead|always)[^.\n]{0,12}\b" + _RUNS + r" "
+       r"(?:on |to |in )?(?:the )?" + _GPU0_NAMED,
        {}, f"{CUDA_DEV} §1: the GPU the reporter sees used", where=PROSE),
+    # the reporter sees a GPU idle ("nothing on GPU 3", "GPU 2 is empty"): against a list that
+    # names it, the process is not where the list puts it (explain/combinations.py)
+    _s("gpu-seen-idle", r"nothing (?:is )?(?:running |loaded )?on (?:the )?(?:gpu|cuda|device|card)"
+       r"\s?[=:#]?\s?\d\b|(?:gpu|cuda|device|card)\s?[=:#]?\s?\d\b (?:is|stays|remains|was|"
+       r"looks) (?:completely |totally )?(?:empty|idle|unused|free|untouched|at 0 ?%)",
+       {}, f"{CUDA_DEV} §1: the GPU the reporter sees unused", where=PROSE),
+    # a misspelled visible-devices variable: CUDA reads CUDA_VISIBLE_DEVICES only, exactly so
+    # spelled; a near name has no effect and the process sees every GPU
+    _s("cvd-misspelled", r"\b(?:CUDA_VISIBLE_DEVICE|CUDA_VISIBLE_DEVICS|CUDA_VISIBLE_DEVIES|"
+       r"CUDA_VISBLE_DEVICES|CUDA_VISABLE_DEVICES|CUDA_VISIABLE_DEVICES|CUDA_VISIBEL_DEVICES|"
+       r"CUDA_VISIBLE_DIVICES|CUDA_VISIBLES_DEVICES|CUDA_VISIBILE_DEVICES|CUDA_VISIBLE_DEVICE_S|"
+       r"CUDA_DEVICES_VISIBLE|CUDA_VISIBLE_GPUS|CUDA_VISIBLE_DEVICES_)\b['\"`]?\]?\s*[=:]",
+       {"visible_devices_mismatch": 6},
+       f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES, spelled exactly so; another name leaves "
+       "every GPU visible", failure=True, where=NOT_LOG),
+    # "CUDA_VISIBLE_DEVICES=1 picks the wrong card": the list names another GPU than the writer
+    # meant (CUDA numbers fastest first by default, nvidia-smi by PCI bus)
+    _s("wrong-gpu-picked", r"(?:picks?|picked|selects?|selected|uses?|used|using|runs? on|ran on|"
+       r"lands? on|goes to|gets?) (?:the |a )?wrong (?:gpu|card|device)\b",
+       # (a cause only against a list the writer set: explain/combinations.py)
+       {},
+       f"{CUDA_DEV} §1-2: CUDA's default order is fastest first, nvidia-smi's PCI bus order",
+       failure=True, where=NOT_LOG),
     # a count of GPUs used below what is there: context, not a failure ("I'm only using 2 GPUs
     # for now" describes a setup; review 35)
     _s("some-gpus-used", r"only (?:uses?|using|used|utili[sz]\w*|runs? on|trains? on) (?:the first )?"

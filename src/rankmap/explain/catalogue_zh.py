@@ -36,12 +36,18 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
         r"(?:显存|显卡|负载|占用|内存)[^。，,.；;\n]{0,6}不(?:均衡?|平衡)",
         ("不均", "不平衡"),
     ),
-    # 但还是报错说0号gpu内存不够 ("but still: card 0 out of memory") / 还是跑在0号卡上 ("still runs on card 0")
+    # 还是跑在0号卡上 ("still runs on card 0"), 却用的是0号卡 ("but card 0 is used"); not 报错说0号卡
+    # ("the error says card 0": PyTorch names the first visible GPU so under any list)
     "gpu0-named-used": (
-        r"(?:还是|仍然|依然|却|但)[^。，,；;\n]{0,12}(?:0\s*号\s*(?:gpu|卡|显卡)|"
-        + _ON_ZERO
-        + r")",
-        ("还是", "仍然", "依然", "却", "但"),
+        r"(?:还是|仍然|依然|却|但|一直)[^。，,；;\n]{0,6}(?:跑在|跑到|用的是?|使用|占用|加载到|分配到|在)\s*"
+        r"(?:了\s*)?(?:0\s*号\s*(?:gpu|卡|显卡)|" + _ON_ZERO + r")",
+        ("还是", "仍然", "依然", "却", "但", "一直"),
+    ),
+    # 2号卡是空的 / 2号卡空闲 / 2号卡上没有进程 ("card 2 is empty / idle / has no process")
+    "gpu-seen-idle": (
+        r"\d\s*号\s*(?:gpu|卡|显卡)\s*(?:上)?\s*(?:是|还是|一直|都)?\s*(?:空的|空闲|闲置|没有?(?:任何)?(?:占用|进程|使用|"
+        r"程序))",
+        ("空的", "空闲", "闲置", "没有", "没占用", "没进程", "没使用"),
     ),
     # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡 (not 只用一张卡的时候正常: "fine with one card")
     "one-gpu-used": (

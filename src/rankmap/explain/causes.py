@@ -55,6 +55,12 @@ def _cvd_count(ctx: Context, ev: Evidence) -> int | None:
     return len(entries) if entries is not None else None
 
 
+def _launcher_made_list(ev: Evidence) -> bool:
+    """Whether the visible list the log prints is the one DeepSpeed's launcher made from its
+    process count (``launch.py`` ``Setting CUDA_VISIBLE_DEVICES=0,…,N-1``)."""
+    return any("Setting CUDA_VISIBLE_DEVICES" in e.line.text for e in ev.of("env_cvd"))
+
+
 def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
     out = []
     entries = ctx.cvd_entries() or []
@@ -149,7 +155,11 @@ def duplicate_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     """Candidates for two ranks on one GPU, best first."""
     cands = {k: Candidate(c) for k, c in SHARED_GPU_CAUSES}
     nproc = _common(ctx, ev, cands)
-    visible = _cvd_count(ctx, ev) or ctx.gpus_per_node()
+    # DeepSpeed's launcher sets the list from its own process count (deepspeed/launcher/runner.py:
+    # `--num_gpus N` becomes `list(range(N))` whatever the device count): that it holds as many
+    # GPUs as processes says nothing of the GPUs the machine has (review 58)
+    own = _cvd_count(ctx, ev) if not _launcher_made_list(ev) else None
+    visible = own or ctx.gpus_per_node()
     if nproc is not None and visible and nproc <= visible and not cands["nested"].score:
         cands["RM301"].add(
             3,

@@ -62,6 +62,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _device_list_index(doc, s)
     _deepspeed_local_only(doc, s)
     _chosen_list_not_applied(doc, s)
+    _one_listed_gpu_shared(doc, s, base)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -90,48 +91,95 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
 
 
 def _chosen_list_not_applied(doc: DocFacts | None, s: Scores) -> None:
-    """The reporter narrows CUDA_VISIBLE_DEVICES to GPUs other than GPU 0 and says the work (or
-    an out-of-memory) lands on GPU 0: the list did not reach the process, which sees every GPU
-    and uses the first (set after CUDA initialised, overwritten, misspelled or not exported), or
+    """The reporter narrows CUDA_VISIBLE_DEVICES and sees a GPU of the list idle, or the work on
+    GPU 0 that the list leaves out: the list did not reach the process, which sees every GPU and
+    uses the first (set after CUDA initialised, overwritten, misspelled or not exported), or
     nvidia-smi and CUDA number the GPUs differently (CUDA_DEVICE_ORDER; reference/cuda_devices.md
-    §1-2). Not where a scheduler or framework sets the lists (their tasks print device 0)."""
-    if doc is None or "gpu0-named-used" not in doc.hits or "scheduler-sets-cvd" in doc.hits:
+    §1-2). What a message says ("OOM on GPU 0") is no such sighting: PyTorch names the first
+    visible GPU "GPU 0" under any list. Not where a scheduler or framework sets the lists."""
+    if doc is None or "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in _LIST_AGENTS):
         return
+    if "cvd-misspelled" in doc.hits:
+        s.name_fix("visible_devices_mismatch", 6.0, _APPLY_THE_LIST)
     entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
-    if not entries or not all(e.isdecimal() and int(e) != 0 for e in entries):
+    if not entries or not all(e.isdecimal() for e in entries):
+        return
+    idle = _idle_indices(doc) & set(entries)
+    if idle:
+        why = f"GPU {min(idle)}, which the list names, is idle while the job runs"
+        where = _quote(doc, "gpu-seen-idle")
+    elif "gpu0-named-used" in doc.hits and "0" not in entries:
+        why = "the list leaves GPU 0 out, yet the reporter sees the work on GPU 0"
+        where = _quote(doc, "gpu0-named-used")
+    elif "wrong-gpu-picked" in doc.hits:
+        why = "the reporter says it picks the wrong GPU"
+        where = _quote(doc, "wrong-gpu-picked")
+    else:
         return
     s.failure = s.mapping_failure = True
     s.add(
         "visible_devices_mismatch",
         4.0,
-        f"CUDA_VISIBLE_DEVICES={','.join(entries)[:40]} leaves GPU 0 out, yet the reporter sees "
-        "the work on GPU 0: the list did not reach the process (set after CUDA initialised, "
-        "overwritten, misspelled, not exported) or nvidia-smi numbers the GPUs otherwise than "
-        "CUDA (reference/cuda_devices.md §1-2)",
-        _quote(doc, "gpu0-named-used"),
+        f"CUDA_VISIBLE_DEVICES={','.join(entries)[:40]}: {why}: the list did not reach the process "
+        "(set after CUDA initialised, overwritten, misspelled, not exported) or nvidia-smi numbers "
+        "the GPUs otherwise than CUDA (reference/cuda_devices.md §1-2)",
+        where,
     )
-    s.name_fix(
-        "visible_devices_mismatch",
-        4.0,
-        "Set CUDA_VISIBLE_DEVICES in the environment the process starts with (`export` in the "
-        "same shell, or `CUDA_VISIBLE_DEVICES=1 python …`; in code only before anything touches "
-        "CUDA), spelled exactly so, and not overwritten later; check it in the process with "
-        '`python -c \'import os,torch; print(os.environ.get("CUDA_VISIBLE_DEVICES"), '
-        "torch.cuda.device_count())'`, and set CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers "
-        "the GPUs as nvidia-smi does.",
-    )
+    s.name_fix("visible_devices_mismatch", 4.0, _APPLY_THE_LIST)
 
 
-_TOLD_LIST = re.compile(
-    r"CUDA_VISIBLE_DEVICES['\"`]?\s*(?:=|to(?: be)?|as)\s*['\"`]?(?P<v>\d+(?:,\d+)*)"
+def _one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Ranks that share a GPU under a visible-devices list of one GPU the writer set (an export
+    in ~/.bashrc, a prefix): every process sees that one GPU, whatever index it selects
+    (reference/cuda_devices.md §1) — the list against the process count, not a missing
+    selection (review 58). Not where a scheduler or framework sets per-process lists."""
+    if doc is None or not base or base[0].code != "RM103":
+        return
+    if "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in _LIST_AGENTS):
+        return
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if len(entries) != 1:
+        return
+    why = (
+        f"CUDA_VISIBLE_DEVICES={entries[0][:20]} leaves every process one GPU: the ranks share it "
+        "whatever index they select"
+    )
+    s.add("visible_devices_mismatch", 3.0, why, _quote(doc, "cvd-assigned"))
+    s.add("no_set_device", -2.0, why)
+
+
+_APPLY_THE_LIST = (
+    "Set CUDA_VISIBLE_DEVICES in the environment the process starts with (`export` in the same "
+    "shell, or `CUDA_VISIBLE_DEVICES=1 python …`; in code only before anything touches CUDA, in a "
+    "notebook before the first CUDA call or after a kernel restart), spelled exactly so, and not "
+    "overwritten later (a sourced file, a launcher); check it in the process with `python -c "
+    "'import os,torch; print(os.environ.get(\"CUDA_VISIBLE_DEVICES\"), torch.cuda.device_count())'`"
+    ", and set CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers the GPUs as nvidia-smi does."
 )
+_TOLD_LIST = re.compile(
+    r"CUDA_VISIBLE_DEVICES['\"`]?\]?\s*(?:=|to(?: be)?|as)\s*['\"`]?(?P<v>\d+(?:\s*,\s*\d+)*)"
+)
+_INDEX = re.compile(r"(\d)\s*号|(?:gpu|cuda|device|card)\s?[=:#]?\s?(\d)\b", re.IGNORECASE)
 
 
 def _told_list(doc: DocFacts) -> list[str]:
-    """The list a sentence says was set ("I ran `export CUDA_VISIBLE_DEVICES=3`")."""
-    hit = doc.hits.get("cvd-assigned")
-    m = _TOLD_LIST.search(hit.excerpt) if hit else None
-    return m.group("v").split(",") if m else []
+    """The list a sentence or code says was set ("I ran `export CUDA_VISIBLE_DEVICES=3`",
+    ``os.environ["CUDA_VISIBLE_DEVICES"] = "2"``)."""
+    for sid in ("cvd-assigned", "cvd-set-in-code"):
+        hit = doc.hits.get(sid)
+        m = _TOLD_LIST.search(hit.excerpt) if hit else None
+        if m:
+            return [e.strip() for e in m.group("v").split(",")]
+    return []
+
+
+def _idle_indices(doc: DocFacts) -> set[str]:
+    """The GPU indices the reporter sees idle ("nothing on GPU 3", "2号卡是空的")."""
+    hit = doc.hits.get("gpu-seen-idle")
+    if hit is None:
+        return set()
+    spans = [m.group(0) for m in hit.signal.pattern.finditer(hit.excerpt)]
+    return {a or b for span in spans for a, b in _INDEX.findall(span)}
 
 
 def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:

@@ -72,6 +72,15 @@ GENERAL_FIX: dict[str, str] = {
     "mig": "CUDA shows a process one MIG instance: start one process per instance, each given one "
     "`MIG-` UUID; an NCCL job needs its ranks on different physical GPUs (whole GPUs, or one "
     "instance of each), or NCCL >= 2.30 with `NCCL_MULTI_RANK_GPU_ENABLE=1` (experimental).",
+    # a list that did not apply, is misspelled, is numbered in nvidia-smi's order or is shorter
+    # than the processes: one guess, several causes (review 58: a CUDA_DEVICE_ORDER case was told
+    # to start as many processes as the list has entries)
+    "visible_devices_mismatch": "Make CUDA_VISIBLE_DEVICES fit the job: set it in the environment "
+    "the processes start with (before CUDA initialises, spelled exactly so, not overwritten by a "
+    "launcher or a sourced file), list as many GPUs as processes per node (or as the engine's "
+    "parallel size), and count in CUDA's numbering inside the process (the listed GPUs become "
+    "cuda:0, cuda:1, …); `CUDA_DEVICE_ORDER=PCI_BUS_ID` makes CUDA number the GPUs as nvidia-smi "
+    "does.",
     "launcher_config": "Make the launcher and the framework agree: the process and node counts, "
     "the node rank, the rank variables the launcher sets against those the code reads, and the "
     "order of the framework's distributed set-up (its init call before any device use); the "
