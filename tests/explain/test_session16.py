@@ -188,3 +188,70 @@ def test_a_list_that_still_ooms_is_no_ignored_list() -> None:
     )
     found = findings_of(text)
     assert not any(f.category != "other" and f.severity.value != "info" for f in found)
+
+
+# --- review 59 -------------------------------------------------------------------------------
+
+
+def test_a_command_under_a_line_that_names_its_machine_is_that_machines_launch() -> None:
+    cmd = "torchrun --nnodes=2 --nproc_per_node=4 --node_rank=0 --master_addr=10.9.0.1 train.py"
+    text = (
+        "two-node job waits forever in init_process_group\n\n"
+        f"Node A (10.9.0.1):\n    {cmd}\nNode B (10.9.0.2):\n    {cmd}\n\n"
+        "Nothing after the first log line.\n"
+    )
+    lead = findings_of(text)[0]
+    assert "same node rank" in lead.detail
+    # the same command twice with no machine named over it is one command pasted twice
+    once = "two-node job waits forever\n\n" + f"    {cmd}\n\n    {cmd}\n"
+    assert not any("same node rank" in f.detail for f in findings_of(once))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torchrun in docker: ranks 1-3 crash with invalid device ordinal",
+        "accelerate launch crashes on 4 of 8 processes",
+        "deepspeed multi-node: ranks 4-7 crash",
+        "torchrun --nproc_per_node=4, 4 GPUs, each rank on its own GPU.",
+    ],
+)
+def test_a_sentence_that_starts_with_a_launcher_is_no_launch(line: str) -> None:
+    from rankmap.explain.document import reads_as_prose
+
+    assert reads_as_prose(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torchrun --nproc_per_node 4 train.py",
+        "accelerate launch --config_file a.yaml t.py",
+        "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 t.py",
+        "srun hostname",
+        "deepspeed --include localhost:0,1 t.py",
+    ],
+)
+def test_a_launch_line_is_no_sentence(line: str) -> None:
+    from rankmap.explain.document import reads_as_prose
+
+    assert not reads_as_prose(line)
+
+
+def test_rays_host_memory_monitor_is_no_cuda_out_of_memory() -> None:
+    text = (
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on "
+        "memory. Memory on the node was 61.2GB / 62.0GB.\n"
+    )
+    assert not any("CUDA out of memory" in f.title for f in findings_of(text))
+
+
+def test_a_per_task_gpu_in_jax_is_told_to_count_from_zero() -> None:
+    text = (
+        "srun --ntasks-per-node=4 --gpus-per-task=1 python train.py\n"
+        "jax.distributed.initialize(local_device_ids=[int(os.environ['SLURM_LOCALID'])])\n"
+        "ValueError: Invalid local device id 2. Valid range is [0, 0]\n"
+    )
+    lead = findings_of(text)[0]
+    assert lead.category == "per_process_visible_devices"
+    assert "local_device_ids=[0]" in lead.fix

@@ -41,6 +41,7 @@ from rankmap.explain.document import (
     env_assignments,
     env_sentences,
     is_heading,
+    reads_as_prose,
     shell_commands,
     split_document,
 )
@@ -397,6 +398,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     if "VISIBLE_DEVICES" in text:
         facts.rank_lists = rank_lists(text)
     facts.rank_devices = rank_devices(text)
+    caption = ""  # the prose line just before a shell block that names its machine
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         if seg.kind == "log":
@@ -413,7 +415,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         if seg.kind in ("shell", "log") and "#SBATCH" in seg.text:
             _sbatch(seg, facts)
         if seg.kind == "shell":
-            _shell(seg, facts)
+            _shell(seg, facts, caption)
             for tail in _shell_sentences(seg):  # "horovodrun -np 4 … on a T4 box. I left out …"
                 _signals(tail, source, facts)
         elif seg.kind == "env":
@@ -439,6 +441,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.hosts_in_launch = max(facts.hosts_in_launch, saturating_int(nm.group("n")))
         if seg.kind == "prose" and _ONE_MACHINE.search(seg.text):
             facts.one_machine = True
+        caption = _caption(seg)
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
     facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(
@@ -709,12 +712,24 @@ def _sbatch(seg: Segment, facts: DocFacts) -> None:
         facts.sbatch.update(parse_sbatch_lines(seg.text))
 
 
-def _shell(seg: Segment, facts: DocFacts) -> None:
-    for _, cmd, prompt in shell_commands(seg):
+def _caption(seg: Segment) -> str:
+    """The last line of a prose segment when it names a machine and ends with a colon ("Node A
+    (10.2.0.5):", "On worker-1:"): the prompt of the command block below it (review 59)."""
+    if seg.kind != "prose":
+        return ""
+    last = seg.text.rstrip().rsplit("\n", 1)[-1].strip()
+    if last.endswith(":") and len(last) <= 60 and _NODE_WORDS.search(last[:-1]):
+        return last[:-1].strip()
+    return ""
+
+
+def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
+    for n, (_, cmd, prompt) in enumerate(shell_commands(seg)):
+        prompt = prompt or (caption if n == 0 else "")
         if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
             facts.commands.append(cmd[:2000])
             facts.prompts.append(prompt)
-        if _SIMULATED.match(cmd):
+        if _SIMULATED.match(cmd) and not reads_as_prose(cmd):
             facts.launch = cmd[:2000]
         hm = _HOSTS.search(cmd)
         if hm:

@@ -275,3 +275,93 @@ def env_sentences(seg: Segment) -> list[Segment]:
         if m and m.group("rest") and len(out) < 16:
             out.append(Segment("prose", m.group("rest").lstrip(_WIDE_PUNCT_CHARS), no))
     return out
+
+
+# words that follow a launcher's name in a sentence, never in its command line: "torchrun in
+# docker: …", "accelerate launch crashes on …", "deepspeed multi-node: …" (review 59: titles were
+# simulated as launches)
+_PROSE_WORDS = frozenset(
+    [
+        "in",
+        "on",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "crashes",
+        "crash",
+        "crashed",
+        "fails",
+        "fail",
+        "failed",
+        "hangs",
+        "hang",
+        "hung",
+        "works",
+        "work",
+        "worked",
+        "doesn't",
+        "does",
+        "do",
+        "don't",
+        "did",
+        "didn't",
+        "for",
+        "the",
+        "a",
+        "an",
+        "to",
+        "but",
+        "gives",
+        "gave",
+        "throws",
+        "threw",
+        "error",
+        "errors",
+        "issue",
+        "problem",
+        "not",
+        "never",
+        "always",
+        "still",
+        "only",
+        "job",
+        "jobs",
+        "run",
+        "runs",
+        "ran",
+        "keeps",
+        "keep",
+        "starts",
+        "start",
+        "started",
+        "stuck",
+        "freezes",
+    ]
+)
+
+
+def reads_as_prose(cmd: str) -> bool:
+    """Whether a line that starts with a launcher's name is a sentence about it: the word after
+    the launcher (and its subcommand) is a word of prose or ends with a colon, or a word ends with
+    a comma that a word follows ("--nproc_per_node=4, 4 GPUs, each rank …")."""
+    words = cmd.split()
+    at = next((i for i, w in enumerate(words) if _LAUNCHER_NAME.search(w)), None)
+    if at is None:
+        return False
+    rest = words[at + 1 :]
+    if rest and rest[0] == "launch":
+        rest = rest[1:]
+    if rest and (rest[0].lower() in _PROSE_WORDS or rest[0].endswith(":")):
+        return True
+    return any(
+        w.endswith(",") and nxt[:1].isalnum() for w, nxt in zip(rest, rest[1:], strict=False)
+    )
+
+
+_LAUNCHER_NAME = re.compile(
+    r"^(?:\S*/)?(?:torchrun|accelerate|deepspeed|srun|mpirun|mpiexec|torch\.distributed\.(?:launch|run))$"
+)

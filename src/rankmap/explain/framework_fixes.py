@@ -53,12 +53,32 @@ _TESTS = (
     "that drives all its GPUs (`-np NODES ... -g GPUS_PER_NODE`); each process takes the GPUs of "
     f"its local rank on its host, so hosts must have distinct hostnames ({_NCCL_TESTS})."
 )
+# each process already sees only its own GPU(s): the index the framework is given must count
+# from 0 in that process (review 59: a JAX job under `srun --gpus-per-task=1` was told to pass
+# its local index, which is what failed)
+_OWN_LIST = (
+    "Each process already sees only the GPU(s) its launcher or scheduler gave it (a per-task "
+    "CUDA_VISIBLE_DEVICES, `srun --gpus-per-task`, Ray's assignment): inside it they count from 0, "
+)
+_SEES_ITS_OWN = {
+    "jax": _OWN_LIST + "so pass `jax.distributed.initialize(local_device_ids=[0])` or leave "
+    "`local_device_ids` out; or give every task all of the node's GPUs and select by local index "
+    f"({_JAX}).",
+    "tensorflow": _OWN_LIST + "so use `tf.config.list_physical_devices('GPU')[0]`; or give every "
+    f"task all of the node's GPUs and select by local rank ({_TF}).",
+    "cupy": _OWN_LIST + "so use `cupy.cuda.Device(0).use()`; or give every process all of the "
+    f"node's GPUs and select by local rank ({_CUPY}).",
+    "horovod": _OWN_LIST + "so pin `torch.cuda.set_device(0)` (or `gpus[0]` in TensorFlow); "
+    "`hvd.local_rank()` is the index only when every process sees all of the node's GPUs "
+    f"({_HVD}).",
+    "ray": _PER_PROCESS["ray"],
+}
 # framework -> category -> fix
 FIXES: dict[str, dict[str, str]] = {
-    fw: dict.fromkeys(
-        ("no_set_device", "global_rank_as_device", "oversubscribed", "per_process_visible_devices"),
-        text,
-    )
+    fw: {
+        **dict.fromkeys(("no_set_device", "global_rank_as_device", "oversubscribed"), text),
+        "per_process_visible_devices": _SEES_ITS_OWN[fw],
+    }
     for fw, text in _PER_PROCESS.items()
 }
 for _fw in ("vllm", "sglang", "tensorrt-llm"):

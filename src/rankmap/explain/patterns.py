@@ -137,7 +137,11 @@ _ELASTIC_FAIL = _R(
 )
 _TESTS_FAIL = _R(r"Test CUDA failure (?P<where>\S+) '(?P<err>[^']+)'")
 _CUDA_FAIL = _R(r"Cuda failure (?:(?P<num>\d+) )?'(?P<err>[^']+)'")
-_OOM = _R(r"CUDA out of memory|OutOfMemoryError")
+# (not Ray's memory monitor, ``ray.exceptions.OutOfMemoryError: Task was killed due to the node
+# running low on memory``: host RAM, no GPU; review 59)
+_OOM = _R(
+    r"CUDA out of memory|(?<!ray\.exceptions\.)OutOfMemoryError(?!: Task was killed due to the node)"
+)
 _OOM_GPU = _R(r"GPU (?P<gpu>\d+) has a total capacity")
 _OOM_PROC = _R(r"Process \d+ has [\d.]+ [GMK]i?B memory in use")
 _NO_SLOT = _R(r"No slot '?(?P<slot>[^'\s]*)'? specified on host '?(?P<host>[^'\s]*)'?")

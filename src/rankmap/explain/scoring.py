@@ -61,10 +61,12 @@ GENERAL_FIX: dict[str, str] = {
     "for the installed ones.",
     # the category's fixes, not one of its causes' (review 54: a Docker renumbering was told to
     # give each container its own GPU, a vLLM node address to unset NCCL_HOSTID)
-    "container_mapping": "Inside a container the GPUs it was given are numbered from 0: drop (or "
-    "renumber) a CUDA_VISIBLE_DEVICES written with the host's numbers; give each container or pod "
-    "its own GPUs (`--gpus '\"device=N\"'`, one `nvidia.com/gpu` per pod without time-slicing) and "
-    "compare them by UUID (`nvidia-smi -L` inside each).",
+    "container_mapping": "Give the container the GPUs its processes need (`docker run --gpus "
+    "all`, `--gpus '\"device=0,1\"'` or an NVIDIA_VISIBLE_DEVICES listing them; a pod's "
+    "`nvidia.com/gpu` limit as large as the processes it starts); inside, they are numbered from "
+    "0: drop (or renumber) a CUDA_VISIBLE_DEVICES written with the host's numbers; containers or "
+    "pods that must not share a GPU each get their own (no time-slicing), compared by UUID "
+    "(`nvidia-smi -L` inside each).",
     "host_identity": "Give every machine, container or node its own identity: distinct hostnames "
     "(not a cloned image's or one `--hostname`), distinct node addresses (`VLLM_HOST_IP` / `ray "
     "start --node-ip-address` per node; containers on one bridge network share 172.17.0.x: "

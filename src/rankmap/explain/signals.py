@@ -11,6 +11,7 @@ from collections import Counter
 
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
+from rankmap.explain.document import reads_as_prose
 from rankmap.numbers import saturating_int
 
 # Programs whose device choice is not a PyTorch script's: check's script rules do not apply.
@@ -142,7 +143,7 @@ def ray_duplicate(ctx: Context, ev: Evidence) -> tuple[str, str] | None:
 
 def log_launch(ev: Evidence) -> str | None:
     """The last launch command line pasted with the log (the run the errors belong to)."""
-    echoes = ev.of("launch_echo")
+    echoes = [e for e in ev.of("launch_echo") if not reads_as_prose(e.get("cmd") or "")]
     return echoes[-1].get("cmd") if echoes else None
 
 
