@@ -255,3 +255,16 @@ def test_a_per_task_gpu_in_jax_is_told_to_count_from_zero() -> None:
     lead = findings_of(text)[0]
     assert lead.category == "per_process_visible_devices"
     assert "local_device_ids=[0]" in lead.fix
+
+
+def test_deepspeeds_mpi_local_rank_past_a_machines_gpus_is_a_shared_hostname() -> None:
+    text = (
+        "Two VMs from one image, 8 GPUs each: mpirun -np 16 -H 10.1.0.4:8,10.1.0.5:8 python t.py\n"
+        "[comm.py:718:mpi_discovery] Discovered MPI settings of world_rank=11, local_rank=11, "
+        "world_size=16, master_addr=10.1.0.4, master_port=29500\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"
+    # a local rank within one machine's GPUs says nothing of host names
+    fits = text.replace("world_rank=11, local_rank=11", "world_rank=11, local_rank=3")
+    assert findings_of(fits)[0].category != "host_identity"

@@ -476,7 +476,7 @@ def _transport_and_tables(ctx: Context, doc: DocFacts | None, s: Scores) -> None
             "intra-host transport (P2P/IPC or SHM): it took them for one host",
             doc.hits["p2p-ipc"].where + ": " + doc.hits["p2p-ipc"].excerpt,
         )
-    if doc and (merged := _nodes_merged(ctx, doc)):
+    if doc and (merged := _nodes_merged(ctx, doc) or _mpi_hosts_merged(ctx, doc)):
         s.add("host_identity", 5.0, merged)
     if doc and doc.gpu0_extra:
         s.mapping_failure = True  # a process on GPU 0 and on its own GPU: an observed state
@@ -507,6 +507,24 @@ def _nodes_merged(ctx: Context, doc: DocFacts) -> str | None:
     return (
         f"NCCL counted one node with {doc.local_ranks} local ranks (nNodes 1) for a launch over "
         f"{nodes} nodes of {nproc} processes: it took the nodes for one host"
+    )
+
+
+def _mpi_hosts_merged(ctx: Context, doc: DocFacts) -> str | None:
+    """DeepSpeed's MPI discovery printed a local rank at least the GPUs of one machine (stated,
+    in an nvidia-smi table, or the processes per node of the launch), in a job bigger than that:
+    it counts local ranks per host name (deepspeed/comm/comm.py ``mpi_discovery``, "assuming
+    hostnames are unique"), so machines that share one hostname count as one (review 59)."""
+    local, world = doc.mpi_local
+    per_node = ctx.gpus_per_node() or doc.smi_gpus or doc.stated_gpus
+    if per_node is None and ctx.launch and ctx.launch.nproc_per_node:
+        per_node = ctx.launch.nproc_per_node
+    if not per_node or local < per_node or world <= per_node:
+        return None
+    return (
+        f"DeepSpeed's MPI discovery gave a process local_rank={local} in a {world}-process job "
+        f"on machines of {per_node} GPUs: it counts local ranks per host name, so the machines "
+        "share one hostname (deepspeed/comm/comm.py mpi_discovery)"
     )
 
 

@@ -213,6 +213,11 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
+# DeepSpeed's MPI discovery counts a rank's local rank among the ranks of its host name
+# (deepspeed/comm/comm.py mpi_discovery: "assuming hostnames are unique")
+_MPI_DISCOVERED = re.compile(
+    r"Discovered MPI settings of world_rank=\d{1,6}, local_rank=(\d{1,6}), world_size=(\d{1,6})"
+)
 # "a single 4 GPU machine", "one node", "on 1 server" (not "a single GPU", not "one node of 8")
 _ONE_MACHINE = re.compile(
     r"\b(?:a single|single|one|1|the same)(?: \d+[- ]?(?:x[- ]?)?(?:gpus?|cards?))? "
@@ -270,6 +275,8 @@ class DocFacts:
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
+    # (local rank, world size) of DeepSpeed's MPI discovery: the highest local rank it printed
+    mpi_local: tuple[int, int] = (0, 0)
     nccl_nodes: int = 0  # the fewest nodes NCCL counted in a communicator (``nNodes N``; 0: none)
     one_machine: bool = False  # the prose says the job runs on one machine ("a single node")
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
@@ -390,6 +397,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     read_config_lines(text, facts.configs)
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
+    facts.mpi_local = max(
+        ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
+    )
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
     facts.gpus_requested = _requested(text)
     if (spec := _SPEC_CVD.search(text)) is not None:
