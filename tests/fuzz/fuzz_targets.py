@@ -285,6 +285,14 @@ PASTE_SEEDS = [
     "KeyError: 'SLURM_PROCID'\n>> MPI run (myId=0, numprocs=1)\nAssertion failed: mpiSize == tp * pp\n"
     "OSError: [Errno 30] Read-only file system\nThe device index is out of range. It must be in "
     "[0, 6), but got 11.\nNCCL error: unhandled cuda error\n",
+    # session 16: a command block under a line that names its machine, an assignment that a
+    # full-width sentence follows, DeepSpeed's MPI discovery, a title that starts with a launcher
+    "Node A (10.0.0.1):\n    torchrun --nnodes=2 --node_rank=0 t.py\nNode B (10.0.0.2):\n"
+    "    torchrun --nnodes=2 --node_rank=0 t.py\n",
+    "export CUDA_VISIBLE_DEVICE=5，设置了5号卡，但还是跑在0号卡上，2号卡是空的\n"
+    "Discovered MPI settings of world_rank=9, local_rank=9, world_size=16, master_addr=a\n",
+    "torchrun in docker: ranks 1-3 crash\nDuplicate GPU detected : rank 0 and rank 1 both on "
+    "CUDA device 1a000\nonly GPU=0 is filled, nothing on GPU 3\n",
 ]
 
 
