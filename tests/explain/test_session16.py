@@ -268,3 +268,17 @@ def test_deepspeeds_mpi_local_rank_past_a_machines_gpus_is_a_shared_hostname() -
     # a local rank within one machine's GPUs says nothing of host names
     fits = text.replace("world_rank=11, local_rank=11", "world_rank=11, local_rank=3")
     assert findings_of(fits)[0].category != "host_identity"
+
+
+def test_a_hip_list_past_the_gpus_rocr_leaves_selects_nothing() -> None:
+    text = (
+        "MI210 x4. export ROCR_VISIBLE_DEVICES=2,3\nexport HIP_VISIBLE_DEVICES=2,3\n"
+        "torchrun --nproc_per_node=2 train.py\nRuntimeError: HIP error: invalid device ordinal\n"
+    )
+    lead = findings_of(text)[0]
+    assert lead.category == "visible_devices_mismatch"
+    assert "ROCR is applied first" in lead.detail
+    assert "physical index" not in lead.detail
+    # HIP indices within ROCR's list: no such finding
+    fits = text.replace("HIP_VISIBLE_DEVICES=2,3", "HIP_VISIBLE_DEVICES=0,1")
+    assert not any("ROCR is applied first" in f.detail for f in findings_of(fits))

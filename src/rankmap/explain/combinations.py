@@ -63,6 +63,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _deepspeed_local_only(doc, s)
     _chosen_list_not_applied(doc, s)
     _one_listed_gpu_shared(doc, s, base)
+    _hip_within_rocr(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -146,6 +147,37 @@ def _one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding])
     )
     s.add("visible_devices_mismatch", 3.0, why, _quote(doc, "cvd-assigned"))
     s.add("no_set_device", -2.0, why)
+
+
+def _hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set, with a HIP index past ROCR's list:
+    ROCR's list applies first and renumbers the GPUs from 0, and HIP's indexes those (PyTorch
+    ``torch/cuda/__init__.py`` ``_parse_visible_devices``: "The ROCR env var is processed first
+    which then reduces the number of GPUs that HIP can select from"), so ``ROCR=2,3`` with
+    ``HIP=2,3`` selects nothing (review 59)."""
+    env = {**(doc.env if doc else {}), **dict(ctx.env)}
+    rocr = [e for e in env.get("ROCR_VISIBLE_DEVICES", "").split(",") if e.strip()]
+    hip = [e for e in env.get("HIP_VISIBLE_DEVICES", "").split(",") if e.strip()]
+    if not rocr or not hip or not all(e.strip().isdecimal() for e in hip):
+        return
+    past = [e.strip() for e in hip if int(e) >= len(rocr)]
+    if not past:
+        return
+    s.mapping_failure = True
+    s.add(
+        "visible_devices_mismatch",
+        5.0,
+        f"HIP_VISIBLE_DEVICES={','.join(hip)[:40]} indexes the {len(rocr)} GPU(s) that "
+        f"ROCR_VISIBLE_DEVICES={','.join(rocr)[:40]} leaves, renumbered from 0: index "
+        f"{past[0]} selects none (ROCR is applied first)",
+    )
+    s.name_fix(
+        "visible_devices_mismatch",
+        5.0,
+        "Set one of the two: ROCR_VISIBLE_DEVICES is applied first and renumbers the GPUs it "
+        "leaves from 0, and HIP_VISIBLE_DEVICES indexes those (ROCR_VISIBLE_DEVICES=2,3 with "
+        "HIP_VISIBLE_DEVICES=0,1, or HIP_VISIBLE_DEVICES=2,3 alone).",
+    )
 
 
 _APPLY_THE_LIST = (

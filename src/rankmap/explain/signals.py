@@ -86,6 +86,8 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     (cuda_devices.md); a framework or script that then selects ``cuda:6`` gets
     ``invalid device ordinal``.
     """
+    if ctx.visible_var() == "HIP_VISIBLE_DEVICES" and ctx.env.get("ROCR_VISIBLE_DEVICES"):
+        return None  # HIP's list indexes the GPUs ROCR's left (combinations._hip_within_rocr)
     entries = ctx.cvd_entries()
     if entries is None:
         entries = logged_visible_list(ev)
