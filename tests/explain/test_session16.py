@@ -272,8 +272,10 @@ def test_deepspeeds_mpi_local_rank_past_a_machines_gpus_is_a_shared_hostname() -
 
 def test_a_hip_list_past_the_gpus_rocr_leaves_selects_nothing() -> None:
     text = (
-        "MI210 x4. export ROCR_VISIBLE_DEVICES=2,3\nexport HIP_VISIBLE_DEVICES=2,3\n"
-        "torchrun --nproc_per_node=2 train.py\nRuntimeError: HIP error: invalid device ordinal\n"
+        "MI210 x4, ranks meant for GPUs 2 and 3:\n\n    export ROCR_VISIBLE_DEVICES=2,3\n"
+        "    export HIP_VISIBLE_DEVICES=2,3\n"
+        "    torchrun --nproc_per_node=2 train.py\n\nRuntimeError: HIP error: invalid device "
+        "ordinal\n"
     )
     lead = findings_of(text)[0]
     assert lead.category == "visible_devices_mismatch"
