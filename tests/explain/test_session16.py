@@ -284,3 +284,67 @@ def test_a_hip_list_past_the_gpus_rocr_leaves_selects_nothing() -> None:
     # HIP indices within ROCR's list: no such finding
     fits = text.replace("HIP_VISIBLE_DEVICES=2,3", "HIP_VISIBLE_DEVICES=0,1")
     assert not any("ROCR is applied first" in f.detail for f in findings_of(fits))
+
+
+# --- review 60 (logs with flags) -------------------------------------------------------------
+
+
+def _with_flags(tmp_path, log: str, **kwargs: object) -> list:
+    import io
+    from pathlib import Path
+
+    from rankmap.adapters.local import explain_files
+
+    path = tmp_path / "job.log"
+    path.write_text(log)
+    report = explain_files([Path(path)], stdin=io.StringIO(""), **kwargs)
+    return report.ordered_findings()
+
+
+def test_a_quote_of_an_option_names_the_option_not_a_line_past_the_log(tmp_path) -> None:
+    log = "[rank0]: RuntimeError: No CUDA GPUs are available\n" * 2
+    found = _with_flags(
+        tmp_path, log, launch="torchrun --nproc_per_node 2 t.py", env={"CUDA_VISIBLE_DEVICES": ""}
+    )
+    quotes = [q for f in found for q in f.evidence]
+    assert "--env: CUDA_VISIBLE_DEVICES=" in quotes
+    assert not any(q.startswith(f"{tmp_path / 'job.log'}:3") for q in quotes)
+    assert all(q.startswith(("--launch: ", "--env: ", str(tmp_path))) for q in quotes), quotes
+
+
+def test_nothing_recognised_names_the_error_the_workers_stopped_with(tmp_path) -> None:
+    log = (
+        "[rank0]: FileNotFoundError: [Errno 2] No such file or directory: '/data/train.jsonl'\n"
+        "E0507 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) "
+        "local_rank: 0 (pid: 1899) of binary: /usr/bin/python\n"
+    )
+    found = _with_flags(tmp_path, log, launch="torchrun --nproc_per_node 4 t.py")
+    assert found[0].code == "RM003"
+    assert "FileNotFoundError" in found[0].detail
+    assert "without an error message" not in found[0].detail
+    assert "NCCL_DEBUG" not in found[0].fix
+
+
+def test_the_libuv_stores_eaddrnotavail_is_a_store_on_another_machines_address(tmp_path) -> None:
+    log = (
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address. port: 29500, useIpv6: false, code: -99, name: EADDRNOTAVAIL, message: "
+        "cannot assign requested address\n"
+    )
+    launch = "torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 --master_addr 10.8.0.31 t.py"
+    found = _with_flags(tmp_path, log, launch=launch)
+    store = next(f for f in found if f.code == "RM906")
+    assert "node rank" in store.fix and "free" not in store.fix
+
+
+def test_an_engine_sharded_over_more_gpus_than_the_machine_has_is_oversubscribed(tmp_path) -> None:
+    from rankmap.inventory import load_machines
+
+    log = (
+        "ValueError: The number of required GPUs exceeds the total number of available GPUs in "
+        "the placement group.\n"
+    )
+    launch = "python -m vllm.entrypoints.openai.api_server --model m --tensor-parallel-size 8"
+    found = _with_flags(tmp_path, log, launch=launch, machines=load_machines(["workstation-4gpu"]))
+    assert found[0].category == "oversubscribed"
+    assert "--tensor-parallel-size" in found[0].fix

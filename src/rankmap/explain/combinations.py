@@ -64,6 +64,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _chosen_list_not_applied(doc, s)
     _one_listed_gpu_shared(doc, s, base)
     _hip_within_rocr(ctx, doc, s)
+    _engine_above_gpus(ctx, doc, s)
     if doc is not None:
         for pts, why in conflicts(doc.versions):
             s.add("version_mismatch", pts, why)
@@ -177,6 +178,33 @@ def _hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
         "Set one of the two: ROCR_VISIBLE_DEVICES is applied first and renumbers the GPUs it "
         "leaves from 0, and HIP_VISIBLE_DEVICES indexes those (ROCR_VISIBLE_DEVICES=2,3 with "
         "HIP_VISIBLE_DEVICES=0,1, or HIP_VISIBLE_DEVICES=2,3 alone).",
+    )
+
+
+def _engine_above_gpus(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """An inference engine told to shard over more GPUs (tensor x pipeline x data parallel) than
+    the one machine has (the machine given, an nvidia-smi table, the GPUs the writer states): it
+    needs one GPU per shard (reference/launchers.md §1) — more shards than GPUs, whatever the
+    engine's own message (review 60: vLLM's placement-group error read as a launcher option)."""
+    if doc is None or not doc.engine_gpus or "multi-node" in doc.hits or doc.hosts_in_launch > 1:
+        return
+    told = doc.stated_gpus if one_machine_told(doc) else None
+    gpus = ctx.gpus_per_node() or doc.smi_gpus or told
+    if not gpus or doc.engine_gpus <= gpus:
+        return
+    s.mapping_failure = True
+    s.add(
+        "oversubscribed",
+        4.0,
+        f"the engine shards the model over {doc.engine_gpus} GPUs (tensor x pipeline x data "
+        f"parallel) on a machine of {gpus}",
+    )
+    s.name_fix(
+        "oversubscribed",
+        4.0,
+        f"Shard over the GPUs the machine has: a tensor x pipeline parallel size of {gpus} or "
+        "less (`--tensor-parallel-size`), or add machines to the engine's cluster (a Ray cluster "
+        "for vLLM's multi-node serving).",
     )
 
 

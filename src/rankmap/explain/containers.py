@@ -92,9 +92,11 @@ def container_host_ids(doc: DocFacts, s: Scores) -> None:
         given = request[0]
         if max(int(x) for x in cvd.group(1).split(",")) >= given:
             s.mapping_failure = True
+            # (6: it decides, also against check's simulation of the same launch, whose
+            # "ranks see no GPU" files the list under visible devices; review 60)
             s.add(
                 "container_mapping",
-                5.0,
+                6.0,
                 f"the container is given {given} GPU(s), numbered 0..{given - 1} inside, and "
                 f"CUDA_VISIBLE_DEVICES={cvd.group(1)} names host ids beyond them "
                 "(reference/cuda_devices.md §3)",

@@ -277,6 +277,9 @@ class DocFacts:
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     # (local rank, world size) of DeepSpeed's MPI discovery: the highest local rank it printed
     mpi_local: tuple[int, int] = (0, 0)
+    # the GPUs one engine command asks for on its node (tensor x pipeline x data parallel), where
+    # a command gives a parallel size and names no other node
+    engine_gpus: int = 0
     nccl_nodes: int = 0  # the fewest nodes NCCL counted in a communicator (``nNodes N``; 0: none)
     one_machine: bool = False  # the prose says the job runs on one machine ("a single node")
     gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
@@ -754,6 +757,9 @@ def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
         for k, v in prefix.items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
             facts.env.setdefault(k, v)
         _parallel_visible(prefix, cmd, facts)
+        sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
+        if sizes and not re.search(r"--nnodes|--num-nodes|ray", cmd):
+            facts.engine_gpus = max(facts.engine_gpus, _engine_gpus(sizes[-1], cmd))
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")

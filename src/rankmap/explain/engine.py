@@ -19,10 +19,10 @@ from rankmap.explain import named
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
 from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
-from rankmap.explain.findings_map import duplicate_findings, ordinal_findings
+from rankmap.explain.findings_map import duplicate_findings, ordinal_findings, quote
 from rankmap.explain.framework_fixes import in_framework_words
 from rankmap.explain.reader import Line
-from rankmap.explain.rules import RULES
+from rankmap.explain.rules import RULES, own_failure
 from rankmap.explain.scoring import rescore, scores_section, single_process
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, Severity, finding
@@ -134,6 +134,8 @@ def explain_files(
     flags = ([f"$ {launch}"] if launch else []) + [
         f"export {k}={v}" for k, v in (env or {}).items()
     ]
+    # the line the flags start at in the joined document (quotes past it name the option)
+    flags_at = len("\n".join(texts).split("\n")) + 1 if texts else 1
     if flags:
         texts.append("\n".join(flags))
     # quotes name the file they come from (review 19: a file's lines were cited as <stdin>); the
@@ -189,12 +191,28 @@ def explain_files(
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     named_fixes = frozenset(fix for _, fix in scores.fixes.values())
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
+    if flags:
+        report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]
     report.sections["explain"]["scores"] = scores_section(scores)
     if doc is not None:
         report.sections["explain"]["segments"] = dict(sorted(doc.segments.items()))
         report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(report)
+
+
+def _flags_quoted(f: Finding, source: str, flags_at: int) -> Finding:
+    """``f`` with its quotes of the ``--launch`` / ``--env`` options named so: they are read as
+    lines after the input's own, and a quote ``job.log:19`` of a 16-line log named a line the
+    file does not have (review 60)."""
+    prefix = f"{source}:"
+    out = []
+    for q in f.evidence:
+        head, sep, rest = q[len(prefix) :].partition(": ") if q.startswith(prefix) else ("", "", "")
+        if sep and head.isdecimal() and int(head) >= flags_at:
+            q = f"--launch: {rest[2:]}" if rest.startswith("$ ") else f"--env: {rest[7:]}"
+        out.append(q)
+    return replace(f, evidence=tuple(out))
 
 
 _WHERE = re.compile(r"^.*?:(?P<n>\d+): (?P<text>.*)$", re.S)
@@ -246,23 +264,38 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
     if ev.rankmap.records:
         findings.append(_rankmap_finding(ev))
     if not findings:
-        findings.append(
-            finding(
-                "RM003",
-                "Nothing in the input was recognised"
-                if not ev.counts
-                else "No GPU-mapping problem recognised in the input",
-                detail=f"Read {', '.join(ev.sources) or 'no input'}: {ev.lines_seen} candidate "
-                "line(s), no NCCL/CUDA/PyTorch/launcher failure rankmap knows."
-                + (" Workers failed without an error message in the input." if ev.failures else ""),
-                evidence=[f.evidence for f in ev.failures[:3] if f.evidence],
-            )
-        )
+        findings.append(_nothing_recognised(ev))
     return Report(
         command="explain",
         findings=_dedupe(findings),
         placements=_placements(ev, ctx),
         sections={"explain": _section(ev, ctx)},
+    )
+
+
+def _nothing_recognised(ev: Evidence) -> Finding:
+    """RM003, saying what the workers stopped with where the log shows it: an exception of their
+    own (a missing file, a data-loader crash) is the failure to fix, not something to re-run with
+    NCCL_DEBUG for (review 60: "without an error message" beside a FileNotFoundError)."""
+    own = own_failure(ev) if ev.failures else None
+    if own is not None:
+        said = f"{own.get('exc')}: {str(own.get('msg') or '')[:160]}".rstrip(": ")
+        why = f" The workers stopped with an error outside the GPU mapping: {said}."
+        fix = "Fix the error the workers stopped with (quoted); nothing points at the GPU mapping."
+        evidence = [quote(own)]
+    else:
+        why = " Workers failed without an error message in the input." if ev.failures else ""
+        fix = None
+        evidence = [f.evidence for f in ev.failures[:3] if f.evidence]
+    return finding(
+        "RM003",
+        "Nothing in the input was recognised"
+        if not ev.counts
+        else "No GPU-mapping problem recognised in the input",
+        detail=f"Read {', '.join(ev.sources) or 'no input'}: {ev.lines_seen} candidate line(s), "
+        f"no NCCL/CUDA/PyTorch/launcher failure rankmap knows.{why}",
+        fix=fix,
+        evidence=evidence,
     )
 
 

@@ -164,7 +164,10 @@ _SOCKET = _R(
 # (not a loopback or wildcard address: that is the host's address family, not another machine's)
 _STORE_FOREIGN = _R(
     r"failed to bind to (?!\[?(?:localhost|127\.[\d.]+|::1?|0\.0\.0\.0)\]?:)\S+ "
-    r"\(errno: 99 - Cannot assign requested address\)"
+    r"\(errno: 99 - Cannot assign requested address\)|"
+    # the libuv store's wording (torch >= 2.4): "... failed to listen on any local network
+    # address. port: 29500, useIpv6: false, code: -99, name: EADDRNOTAVAIL, ..." (review 60)
+    r"failed to listen on any local network address\b.{0,80}\bname: EADDRNOTAVAIL\b"
 )
 _STORE = _R(
     r"failed to listen on any local network address|client socket has timed out|"

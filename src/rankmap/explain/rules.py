@@ -345,7 +345,7 @@ def _socket(ev: Evidence, ctx: Context) -> list[Finding]:
     found = _simple("RM041", "NCCL ranks could not connect to each other", ("socket_error",))(
         ev, ctx
     )
-    first = _own_failure(ev)
+    first = own_failure(ev)
     if not found or first is None:
         return found
     # a rank that stopped on an error of its own closes its sockets: what its peers then print
@@ -371,7 +371,7 @@ _COMMUNICATION = re.compile(
 )
 
 
-def _own_failure(ev: Evidence) -> Event | None:
+def own_failure(ev: Evidence) -> Event | None:
     """The first exception a process stopped with that is not about the communication."""
     for e in ev.of("py_exception"):
         if not _COMMUNICATION.search(f"{e.get('exc')} {e.get('msg')}"):
