@@ -285,7 +285,7 @@ def _nothing_recognised(ev: Evidence) -> Finding:
         evidence = [quote(own)]
     else:
         why = " Workers failed without an error message in the input." if ev.failures else ""
-        fix = None
+        fix = ""  # the code's own fix
         evidence = [f.evidence for f in ev.failures[:3] if f.evidence]
     return finding(
         "RM003",
