@@ -348,3 +348,104 @@ def test_an_engine_sharded_over_more_gpus_than_the_machine_has_is_oversubscribed
     found = _with_flags(tmp_path, log, launch=launch, machines=load_machines(["workstation-4gpu"]))
     assert found[0].category == "oversubscribed"
     assert "--tensor-parallel-size" in found[0].fix
+
+
+# --- review 61 (a read of this session's diff) -------------------------------------------------
+
+_DUP01 = "NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 7000\n"
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        "",
+        "Inside `docker run --gpus all` on an 8x A100 box nvidia-smi shows all 8 GPUs.\n",
+        "Two compose services, each with device_ids: ['0'].\n",
+        'srun --ntasks-per-node=2 bash -c "CUDA_VISIBLE_DEVICES=$SLURM_LOCALID python t.py"\n',
+        "export CUDA_VISIBLE_DEVICES=0\ntorchrun --nproc_per_node 2 t.py\n",
+    ],
+)
+def test_a_printed_duplicate_gpu_always_keeps_an_error(context: str) -> None:
+    found = findings_of(context + _DUP01)
+    assert found[0].severity.value == "error"
+
+
+def test_a_container_given_every_gpu_that_shows_every_gpu_is_no_container_cause() -> None:
+    text = (
+        "Duplicate GPU with torchrun in the NGC container\n"
+        "Started with `docker run --gpus all --ipc=host`; inside, nvidia-smi shows all 8 GPUs.\n"
+        + _DUP01
+    )
+    assert findings_of(text)[0].category == "no_set_device"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a GPU seen idle before the run, then an unrelated failure
+        "Before starting I checked nvidia-smi: GPU 2 is free.\nCUDA_VISIBLE_DEVICES=2,3 torchrun "
+        "--nproc_per_node 2 t.py\nNCCL WARN Error while creating shared memory segment /dev/shm\n",
+        # "avoid the wrong GPU" is no report of one
+        "To avoid using the wrong GPU I always start with CUDA_VISIBLE_DEVICES=2 python t.py; "
+        "the loss becomes NaN after 3 epochs.\n",
+        # another run on GPU 0 that works is no sighting of this run on GPU 0
+        "CUDA_VISIBLE_DEVICES=1 python t.py fails with an illegal memory access. If I instead use "
+        "GPU 0 it trains for hours.\nRuntimeError: CUDA error: an illegal memory access\n",
+        # a Python variable that looks like a misspelled environment variable
+        "```python\ncuda_visible_device = os.environ.get('CUDA_VISIBLE_DEVICES', '')\n```\n"
+        "The two-node job hangs after init_process_group.\n",
+        # a typo the writer already corrected
+        "I had written CUDA_VISIBLE_DEVICE=0,1 by mistake. After correcting it to "
+        "CUDA_VISIBLE_DEVICES=0,1 both ranks start on the right GPUs.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB.\n",
+        # two separate attempts with ROCR and with HIP, both fine
+        "Attempt 1:\n\n    export ROCR_VISIBLE_DEVICES=2,3\n    python t.py\n\nAttempt 2, new "
+        "shell:\n\n    export HIP_VISIBLE_DEVICES=2,3\n    python t.py\n\nBoth train, slowly.\n",
+        # the run still uses memory: nothing said of the list
+        "I set CUDA_VISIBLE_DEVICES=1 and the run is still using about 23 GB.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+    ],
+)
+def test_review_61s_false_alarms_stay_quiet(text: str) -> None:
+    found = findings_of(text)
+    assert not any(
+        f.category == "visible_devices_mismatch" and f.severity.value != "info" for f in found
+    ), [(f.code, f.severity.value, f.title[:60]) for f in found]
+
+
+def test_a_huge_hip_index_given_as_a_flag_does_not_crash(tmp_path) -> None:
+    log = "RuntimeError: HIP error: invalid device ordinal\n"
+    found = _with_flags(
+        tmp_path,
+        log,
+        env={"ROCR_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "9" * 5000},
+    )
+    assert found
+
+
+def test_the_same_machine_under_two_captions_is_one_machine() -> None:
+    cmd = "torchrun --nnodes=2 --nproc_per_node=4 --node_rank=0 --master_addr=10.9.0.1 train.py"
+    text = f"On node0:\n    {cmd}\nAgain on node0, later:\n    {cmd}\n\nIt hangs.\n"
+    assert not any("same node rank" in f.detail for f in findings_of(text))
+
+
+def test_a_list_set_in_code_after_cuda_started_is_the_cause() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES set in my notebook has no effect\n\ncell 1:\n\n    import torch\n"
+        "    torch.cuda.is_available()\n\ncell 2:\n\n    import os\n"
+        '    os.environ["CUDA_VISIBLE_DEVICES"] = "2"\n    model = Net().cuda()\n\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 260.00 MiB.\n"
+    )
+    lead = findings_of(text)[0]
+    assert lead.category == "visible_devices_mismatch"
+    assert "after a call that initialised CUDA" in lead.detail
+
+
+def test_a_cuda_call_inside_a_function_defined_earlier_runs_later() -> None:
+    from rankmap.explain.docread import read_document
+
+    code = (
+        "```python\ndef build():\n    return Net().cuda()\n\nif __name__ == '__main__':\n"
+        "    os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu\n    build()\n```\n"
+    )
+    assert read_document(code).cvd_after_cuda == ""

@@ -159,8 +159,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{CUDA_DEV} §1: the user narrowed the visible GPUs"),
     # ("still" with what the process still does: "CUDA_VISIBLE_DEVICES=2,3 still OOMs" says
     # nothing of the list; review 58)
-    _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still (?:uses?|using|used|runs?|running|sees?|"
-       r"seeing|shows?|showing|lists?|visible|lands?|goes|picks?|allocat\w*|occup\w*|loads?|"
+    _s("cvd-ignored", _VISIBLE + r"[^\n]{0,80}(?:still (?:runs?|running|sees?|seeing|shows?|showing|"
+       r"lists?|visible|lands?|goes|picks?|loads?|(?:uses?|using|used|occup\w*|allocat\w*) (?:all|"
+       r"every|the same|the other|other|gpu|cuda|device|card|\d+ (?:gpus|cards|devices))|"
        r"on (?:all|every|the same|gpu|cuda|device|card))|ignor\w*|(?:not|n't)(?: being)? "
        r"(?:work\w*|respect\w*|honou?r\w*|passed|appl\w*|tak\w* effect)|no effect|"
        r"overwrit|overrid|unavailab)|" + _VISIBLE + SENTENCE + r"{0,80}\balways\b(?! (?:worked|works|work|been (?:fine|ok|okay|working)|ran|runs|succeed\w*|passed))|(?:ignor\w*|(?:not|n't) respect\w*|(?:not|n't) honou?r\w*|"
@@ -435,7 +436,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # apply (explain/combinations.py)
     _s("gpu0-named-used", r"only (?:the )?" + _GPU0_NAMED + r"[^.\n]{0,25}?\b(?:is |was |gets? |got |"
        r"being |are |were )?" + _HOLDS + r"|" + _GPU0_NAMED + r"[^.\n]{0,25}?\b" + _HOLDS
-       + r"[^.\n]{0,20}\binstead\b|\b(?:still|instead|always)[^.\n]{0,12}\b" + _RUNS + r" "
+       + r"[^.\n]{0,20}\binstead\b|\bstill[^.\n]{0,12}\b" + _RUNS + r" (?:on |to |in )?(?:the )?"
+       + _GPU0_NAMED + r"|\balways (?:runs?|lands?|goes|ends? up|shows? up|loads?|allocat\w*) "
        r"(?:on |to |in )?(?:the )?" + _GPU0_NAMED,
        {}, f"{CUDA_DEV} §1: the GPU the reporter sees used", where=PROSE),
     # the reporter sees a GPU idle ("nothing on GPU 3", "GPU 2 is empty"): against a list that
@@ -450,12 +452,15 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"CUDA_VISBLE_DEVICES|CUDA_VISABLE_DEVICES|CUDA_VISIABLE_DEVICES|CUDA_VISIBEL_DEVICES|"
        r"CUDA_VISIBLE_DIVICES|CUDA_VISIBLES_DEVICES|CUDA_VISIBILE_DEVICES|CUDA_VISIBLE_DEVICE_S|"
        r"CUDA_DEVICES_VISIBLE|CUDA_VISIBLE_GPUS|CUDA_VISIBLE_DEVICES_)\b['\"`]?\]?\s*[=:]",
-       {"visible_devices_mismatch": 6},
-       f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES, spelled exactly so; another name leaves "
-       "every GPU visible", failure=True, where=NOT_LOG),
+       # (a cause only where the paste sets no correctly spelled list too: a typo the writer
+       # corrected is history; explain/combinations.py; upper case only: a Python variable
+       # `cuda_visible_device = os.environ.get(...)` is no environment variable; review 61)
+       {}, f"{CUDA_DEV} §1: CUDA reads CUDA_VISIBLE_DEVICES, spelled exactly so; another name "
+       "leaves every GPU visible", where=NOT_LOG, case=True),
     # "CUDA_VISIBLE_DEVICES=1 picks the wrong card": the list names another GPU than the writer
     # meant (CUDA numbers fastest first by default, nvidia-smi by PCI bus)
-    _s("wrong-gpu-picked", r"(?:picks?|picked|selects?|selected|uses?|used|using|runs? on|ran on|"
+    _s("wrong-gpu-picked", r"(?<!avoid )(?<!avoiding )(?<!prevent )(?<!not )(?<!never )(?<!to )"
+       r"(?:picks?|picked|selects?|selected|uses?|used|using|runs? on|ran on|"
        r"lands? on|goes to|gets?) (?:the |a )?wrong (?:gpu|card|device)\b",
        # (a cause only against a list the writer set: explain/combinations.py)
        {},

@@ -39,9 +39,9 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
     # 还是跑在0号卡上 ("still runs on card 0"), 却用的是0号卡 ("but card 0 is used"); not 报错说0号卡
     # ("the error says card 0": PyTorch names the first visible GPU so under any list)
     "gpu0-named-used": (
-        r"(?:还是|仍然|依然|却|但|一直)[^。，,；;\n]{0,6}(?:跑在|跑到|用的是?|使用|占用|加载到|分配到|在)\s*"
-        r"(?:了\s*)?(?:0\s*号\s*(?:gpu|卡|显卡)|" + _ON_ZERO + r")",
-        ("还是", "仍然", "依然", "却", "但", "一直"),
+        r"(?:还是|仍然|依然|却|一直)[^。，,；;\n]{0,6}(?:跑在|跑到|用的是?|使用|占用|加载到|分配到)\s*"
+        r"(?:了\s*)?(?:0\s*号\s*(?:gpu|卡|显卡)|" + _ON_ZERO + r")" + _NOT_FINE,
+        ("还是", "仍然", "依然", "却", "一直"),
     ),
     # 2号卡是空的 / 2号卡空闲 / 2号卡上没有进程 ("card 2 is empty / idle / has no process")
     "gpu-seen-idle": (

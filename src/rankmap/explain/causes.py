@@ -280,7 +280,10 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
     for e in ev.of("duplicate_gpu"):
         reporter, peer = e.ranks[0], e.ranks[-1]
         if reporter is not None and peer is not None and abs(peer - reporter) == 1:
-            if not ev.rankmap.main_comm() and not cands["RM801"].score:
+            # (only where nothing else is known of the shared GPU: per-process lists, a host
+            # identity, a narrowed list explain neighbours too; review 61)
+            known = any(c.score > 0 for k, c in cands.items() if k != "RM301")
+            if not ev.rankmap.main_comm() and not known:
                 _neighbours_share(ctx, ev, (reporter, peer), cands)
             return
         if reporter is None or peer is None or peer - reporter < 2:

@@ -12,6 +12,7 @@ import re
 from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import (
+    container_given_all,
     container_host_ids,
     container_host_numbered_list,
     container_sees_more,
@@ -24,6 +25,7 @@ from rankmap.explain.printed_lists import printed_device_points, printed_list_po
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.findings import Finding
+from rankmap.numbers import saturating_int
 
 PT_SECTION = "reference/pytorch_nccl.md §1"
 
@@ -63,6 +65,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _deepspeed_local_only(doc, s)
     _chosen_list_not_applied(doc, s)
     _one_listed_gpu_shared(doc, s, base)
+    _neighbours_on_many_gpus(doc, s, base)
     _hip_within_rocr(ctx, doc, s)
     _engine_above_gpus(ctx, doc, s)
     if doc is not None:
@@ -87,6 +90,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         for cat, pts, why in node_launch_points(doc.commands, doc.prompts, same_everywhere=same):
             s.add(cat, pts, why)
         container_sees_more(doc, s)
+        container_given_all(doc, s)
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
         container_host_numbered_list(doc, s)
@@ -101,17 +105,38 @@ def _chosen_list_not_applied(doc: DocFacts | None, s: Scores) -> None:
     visible GPU "GPU 0" under any list. Not where a scheduler or framework sets the lists."""
     if doc is None or "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in _LIST_AGENTS):
         return
-    if "cvd-misspelled" in doc.hits:
+    if "cvd-misspelled" in doc.hits and not doc.cvd_spelled:
+        s.failure = s.mapping_failure = True
+        hit = doc.hits["cvd-misspelled"]
+        s.add(
+            "visible_devices_mismatch",
+            6.0,
+            f"`{hit.excerpt.strip()[:60]}` is not CUDA_VISIBLE_DEVICES: CUDA reads that name only, "
+            "so the process sees every GPU (reference/cuda_devices.md §1)",
+            _quote(doc, "cvd-misspelled"),
+        )
         s.name_fix("visible_devices_mismatch", 6.0, _APPLY_THE_LIST)
+    if doc.cvd_after_cuda and doc.failed:
+        s.failure = s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            "the code sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA: the runtime "
+            "read the variable then, so the assignment changes nothing in this process "
+            "(reference/cuda_devices.md §1)",
+            doc.cvd_after_cuda,
+        )
+        s.name_fix("visible_devices_mismatch", 5.0, _APPLY_THE_LIST)
     entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
     if not entries or not all(e.isdecimal() for e in entries):
         return
-    idle = _idle_indices(doc) & set(entries)
-    if idle:
-        why = f"GPU {min(idle)}, which the list names, is idle while the job runs"
-        where = _quote(doc, "gpu-seen-idle")
-    elif "gpu0-named-used" in doc.hits and "0" not in entries:
+    # a GPU of the list seen idle counts beside the work seen on GPU 0, not alone (before or
+    # after a run, or beside fewer processes than GPUs, it is idle for other reasons; review 61)
+    idle = _idle_indices(doc) & set(entries) if "gpu0-named-used" in doc.hits else set()
+    if "gpu0-named-used" in doc.hits and "0" not in entries:
         why = "the list leaves GPU 0 out, yet the reporter sees the work on GPU 0"
+        if idle:
+            why += f" and GPU {min(idle)}, which the list names, idle"
         where = _quote(doc, "gpu0-named-used")
     elif "wrong-gpu-picked" in doc.hits:
         why = "the reporter says it picks the wrong GPU"
@@ -128,6 +153,27 @@ def _chosen_list_not_applied(doc: DocFacts | None, s: Scores) -> None:
         where,
     )
     s.name_fix("visible_devices_mismatch", 4.0, _APPLY_THE_LIST)
+
+
+def _neighbours_on_many_gpus(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Neighbouring ranks on one GPU (causes._neighbours_share: every rank on one GPU) on a
+    machine the input shows with two or more GPUs (an nvidia-smi table, the writer's count) and
+    no one-GPU list: the processes see several GPUs, so no per-rank selection is left."""
+    if doc is None or not base or base[0].code != "RM103":
+        return
+    if not any("are neighbours" in f.detail for f in base):
+        return
+    gpus = doc.smi_gpus or doc.stated_gpus or 0
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if gpus < 2 or len(entries) == 1:
+        return
+    s.add(
+        "no_set_device",
+        2.0,
+        f"neighbouring ranks share a GPU although the input shows {gpus} GPUs: no per-rank "
+        "selection",
+        doc.stated_gpus_at if not doc.smi_gpus else None,
+    )
 
 
 def _one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
@@ -156,12 +202,16 @@ def _hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     ``torch/cuda/__init__.py`` ``_parse_visible_devices``: "The ROCR env var is processed first
     which then reduces the number of GPUs that HIP can select from"), so ``ROCR=2,3`` with
     ``HIP=2,3`` selects nothing (review 59)."""
+    # set together (within a few lines: one run, or the --env flags) in a run that failed; not
+    # two attempts, or a run that went well (review 61)
+    if not (doc and doc.rocr_hip_together and doc.failed):
+        return
     env = {**(doc.env if doc else {}), **dict(ctx.env)}
     rocr = [e for e in env.get("ROCR_VISIBLE_DEVICES", "").split(",") if e.strip()]
     hip = [e for e in env.get("HIP_VISIBLE_DEVICES", "").split(",") if e.strip()]
     if not rocr or not hip or not all(e.strip().isdecimal() for e in hip):
         return
-    past = [e.strip() for e in hip if int(e) >= len(rocr)]
+    past = [e.strip() for e in hip if saturating_int(e.strip()) >= len(rocr)]
     if not past:
         return
     s.mapping_failure = True
@@ -186,8 +236,12 @@ def _engine_above_gpus(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     the one machine has (the machine given, an nvidia-smi table, the GPUs the writer states): it
     needs one GPU per shard (reference/launchers.md §1) — more shards than GPUs, whatever the
     engine's own message (review 60: vLLM's placement-group error read as a launcher option)."""
-    if doc is None or not doc.engine_gpus or "multi-node" in doc.hits or doc.hosts_in_launch > 1:
+    if doc is None or not doc.engine_gpus or doc.hosts_in_launch > 1:
         return
+    if {"multi-node", "ray", "ray-named"} & set(doc.hits):
+        return  # a Ray cluster (vLLM's multi-node serving) may hold more GPUs than one machine
+    if doc.stated_gpus and doc.stated_gpus >= doc.engine_gpus:
+        return  # "16 GPUs in the cluster": the writer counts more than the machine shown
     told = doc.stated_gpus if one_machine_told(doc) else None
     gpus = ctx.gpus_per_node() or doc.smi_gpus or told
     if not gpus or doc.engine_gpus <= gpus:
@@ -576,6 +630,9 @@ def _mpi_hosts_merged(ctx: Context, doc: DocFacts) -> str | None:
     it counts local ranks per host name (deepspeed/comm/comm.py ``mpi_discovery``, "assuming
     hostnames are unique"), so machines that share one hostname count as one (review 59)."""
     local, world = doc.mpi_local
+    machines = max(doc.hosts_in_launch, ctx.launch.nnodes or 0 if ctx.launch else 0)
+    if machines < 2 and "multi-node" not in doc.hits:
+        return None  # one machine: a local rank past its GPUs is more processes than GPUs
     per_node = ctx.gpus_per_node() or doc.smi_gpus or doc.stated_gpus
     if per_node is None and ctx.launch and ctx.launch.nproc_per_node:
         per_node = ctx.launch.nproc_per_node

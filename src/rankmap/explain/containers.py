@@ -27,6 +27,28 @@ def container_sees_more(doc: DocFacts, s: Scores) -> None:
         )
 
 
+_ALL_GIVEN = re.compile(r"--gpus[= ]['\"]?all\b|NVIDIA_VISIBLE_DEVICES=['\"]?all\b", re.I)
+
+
+def container_given_all(doc: DocFacts, s: Scores) -> None:
+    """A container started with every GPU (``--gpus all``, ``NVIDIA_VISIBLE_DEVICES=all``) that
+    shows every GPU does what it was asked: "nvidia-smi shows all 8 GPUs inside" is no runtime
+    ignoring a narrower request (review 61: a Duplicate GPU inside an NGC container was filed
+    under containers at error)."""
+    hit = doc.hits.get("nvd-ignored")
+    given = [h for sid in ("docker-gpus", "nvd-ignored") if (h := doc.hits.get(sid))]
+    if hit is None or not any(_ALL_GIVEN.search(h.excerpt) for h in given):
+        return
+    if "NVIDIA_VISIBLE_DEVICES" in hit.excerpt and not _ALL_GIVEN.search(hit.excerpt):
+        return  # the writer names a narrower NVIDIA_VISIBLE_DEVICES that was not honoured
+    weight = dict(hit.signal.supports).get("container_mapping", 0.0)
+    s.add(
+        "container_mapping",
+        -weight,
+        "the container was given every GPU (--gpus all): it shows every GPU as asked",
+    )
+
+
 # What gives a container GPUs (reference/cuda_devices.md §3): Docker's --gpus, the NVIDIA runtime,
 # NVIDIA_VISIBLE_DEVICES, device nodes, privileged mode, CDI devices.
 _GPU_REQUEST = re.compile(

@@ -213,6 +213,59 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
+# calls that initialise CUDA in PyTorch (the runtime reads CUDA_VISIBLE_DEVICES then, once:
+# reference/cuda_devices.md §1), and code that sets the variable
+_CUDA_INIT = re.compile(
+    r"torch\.cuda\.(?:is_available|device_count|current_device|set_device|get_device_name|"
+    r"init|mem_get_info)\(|\.cuda\(\)|\.to\(\s*['\"]cuda|device\s*=\s*['\"]cuda"
+)
+_CVD_IN_CODE = re.compile(
+    r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
+    r"os\.(?:environ\.setdefault|putenv)\(\s*['\"]CUDA_VISIBLE_DEVICES"
+)
+
+
+def _cvd_after_cuda(text: str, source: str) -> str:
+    """Where code sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (a notebook cell
+    that ran ``torch.cuda.is_available()`` first): the assignment changes nothing in this
+    process (review 58)."""
+    assign = _CVD_IN_CODE.search(text)
+    if assign is None:
+        return ""
+    lines = text[: assign.start()].split("\n")
+    depth = _indent(lines[-1])
+    ran = any(
+        _CUDA_INIT.search(line) and _indent(line) <= depth and not _in_definition(lines, i)
+        for i, line in enumerate(lines[:-1][-400:], start=max(0, len(lines) - 401))
+    )
+    if not ran:
+        return ""
+    end = text.find("\n", assign.start())
+    said = lines[-1] + text[assign.start() : end if end != -1 else None]
+    return f"{source}:{len(lines)}: {said.strip()[:160]}"
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _in_definition(lines: list[str], at: int) -> bool:
+    """Whether line ``at`` is in the body of a ``def`` or ``class`` (run later, when called:
+    not before the lines that follow it)."""
+    depth = _indent(lines[at])
+    for line in reversed(lines[max(0, at - 200) : at]):
+        if line.strip() and _indent(line) < depth:
+            if re.match(r"\s*(?:async\s+)?(?:def|class)\s", line):
+                return True
+            depth = _indent(line)
+    return False
+
+
+_CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
+_ROCR_HIP = re.compile(
+    r"ROCR_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?HIP_VISIBLE_DEVICES=|"
+    r"HIP_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?ROCR_VISIBLE_DEVICES="
+)
 # DeepSpeed's MPI discovery counts a rank's local rank among the ranks of its host name
 # (deepspeed/comm/comm.py mpi_discovery: "assuming hostnames are unique")
 _MPI_DISCOVERED = re.compile(
@@ -277,6 +330,12 @@ class DocFacts:
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     # (local rank, world size) of DeepSpeed's MPI discovery: the highest local rank it printed
     mpi_local: tuple[int, int] = (0, 0)
+    # the paste sets CUDA_VISIBLE_DEVICES spelled right somewhere (a misspelled one is then history)
+    cvd_spelled: bool = False
+    # code that sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (where, the line)
+    cvd_after_cuda: str = ""
+    # ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES set within a few lines of each other (one run)
+    rocr_hip_together: bool = False
     # the GPUs one engine command asks for on its node (tensor x pipeline x data parallel), where
     # a command gives a parallel size and names no other node
     engine_gpus: int = 0
@@ -400,6 +459,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     read_config_lines(text, facts.configs)
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
+    facts.cvd_spelled = _CVD_SPELLED.search(text) is not None
+    facts.cvd_after_cuda = _cvd_after_cuda(text, source)
+    facts.rocr_hip_together = _ROCR_HIP.search(text) is not None
     facts.mpi_local = max(
         ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
     )
@@ -731,9 +793,11 @@ def _caption(seg: Segment) -> str:
     if seg.kind != "prose":
         return ""
     last = seg.text.rstrip().rsplit("\n", 1)[-1].strip()
-    if last.endswith(":") and len(last) <= 60 and _NODE_WORDS.search(last[:-1]):
-        return last[:-1].strip()
-    return ""
+    names = _NODE_WORDS.findall(last[:-1]) if last.endswith(":") and len(last) <= 60 else []
+    # the machine's own name or address, not the words around it: "Again on node0:" and "On
+    # node0:" caption the same machine (review 61)
+    named = [n for n in names if any(c.isdigit() for c in n)] or names
+    return named[-1].lower() if named else ""
 
 
 def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
@@ -759,7 +823,9 @@ def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
         _parallel_visible(prefix, cmd, facts)
         sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
         if sizes and not re.search(r"--nnodes|--num-nodes|ray", cmd):
-            facts.engine_gpus = max(facts.engine_gpus, _engine_gpus(sizes[-1], cmd))
+            # the last such command: a run the writer corrected is told before the one that
+            # failed (review 61)
+            facts.engine_gpus = _engine_gpus(sizes[-1], cmd)
 
 
 _ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")

@@ -225,7 +225,8 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
     not_own = list(ev.of("store_bind_foreign")) if joined is None else []
     if not_own:
-        return [_store_on_foreign_address(not_own, one_node=one_node)]
+        standalone = ctx.launch is not None and "--standalone" in ctx.launch.command
+        return [_store_on_foreign_address(not_own, one_node=one_node, standalone=standalone)]
     if joined is None:
         return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
@@ -246,7 +247,9 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     ]
 
 
-def _store_on_foreign_address(evs: list[Event], *, one_node: bool) -> Finding:
+def _store_on_foreign_address(
+    evs: list[Event], *, one_node: bool, standalone: bool = False
+) -> Finding:
     """c10d could not bind the store to MASTER_ADDR because the address is not this machine's
     (errno 99, EADDRNOTAVAIL): the process hosting the store (rank 0's machine, node rank 0)
     runs on another machine than MASTER_ADDR names — on one node, MASTER_ADDR names another host."""
@@ -256,7 +259,13 @@ def _store_on_foreign_address(evs: list[Event], *, one_node: bool) -> Finding:
             "machine does not own that address. A job of one node must name this machine (or "
             "127.0.0.1 / --standalone). What would decide: `hostname -I` against --master_addr."
         )
-        fix = "Set --master_addr to this machine's address (or 127.0.0.1), or use --standalone."
+        fix = "Set --master_addr to this machine's address (or 127.0.0.1)" + (
+            "; --standalone already binds the store to localhost (torch/distributed/run.py sets "
+            "the endpoint localhost:0): check that `localhost` resolves to this machine "
+            "(/etc/hosts)."
+            if standalone
+            else ", or use --standalone."
+        )
     else:
         detail = (
             "Only the process of global rank 0 (node rank 0) binds the store, at MASTER_ADDR; "

@@ -22,6 +22,7 @@ from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import UNDECIDED_MARK, Scores
 from rankmap.findings import Finding, Severity, finding
+from rankmap.gpu_sharing import ORDINAL_CAUSES, SHARED_GPU_CAUSES
 from rankmap.ranks import listed
 
 BEST_GUESS: dict[str, str] = {
@@ -112,6 +113,11 @@ DECIDE: dict[str, str] = {
     "other": "`nvidia-smi topo -m` and a re-run with `NCCL_DEBUG=INFO` (and once with "
     "`NCCL_P2P_DISABLE=1`)",
 }
+# The categories of the causes the specific rules know for a shared GPU or an invalid ordinal
+# (rankmap.gpu_sharing): a guess of one of them explains such a failure.
+SYMPTOM_CAUSES = frozenset(
+    lookup(code).category for _, code in (*SHARED_GPU_CAUSES, *ORDINAL_CAUSES)
+)
 # Specific findings that name a symptom, not a cause: they weigh little.
 SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020", "RM402", "RM042"})
 # A finding that says the log cannot decide names a symptom, not its category: its own category
@@ -378,11 +384,18 @@ def _rescored(
     decided_error = any(f.severity is Severity.ERROR and _demoted(f) is f for f in rest)
     # a mapping failure the job printed (a duplicate GPU, an invalid ordinal) is certain, only
     # its cause is guessed: the guess that explains it takes its error severity (exit 1 stays)
-    decided_error |= any(f.severity is Severity.ERROR and _undecided_mapping(f) for f in rest)
+    # — when the guess is one of the causes the specific rules know for it (SYMPTOM_CAUSES) or a
+    # support names it, not a setting the context adds (review 61: a docker run beside a
+    # Duplicate GPU); otherwise the failure keeps its error and leads, the guess follows
+    printed = any(f.severity is Severity.ERROR and _undecided_mapping(f) for f in rest)
+    explains = winner in SYMPTOM_CAUSES or s.strongest(winner) >= NAMES_CAUSE
+    decided_error |= printed and explains
     severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
     # a symptom whose cause the log alone does not decide follows the cause that leads, also
-    # when that cause leads at error (review 54: an undecided RM102 stayed an error beside it)
-    rest = [_demoted(f) for f in rest]
+    # when that cause leads at error (review 54: an undecided RM102 stayed an error beside it);
+    # a printed mapping failure the guess does not explain keeps its error (exit 1)
+    keep = printed and severity is not Severity.ERROR
+    rest = [f if keep and _undecided_mapping(f) else _demoted(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
