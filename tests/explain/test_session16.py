@@ -449,3 +449,38 @@ def test_a_cuda_call_inside_a_function_defined_earlier_runs_later() -> None:
         "    os.environ['CUDA_VISIBLE_DEVICES'] = args.gpu\n    build()\n```\n"
     )
     assert read_document(code).cvd_after_cuda == ""
+
+
+# --- review 62 (negatives that look like this family) ------------------------------------------
+
+
+def test_a_dual_die_amd_gpu_counts_two_devices() -> None:
+    from rankmap.explain.docread import read_document
+
+    assert read_document("System: 4x MI250X, ROCm 6.0\n").stated_gpus == 8
+    assert read_document("System: 4x MI250X (8 GCDs), ROCm 6.0\n").stated_gpus == 8
+    assert read_document("8x A100 server\n").stated_gpus == 8
+
+
+def test_a_process_table_with_one_rank_per_gpu_is_no_pile_up_on_gpu0() -> None:
+    text = (
+        "4-GPU DDP on my workstation, there is an extra process on GPU 0, is that a problem?\n\n"
+        "|    0   N/A  N/A      2211      G   /usr/lib/xorg/Xorg                412MiB |\n"
+        "|    0   N/A  N/A     77120      C   python                           9000MiB |\n"
+        "|    1   N/A  N/A     77121      C   python                           9000MiB |\n"
+        "|    2   N/A  N/A     77122      C   python                           9000MiB |\n"
+        "|    3   N/A  N/A     77123      C   python                           9000MiB |\n"
+    )
+    assert not any(
+        f.category == "no_set_device" and f.severity.value != "info" for f in findings_of(text)
+    )
+
+
+def test_the_schedulers_wrong_gpu_model_is_no_list_that_did_not_apply() -> None:
+    text = (
+        "Slurm gave me the wrong GPU?? bf16 error\n"
+        "CUDA_VISIBLE_DEVICES=0  hostname=gn-v100-14\n"
+        "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU "
+        "with cuda>=11.0\n"
+    )
+    assert not any("did not reach the process" in f.detail for f in findings_of(text))

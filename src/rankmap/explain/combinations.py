@@ -138,7 +138,9 @@ def _chosen_list_not_applied(doc: DocFacts | None, s: Scores) -> None:
         if idle:
             why += f" and GPU {min(idle)}, which the list names, idle"
         where = _quote(doc, "gpu0-named-used")
-    elif "wrong-gpu-picked" in doc.hits:
+    elif "wrong-gpu-picked" in doc.hits and any(e != "0" for e in entries):
+        # (a list the writer pointed at a GPU of their choice; "Slurm gave me the wrong GPU"
+        # under the scheduler's CUDA_VISIBLE_DEVICES=0 is the node's hardware, review 62)
         why = "the reporter says it picks the wrong GPU"
         where = _quote(doc, "wrong-gpu-picked")
     else:

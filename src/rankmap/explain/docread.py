@@ -332,6 +332,11 @@ class DocFacts:
     mpi_local: tuple[int, int] = (0, 0)
     # the paste sets CUDA_VISIBLE_DEVICES spelled right somewhere (a misspelled one is then history)
     cvd_spelled: bool = False
+    # an nvidia-smi process table with one compute process on each of several GPUs (a sighting of
+    # ranks spread over their GPUs; display processes left out)
+    spread: str = ""
+    # the GPUs an nvidia-smi process table shows compute processes on
+    proc_gpus: set[int] = field(default_factory=set)
     # code that sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (where, the line)
     cvd_after_cuda: str = ""
     # ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES set within a few lines of each other (one run)
@@ -407,13 +412,28 @@ _GPU_COUNT_ZH_BARE = re.compile(r"(?<![\d号第])(?P<n>\d{1,2})卡(?![号住死�
 _ZH_NUMBERS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "六": 6, "八": 8}
 
 
+# AMD's MI250 and MI250X hold two graphics compute dies (GCDs), each its own device to ROCm and
+# PyTorch: "4x MI250X" is 8 devices (AMD Instinct MI250X documentation; review 62), and a stated
+# "(8 GCDs)" is the count
+_DUAL_DIE = re.compile(r"MI250X?\b", re.I)
+_GCDS = re.compile(r"\b(\d{1,3})\s*GCDs?\b", re.I)
+
+
+def _devices_of(count: int, m: re.Match[str], line: str) -> int:
+    """The devices a stated GPU count makes: GCDs where the line counts them or the model has
+    two per package."""
+    if g := _GCDS.search(line):
+        return int(g.group(1))
+    return count * 2 if _DUAL_DIE.search(m.group(0)) else count
+
+
 def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
     """The first GPU count the reporter's prose states, and the line that states it."""
     for no, line in seg.lines():
         m = _GPU_COUNT.search(line)
         if m:
             n = m.group("n").lower()
-            facts.stated_gpus = _WORDS[n] if n in _WORDS else int(n)
+            facts.stated_gpus = _devices_of(_WORDS[n] if n in _WORDS else int(n), m, line)
             facts.stated_gpus_at = f"{source}:{no}: {line.strip()[:160]}"
             return
         z = _GPU_COUNT_ZH.search(line)
@@ -517,6 +537,17 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         if seg.kind == "prose" and _ONE_MACHINE.search(seg.text):
             facts.one_machine = True
         caption = _caption(seg)
+    if facts.spread and not (facts.shared_gpu or facts.gpu0_extra):
+        # the process table shows the ranks spread over their GPUs: prose about processes on
+        # GPU 0 ("an extra process on GPU 0": a display server, another user's job) names no
+        # pile-up of this job (review 62)
+        facts.hits.pop("all-on-gpu0", None)
+    if _list_seen_applied(facts):
+        # the process table shows the job on the GPUs its list names: the list applied,
+        # whatever the prose says of it ("ignores CUDA_VISIBLE_DEVICES and uses GPU 0", read
+        # from a cuda:0 that is the list's first GPU; review 62)
+        for sid in ("cvd-ignored", "gpu0-named-used"):
+            facts.hits.pop(sid, None)
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
     facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(
@@ -532,6 +563,15 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     if facts.launch and facts.sbatch:
         facts.launch = with_sbatch(facts.launch, facts.sbatch)
     return facts
+
+
+def _list_seen_applied(facts: DocFacts) -> bool:
+    """Whether an nvidia-smi process table shows compute processes only on GPUs the paste's
+    CUDA_VISIBLE_DEVICES names."""
+    listed = [e for e in facts.cvd_entries() if e]
+    if not facts.proc_gpus or not listed or not all(e.isdecimal() for e in listed):
+        return False
+    return facts.proc_gpus <= {saturating_int(e) for e in listed}
 
 
 def _lists_every_gpu(facts: DocFacts) -> bool:
@@ -962,6 +1002,12 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
         for g in gpus:
             pids_on.setdefault(g, set()).add(pid)
     shared = [g for g, pids in sorted(pids_on.items()) if len(pids) > 1]
+    facts.proc_gpus |= set(pids_on)
+    one_each = all(len(g) == 1 for g in gpus_of.values()) and not shared
+    if len(pids_on) >= 2 and one_each and not facts.spread:
+        facts.spread = (
+            f"nvidia-smi: {len(pids_on)} compute processes on {len(pids_on)} GPUs, one each"
+        )
     if len(pids_on) > 1 and len({len(pids) for pids in pids_on.values()}) == 1:
         shared = []  # every GPU shows as many processes: each its own (a rank and its workers)
     if shared and facts.shared_gpu is None:
