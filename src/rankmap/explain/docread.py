@@ -359,6 +359,11 @@ class DocFacts:
     # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
     prose_spans: list[tuple[int, int]] = field(default_factory=list)
 
+    def quoted(self, sid: str) -> str:
+        """The first hit of signal ``sid`` as a quote (``source:line: text``)."""
+        hit = self.hits[sid]
+        return f"{hit.where}: {hit.excerpt}"
+
     def cvd_entries(self) -> list[str]:
         """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""
         return self.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")

@@ -1,0 +1,223 @@
+"""Visible-devices lists against what the input shows of the job (combinations of the whole-paste
+reader's facts, :mod:`rankmap.explain.combinations` calls them): a list that did not reach the
+process (the work seen on GPU 0 that it leaves out, a misspelled name, a list set in code after
+CUDA started, "the wrong GPU" under a list the writer chose), neighbours sharing the one GPU a
+list leaves, ROCR's list under HIP's, an engine sharded over more GPUs than the machine has.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rankmap.explain.context import Context
+from rankmap.explain.docread import DocFacts
+from rankmap.explain.score_model import Scores
+from rankmap.findings import Finding
+from rankmap.numbers import saturating_int
+
+# Frameworks and schedulers that set each process's list themselves (launchers.md §5, §8)
+LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task", "ray", "ray-named")
+
+
+def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
+    """The reporter narrows CUDA_VISIBLE_DEVICES and sees a GPU of the list idle, or the work on
+    GPU 0 that the list leaves out: the list did not reach the process, which sees every GPU and
+    uses the first (set after CUDA initialised, overwritten, misspelled or not exported), or
+    nvidia-smi and CUDA number the GPUs differently (CUDA_DEVICE_ORDER; reference/cuda_devices.md
+    §1-2). What a message says ("OOM on GPU 0") is no such sighting: PyTorch names the first
+    visible GPU "GPU 0" under any list. Not where a scheduler or framework sets the lists."""
+    if doc is None or "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in LIST_AGENTS):
+        return
+    if "cvd-misspelled" in doc.hits and not doc.cvd_spelled:
+        s.failure = s.mapping_failure = True
+        hit = doc.hits["cvd-misspelled"]
+        s.add(
+            "visible_devices_mismatch",
+            6.0,
+            f"`{hit.excerpt.strip()[:60]}` is not CUDA_VISIBLE_DEVICES: CUDA reads that name only, "
+            "so the process sees every GPU (reference/cuda_devices.md §1)",
+            doc.quoted("cvd-misspelled"),
+        )
+        s.name_fix("visible_devices_mismatch", 6.0, _APPLY_THE_LIST)
+    if doc.cvd_after_cuda and doc.failed:
+        s.failure = s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            "the code sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA: the runtime "
+            "read the variable then, so the assignment changes nothing in this process "
+            "(reference/cuda_devices.md §1)",
+            doc.cvd_after_cuda,
+        )
+        s.name_fix("visible_devices_mismatch", 5.0, _APPLY_THE_LIST)
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if not entries or not all(e.isdecimal() for e in entries):
+        return
+    # a GPU of the list seen idle counts beside the work seen on GPU 0, not alone (before or
+    # after a run, or beside fewer processes than GPUs, it is idle for other reasons; review 61)
+    idle = _idle_indices(doc) & set(entries) if "gpu0-named-used" in doc.hits else set()
+    if "gpu0-named-used" in doc.hits and "0" not in entries:
+        why = "the list leaves GPU 0 out, yet the reporter sees the work on GPU 0"
+        if idle:
+            why += f" and GPU {min(idle)}, which the list names, idle"
+        where = doc.quoted("gpu0-named-used")
+    elif "wrong-gpu-picked" in doc.hits and any(e != "0" for e in entries):
+        # (a list the writer pointed at a GPU of their choice; "Slurm gave me the wrong GPU"
+        # under the scheduler's CUDA_VISIBLE_DEVICES=0 is the node's hardware, review 62)
+        why = "the reporter says it picks the wrong GPU"
+        where = doc.quoted("wrong-gpu-picked")
+    else:
+        return
+    s.failure = s.mapping_failure = True
+    s.add(
+        "visible_devices_mismatch",
+        4.0,
+        f"CUDA_VISIBLE_DEVICES={','.join(entries)[:40]}: {why}: the list did not reach the process "
+        "(set after CUDA initialised, overwritten, misspelled, not exported) or nvidia-smi numbers "
+        "the GPUs otherwise than CUDA (reference/cuda_devices.md §1-2)",
+        where,
+    )
+    s.name_fix("visible_devices_mismatch", 4.0, _APPLY_THE_LIST)
+
+
+def hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES both set, with a HIP index past ROCR's list:
+    ROCR's list applies first and renumbers the GPUs from 0, and HIP's indexes those (PyTorch
+    ``torch/cuda/__init__.py`` ``_parse_visible_devices``: "The ROCR env var is processed first
+    which then reduces the number of GPUs that HIP can select from"), so ``ROCR=2,3`` with
+    ``HIP=2,3`` selects nothing (review 59)."""
+    # set together (within a few lines: one run, or the --env flags) in a run that failed; not
+    # two attempts, or a run that went well (review 61)
+    if not (doc and doc.rocr_hip_together and doc.failed):
+        return
+    env = {**(doc.env if doc else {}), **dict(ctx.env)}
+    rocr = [e for e in env.get("ROCR_VISIBLE_DEVICES", "").split(",") if e.strip()]
+    hip = [e for e in env.get("HIP_VISIBLE_DEVICES", "").split(",") if e.strip()]
+    if not rocr or not hip or not all(e.strip().isdecimal() for e in hip):
+        return
+    past = [e.strip() for e in hip if saturating_int(e.strip()) >= len(rocr)]
+    if not past:
+        return
+    s.mapping_failure = True
+    s.add(
+        "visible_devices_mismatch",
+        5.0,
+        f"HIP_VISIBLE_DEVICES={','.join(hip)[:40]} indexes the {len(rocr)} GPU(s) that "
+        f"ROCR_VISIBLE_DEVICES={','.join(rocr)[:40]} leaves, renumbered from 0: index "
+        f"{past[0]} selects none (ROCR is applied first)",
+    )
+    s.name_fix(
+        "visible_devices_mismatch",
+        5.0,
+        "Set one of the two: ROCR_VISIBLE_DEVICES is applied first and renumbers the GPUs it "
+        "leaves from 0, and HIP_VISIBLE_DEVICES indexes those (ROCR_VISIBLE_DEVICES=2,3 with "
+        "HIP_VISIBLE_DEVICES=0,1, or HIP_VISIBLE_DEVICES=2,3 alone).",
+    )
+
+
+def engine_above_gpus(ctx: Context, doc: DocFacts | None, s: Scores, *, one_machine: bool) -> None:
+    """An inference engine told to shard over more GPUs (tensor x pipeline x data parallel) than
+    the one machine has (the machine given, an nvidia-smi table, the GPUs the writer states): it
+    needs one GPU per shard (reference/launchers.md §1) — more shards than GPUs, whatever the
+    engine's own message (review 60: vLLM's placement-group error read as a launcher option)."""
+    if doc is None or not doc.engine_gpus or doc.hosts_in_launch > 1:
+        return
+    if {"multi-node", "ray", "ray-named"} & set(doc.hits):
+        return  # a Ray cluster (vLLM's multi-node serving) may hold more GPUs than one machine
+    if doc.stated_gpus and doc.stated_gpus >= doc.engine_gpus:
+        return  # "16 GPUs in the cluster": the writer counts more than the machine shown
+    told = doc.stated_gpus if one_machine else None
+    gpus = ctx.gpus_per_node() or doc.smi_gpus or told
+    if not gpus or doc.engine_gpus <= gpus:
+        return
+    s.mapping_failure = True
+    s.add(
+        "oversubscribed",
+        4.0,
+        f"the engine shards the model over {doc.engine_gpus} GPUs (tensor x pipeline x data "
+        f"parallel) on a machine of {gpus}",
+    )
+    s.name_fix(
+        "oversubscribed",
+        4.0,
+        f"Shard over the GPUs the machine has: a tensor x pipeline parallel size of {gpus} or "
+        "less (`--tensor-parallel-size`), or add machines to the engine's cluster (a Ray cluster "
+        "for vLLM's multi-node serving).",
+    )
+
+
+def neighbours_on_many_gpus(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Neighbouring ranks on one GPU (causes._neighbours_share: every rank on one GPU) on a
+    machine the input shows with two or more GPUs (an nvidia-smi table, the writer's count) and
+    no one-GPU list: the processes see several GPUs, so no per-rank selection is left."""
+    if doc is None or not base or base[0].code != "RM103":
+        return
+    if not any("are neighbours" in f.detail for f in base):
+        return
+    gpus = doc.smi_gpus or doc.stated_gpus or 0
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if gpus < 2 or len(entries) == 1:
+        return
+    s.add(
+        "no_set_device",
+        2.0,
+        f"neighbouring ranks share a GPU although the input shows {gpus} GPUs: no per-rank "
+        "selection",
+        doc.stated_gpus_at if not doc.smi_gpus else None,
+    )
+
+
+def one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Ranks that share a GPU under a visible-devices list of one GPU the writer set (an export
+    in ~/.bashrc, a prefix): every process sees that one GPU, whatever index it selects
+    (reference/cuda_devices.md §1) — the list against the process count, not a missing
+    selection (review 58). Not where a scheduler or framework sets per-process lists."""
+    if doc is None or not base or base[0].code != "RM103":
+        return
+    if "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in LIST_AGENTS):
+        return
+    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    if len(entries) != 1:
+        return
+    why = (
+        f"CUDA_VISIBLE_DEVICES={entries[0][:20]} leaves every process one GPU: the ranks share it "
+        "whatever index they select"
+    )
+    s.add("visible_devices_mismatch", 3.0, why, doc.quoted("cvd-assigned"))
+    s.add("no_set_device", -2.0, why)
+
+
+_APPLY_THE_LIST = (
+    "Set CUDA_VISIBLE_DEVICES in the environment the process starts with (`export` in the same "
+    "shell, or `CUDA_VISIBLE_DEVICES=1 python …`; in code only before anything touches CUDA, in a "
+    "notebook before the first CUDA call or after a kernel restart), spelled exactly so, and not "
+    "overwritten later (a sourced file, a launcher); check it in the process with `python -c "
+    "'import os,torch; print(os.environ.get(\"CUDA_VISIBLE_DEVICES\"), torch.cuda.device_count())'`"
+    ", and set CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers the GPUs as nvidia-smi does."
+)
+
+_TOLD_LIST = re.compile(
+    r"CUDA_VISIBLE_DEVICES['\"`]?\]?\s*(?:=|to(?: be)?|as)\s*['\"`]?(?P<v>\d+(?:\s*,\s*\d+)*)"
+)
+
+_INDEX = re.compile(r"(\d)\s*号|(?:gpu|cuda|device|card)\s?[=:#]?\s?(\d)\b", re.IGNORECASE)
+
+
+def _told_list(doc: DocFacts) -> list[str]:
+    """The list a sentence or code says was set ("I ran `export CUDA_VISIBLE_DEVICES=3`",
+    ``os.environ["CUDA_VISIBLE_DEVICES"] = "2"``)."""
+    for sid in ("cvd-assigned", "cvd-set-in-code"):
+        hit = doc.hits.get(sid)
+        m = _TOLD_LIST.search(hit.excerpt) if hit else None
+        if m:
+            return [e.strip() for e in m.group("v").split(",")]
+    return []
+
+
+def _idle_indices(doc: DocFacts) -> set[str]:
+    """The GPU indices the reporter sees idle ("nothing on GPU 3", "2号卡是空的")."""
+    hit = doc.hits.get("gpu-seen-idle")
+    if hit is None:
+        return set()
+    spans = [m.group(0) for m in hit.signal.pattern.finditer(hit.excerpt)]
+    return {a or b for span in spans for a, b in _INDEX.findall(span)}
