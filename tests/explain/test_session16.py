@@ -484,3 +484,14 @@ def test_the_schedulers_wrong_gpu_model_is_no_list_that_did_not_apply() -> None:
         "with cuda>=11.0\n"
     )
     assert not any("did not reach the process" in f.detail for f in findings_of(text))
+
+
+def test_a_fractional_ray_gpu_beside_a_shared_gpu_is_more_processes_than_gpus() -> None:
+    text = (
+        "Ray actors for RL learners\n\n```python\n@ray.remote(num_gpus=0.5)\nclass Learner:\n"
+        "    pass\n```\n\nNCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+        "device 3b000\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "oversubscribed"
+    assert any("fractional" in f.detail for f in found[:1])

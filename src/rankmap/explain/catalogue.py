@@ -178,6 +178,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
     "ray-named": ("ray",),
+    "ray-fractional-gpu": ("num_gpus", "gpu"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),

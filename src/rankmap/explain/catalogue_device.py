@@ -387,6 +387,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
+    # a fractional GPU request (`num_gpus=0.5`): Ray schedules several tasks or actors on one GPU
+    # (docs.ray.io, "Fractional GPUs"), and NCCL refuses two ranks of one communicator on one GPU
+    # (reference/nccl.md (a)): more processes than GPUs (reviews 62, 63)
+    _s("ray-fractional-gpu", r"(?<![-\w])num_gpus\s*=\s*0?\.\d+|['\"]GPU['\"]\s*:\s*0?\.\d+",
+       {"oversubscribed": 4},
+       f"https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html (fractional GPUs "
+       f"share one GPU) and {NCCL} (a)", where=NOT_PROSE),
     # Ray named in words ("Ray 2.9", "RaySGD", "Ray Train workers"): which framework started the
     # processes, no cause on its own; an invalid device under it is Ray's per-worker list
     # (combinations._per_process_ordinals)

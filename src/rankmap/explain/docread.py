@@ -23,6 +23,7 @@ from typing import Any
 from rankmap.explain import named
 from rankmap.explain.catalogue import SIGNALS, Signal
 from rankmap.explain.catalogue_zh import ZH_FAIL_KEYS
+from rankmap.explain.code_order import cvd_after_cuda
 from rankmap.explain.configs import ConfigFacts, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import (
@@ -213,54 +214,6 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
-# calls that initialise CUDA in PyTorch (the runtime reads CUDA_VISIBLE_DEVICES then, once:
-# reference/cuda_devices.md §1), and code that sets the variable
-_CUDA_INIT = re.compile(
-    r"torch\.cuda\.(?:is_available|device_count|current_device|set_device|get_device_name|"
-    r"init|mem_get_info)\(|\.cuda\(\)|\.to\(\s*['\"]cuda|device\s*=\s*['\"]cuda"
-)
-_CVD_IN_CODE = re.compile(
-    r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
-    r"os\.(?:environ\.setdefault|putenv)\(\s*['\"]CUDA_VISIBLE_DEVICES"
-)
-
-
-def _cvd_after_cuda(text: str, source: str) -> str:
-    """Where code sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (a notebook cell
-    that ran ``torch.cuda.is_available()`` first): the assignment changes nothing in this
-    process (review 58)."""
-    assign = _CVD_IN_CODE.search(text)
-    if assign is None:
-        return ""
-    lines = text[: assign.start()].split("\n")
-    depth = _indent(lines[-1])
-    ran = any(
-        _CUDA_INIT.search(line) and _indent(line) <= depth and not _in_definition(lines, i)
-        for i, line in enumerate(lines[:-1][-400:], start=max(0, len(lines) - 401))
-    )
-    if not ran:
-        return ""
-    end = text.find("\n", assign.start())
-    said = lines[-1] + text[assign.start() : end if end != -1 else None]
-    return f"{source}:{len(lines)}: {said.strip()[:160]}"
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
-def _in_definition(lines: list[str], at: int) -> bool:
-    """Whether line ``at`` is in the body of a ``def`` or ``class`` (run later, when called:
-    not before the lines that follow it)."""
-    depth = _indent(lines[at])
-    for line in reversed(lines[max(0, at - 200) : at]):
-        if line.strip() and _indent(line) < depth:
-            if re.match(r"\s*(?:async\s+)?(?:def|class)\s", line):
-                return True
-            depth = _indent(line)
-    return False
-
-
 _CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
 _ROCR_HIP = re.compile(
     r"ROCR_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?HIP_VISIBLE_DEVICES=|"
@@ -485,7 +438,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.cvd_spelled = _CVD_SPELLED.search(text) is not None
-    facts.cvd_after_cuda = _cvd_after_cuda(text, source)
+    facts.cvd_after_cuda = cvd_after_cuda(text, source)
     facts.rocr_hip_together = _ROCR_HIP.search(text) is not None
     facts.mpi_local = max(
         ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
