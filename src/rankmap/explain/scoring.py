@@ -68,10 +68,15 @@ GENERAL_FIX: dict[str, str] = {
     "0: drop (or renumber) a CUDA_VISIBLE_DEVICES written with the host's numbers; containers or "
     "pods that must not share a GPU each get their own (no time-slicing), compared by UUID "
     "(`nvidia-smi -L` inside each).",
+    # (pods or containers that share the host's network on one node share its hostname and boot
+    # id: the host network is the cause there, not the fix; review 63)
     "host_identity": "Give every machine, container or node its own identity: distinct hostnames "
     "(not a cloned image's or one `--hostname`), distinct node addresses (`VLLM_HOST_IP` / `ray "
     "start --node-ip-address` per node; containers on one bridge network share 172.17.0.x: "
-    "`--network host`), its own node rank, and no NCCL_HOSTID copied between machines.",
+    "`--network host` across machines), its own node rank, and no NCCL_HOSTID copied between "
+    "machines; several pods or containers on one node with the host's network share its hostname "
+    "and boot_id: give each its own NCCL_HOSTID (reference/nccl.md (b)) or place them on "
+    "different nodes.",
     "mig": "CUDA shows a process one MIG instance: start one process per instance, each given one "
     "`MIG-` UUID; an NCCL job needs its ranks on different physical GPUs (whole GPUs, or one "
     "instance of each), or NCCL >= 2.30 with `NCCL_MULTI_RANK_GPU_ENABLE=1` (experimental).",
