@@ -308,15 +308,6 @@ def _skipped_peers(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> N
         return
 
 
-def neighbours_share(ev: Evidence) -> tuple[int, int] | None:
-    """The first duplicate pair of neighbouring ranks (``rank 0 and rank 1``), if any."""
-    for e in ev.of("duplicate_gpu"):
-        a, b = e.ranks[0], e.ranks[-1]
-        if a is not None and b is not None and abs(a - b) == 1:
-            return a, b
-    return None
-
-
 def _neighbours_share(
     ctx: Context, ev: Evidence, pair: tuple[int, int], cands: dict[str, Candidate]
 ) -> None:

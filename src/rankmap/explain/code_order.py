@@ -18,6 +18,7 @@ _CVD_IN_CODE = re.compile(
     r"os\.environ\[\s*['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=|"
     r"os\.(?:environ\.setdefault|putenv)\(\s*['\"]CUDA_VISIBLE_DEVICES"
 )
+_DEFINITION = re.compile(r"\s*(?:async\s+)?(?:def|class)\s")
 
 
 def cvd_after_cuda(text: str, source: str) -> str:
@@ -50,7 +51,7 @@ def _in_definition(lines: list[str], at: int) -> bool:
     depth = _indent(lines[at])
     for line in reversed(lines[max(0, at - 200) : at]):
         if line.strip() and _indent(line) < depth:
-            if re.match(r"\s*(?:async\s+)?(?:def|class)\s", line):
+            if _DEFINITION.match(line):
                 return True
             depth = _indent(line)
     return False

@@ -25,9 +25,9 @@ from rankmap.explain.printed_lists import printed_device_points, printed_list_po
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
-    LIST_AGENTS,
     engine_above_gpus,
     hip_within_rocr,
+    list_agent,
     list_not_applied,
     neighbours_on_many_gpus,
     one_listed_gpu_shared,
@@ -83,7 +83,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         # where a scheduler or framework gives each process its own list (Slurm's per-task
         # binding under cgroups prints CUDA_VISIBLE_DEVICES=0 in every task), the same one-GPU
         # list and "device 0" in every rank are what a correct job prints (review 57)
-        agents = any(k in doc.hits for k in _LIST_AGENTS)
+        agents = list_agent(doc) is not None
         distinct = any(len(set(v.values())) == len(v) > 1 for v in doc.rank_lists.values())
         # (Slurm's tasks may be bound one GPU each by cgroups: every task prints 0 there)
         scheduled = agents or "slurm-tasks" in doc.hits
@@ -235,7 +235,7 @@ def _no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:
         return
     s.failure = True
     why = "a modulo by torch.cuda.device_count() divided by zero: the process sees no GPU"
-    quote = _quote(doc, "modulo-by-zero")
+    quote = doc.quoted("modulo-by-zero")
     s.add("visible_devices_mismatch", 4.0, why + " (CUDA_VISIBLE_DEVICES empty or wrong)", quote)
     s.add("container_mapping", 2.0, why + " (a container given no GPU)", quote)
     s.add("version_mismatch", 2.0, why + " (a CPU-only build, or a driver CUDA cannot use)", quote)
@@ -256,7 +256,7 @@ def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
             5.0,
             f"the launch starts {procs} processes but the program reports a world of one: they "
             "are separate jobs of one process each (reference/launchers.md §6)",
-            _quote(doc, "world-of-one"),
+            doc.quoted("world-of-one"),
         )
 
 
@@ -364,7 +364,7 @@ def _duplicate_across_hosts(
             5.0 if "same-hostname" in named else 3.0,
             f"ranks on one GPU in a job of several machines that may share one name ({named[0]}): "
             "NCCL compares GPUs among ranks of one host hash (reference/nccl.md (b))",
-            _quote(doc, named[0]) if doc else None,
+            doc.quoted(named[0]) if doc else None,
         )
 
 
@@ -469,7 +469,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
             "the list that is replaced is the one the scheduler set for the job or task: code "
             "that overwrites CUDA_VISIBLE_DEVICES discards the scheduler's assignment "
             "(reference/launchers.md §5, cuda_devices.md §1)",
-            _quote(doc, "scheduler-sets-cvd"),
+            doc.quoted("scheduler-sets-cvd"),
         )
     if doc and "cvd-ignored" in doc.hits and {"docker-gpus", "docker-word"} & set(doc.hits):
         s.add(
@@ -485,7 +485,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
                 4.0,
                 "the scheduler sets each task's CUDA_VISIBLE_DEVICES and yet the tasks end up on "
                 "one GPU: every task was given the same list (reference/launchers.md §5)",
-                _quote(doc, "scheduler-sets-cvd"),
+                doc.quoted("scheduler-sets-cvd"),
             )
         else:
             s.add(
@@ -509,9 +509,7 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
         )
     if ordinal:
         for sid, pts, why in _per_process_ordinals(ctx, doc):
-            s.add(
-                "per_process_visible_devices", pts, why, _quote(doc, sid) if doc and sid else None
-            )
+            s.add("per_process_visible_devices", pts, why, doc.quoted(sid) if doc and sid else None)
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch if doc else 0)
     # code that selects the local rank (pasted or --script) says the index is no global rank
     by_local = bool({ctx.selection(), doc.code_kind if doc else None} & _LOCAL_SELECTIONS)
@@ -552,7 +550,7 @@ def _launcher_and_binding(
             "CUDA_VISIBLE_DEVICES is ignored under the DeepSpeed launcher: with --num_gpus, "
             "--include/--exclude or a hostfile it sets CUDA_VISIBLE_DEVICES itself "
             "(reference/launchers.md §4, CVD interplay)",
-            _quote(doc, "cvd-ignored"),
+            doc.quoted("cvd-ignored"),
         )
         s.add("visible_devices_mismatch", -2.0, "the ignored list is the launcher's doing")
     if deepspeed and ctx.user_cvd() and _ds_selects(ctx):
@@ -586,7 +584,7 @@ def _launcher_and_binding(
             f"a CUDA IPC / peer-access failure (or a CUDA call failing inside NCCL) under {who}: "
             "each process sees only its own GPU, so NCCL cannot reach the peer's GPU "
             "(reference/launchers.md §5, §8, cuda_devices.md §1)",
-            _quote(doc, ipc),
+            doc.quoted(ipc),
         )
     if "cvd-after-init" in hits and any(f.code == "RM640" for f in base):
         s.add(
@@ -594,26 +592,18 @@ def _launcher_and_binding(
             5.0,
             "the device < num_gpus assert follows a CUDA_VISIBLE_DEVICES change after CUDA "
             "initialised (reference/cuda_devices.md §1); MIG is not needed to explain it",
-            _quote(doc, "cvd-after-init"),
+            doc.quoted("cvd-after-init"),
         )
-
-
-# Frameworks and schedulers that give each process its own visible-devices list (the hit id):
-# dask-cuda (one worker per GPU, https://docs.rapids.ai/api/dask-cuda/stable/), JAX
-# (local_device_ids, https://jax.readthedocs.io/en/latest/multi_process.html), Slurm's per-task
-# binding (launchers.md §5), Ray (each worker's CUDA_VISIBLE_DEVICES, launchers.md §8). Not
-# mpirun: it sets no list (launchers.md §6).
-_LIST_AGENTS = LIST_AGENTS
 
 
 def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
     """A visible-devices list, or a report that a process uses the wrong GPU, in a job whose
-    processes get their list from a framework or a scheduler (:data:`_LIST_AGENTS`): the list is
-    more likely that agent's than the user's. It ranks the causes of a failure; next to none it
-    is context only (two settings make no alarm)."""
+    processes get their list from a framework or a scheduler (``visible_lists.LIST_AGENTS``):
+    the list is more likely that agent's than the user's. It ranks the causes of a failure; next
+    to none it is context only (two settings make no alarm)."""
     if not (s.failure or (s.weak_failure and not doc.shows_outside())):
         return  # no failure, or only a generic one next to a failure outside the family
-    agent = next((k for k in _LIST_AGENTS if k in doc.hits), None)
+    agent = list_agent(doc)
     if agent and {"cvd-mentioned", "hip-visible", "device-selection-problem"} & set(doc.hits):
         s.add(
             "per_process_visible_devices",
@@ -621,7 +611,7 @@ def _list_of_an_agent(doc: DocFacts, s: Scores) -> None:
             f"a visible-devices list or a wrong GPU in a job whose processes get their list from "
             f"{agent} "
             "(per-process lists: reference/launchers.md §5, dask-cuda and JAX documentation)",
-            _quote(doc, agent),
+            doc.quoted(agent),
         )
 
 
@@ -678,7 +668,3 @@ def _ds_selects(ctx: Context) -> bool:
     """The DeepSpeed launch passes one of the options that make it ignore CVD."""
     cmd = f" {ctx.launch.command} " if ctx.launch else ""
     return any(f" {opt}" in cmd or f" {opt.strip()}=" in cmd for opt in _DS_SELECT)
-
-
-def _quote(doc: DocFacts, sid: str) -> str:
-    return doc.quoted(sid)

@@ -208,9 +208,11 @@ def _flags_quoted(f: Finding, source: str, flags_at: int) -> Finding:
     prefix = f"{source}:"
     out = []
     for q in f.evidence:
-        head, sep, rest = q[len(prefix) :].partition(": ") if q.startswith(prefix) else ("", "", "")
-        if sep and head.isdecimal() and int(head) >= flags_at:
-            q = f"--launch: {rest[2:]}" if rest.startswith("$ ") else f"--env: {rest[7:]}"
+        head, sep, line = q.removeprefix(prefix).partition(": ")
+        if q.startswith(prefix) and sep and head.isdecimal() and int(head) >= flags_at:
+            # the flag lines are "$ LAUNCH" and "export K=V" (explain_files)
+            launch = line.startswith("$ ")
+            q = f"--launch: {line[2:]}" if launch else f"--env: {line.removeprefix('export ')}"
         out.append(q)
     return replace(f, evidence=tuple(out))
 

@@ -87,7 +87,7 @@ def physical_index_after_narrowing(ctx: Context, ev: Evidence) -> str | None:
     ``invalid device ordinal``.
     """
     if ctx.visible_var() == "HIP_VISIBLE_DEVICES" and ctx.env.get("ROCR_VISIBLE_DEVICES"):
-        return None  # HIP's list indexes the GPUs ROCR's left (combinations._hip_within_rocr)
+        return None  # HIP's list indexes the GPUs ROCR's left (visible_lists.hip_within_rocr)
     entries = ctx.cvd_entries()
     if entries is None:
         entries = logged_visible_list(ev)

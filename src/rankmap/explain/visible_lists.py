@@ -15,8 +15,27 @@ from rankmap.explain.score_model import Scores
 from rankmap.findings import Finding
 from rankmap.numbers import saturating_int
 
-# Frameworks and schedulers that set each process's list themselves (launchers.md §5, §8)
+# Frameworks and schedulers that set each process's list themselves: dask-cuda, jax.distributed
+# (local_device_ids, https://jax.readthedocs.io/en/latest/multi_process.html), Slurm's per-task
+# binding (launchers.md §5), Ray (each worker's CUDA_VISIBLE_DEVICES, launchers.md §8). Not
+# mpirun: it sets no list (launchers.md §6).
 LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task", "ray", "ray-named")
+
+
+def list_agent(doc: DocFacts) -> str | None:
+    """The first of :data:`LIST_AGENTS` the input names, if any."""
+    return next((k for k in LIST_AGENTS if k in doc.hits), None)
+
+
+def _lists_set_for_the_user(doc: DocFacts) -> bool:
+    """Whether a scheduler or framework sets the processes' lists (not the writer)."""
+    return "scheduler-sets-cvd" in doc.hits or list_agent(doc) is not None
+
+
+def _writers_list(doc: DocFacts) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES entries the paste sets, else the list a sentence or code says
+    was set."""
+    return [e for e in doc.cvd_entries() if e] or _told_list(doc)
 
 
 def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
@@ -26,7 +45,7 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
     nvidia-smi and CUDA number the GPUs differently (CUDA_DEVICE_ORDER; reference/cuda_devices.md
     §1-2). What a message says ("OOM on GPU 0") is no such sighting: PyTorch names the first
     visible GPU "GPU 0" under any list. Not where a scheduler or framework sets the lists."""
-    if doc is None or "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in LIST_AGENTS):
+    if doc is None or _lists_set_for_the_user(doc):
         return
     if "cvd-misspelled" in doc.hits and not doc.cvd_spelled:
         s.failure = s.mapping_failure = True
@@ -50,7 +69,7 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
             doc.cvd_after_cuda,
         )
         s.name_fix("visible_devices_mismatch", 5.0, _APPLY_THE_LIST)
-    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    entries = _writers_list(doc)
     if not entries or not all(e.isdecimal() for e in entries):
         return
     # a GPU of the list seen idle counts beside the work seen on GPU 0, not alone (before or
@@ -90,7 +109,7 @@ def hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     # two attempts, or a run that went well (review 61)
     if not (doc and doc.rocr_hip_together and doc.failed):
         return
-    env = {**(doc.env if doc else {}), **dict(ctx.env)}
+    env = {**doc.env, **dict(ctx.env)}
     rocr = [e for e in env.get("ROCR_VISIBLE_DEVICES", "").split(",") if e.strip()]
     hip = [e for e in env.get("HIP_VISIBLE_DEVICES", "").split(",") if e.strip()]
     if not rocr or not hip or not all(e.strip().isdecimal() for e in hip):
@@ -155,7 +174,7 @@ def neighbours_on_many_gpus(doc: DocFacts | None, s: Scores, base: list[Finding]
     if not any("are neighbours" in f.detail for f in base):
         return
     gpus = doc.smi_gpus or doc.stated_gpus or 0
-    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    entries = _writers_list(doc)
     if gpus < 2 or len(entries) == 1:
         return
     s.add(
@@ -172,11 +191,9 @@ def one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding]) 
     in ~/.bashrc, a prefix): every process sees that one GPU, whatever index it selects
     (reference/cuda_devices.md §1) — the list against the process count, not a missing
     selection (review 58). Not where a scheduler or framework sets per-process lists."""
-    if doc is None or not base or base[0].code != "RM103":
+    if doc is None or not base or base[0].code != "RM103" or _lists_set_for_the_user(doc):
         return
-    if "scheduler-sets-cvd" in doc.hits or any(k in doc.hits for k in LIST_AGENTS):
-        return
-    entries = [e for e in doc.cvd_entries() if e] or _told_list(doc)
+    entries = _writers_list(doc)
     if len(entries) != 1:
         return
     why = (
