@@ -183,7 +183,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "jax-distributed": ("jax.", "local_device_ids"),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
     "local-rank-as-device": ("set_device",),
-    "one-gpu-per-proc": ("per ", "per-", "visible", " see"),
+    "one-gpu-per-proc": ("per ", "per-", "visible", " see", "each", "every"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
         "mpi_localrankid",

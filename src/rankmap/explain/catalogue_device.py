@@ -48,6 +48,13 @@ _ON = (
     r"clash|clashes|clashed|clashing) (?:on|over|at)|(?:compete|competes|competed|competing|contend|"
     r"contends|contended|contending|fight|fights|fought|fighting) (?:for|over))"
 )
+# What a process does to a GPU it holds memory on (never "sees": every process sees them all)
+_TAKES = (
+    r"(?:uses|used|(?:is|was) using|grabs|grabbed|(?:is|was) grabbing|claims|claimed|takes|took|"
+    r"occupies|occupied|allocates(?: memory)? on|allocated(?: memory)? on|initiali[sz]es|"
+    r"initiali[sz]ed|creates? (?:a )?contexts? on|created (?:a )?contexts? on|runs on|ran on|"
+    r"(?:is|was) running on|lands on|landed on|(?:is|was) placed on)"
+)
 # A job scheduler by name, not any "scheduler" (an LR or a diffusion scheduler) or "allocation"
 _SCHEDULER = (
     r"(?:batch system|(?:job|batch|cluster|workload) scheduler|\bslurm\b|\bjsrun\b|\blsf\b|"
@@ -489,7 +496,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:each|every) (?:process|task|worker|rank) (?:only )?sees? (?:only )?(?:one|a single|"
        r"(?:its|their) (?:own )?)(?:gpu|device|accelerator)|"
        r"(?:one|a single|single)[- ]visible[- ](?:gpu|device|accelerator)|"
-       r"sees? (?:only )?(?:its|their) (?:own )?(?:gpu|device|accelerator) as (?:device |gpu |cuda:?)0",
+       r"sees? (?:only )?(?:its|their) (?:own )?(?:gpu|device|accelerator) as (?:device |gpu |cuda:?)0|"
+       # "the wrapper sets CUDA_VISIBLE_DEVICES to a single GPU for each MPI rank" (review 63)
+       rf"{_VISIBLE_VAR} (?:to|=) (?:a single|one|only one|its own|their own|a different|a separate) "
+       r"(?:\w+ )?(?:gpu|device|card|index|id)s?\b[^.\n]{0,20}?\b(?:for|per|to|of|in) (?:each|every) "
+       r"(?:\w+ )?(?:rank|process|task|worker)",
        {"per_process_visible_devices": 3}, f"{LAUNCHERS} §5, §8"),
     _s("mpi-local", r"OMPI_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID|jsrun|--map-by|-npernode|"
        r"mpi4py|mpi4jax|PMI_RANK", {"launcher_config": 1, "per_process_visible_devices": 1},
@@ -632,7 +643,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("procs-on-every-gpu", rf"\b{_QUANT} (?:of (?:the|my|our) )?(?:\w+ )?{_AGENTS}\b{SENTENCE}{{0,40}}"
        rf"\b(?:{_ON}) (?:each|every|all (?:the )?(?:\d+ )?(?:gpus|devices|cards))\b(?: (?:gpu|device|card))?"
        # "..., one each" / "one per GPU": one process per GPU, the design described
-       r"(?!(?: (?:gpu|device|card))?[,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))",
+       r"(?!(?: (?:gpu|device|card))?[,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))|"
+       # "each worker grabs both GPUs", "every process allocates memory on all GPUs" (review 63);
+       # not "each process sees all GPUs": every launcher's process does, before it selects one
+       r"\b(?:each|every) (?:single )?(?:\w+ )?(?:process|rank|worker|task|actor|replica|trainer)\b"
+       rf"{SENTENCE}{{0,40}}?\b{_TAKES} (?:all|both|every) (?:of )?(?:the )?(?:\d+ )?"
+       r"(?:gpus|devices|cards|gpu|device|card)\b(?![,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))",
        {"no_set_device": 3},
        f"{PT} §1 and Horovod's guide (pin each process to one GPU: hvd.local_rank(), "
        "https://horovod.readthedocs.io/en/stable/tensorflow.html): a process that selects no GPU "

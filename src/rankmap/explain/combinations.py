@@ -408,6 +408,17 @@ def _transport_and_tables(ctx: Context, doc: DocFacts | None, s: Scores) -> None
             f"without) selecting its own device ({PT_SECTION})",
             doc.gpu0_quote,
         )
+    if doc and doc.every_gpu and not doc.gpu0_extra:
+        s.mapping_failure = True  # an observed state, like a process on GPU 0 and its own
+        s.add(
+            "no_set_device",
+            5.0,
+            f"nvidia-smi: {doc.every_gpu}: no process selected a GPU of its own ({PT_SECTION}; "
+            "TensorFlow maps memory on every GPU it sees, https://www.tensorflow.org/guide/gpu; "
+            "JAX uses every local GPU unless local_device_ids is given, "
+            "https://docs.jax.dev/en/latest/_autosummary/jax.distributed.initialize.html)",
+            doc.every_gpu_quote,
+        )
     if doc and doc.shared_gpu and not doc.gpu0_extra:
         s.failure = s.mapping_failure = True  # several processes on one GPU: this family's symptom
         for cat, pts in (

@@ -273,6 +273,8 @@ class DocFacts:
     cvd_whole_machine: bool = False
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
+    every_gpu: str | None = None  # an nvidia-smi process table: several PIDs, each on every GPU
+    every_gpu_quote: str = ""
     gpu0_quote: str | None = None
     shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
@@ -975,6 +977,7 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     # using them all, by design: the no-set_device signature is ranks that each hold GPU 0 and
     # their own GPU (review 23)
     several = len(gpus_of) > 1
+    _every_gpu(gpus_of, rows, facts)
     for pid, gpus in gpus_of.items():
         if several and 0 in gpus and len(gpus) == 2 and facts.gpu0_extra is None:
             other = ", ".join(str(g) for g in sorted(gpus - {0}))
@@ -989,6 +992,20 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
         facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
         if any(g.mig_mode for g in hosts[0].gpus):
             facts.smi_mig = f"{source}:{seg.first_line}: nvidia-smi shows MIG mode enabled"
+
+
+def _every_gpu(gpus_of: dict[int, set[int]], rows: dict[int, str], facts: DocFacts) -> None:
+    """Several processes that each hold memory on the same two or more GPUs: none selected a
+    GPU of its own (TensorFlow and JAX take memory on every GPU they see; a PyTorch rank touches
+    each GPU it calls); one process on several GPUs is one rank using them by design."""
+    gpu_sets = {frozenset(g) for g in gpus_of.values()}
+    if len(gpus_of) < 2 or len(gpu_sets) != 1 or facts.every_gpu is not None:
+        return
+    gpus = sorted(next(iter(gpu_sets)))
+    if len(gpus) >= 2:
+        listed = ", ".join(str(g) for g in gpus)
+        facts.every_gpu = f"{len(gpus_of)} processes each hold memory on every GPU ({listed})"
+        facts.every_gpu_quote = next(iter(rows.values()))
 
 
 def _config(seg: Segment, facts: DocFacts) -> None:
