@@ -88,3 +88,79 @@ def test_one_list_for_every_run_is_no_per_process_list() -> None:
         "one-gpu-per-proc"
         not in read_document("I set CUDA_VISIBLE_DEVICES=0,1 for each run\n").hits
     )
+
+
+# --- a failure told as over --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[solved] invalid device ordinal on our 4-GPU boxes\n\nFor the record: last week the runs "
+        "died with CUDA error: invalid device ordinal because the launch still had "
+        "--nproc_per_node=8 on 4 GPUs. We changed it to 4.\n",
+        "Closing this: NCCL reported Duplicate GPU detected : rank 1 and rank 0 both on CUDA device "
+        "41000 because the script never called set_device. I added the call and the run now "
+        "completes.\n",
+    ],
+)
+def test_a_failure_told_as_solved_keeps_its_cause_at_info(text: str) -> None:
+    found = findings_of(text)
+    assert found[0].category in ("oversubscribed", "no_set_device")
+    assert all(f.severity.value == "info" for f in found)
+    assert "tells this failure as solved" in found[0].detail
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It works now with 1 GPU, but with 2 GPUs I get this:\n"
+        "NCCL WARN Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n",
+        "I thought it was fixed? Still:\nRuntimeError: CUDA error: invalid device ordinal\n",
+        "It was fixed in 2.18 but is back:\nRuntimeError: CUDA error: invalid device ordinal\n",
+    ],
+)
+def test_a_failure_still_open_is_no_solved_story(text: str) -> None:
+    assert read_document(text).resolved is None
+    assert findings_of(text)[0].severity.value != "info"
+
+
+def test_a_new_failure_after_a_solved_one_is_read_as_usual() -> None:
+    text = (
+        "Solved the device issue by adding set_device.\n\nNew error now:\n\n"
+        "NCCL WARN Duplicate GPU detected : rank 0 and rank 4 both on CUDA device 4f000\n\nWhy?\n"
+    )
+    found = findings_of(text)
+    assert found[0].severity.value == "error"
+    assert "solved" not in found[0].detail
+
+
+# --- a caption before a launch command ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Command: `torchrun --nproc_per_node 4 train.py`",
+        "I run: torchrun --nproc_per_node 4 train.py",
+        "**Launch command:** torchrun --nproc_per_node 4 train.py",
+    ],
+)
+def test_a_captioned_launch_line_is_the_launch(line: str) -> None:
+    text = f"title\n\n{line}\n\nRuntimeError: CUDA error: invalid device ordinal\n"
+    assert read_document(text).launch == "torchrun --nproc_per_node 4 train.py"
+
+
+def test_a_sentence_after_a_caption_word_is_no_launch() -> None:
+    assert read_document("Run: python train.py is what I do\n").launch is None
+
+
+# --- what would decide, in the launcher's words ------------------------------------------------
+
+
+def test_the_per_rank_list_check_uses_the_launchers_own_variables() -> None:
+    text = "mpirun -np 4 python train.py\nRuntimeError: CUDA error: invalid device ordinal\n"
+    found = findings_of(text)
+    per_process = next(f for f in found if f.category == "per_process_visible_devices")
+    assert "OMPI_COMM_WORLD_LOCAL_RANK" in per_process.detail
+    assert "srun" not in per_process.detail

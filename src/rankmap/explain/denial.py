@@ -121,6 +121,64 @@ _NOT_HAPPENED = re.compile(
 )
 
 
+# The writer tells a failure that is over: a title tagged solved, "closing this", "for the
+# record", "the run now completes" (reviews 62, 64). Such a text reports a cause, not a failure
+# to fix: its findings stay, at info.
+_FIX_DONE = (
+    r"(?:added|adding|changed|changing|set|setting|switched|removed|upgraded|downgraded|fixed|"
+    r"replaced|exported|passed|passing|using|moved|called|calling)"
+)
+_RESOLVED = re.compile(
+    r"^\W{0,3}(?:solved|resolved|fixed)\W|\b(?:solved|resolved|fixed)\s*[\])]|"
+    r"\bclosing (?:this|the issue|it)\b|\bfor the record\b|\bleaving this (?:here )?for\b|"
+    r"\bproblem solved\b|"
+    r"(?<!\bnot )(?<!n't )\b(?:is|was|has been|got) (?:now )?(?:solved|resolved|fixed)\b(?! (?:in|by) "
+    r"(?:v(?:ersion)?\s*)?\d)|"
+    # "added set_device and the run now completes", "works fine now that I set X": a fix told
+    rf"\b{_FIX_DONE}\b[^.\n]{{0,80}}\b(?:now|since then)\b[^.\n]{{0,30}}\b(?:works|runs|completes|"
+    r"trains|finishes|(?:has|have) been running)\b|"
+    r"\b(?:works|runs|completes|trains)\b(?: \w+){0,2} now (?:that|after|since) (?:i|we)\b|"
+    rf"\b(?:has|have) been running without (?:any )?(?:problems|issues|errors)\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+# ... unless the text goes on to an open failure: a question, "still", "but with 2 GPUs I get"
+# before the other failure it goes on to ("solved, new problem now: KeyError ... any idea?":
+# the question is about the new failure)
+_OTHER_FAILURE = re.compile(
+    r"\b(?:new|another|different|next|other) (?:error|problem|issue|failure|crash)\b", re.IGNORECASE
+)
+_STILL_OPEN = re.compile(
+    r"\?|\bstill\b|\bbut (?:now|with|on|when|for|if|i|we|it)\b|\b(?:i|we) (?:get|see|keep)\b|"
+    r"\b(?:i'm|we're|i am|we are) "
+    r"getting\b|\b(?:now|again) (?:it )?(?:fails|crashes|hangs|errors|throws|gets|shows|dies)\b|"
+    r"\bdo(?:es)?(?:n't| not) (?:work|help|fix)\b|\bdid(?:n't| not) (?:work|help|fix)\b",
+    re.IGNORECASE,
+)
+
+
+def other_failure_line(text: str, after: str) -> int | None:
+    """The 1-based line of ``text`` where, past the line holding ``after``, the writer turns to
+    another failure ("New problem now:"); None when it does not."""
+    start = text.find(after)
+    m = _OTHER_FAILURE.search(text, start + len(after) if start >= 0 else 0)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def resolved_story(prose: str) -> str | None:
+    """The words by which the writer tells a failure that is over (None when the text does not,
+    or goes on to one still open)."""
+    m = _RESOLVED.search(prose)
+    if m is None:
+        return None
+    # what follows "new problem" is the other failure the writer asks about
+    other = _OTHER_FAILURE.search(prose, m.end())
+    if _STILL_OPEN.search(prose, 0, other.start() if other else len(prose)):
+        return None
+    line_start = prose.rfind("\n", 0, m.start()) + 1
+    line_end = prose.find("\n", m.end())
+    return prose[line_start : line_end if line_end != -1 else len(prose)].strip()[:200]
+
+
 # A writer whose run works and who asks to be sure ("Throughput is as expected. Just want to
 # confirm I didn't misconfigure anything"): with no failure word anywhere, nothing failed
 # (review 40)

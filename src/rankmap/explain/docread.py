@@ -32,6 +32,8 @@ from rankmap.explain.denial import (
     dismissed,
     negated,
     not_happened,
+    other_failure_line,
+    resolved_story,
     ruled_out,
     wanted,
     without_what_if_questions,
@@ -268,6 +270,8 @@ class DocFacts:
     frameworks: list[str] = field(default_factory=list)
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
     hypothetical: bool = False  # asking about a failure the writer has not had, no run's output
+    resolved: str | None = None  # the words telling a failure that is over ("[solved]", ...)
+    resolved_until: int | None = None  # the line where the writer turns to another failure
     log_lines: int = 0  # lines of the document read as program output
     # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
     cvd_whole_machine: bool = False
@@ -454,10 +458,13 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         facts.rank_lists = rank_lists(text)
     facts.rank_devices = rank_devices(text)
     caption = ""  # the prose line just before a shell block that names its machine
+    prose: list[str] = []
     for seg in split_document(text):
         facts.segments[seg.kind] += 1
         if seg.kind == "log":
             facts.log_lines += seg.text.count("\n") + 1
+        if seg.kind == "prose" and len(prose) < MAX_PROSE_SPANS:
+            prose.append(seg.text)
         if seg.kind == "prose" and len(facts.prose_spans) < MAX_PROSE_SPANS:
             facts.prose_spans.append((seg.first_line, seg.first_line + seg.text.count("\n")))
         _signals(seg, source, facts)
@@ -514,6 +521,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         text, failed=facts.failed
     )
     facts.failed = facts.failed and not facts.hypothetical
+    facts.resolved = resolved_story("\n".join(prose))
+    if facts.resolved:
+        facts.resolved_until = other_failure_line(text, facts.resolved)
     if facts.stated_gpus is None and facts.job_gpus is not None:
         facts.stated_gpus, facts.stated_gpus_at = facts.job_gpus
     if _lists_every_gpu(facts):  # an environment dump of a job that sees the whole machine

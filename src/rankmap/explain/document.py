@@ -49,6 +49,15 @@ _PROMPT = re.compile(
     r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[~/][^$#\n]*)?|\[[\w.@-]+(?: [^\]\n]*)?\])?[$#]\s+"
     r"(?P<cmd>\S.*)$"
 )
+# "Launch: horovodrun -np 4 ...", "Command: `torchrun ...`": a caption before a launch command
+# on its line (review 63); the caption is no prompt (no machine name) and is stripped
+_CAPTION = re.compile(
+    r"^\s*(?:\*\*)?(?:launch(?:ed)?(?: (?:with|using|by|command|cmd|line|script))?|"
+    r"(?:the )?command(?: line)?|cmd|run(?: with| command)?|i (?:run|ran|launch|launched|start|"
+    r"started)(?: it| the job| training)?(?: with)?|started with|repro(?:duce)?|usage)(?:\*\*)?"
+    rf"\s*[:：]\s*(?:\*\*)?\s*`?(?P<cmd>(?:{LAUNCHER_WORDS})\s[^`]*)`?\s*$",
+    re.IGNORECASE,
+)
 _LAUNCH_LINE = re.compile(
     rf"^\s*(?:[!+]\s*)?(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:{LAUNCHER_WORDS})(?:\s|$)"
 )
@@ -119,7 +128,12 @@ def classify_line(line: str, prev_kind: str | None) -> str:
         return "blank"
     if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
         return "smi"  # a table row of nvidia-smi / rocm-smi
-    if _PROMPT.match(line) or _LAUNCH_LINE.match(line) or _SCRIPT_LINE.match(line):
+    if (
+        _PROMPT.match(line)
+        or _LAUNCH_LINE.match(line)
+        or _SCRIPT_LINE.match(line)
+        or _CAPTION.match(line)
+    ):
         return "shell"
     if _ENV.match(line):
         return "env"
@@ -240,7 +254,8 @@ def shell_commands(seg: Segment) -> list[tuple[int, str, str]]:
     prompt = ""
     for no, line in seg.lines():
         m = _PROMPT.match(line)
-        body = m.group("cmd") if m else line.strip()
+        caption = None if m else _CAPTION.match(line)
+        body = m.group("cmd") if m else caption.group("cmd") if caption else line.strip()
         body = body.lstrip("!+ ").strip()
         if not pending:
             start = no

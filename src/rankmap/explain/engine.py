@@ -191,6 +191,8 @@ def explain_files(
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     named_fixes = frozenset(fix for _, fix in scores.fixes.values())
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
+    if doc is not None and doc.resolved:
+        report.findings = _told_as_solved(report.findings, doc.resolved, doc.resolved_until)
     if flags:
         report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]
     report.sections["explain"]["scores"] = scores_section(scores)
@@ -199,6 +201,34 @@ def explain_files(
         report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(report)
+
+
+def _told_as_solved(findings: list[Finding], words: str, until: int | None) -> list[Finding]:
+    """The findings of a text that tells its failure as over ("[solved]", "closing this: ...
+    the run now completes"): the cause it names stays, at info — nothing is left to fix, and no
+    alarm (reviews 62, 64). Where the writer turns to another failure (line ``until``), the
+    findings quoting it are read as usual."""
+    said = redact_free_text(words)[:160]
+    out = []
+    for f in findings:
+        if until is not None and any(n >= until for n in _quoted_lines(f)):
+            out.append(f)
+            continue
+        told = f.severity is not Severity.INFO and f.code != "RM003"
+        out.append(
+            replace(
+                f,
+                severity=Severity.INFO,
+                detail=f"The input tells this failure as solved ({said!r}): " + f.detail
+                if told
+                else f.detail,
+            )
+        )
+    return out
+
+
+def _quoted_lines(f: Finding) -> list[int]:
+    return [int(m.group("n")) for e in f.evidence if (m := _WHERE.match(e))]
 
 
 def _flags_quoted(f: Finding, source: str, flags_at: int) -> Finding:

@@ -43,6 +43,36 @@ DECIDERS: dict[str, str] = {
 }
 
 
+# How each launcher's ranks print their own list: the Slurm line of RM501 reads wrong to a user
+# of mpirun or horovodrun (review 63). Open MPI names the node-local rank
+# OMPI_COMM_WORLD_LOCAL_RANK (reference/launchers.md §6).
+_PER_RANK_ECHO: dict[str, str] = {
+    "mpirun": "`mpirun -np N bash -c 'echo $OMPI_COMM_WORLD_LOCAL_RANK $CUDA_VISIBLE_DEVICES'`",
+    "horovodrun": "`horovodrun -np N bash -c 'echo $OMPI_COMM_WORLD_LOCAL_RANK "
+    "$CUDA_VISIBLE_DEVICES'`",
+    "torchrun": "`print(os.environ['LOCAL_RANK'], os.environ.get('CUDA_VISIBLE_DEVICES'))` at "
+    "the top of the script",
+}
+_PER_RANK_ECHO.update(
+    mpiexec=_PER_RANK_ECHO["mpirun"],
+    orterun=_PER_RANK_ECHO["mpirun"],
+    prterun=_PER_RANK_ECHO["mpirun"],
+    accelerate=_PER_RANK_ECHO["torchrun"],
+    deepspeed=_PER_RANK_ECHO["torchrun"],
+)
+
+
+def decider(code: str, ctx: Context) -> str:
+    """What would decide for ``code``, in the words of the launch the input shows."""
+    text = DECIDERS.get(code, "")
+    launcher = ctx.launch.launcher if ctx.launch else None
+    if code == "RM501" and launcher in _PER_RANK_ECHO:
+        return text.replace(
+            "`srun bash -c 'echo $SLURM_LOCALID $CUDA_VISIBLE_DEVICES'`", _PER_RANK_ECHO[launcher]
+        )
+    return text
+
+
 def quote(ev: Event) -> str:
     """``file:line: text`` for a finding's evidence."""
     return f"{ev.line.where()}: {ev.line.text.strip()[:300]}"
@@ -96,7 +126,7 @@ def _version_note(ev: Evidence) -> str:
 
 
 def _alternatives(
-    chosen: str, cands: Iterable[Candidate], defaults: Iterable[str], what: str
+    ctx: Context, chosen: str, cands: Iterable[Candidate], defaults: Iterable[str], what: str
 ) -> list[Finding]:
     out: list[Finding] = []
     seen = {chosen}
@@ -106,7 +136,7 @@ def _alternatives(
             continue
         seen.add(c.code)
         why = "; ".join(c.reasons) if c.reasons else "not excluded by the input"
-        decide = DECIDERS.get(c.code, "")
+        decide = decider(c.code, ctx)
         out.append(
             finding(
                 c.code,
@@ -177,7 +207,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         )
         chosen = best.code
     else:
-        decide = "; ".join(DECIDERS[c] for c in ("RM101", "RM301"))
+        decide = "; ".join(decider(c, ctx) for c in ("RM101", "RM301"))
         first = finding(
             "RM103",
             f"Two ranks on one host use the same physical GPU: {shared}",
@@ -189,7 +219,7 @@ def duplicate_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         )
         chosen = "RM103"
     defaults = ("RM101", "RM301") if chosen == "RM103" else ()
-    return [first, *_alternatives(chosen, cands, defaults, "shared GPU")]
+    return [first, *_alternatives(ctx, chosen, cands, defaults, "shared GPU")]
 
 
 def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
@@ -229,7 +259,7 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         chosen = best.code
     else:
         chosen, *others = _undecided_ordinal(ctx, cands)
-        decide = "; ".join(DECIDERS[c] for c in (chosen, *others))
+        decide = "; ".join(decider(c, ctx) for c in (chosen, *others))
         first = finding(
             chosen,
             f"invalid device ordinal: {what}{rank_txt}",
@@ -237,8 +267,8 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             f"{decide}.",
             **common,
         )
-        return [first, *_alternatives(chosen, cands, others, "invalid device ordinal")]
-    return [first, *_alternatives(chosen, cands, (), "invalid device ordinal")]
+        return [first, *_alternatives(ctx, chosen, cands, others, "invalid device ordinal")]
+    return [first, *_alternatives(ctx, chosen, cands, (), "invalid device ordinal")]
 
 
 # What an undecided ordinal failure leaves open (UNDECIDED_MARK: the scoring decides).
@@ -339,8 +369,8 @@ def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         code,
         f"{lookup(code).summary}: CUDA out of memory on {where}",
         detail=f"{why}. Would decide: `nvidia-smi` during the run (which PIDs sit on GPU 0) and "
-        f"{DECIDERS.get(code, DECIDERS['RM301'])}.",
+        f"{decider(code, ctx) or decider('RM301', ctx)}.",
         fix=_fix(code, ctx),
         evidence=quotes,
     )
-    return [first, symptom, *_alternatives(code, cands, (), "out-of-memory GPU")]
+    return [first, symptom, *_alternatives(ctx, code, cands, (), "out-of-memory GPU")]
