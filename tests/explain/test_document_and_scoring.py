@@ -244,6 +244,7 @@ def test_explain_on_pasted_mixtures_never_crashes(parts: list[str]) -> None:
 # One line (written for this test) per signal that the signal must recognise; the prefilter
 # keys must let every one through.
 EXAMPLES = {
+    "fabric-manager-not-ready": "RuntimeError: CUDA error: system not yet initialized",
     "hip-invalid-device": "hipErrorInvalidDevice",
     "xla-invalid-device": "CUDA_ERROR_INVALID_DEVICE: invalid device ordinal",
     "uuid-as-int": "ValueError: invalid literal for int() with base 10: 'MIG-1234abcd-1'",

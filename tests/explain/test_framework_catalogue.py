@@ -19,6 +19,9 @@ from rankmap.findings import Severity
 BY_ID = {s.id: s for s in SIGNALS}
 
 EXAMPLES = {
+    "tf-unknown-device": "RuntimeError: /job:localhost/replica:0/task:0/device:GPU:2 unknown "
+    "device.",
+    "tf-unknown-gpu0": "RuntimeError: /job:localhost/replica:0/task:0/device:GPU:0 unknown device.",
     "tf-visible-list-invalid": "InvalidArgumentError: 'visible_device_list' listed an invalid GPU "
     "id '5' but visible device count is 1",
     "tf-visible-list-duplicate": "visible_device_list contained a duplicate entry: 2,2",

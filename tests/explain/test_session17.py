@@ -164,3 +164,72 @@ def test_the_per_rank_list_check_uses_the_launchers_own_variables() -> None:
     per_process = next(f for f in found if f.category == "per_process_visible_devices")
     assert "OMPI_COMM_WORLD_LOCAL_RANK" in per_process.detail
     assert "srun" not in per_process.detail
+
+
+# --- review 64 ---------------------------------------------------------------------------------
+
+
+def test_one_slot_per_host_in_a_sentence_makes_a_duplicate_gpu_two_machines_taken_for_one() -> None:
+    text = (
+        "mpirun across two docker hosts -> Duplicate GPU detected\n\n"
+        "One container per machine from the same compose file, then mpirun -np 2 -H "
+        "10.0.0.11:1,10.0.0.12:1 python train.py\n\n"
+        "trainer:77:102 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both "
+        "on CUDA device 1b000\n"
+    )
+    facts = read_document(text)
+    assert facts.launch is None  # the title is no launch command
+    assert (facts.hosts_in_launch, facts.slots_per_host) == (2, 1)
+    assert _lead(text)[0] == "host_identity"
+
+
+def test_nccl_counting_one_node_for_the_machines_the_prose_counts_is_one_host_identity() -> None:
+    text = (
+        "2 machines, 8 GPUs each, but NCCL sees one node\n\n"
+        "h1:71:71 [0] NCCL INFO comm 0x6e1 rank 0 nRanks 16 nNodes 1 localRanks 16 localRank 0\n"
+        "h1:79:79 [8] NCCL WARN Cuda failure 'invalid device ordinal'\n"
+    )
+    assert read_document(text).stated_machines == 2
+    assert _lead(text)[0] == "host_identity"
+
+
+def test_a_process_that_saw_its_whole_machine_had_no_per_process_list() -> None:
+    text = (
+        "# JAX: 2 hosts x 4 GPUs, one process per GPU, srun -n 8\n"
+        "pid = int(os.environ['SLURM_PROCID'])\n"
+        "jax.distributed.initialize(num_processes=8, process_id=pid, local_device_ids=[pid])\n"
+        "# XlaRuntimeError: INVALID_ARGUMENT: Invalid device ordinal value (4). Valid range is "
+        "[0, 3].\n"
+    )
+    assert read_document(text).visible_range == 4
+    assert _lead(text)[0] == "global_rank_as_device"
+
+
+def test_a_security_group_is_a_network_failure_the_answer_names() -> None:
+    text = (
+        "Watchdog timeout at the first allreduce on 2 nodes\n\n"
+        "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 1800123 milliseconds\n\n"
+        "The rank map looked right. The security group only allows ports 22 and 29500.\n"
+    )
+    found = findings_of(text)
+    assert found[0].code == "RM003" and found[0].severity.value == "info"
+    assert "security group" in found[0].detail and "NCCL_DEBUG" not in found[0].fix
+
+
+def test_tensorflow_placing_on_a_gpu_past_the_list_is_the_list() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=0,1 python train_tf.py\n\n"
+        "RuntimeError: /job:localhost/replica:0/task:0/device:GPU:2 unknown device.\n"
+    )
+    assert _lead(text) == ("visible_devices_mismatch", "warning")
+
+
+def test_cuda_error_802_names_the_fabric_manager() -> None:
+    text = (
+        "HGX H100 fresh install\n\ntorchrun --nproc_per_node=8 train.py\n"
+        "RuntimeError: CUDA error: system not yet initialized\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "other"
+    assert "nvidia-fabricmanager" in first.fix

@@ -295,7 +295,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "(https://pytorch.org/docs/stable/notes/faq.html), not a mapping one; a mapping guess then "
        "needs a message that names its cause", outside=True),
     _s("outside-network", r"Connection refused|DEADLINE_EXCEEDED|Deadline Exceeded|Connection reset "
-       r"by peer|No route to host|Network is unreachable|\bfirewall\b|ECONNREFUSED|ETIMEDOUT|"
+       r"by peer|No route to host|Network is unreachable|\bfirewall\b|security groups?\b|"
+       r"\bufw\b|\biptables\b|ECONNREFUSED|ETIMEDOUT|"
        r"Connection timed out|Name or service not known|Temporary failure in name resolution|"
        r"Socket Timeout|DistNetworkError|DistStoreError|client socket has timed out|"
        r"Timed out (?:after \d+ seconds )?waiting for clients|timed out initiali[sz]ing process "
@@ -327,6 +328,19 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "nccl-tests (https://github.com/NVIDIA/nccl-tests, common.cu: the '#wrong' column and the "
        "'Out of bounds values' summary count results that differ from the expected ones); NCCL "
        "troubleshooting, 'PCI Access Control Services (ACS)'", failure=True),
+    # NVSwitch systems (HGX/DGX) start CUDA only once the fabric manager has set up the switches:
+    # until then every process fails with cudaErrorSystemNotReady (802)
+    _s("fabric-manager-not-ready", r"system not yet initiali[sz]ed|cudaErrorSystemNotReady|"
+       r"CUDA_ERROR_SYSTEM_NOT_READY|CUDA error 802\b|error code 802\b|"
+       r"nvidia-fabricmanager[^\n]{0,40}\b(?:inactive|failed|not running|dead)",
+       {"other": 3},
+       "CUDA runtime API, cudaErrorSystemNotReady (802): the system is not ready, e.g. NVSwitch "
+       "systems without a running fabric manager (https://docs.nvidia.com/cuda/cuda-runtime-api/"
+       "group__CUDART__TYPES.html; https://docs.nvidia.com/datacenter/tesla/"
+       "fabric-manager-user-guide/index.html)", failure=True,
+       fix="Start the fabric manager on the node — `sudo systemctl enable --now "
+       "nvidia-fabricmanager` — with the same version as the driver (`nvidia-smi` shows the "
+       "driver's); NVSwitch systems fail CUDA's start with error 802 until it runs"),
     # an InfiniBand/RoCE work completion with an error status (12: retry count exceeded)
     _s("outside-ib-completion", r"Got completion from peer[^\n]{0,80}with (?:status|error)",
        {"other": 2},
@@ -394,6 +408,13 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
 # fmt: on
 
 FAMILY_KEYS: dict[str, tuple[str, ...]] = {
+    "fabric-manager-not-ready": (
+        "not yet initiali",
+        "systemnotready",
+        "system_not_ready",
+        "802",
+        "nvidia-fabricmanager",
+    ),
     "invalid-device-any": (
         "index is out of range",
         "must be in [0,",
@@ -570,6 +591,9 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "no route to host",
         "network is unreachable",
         "firewall",
+        "security group",
+        "ufw",
+        "iptables",
         "econnrefused",
         "etimedout",
         "connection timed out",

@@ -37,6 +37,21 @@ _SGLANG = f"{_GH}/sgl-project/sglang/blob/main"
 # fmt: off
 FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
     # --- TensorFlow / XLA's device-id utilities ----------------------------------------------------
+    # TensorFlow eager's placement: a device name the process does not have. GPU:1 and above is
+    # an index past the GPUs the process sees (its CUDA_VISIBLE_DEVICES, renumbered from 0);
+    # GPU:0 is a process that sees no GPU at all (a CUDA build the installed libraries do not
+    # match: https://github.com/kamalkraj/ALBERT-TF2.0/issues/17)
+    _s("tf-unknown-device", r"device:GPU:[1-9]\d* unknown device",
+       {"visible_devices_mismatch": 2, "oversubscribed": 1, "per_process_visible_devices": 1},
+       "TensorFlow numbers the GPUs a process sees from 0 (https://www.tensorflow.org/guide/gpu): "
+       "/device:GPU:N past them is unknown (https://github.com/tensorflow/tensorflow/issues/34718)",
+       failure=True, framework="tensorflow"),
+    _s("tf-unknown-gpu0", r"device:GPU:0 unknown device",
+       {"version_mismatch": 2},
+       "TensorFlow registered no GPU: its CUDA/cuDNN build does not match the installed "
+       "libraries (https://github.com/kamalkraj/ALBERT-TF2.0/issues/17, "
+       "https://www.tensorflow.org/install/source#gpu)",
+       failure=True, framework="tensorflow"),
     _s("tf-visible-list-invalid",
        r"'visible_device_list' listed an invalid (?:GPU|Device) id '-?\d+' but visible device "
        r"count is \d+",
@@ -321,6 +336,8 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
 # Lowercase substrings every match contains (rankmap.explain.catalogue.KEYS): long phrases of the
 # messages, none of which occurs in routine NCCL INFO or Init lines.
 FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
+    "tf-unknown-device": ("unknown device",),
+    "tf-unknown-gpu0": ("unknown device",),
     "tf-visible-list-invalid": ("listed an invalid",),
     "tf-visible-list-duplicate": ("contained a duplicate entry",),
     "tf-visible-after-init": ("devices cannot be modified after",),

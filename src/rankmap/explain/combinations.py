@@ -345,7 +345,11 @@ def _duplicate_across_hosts(
     launch = ctx.launch
     nodes = max(launch.nnodes or 0 if launch else 0, doc.hosts_in_launch if doc else 0)
     # a launch line that could not be simulated (no script named) still says its counts
-    per_node = (launch.nproc_per_node if launch else None) or (doc.stated_procs if doc else None)
+    per_node = (
+        (doc.slots_per_host if doc else None)
+        or (launch.nproc_per_node if launch else None)
+        or (doc.stated_procs if doc else None)
+    )
     if per_node == 1 and nodes >= 2:
         s.add(
             "host_identity",
@@ -434,6 +438,9 @@ def _nodes_merged(ctx: Context, doc: DocFacts) -> str | None:
     one host (reference/nccl.md (b): ranks of one host hash are one node); None otherwise."""
     nodes = max(ctx.launch.nnodes or 0 if ctx.launch else 0, doc.hosts_in_launch)
     nproc = ctx.launch.nproc_per_node if ctx.launch else doc.stated_procs
+    if not nodes and doc.stated_machines >= 2 and not nproc:
+        # "2 machines, 8 GPUs each": the prose's count, with the GPUs it gives one machine
+        nodes, nproc = doc.stated_machines, doc.stated_gpus
     if doc.nccl_nodes != 1 or nodes < 2 or not nproc or doc.local_ranks <= nproc:
         return None
     return (
@@ -473,6 +480,14 @@ def _one_rank_per_node(ctx: Context, doc: DocFacts) -> bool:
 
 def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """A visible-devices list against the symptom (an invalid ordinal, ranks on one GPU)."""
+    machine_gpus = doc and (doc.smi_gpus or doc.stated_gpus)
+    if doc and machine_gpus and doc.visible_range >= max(2, machine_gpus):
+        s.add(
+            "per_process_visible_devices",
+            -3.0,
+            f"the failing process saw {doc.visible_range} devices (XLA's valid range), as many as "
+            "its machine has: no per-process list narrowed it (reference/cuda_devices.md §1)",
+        )
     if doc and {"cvd-ignored", "scheduler-sets-cvd"} <= set(doc.hits):
         s.add(
             "per_process_visible_devices",

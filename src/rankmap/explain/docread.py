@@ -214,6 +214,11 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 
 
 _HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
+# the same list in a sentence, after an MPI launcher's name
+_PROSE_HOSTS = re.compile(
+    r"\b(?:mpirun|mpiexec|horovodrun)\s[^\n]{0,80}?\s(?:-H|--host|-host|--hosts)[ =]"
+    r"(?P<list>[\w.:-]+(?:,[\w.:-]+)+)"
+)
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
 _CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
@@ -235,6 +240,14 @@ _ONE_MACHINE = re.compile(
 _NCCL_NODES = re.compile(r"\bnRanks \d{1,6} nNodes (\d{1,6})\b")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
+# XLA / TensorFlow: "Invalid device ordinal value (4). Valid range is [0, 3]." — the process saw
+# k + 1 devices (its visible list)
+_VALID_RANGE = re.compile(r"Valid range is \[0, ?(\d{1,4})\]")
+# "2 machines", "two physical nodes", "4 servers": the machines of the job, as the prose counts
+_MACHINES = re.compile(
+    r"\b(?P<n>[2-9]|[1-9]\d|two|three|four|eight) (?:\w+ )?(?:machines|nodes|hosts|servers|boxes)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -276,6 +289,9 @@ class DocFacts:
     # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
     cvd_whole_machine: bool = False
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
+    slots_per_host: int | None = None  # the most slots an MPI host list gives one host
+    stated_machines: int = 0  # machines the prose counts ("2 machines, 8 GPUs each")
+    visible_range: int = 0  # devices a process saw, from XLA/TF "Valid range is [0, k]" (k + 1)
     gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
     every_gpu: str | None = None  # an nvidia-smi process table: several PIDs, each on every GPU
     every_gpu_quote: str = ""
@@ -450,6 +466,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
     )
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
+    facts.visible_range = max(
+        (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
+    )
     facts.gpus_requested = _requested(text)
     if (spec := _SPEC_CVD.search(text)) is not None:
         facts.env.setdefault("CUDA_VISIBLE_DEVICES", spec.group("a") or spec.group("b"))
@@ -501,6 +520,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
         if seg.kind == "prose" and (nm := _NODES.search(seg.text)):  # "torchrun --nnodes=2 ..."
             facts.hosts_in_launch = max(facts.hosts_in_launch, saturating_int(nm.group("n")))
+        if seg.kind == "prose" and (mm := _MACHINES.search(seg.text)):
+            n = mm.group("n").lower()
+            facts.stated_machines = max(facts.stated_machines, _WORDS.get(n) or saturating_int(n))
         if seg.kind == "prose" and _ONE_MACHINE.search(seg.text):
             facts.one_machine = True
         caption = _caption(seg)
@@ -818,10 +840,8 @@ def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
             facts.prompts.append(prompt)
         if _SIMULATED.match(cmd) and not reads_as_prose(cmd):
             facts.launch = cmd[:2000]
-        hm = _HOSTS.search(cmd)
-        if hm:
-            names = {h.split(":")[0] for h in hm.group("list").split(",") if h}
-            facts.hosts_in_launch = max(facts.hosts_in_launch, len(names))
+        if hm := _HOSTS.search(cmd):
+            _host_list(hm.group("list"), facts)
         nm = _NODES.search(cmd)
         if nm:
             facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
@@ -881,10 +901,23 @@ _NODE_WORDS = re.compile(
 )
 
 
+def _host_list(listed: str, facts: DocFacts) -> None:
+    """An MPI host list (``-H a:1,b:1``): how many machines, and the slots each is given when
+    every entry states them (Open MPI's ``host:slots``)."""
+    entries = [h for h in listed.split(",") if h]
+    names = {h.split(":")[0] for h in entries}
+    facts.hosts_in_launch = max(facts.hosts_in_launch, len(names))
+    slots = [h.rpartition(":")[2] for h in entries]
+    if entries and all(":" in h and n.isdecimal() for h, n in zip(entries, slots, strict=True)):
+        facts.slots_per_host = max(saturating_int(n) for n in slots)
+
+
 def _prose_launches(seg: Segment, facts: DocFacts) -> None:
     """Launch lines a sentence gives per machine ("node A: torchrun ..."): each with the words
     before it as its prompt, so that the lines of the nodes are compared (node_launches.py)."""
     for _, line in seg.lines():
+        if hm := _PROSE_HOSTS.search(line):  # "... then mpirun -np 2 -H a:1,b:1 python x.py"
+            _host_list(hm.group("list"), facts)
         m = _PROSE_LAUNCH.match(line.strip())
         if m and _NODE_WORDS.search(m.group("who")) and len(facts.commands) < 32:
             facts.commands.append(m.group("cmd").strip()[:2000])

@@ -302,6 +302,11 @@ _PROSE_WORDS = frozenset({
     "throws", "threw", "error", "errors", "issue", "problem", "not", "never", "always", "still",
     "only", "job", "jobs", "run", "runs", "ran", "keeps", "keep", "starts", "start", "started",
     "stuck", "freezes",
+    # prepositions and verbs a title goes on with ("mpirun across two docker hosts -> ...")
+    "across", "over", "between", "under", "inside", "within", "from", "at", "via", "vs", "versus",
+    "without", "after", "before", "when", "while", "gets", "got", "reports", "says", "shows",
+    "cannot", "can't", "won't", "launches", "launched", "spawns", "uses", "using", "ignores",
+    "ignoring", "sees", "detects", "sometimes", "randomly", "->", "→", "=>", "+", "&",
 })  # fmt: skip
 
 

@@ -215,6 +215,8 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
             pts = w * TITLE_WEIGHT if title and w > 0 else w
             where = "title" if title else hit.segment
             s.add(cat, pts, f"[{sig.id}] `{hit.excerpt[:100]}` ({where}; {sig.fact})", quote)
+            if sig.fix and pts > 0:
+                s.name_fix(cat, pts, sig.fix)
 
 
 # What one process driving several GPUs shows by design (more memory on GPU 0, `.cuda()`)
@@ -359,7 +361,7 @@ def _rescored(
     # question help more than a bare list of what was read
     below = not _may_guess(ranked[0], s, doc)
     if below and (ranked[0][1] <= 0 or _outside(doc) or any(f.code != "RM003" for f in base)):
-        return base, s
+        return _outside_named(base, doc), s
     winner, pts = ranked[0]
     if doc and "outside-model-size" in doc.hits and s.strongest(winner) < STRONG:
         return base, s  # "the model is too big": only a message naming the cause overrides it
@@ -404,6 +406,30 @@ def _rescored(
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
+
+
+def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
+    """A lone "nothing recognised" beside a failure the input shows outside the mapping (a
+    firewall, a security group, an OOM told in prose) says which: that failure is the one to fix,
+    not a reason to re-run with NCCL_DEBUG (review 64)."""
+    if len(base) != 1 or base[0].code != "RM003" or doc is None or base[0].evidence:
+        return base
+    hit = next(
+        (h for h in doc.hits.values() if h.signal.outside and h.signal.id != "outside-model-size"),
+        None,
+    )  # (a model "too big" or "model parallel" is a setting told, not a failure shown)
+    if hit is None:
+        return base
+    return [
+        replace(
+            base[0],
+            title="No GPU-mapping problem recognised in the input",
+            detail=f"{base[0].detail} The input shows a failure outside the GPU mapping: "
+            f"`{hit.excerpt}` ({hit.signal.fact}).",
+            fix="Fix the failure quoted; nothing in the input points at the GPU mapping.",
+            evidence=(f"{hit.where}: {hit.excerpt}",),
+        )
+    ]
 
 
 def _exception_alone(s: Scores) -> bool:

@@ -60,6 +60,7 @@ class Signal:
     negatable: bool = False  # a setting prose can deny ("not using docker"; see NEGATABLE)
     outside: bool = False  # the text shows a failure outside this family (see catalogue_family)
     flags: int = re.IGNORECASE
+    fix: str | None = None  # the fix it names, where it is its category's strongest support
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -77,6 +78,7 @@ def sig(
     framework: str | None = None,
     case: bool = False,
     outside: bool = False,
+    fix: str | None = None,
 ) -> Signal:
     return Signal(
         sid,
@@ -88,4 +90,5 @@ def sig(
         framework,
         outside=outside,
         flags=0 if case else re.IGNORECASE,
+        fix=fix,
     )
