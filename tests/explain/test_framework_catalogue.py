@@ -19,6 +19,13 @@ from rankmap.findings import Severity
 BY_ID = {s.id: s for s in SIGNALS}
 
 EXAMPLES = {
+    "accelerate-device-map-distributed": "ValueError: You can't train a model that has been loaded "
+    "with `device_map='auto'` in any distributed mode.",
+    "accelerate-quantized-other-device": "ValueError: You can't train a model that has been loaded "
+    "in 8-bit precision on a different device than the one you're training on.",
+    "ddp-multi-device-module": "ValueError: DistributedDataParallel device_ids and output_device "
+    "arguments only work with single-device/multiple-device GPU modules or CPU modules",
+    "cuda-fork-reinit": "RuntimeError: Cannot re-initialize CUDA in forked subprocess.",
     "tf-unknown-device": "RuntimeError: /job:localhost/replica:0/task:0/device:GPU:2 unknown "
     "device.",
     "tf-unknown-gpu0": "RuntimeError: /job:localhost/replica:0/task:0/device:GPU:0 unknown device.",

@@ -233,3 +233,106 @@ def test_cuda_error_802_names_the_fabric_manager() -> None:
     first = findings_of(text)[0]
     assert first.category == "other"
     assert "nvidia-fabricmanager" in first.fix
+
+
+# --- b23 dev, restated ---------------------------------------------------------------------------
+
+
+def test_no_nccl_in_a_windows_build_is_the_platform_not_a_version() -> None:
+    text = (
+        "Training fails on my Windows 11 PC with two GPUs\n\n"
+        "RuntimeError: Distributed package doesn't have NCCL built in\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "other"
+    assert "gloo" in first.fix
+
+
+def test_no_nccl_in_a_build_elsewhere_stays_a_version_problem() -> None:
+    text = "torch 1.4 on Ubuntu\n\nRuntimeError: Distributed package doesn't have NCCL built in\n"
+    assert findings_of(text)[0].category == "version_mismatch"
+
+
+def test_tensors_on_two_devices_in_one_process_is_no_alarm() -> None:
+    text = (
+        "Demo crashes in docker\n\nRuntimeError: Expected all tensors to be on the same device, "
+        "but found at least two devices, cuda:1 and cuda:0!\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text))
+
+
+def test_tensors_on_two_devices_under_torchrun_still_warn() -> None:
+    text = (
+        "torchrun --nproc_per_node 2 train.py\n\nRuntimeError: Expected all tensors to be on the "
+        "same device, but found at least two devices, cuda:1 and cuda:0!\n"
+    )
+    assert findings_of(text)[0].severity.value != "info"
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        (
+            "ValueError: You can't train a model that has been loaded with `device_map='auto'` in "
+            "any distributed mode. Please rerun your script specifying `--num_processes=1`",
+            "launcher_config",
+        ),
+        (
+            "ValueError: DistributedDataParallel device_ids and output_device arguments only work "
+            "with single-device/multiple-device GPU modules or CPU modules, but got device_ids [0]",
+            "launcher_config",
+        ),
+        (
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method",
+            "launcher_config",
+        ),
+        (
+            "ValueError: You can't train a model that has been loaded in 8-bit precision on a "
+            "different device than the one you're training on.",
+            "no_set_device",
+        ),
+    ],
+)
+def test_framework_refusals_name_their_configuration(line: str, category: str) -> None:
+    first = findings_of(f"multi-GPU fine-tuning fails\n\n{line}\n")[0]
+    assert first.category == category and first.severity.value != "info"
+    assert first.fix
+
+
+def test_a_per_process_list_set_in_code_with_every_process_on_gpu0_did_not_apply() -> None:
+    text = (
+        "# Always use gpu0\n\nAll processes run on gpu0 although each gets its own gpu_id: a bug?\n\n"
+        "```python\ndef gpu_setup(gpu_id):\n"
+        "    os.environ['CUDA_VISIBLE_DEVICES'] = str(gpu_id)\n"
+        "    return torch.device('cuda')\n```\n"
+    )
+    assert findings_of(text)[0].category == "visible_devices_mismatch"
+
+
+def test_the_container_runtimes_list_on_the_host_is_not_read() -> None:
+    text = (
+        "I hide my old card with NVIDIA_VISIBLE_DEVICES=1,2 but the job still uses it and fails.\n\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "visible_devices_mismatch"
+
+
+def test_mxnets_invalid_gpu_id_is_an_invalid_device() -> None:
+    text = (
+        "mxnet.base.MXNetError: Check failed: exec_ctx.dev_id < device_count_ (1 vs. 1) Invalid "
+        "GPU Id: 1, Valid device id should be less than device_count: 1\n"
+    )
+    assert "invalid-device-any" in read_document(text).hits
+
+
+def test_cuda_error_46_by_number_is_a_gpu_held_by_another_process() -> None:
+    text = "Fatal CUDA Error: Return value 46 from 'cudaStreamCreate(&stream)'. Exiting.\n"
+    assert "gpu-held-by-another" in read_document(text).hits
+    assert "gpu-held-by-another" not in read_document("loss 46.2 after 46 seconds\n").hits
+
+
+def test_a_launcher_that_omitted_the_node_rank_is_read() -> None:
+    text = "Our adapted launcher omitted `--node-rank` on the worker, so both nodes were node 0.\n"
+    assert "node-rank-unset" in read_document(text).hits

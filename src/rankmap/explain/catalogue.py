@@ -394,6 +394,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "ignoring visible gpu device",
     ),
     "nccl-not-built": ("have nccl",),
+    "windows-host": ("windows", "win10", "win11", "powershell", ":\\"),
     "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
     "nccl-graph-capture-build": ("captured in a graph",),
     "driver-too-old": (

@@ -295,7 +295,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # (or passes it to c10d) gives nodes the rank another node has (duplicated node ranks)
     _s("node-rank-unset", r"--?node[_-]rank\b[^.\n]{0,80}\b(?:required|missing|ignored|only (?:used|"
        r"honou?red|read)|not (?:used|passed|set|honou?red))|\b(?:add|pass|set)\w* (?:the )?['`\"]?"
-       r"node[_-]rank\b|\bevery node\b[^.\n]{0,40}\bnode[_ ]rank (?:0|zero)\b",
+       r"node[_-]rank\b|\bevery node\b[^.\n]{0,40}\bnode[_ ]rank (?:0|zero)\b|"
+       # "our launcher omitted `--node-rank`", "did not pass --node-rank to vLLM" (b23 dev)
+       r"\b(?:missing|omitted|omits|omit|forgot|forgotten|without|never passe[sd]|(?:did|does)(?:n't| "
+       r"not) pass|not passing)\s(?:the\s)?[`'\"]?--?node[_-]rank\b",
        {"launcher_config": 2.5, "host_identity": 2},
        f"{LAUNCHERS} §1: torchrun's --node-rank is used with the static rendezvous backend only "
        "(confirmed by pytorch/pytorch#182374); without it every node is node 0"),

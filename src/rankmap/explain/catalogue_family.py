@@ -103,7 +103,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"(?:device|gpu) index is out of range|must be in \[0, ?\d+\), but got \d+|"
        r"explicit device specification '[^'\n]{0,80}GPU:\d+' because no devices matching|"
        r"(?:device|gpu) (?:id|index|ordinal|number) (?:must|should) be (?:less|smaller) than (?:the )?"
-       r"(?:gpu|device|visible device)s? (?:count|number)",
+       r"(?:gpu|device|visible device)s? (?:count|number)|"
+       # MXNet: "Invalid GPU Id: 1, Valid device id should be less than device_count: 1"
+       r"\binvalid (?:gpu|cuda) (?:id|index|ordinal)\b|device id should be less than device_count",
        prior("invalid-device-any"),
        f"{CUDA_DEV} §1: an index >= the number of visible devices is invalid in every stack "
        "(CUDA cudaErrorInvalidDevice, HIP hipErrorInvalidDevice, XLA CUDA_ERROR_INVALID_DEVICE)",
@@ -187,7 +189,11 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        r"CUDA-capable devices?(?:\(s\))? (?:is/are|is|are) busy or unavailable|cudaErrorDevicesUnavailable|"
        r"(?:another|other) process(?:es)? (?:is |are )?(?:already )?(?:using|holding|occupying|"
        r"running on) (?:the |this |that )?(?:gpu|device)|(?:gpu|device) \d+ (?:is )?already "
-       r"(?:in use|occupied|busy)",
+       r"(?:in use|occupied|busy)|"
+       # the same error by its number (cudaErrorDevicesUnavailable = 46): "Return value 46 from
+       # 'cudaStreamCreate'", "CUDA error 46" (b23 dev: exclusive-process GPUs, several PEs)
+       r"\b(?:Return value|return(?:ed)? (?:value|code)|CUDA error|error code|CUDA_ERROR|cudaError)"
+       r"[ :=]*46\b(?!\.\d| ?(?:GB|GiB|MiB|MB|%|ms|seconds))",
        prior("gpu-held-by-another"),
        f"{PT} §1: memory or an exclusive-mode context another process holds on the GPU: two "
        "processes on one device (CUDA compute modes: https://docs.nvidia.com/deploy/"
@@ -416,6 +422,9 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "nvidia-fabricmanager",
     ),
     "invalid-device-any": (
+        "invalid gpu",
+        "invalid cuda",
+        "less than device_count",
         "index is out of range",
         "must be in [0,",
         "invalid device",
@@ -532,6 +541,10 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "rank-env-missing": ("expected, but not set", "keyerror", "failed to init", "failed to set"),
     "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
+        "value 46",
+        "error 46",
+        "code 46",
+        "returned 46",
         "free memory on device",
         "busy or unavailable",
         "cudaerrordevicesunavailable",

@@ -238,6 +238,47 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
     _s("accelerate-multi-gpu-one-proc", r"You need to use at least 2 processes to use `?--multi_gpu",
        {"launcher_config": 4},
        f"{_ACCELERATE}/src/accelerate/commands/launch.py", failure=True, framework="accelerate"),
+    # a model spread over the GPUs by device_map="auto" (one process's model parallelism) inside
+    # a launch of one process per GPU: accelerate refuses it (accelerator.py prepare_model)
+    _s("accelerate-device-map-distributed", r"can'?t train a model that has been loaded with "
+       r"`?device_map='auto'`? in any distributed mode",
+       {"launcher_config": 5},
+       f"{_ACCELERATE}/src/accelerate/accelerator.py (prepare_model): device_map='auto' spreads one "
+       "model over every GPU a process sees, which a launch of one process per GPU cannot train",
+       failure=True, framework="accelerate",
+       fix="In a launch of one process per GPU, load the model onto each process's own GPU "
+       "(`device_map={'': int(os.environ['LOCAL_RANK'])}`, or no device_map), or run a single "
+       "process (`python train.py`, `--num_processes=1`) to keep device_map='auto' spreading it"),
+    _s("accelerate-quantized-other-device", r"loaded in (?:8-bit or 4-bit|8-bit|4-bit) precision on "
+       r"a different device than the one you'?re training on",
+       {"no_set_device": 3, "launcher_config": 2},
+       f"{_ACCELERATE}/src/accelerate/accelerator.py (prepare_model): a quantized model must sit on "
+       "the process's own device; loaded with device_map='auto' or on cuda:0 it is on another "
+       "rank's GPU", failure=True, framework="accelerate",
+       fix="Load the quantized model onto each process's own GPU: `device_map={'': "
+       "Accelerator().local_process_index}` (or `{'': int(os.environ['LOCAL_RANK'])}`)"),
+    # DDP of a module whose parameters lie on several GPUs (device_map, a manual split) given one
+    # device id per process
+    _s("ddp-multi-device-module", r"device_ids and output_device arguments only work with "
+       r"single-device(?:/multiple-device)? GPU modules",
+       {"launcher_config": 3, "no_set_device": 1},
+       "https://github.com/pytorch/pytorch/blob/main/torch/nn/parallel/distributed.py "
+       "(_check_device_ids): DDP with device_ids needs a module on one GPU; a model spread over "
+       "GPUs (device_map='auto') is one process's model parallelism", failure=True,
+       framework="pytorch",
+       fix="Keep each process's model on its own GPU (no device_map='auto' under torchrun or "
+       "accelerate; `model.to(local_rank)` before DDP), or wrap a multi-GPU module without "
+       "device_ids"),
+    # CUDA initialised in a parent that then forks its GPU workers (vLLM's multiproc executor,
+    # a DataLoader or mp.Process with the fork start method)
+    _s("cuda-fork-reinit", r"Cannot re-initialize CUDA in forked subprocess",
+       {"launcher_config": 4},
+       "https://pytorch.org/docs/stable/notes/multiprocessing.html (CUDA in multiprocessing: "
+       "'the spawn or forkserver start method' is required once CUDA is initialised)",
+       failure=True, framework="pytorch",
+       fix="Start the GPU workers with the spawn method (`multiprocessing.set_start_method('spawn')`"
+       "; vLLM: `VLLM_WORKER_MULTIPROC_METHOD=spawn`), or keep the parent from touching CUDA "
+       "before it starts them"),
     # --- JAX ---------------------------------------------------------------------------------------
     _s("jax-distributed-order", r"jax\.distributed\.initialize\(\) must be called before any JAX|"
        r"distributed\.initialize should only be called once|process_id and num_processes must "
@@ -336,6 +377,10 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
 # Lowercase substrings every match contains (rankmap.explain.catalogue.KEYS): long phrases of the
 # messages, none of which occurs in routine NCCL INFO or Init lines.
 FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
+    "accelerate-device-map-distributed": ("in any distributed mode",),
+    "accelerate-quantized-other-device": ("on a different device than",),
+    "ddp-multi-device-module": ("output_device arguments only work",),
+    "cuda-fork-reinit": ("re-initialize cuda in forked",),
     "tf-unknown-device": ("unknown device",),
     "tf-unknown-gpu0": ("unknown device",),
     "tf-visible-list-invalid": ("listed an invalid",),

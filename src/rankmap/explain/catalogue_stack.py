@@ -201,6 +201,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "`raise RuntimeError(\"Distributed package doesn't have NCCL built in\")` when "
        "is_nccl_available() is false (builds without NCCL: Windows, macOS, CPU-only)",
        failure=True),
+    # the machine runs Windows: PyTorch's Windows wheels have no NCCL (context only; the
+    # combination with nccl-not-built is in rankmap.explain.combinations)
+    _s("windows-host", r"(?<![a-z])windows(?![a-z]| subsystem)|(?<![a-z])win(?:10|11)\b|\bpowershell\b|"
+       r"\b[C-F]:\\(?:Users|ProgramData|Program Files|Anaconda\d?|Miniconda\d?|Python\d+)\\",
+       {},
+       "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux "
+       "only; Windows builds carry gloo)"),
     # a PyTorch build without CUDA (the CPU wheel): every CUDA call fails, a device choice with
     # it (review 36: set_device in the traceback was read as the missing set_device)
     _s("torch-cpu-build", r"Torch not compiled with CUDA enabled|has no attribute '_cuda_\w+'|"

@@ -26,6 +26,7 @@ from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
     engine_above_gpus,
+    container_list_outside,
     hip_within_rocr,
     list_agent,
     list_not_applied,
@@ -40,6 +41,7 @@ PT_SECTION = "reference/pytorch_nccl.md §1"
 def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     _transport_and_tables(ctx, doc, s)
+    _nccl_on_windows(doc, s)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     if nproc is None and doc is not None and one_machine_told(doc):
@@ -71,6 +73,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _device_list_index(doc, s)
     _deepspeed_local_only(doc, s)
     list_not_applied(doc, s)
+    container_list_outside(doc, s)
     one_listed_gpu_shared(doc, s, base)
     neighbours_on_many_gpus(doc, s, base)
     hip_within_rocr(ctx, doc, s)
@@ -118,6 +121,30 @@ def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
 # Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs
 # leaves GPUs idle under them; mpirun / srun programs may drive several GPUs each.
 _PER_GPU_LAUNCHERS = frozenset({"torchrun", "torch.distributed.launch", "accelerate", "deepspeed"})
+
+
+def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:
+    """ "Distributed package doesn't have NCCL built in" on Windows is the platform, not a version
+    to upgrade: PyTorch's Windows wheels carry gloo only (https://pytorch.org/docs/stable/
+    distributed.html, Backends). The build message's version points move to ``other``."""
+    if not doc or not {"nccl-not-built", "windows-host"} <= set(doc.hits):
+        return
+    moved = sum(p for p, why in s.reasons.get("version_mismatch", ()) if "[nccl-not-built]" in why)
+    s.add("version_mismatch", -moved, "on Windows no PyTorch build has NCCL: no version fixes it")
+    s.add(
+        "other",
+        moved + 1.0,
+        "NCCL is not built into PyTorch on Windows (its wheels carry gloo only): the job asked for "
+        "a backend the platform does not have",
+        doc.quoted("windows-host"),
+    )
+    s.name_fix(
+        "other",
+        moved + 1.0,
+        "Use the gloo backend on Windows (`init_process_group(backend='gloo')`; Lightning: "
+        "`DDPStrategy(process_group_backend='gloo')`), or run the job under Linux or WSL2, where "
+        "PyTorch ships NCCL",
+    )
 
 
 def _nested_launchers(ctx: Context, s: Scores) -> None:

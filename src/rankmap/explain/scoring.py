@@ -451,12 +451,28 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
             return Severity.INFO
         if _context_only(winner, s, doc):
             return Severity.INFO  # a failure that points elsewhere; only context names the mapping
+        if _one_process_placement(s, doc):
+            return Severity.INFO
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
         return Severity.INFO
     if _context_only(winner, s, doc, printed=False):
         return Severity.INFO  # failure words (of a failure outside the family, or of none) only
     return Severity.WARNING
+
+
+def _one_process_placement(s: Scores, doc: DocFacts | None) -> bool:
+    """ "Expected all tensors to be on the same device" with no sign of a job of several processes
+    (no launcher, DDP or rank named): one process whose model spans GPUs (device_map, a demo that
+    puts parts on cuda:1), not ranks on the wrong GPUs — a possible cause at info (b23 dev)."""
+    return (
+        doc is not None
+        and s.failure_class == "device-placement"
+        and not s.failure
+        and "multi-process-job" not in doc.hits
+        and not doc.launch
+        and not doc.prose_ranks
+    )
 
 
 # Settings NCCL does not support in a multi-rank job: several ranks on MIG instances

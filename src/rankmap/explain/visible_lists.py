@@ -69,6 +69,23 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
             doc.cvd_after_cuda,
         )
         s.name_fix("visible_devices_mismatch", 5.0, _APPLY_THE_LIST)
+    if (code_list := _per_process_code_list(doc)) and doc.failed:
+        s.failure = s.mapping_failure = True
+        s.add(
+            "visible_devices_mismatch",
+            5.0,
+            f"the code sets each process's own list (`{code_list[:70]}`), yet the reporter sees "
+            "every process on GPU 0: the assignment did not apply — CUDA had read the variable "
+            "before (set after torch initialised CUDA) (reference/cuda_devices.md §1)",
+            doc.quoted("cvd-set-in-code"),
+        )
+        s.name_fix("visible_devices_mismatch", 5.0, _APPLY_THE_LIST)
+        s.add(
+            "no_set_device",
+            -3.0,
+            "the code does select each process's GPU (through its own list): the selection is "
+            "there, it did not take effect",
+        )
     entries = _writers_list(doc)
     if not entries or not all(e.isdecimal() for e in entries):
         return
@@ -97,6 +114,50 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
         where,
     )
     s.name_fix("visible_devices_mismatch", 4.0, _APPLY_THE_LIST)
+
+
+# a literal list (`= "0,1"`), not a value each process computes (`= str(gpu_id)`)
+_LITERAL_LIST = re.compile(r"=\s*(?:['\"][\d,\s]*['\"]|\d+)\s*$")
+
+
+def _per_process_code_list(doc: DocFacts) -> str | None:
+    """The code line that sets CUDA_VISIBLE_DEVICES to a value of its own process (an argument,
+    a rank) where the reporter sees every process on GPU 0; None otherwise."""
+    hit = doc.hits.get("cvd-set-in-code")
+    if hit is None or "all-on-gpu0" not in doc.hits or _LITERAL_LIST.search(hit.excerpt):
+        return None
+    return hit.excerpt.strip()
+
+
+# What says the job runs in a container, where the NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES
+_CONTAINER_SIGNS = frozenset({
+    "k8s-gpu-resource", "k8s-mig-resource", "device-plugin", "docker-daemon", "docker-gpus",
+    "docker-word", "inside-container", "privileged", "cgroup", "host-network", "two-pods-one-node",
+    "visible-in-container", "k8s-gpu-unschedulable", "nvd-ignored",
+})  # fmt: skip
+
+
+def container_list_outside(doc: DocFacts | None, s: Scores) -> None:
+    """NVIDIA_VISIBLE_DEVICES with no container in sight: the NVIDIA container runtime reads it
+    when a container starts (reference/cuda_devices.md §3); CUDA in a process does not, so a
+    process started with it on the host sees every GPU (b23 dev: a card "hidden" this way was
+    still enumerated)."""
+    if doc is None or "nvidia-visible" not in doc.hits or _CONTAINER_SIGNS & set(doc.hits):
+        return
+    s.add(
+        "visible_devices_mismatch",
+        4.0,
+        "NVIDIA_VISIBLE_DEVICES is read by the NVIDIA container runtime when a container starts, "
+        "not by CUDA in a process: with no container, the process sees every GPU "
+        "(reference/cuda_devices.md §1, §3)",
+        doc.quoted("nvidia-visible"),
+    )
+    s.name_fix(
+        "visible_devices_mismatch",
+        4.0,
+        "Outside a container, narrow the GPUs with CUDA_VISIBLE_DEVICES (the variable CUDA reads), "
+        "set before the process starts; NVIDIA_VISIBLE_DEVICES applies to `docker run` / pods",
+    )
 
 
 def hip_within_rocr(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
