@@ -25,8 +25,8 @@ from rankmap.explain.printed_lists import printed_device_points, printed_list_po
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
-    engine_above_gpus,
     container_list_outside,
+    engine_above_gpus,
     hip_within_rocr,
     list_agent,
     list_not_applied,
