@@ -336,3 +336,95 @@ def test_cuda_error_46_by_number_is_a_gpu_held_by_another_process() -> None:
 def test_a_launcher_that_omitted_the_node_rank_is_read() -> None:
     text = "Our adapted launcher omitted `--node-rank` on the worker, so both nodes were node 0.\n"
     assert "node-rank-unset" in read_document(text).hits
+
+
+# --- review 65 ---------------------------------------------------------------------------------
+
+
+def test_ddps_own_log_line_naming_device_ids_is_no_compose_file() -> None:
+    line = (
+        "I0305 distributed.py:1098] [Rank 0]: DDP Initialized with: broadcast_buffers: True, "
+        "device_ids: 0, dtypes: float, world_size: 4\n"
+    )
+    assert "docker-daemon" not in read_document(line).hits
+    compose = "services:\n  trainer:\n    deploy:\n      resources:\n        reservations:\n"
+    compose += "          devices:\n            - driver: nvidia\n              device_ids: ['0']\n"
+    assert "docker-daemon" in read_document(compose).hits
+
+
+def test_ranks_running_different_collectives_are_a_code_path_not_the_mapping() -> None:
+    text = (
+        "training hangs at the end of epoch 1\n\n[rank2]: RuntimeError: Detected mismatch between "
+        "collectives on ranks. Rank 2 is running collective: CollectiveFingerPrint(OpType="
+        "BROADCAST), but Rank 0 is running collective: CollectiveFingerPrint(OpType=ALLREDUCE).\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "other"
+    assert not any(f.category != "other" and f.severity.value != "info" for f in found)
+
+
+def test_a_clean_rank_map_names_the_exception_the_workers_stopped_with() -> None:
+    text = (
+        "n1:90021:90092 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 "
+        "commId 0x5 - Init COMPLETE\n"
+        "n1:90022:90093 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2a000 "
+        "commId 0x5 - Init COMPLETE\n"
+        "pyarrow.lib.ArrowInvalid: JSON parse error: Missing a comma in row 1118224\n"
+        "datasets.exceptions.DatasetGenerationError: An error occurred while generating the "
+        "dataset\n"
+    )
+    first = findings_of(text)[0]
+    assert first.code == "RM042"
+    assert "DatasetGenerationError" in first.detail and "Fix the error" in first.fix
+
+
+def test_an_oom_on_a_gpu_other_than_cuda0_does_not_claim_every_rank_is_on_cuda0() -> None:
+    text = (
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 "
+        "has a total capacity of 79.15 GiB of which 1.02 GiB is free. Process 412207 has 38.80 "
+        "GiB memory in use. Process 1190544 has 39.31 GiB memory in use.\n"
+    )
+    found = findings_of(text)
+    assert not any("every rank uses cuda:0" in f.title for f in found)
+    assert found[0].code == "RM011"
+
+
+def test_fractional_ray_gpus_beside_ray_workers_sharing_a_gpu_are_more_ranks_than_gpus() -> None:
+    text = (
+        "Ray Train: Duplicate GPU with half a GPU per worker\n\n```python\n"
+        'scaling = ScalingConfig(num_workers=8, resources_per_worker={"GPU": 0.5})\n```\n\n'
+        "(RayTrainWorker pid=51978) h:51978:52101 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 1 "
+        "nranks 8 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x1c - Init START\n"
+        "(RayTrainWorker pid=51977) h:51977:52099 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 0 "
+        "nranks 8 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x1c - Init START\n"
+        "(RayTrainWorker pid=51978) h:51978:52101 [0] init.cc:871 NCCL WARN Duplicate GPU "
+        "detected : rank 1 and rank 0 both on CUDA device 1b000\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "oversubscribed"
+    assert "GPU': 1" in first.fix or "num_gpus=1" in first.fix
+
+
+def test_errno_99_on_a_second_machine_is_a_machine_started_as_node_rank_0() -> None:
+    text = (
+        "accelerate launch --config_file cfg.yaml train.py on two machines\n\n"
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address. The server socket has failed to bind to 10.60.0.11:29500 (errno: 99 - "
+        "Cannot assign requested address).\n"
+        "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 8/16 "
+        "clients joined.\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.severity.value) == ("RM907", "error")
+    assert "machine_rank" in first.fix
+
+
+def test_torchrun_standalone_over_several_nodes_is_a_job_per_node() -> None:
+    text = (
+        "Job script:\n\n```bash\n#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
+        "#SBATCH --gpus-per-node=8\nsrun torchrun --standalone --nproc_per_node=8 train.py\n```\n\n"
+        "Both nodes print world_size=8 and the run fails.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config" and first.severity.value != "info"
+    assert "--standalone" in first.fix

@@ -486,3 +486,19 @@ define(
     fix="Choose a free `--master-port`, check MASTER_ADDR is reachable from every node.",
     example="`The server socket has failed to listen on any local network address. port: 29500`.",
 )
+define(
+    "RM907",
+    "launcher_config",
+    "error",
+    "A second machine started as node rank 0: it bound the store at an address it does not own",
+    cause="In a job of several machines only node rank 0 (accelerate's machine_rank 0) hosts the "
+    "c10d store, at MASTER_ADDR. A machine that fails to bind there with errno 99 (`Cannot assign "
+    "requested address`) believes it is node rank 0 although MASTER_ADDR names another machine: "
+    "a copied command or accelerate config with the same --node_rank / machine_rank on every "
+    "machine, or a MASTER_ADDR that names the wrong host. The other machines then wait for "
+    "processes that never join (`8/16 clients joined`).",
+    fix="Give every machine its own node rank (--node_rank / machine_rank: 0 only on the machine "
+    "MASTER_ADDR names) and set MASTER_ADDR to that machine's address.",
+    example="`The server socket has failed to bind to 10.60.0.11:29500 (errno: 99 - Cannot assign "
+    "requested address)` on the second machine.",
+)

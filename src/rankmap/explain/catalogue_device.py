@@ -261,7 +261,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("device-plugin", r"device[- ]plugin|kubelet|gpu-operator", {"container_mapping": 3},
        f"{CUDA_DEV} §4"),
     _s("docker-daemon", r"Error response from daemon|could not select device driver|"
-       r"unknown or invalid runtime name: nvidia|['\"]?device_ids['\"]?\s*:|count: all",
+       r"unknown or invalid runtime name: nvidia|"
+       # compose's `device_ids:` key (YAML at the start of its line, or a quoted JSON key), not
+       # PyTorch DDP's "DDP Initialized with: ..., device_ids: 0, ..." log line (review 65)
+       r"(?m:^)\s*(?:-\s*)?['\"]?device_ids['\"]?\s*:|[{,]\s*['\"]device_ids['\"]\s*:|(?m:^)\s*count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|podman run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",

@@ -347,6 +347,16 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        fix="Start the fabric manager on the node — `sudo systemctl enable --now "
        "nvidia-fabricmanager` — with the same version as the driver (`nvidia-smi` shows the "
        "driver's); NVSwitch systems fail CUDA's start with error 802 until it runs"),
+    # ranks that call different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL's check): a code path
+    # some ranks take and others do not (an uneven loop, a rank-0-only step), not the mapping
+    _s("outside-collective-mismatch", r"Detected mismatch between collectives on ranks|is running "
+       r"collective:?[^\n]{0,400}but Rank \d+ is running collective",
+       {"other": 3},
+       "https://pytorch.org/docs/stable/distributed.html#debugging-torch-distributed-applications "
+       "(TORCH_DISTRIBUTED_DEBUG=DETAIL checks that all ranks call the same collective): ranks "
+       "that run different collectives follow different code paths", outside=True,
+       fix="Make every rank call the same collectives in the same order (the rank quoted runs "
+       "another op or shape: a rank-dependent branch, an uneven last batch or eval loop)"),
     # an InfiniBand/RoCE work completion with an error status (12: retry count exceeded)
     _s("outside-ib-completion", r"Got completion from peer[^\n]{0,80}with (?:status|error)",
        {"other": 2},
@@ -374,7 +384,10 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "with a correct mapping (no device evidence)", where=PROSE, outside=True),
     _s("outside-python", _LINE + r"(?:\w+\.)*(?:ModuleNotFoundError|ImportError|FileNotFoundError|"
        r"KeyError(?!: ['\"]" + _LAUNCH_VAR + r"['\"])|SyntaxError|IndentationError|NameError|UnicodeDecodeError|"
-       r"PermissionError|JSONDecodeError|IsADirectoryError|NotADirectoryError|FileExistsError)\b|"
+       r"PermissionError|JSONDecodeError|IsADirectoryError|NotADirectoryError|FileExistsError|"
+       # the data itself (review 65: a cut-off JSONL line on rank 0, the others then time out)
+       r"ArrowInvalid|ArrowTypeError|ArrowCapacityError|DatasetGenerationError|UnpicklingError|"
+       r"ParserError)\b|"
        # a file system's errno (ENOENT, EIO, EACCES, EEXIST, ENOTDIR, EISDIR, ENOSPC, EROFS,
        # ENAMETOOLONG, EDQUOT; not the network's: EADDRINUSE is the store's port) and a model hub
        # that cannot be reached are the program's environment, not its GPUs
@@ -414,6 +427,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
 # fmt: on
 
 FAMILY_KEYS: dict[str, tuple[str, ...]] = {
+    "outside-collective-mismatch": ("mismatch between collectives", "running collective"),
     "fabric-manager-not-ready": (
         "not yet initiali",
         "systemnotready",
@@ -634,6 +648,12 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "isadirectoryerror",
         "notadirectoryerror",
         "fileexistserror",
+        "arrowinvalid",
+        "arrowtypeerror",
+        "arrowcapacityerror",
+        "datasetgenerationerror",
+        "unpicklingerror",
+        "parsererror",
         "oserror: ",
         "got an unexpected keyword",
     ),

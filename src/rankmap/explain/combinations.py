@@ -42,6 +42,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     _transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
+    _fractional_ray_workers(doc, s, base)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     if nproc is None and doc is not None and one_machine_told(doc):
@@ -63,6 +64,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _launch_cannot_fit(ctx, s, gpus)
     _launch_below_gpus(ctx, doc, s, nproc)
     _nested_launchers(ctx, s)
+    _standalone_on_several_nodes(ctx, s)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
     _duplicate_across_hosts(ctx, doc, s, base)
@@ -144,6 +146,62 @@ def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:
         "Use the gloo backend on Windows (`init_process_group(backend='gloo')`; Lightning: "
         "`DDPStrategy(process_group_backend='gloo')`), or run the job under Linux or WSL2, where "
         "PyTorch ships NCCL",
+    )
+
+
+def _fractional_ray_workers(doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
+    """Ray workers that share a GPU because each asked for a fraction of one (`num_gpus=0.5`,
+    `{"GPU": 0.5}`): Ray's assignment did what was asked (fractional GPUs share a device,
+    https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html), so the per-worker
+    lists are right and the job runs more NCCL ranks than GPUs (review 65)."""
+    if not doc or "ray-fractional-gpu" not in doc.hits or not base or base[0].code != "RM503":
+        return
+    s.add(
+        "per_process_visible_devices",
+        -4.0,
+        "Ray gave these workers the same GPU because each asked for a fraction of one: its "
+        "assignment is what was requested",
+    )
+    s.add(
+        "oversubscribed",
+        5.0,
+        "each worker requests a fraction of a GPU, so Ray places several NCCL ranks on one GPU "
+        "(https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html); NCCL needs one GPU "
+        "per rank",
+        doc.quoted("ray-fractional-gpu"),
+    )
+    s.name_fix(
+        "oversubscribed",
+        5.0,
+        "Request a whole GPU per NCCL worker (`num_gpus=1`, `resources_per_worker={'GPU': 1}`) "
+        "and scale the data-loading with CPUs instead; fractional GPUs suit workers that do not "
+        "join one NCCL communicator",
+    )
+
+
+def _standalone_on_several_nodes(ctx: Context, s: Scores) -> None:
+    """torchrun --standalone in a launch over several nodes: --standalone makes each torchrun
+    rendezvous on its own localhost with a fresh run id (torch/distributed/run.py: rdzv_backend
+    c10d, rdzv_endpoint localhost:0, rdzv_id a new uuid), so every node runs a job of its own —
+    the world never spans the nodes (review 65: `srun torchrun --standalone` on 2 nodes, both
+    printing world_size=8 and writing the same checkpoint)."""
+    launch = ctx.launch
+    if launch is None or "--standalone" not in launch.command or (launch.nnodes or 0) < 2:
+        return
+    s.mapping_failure = True  # a launch that cannot form the job: what fails after it follows
+    s.add(
+        "launcher_config",
+        6.0,
+        f"torchrun --standalone on {launch.nnodes} nodes: each node rendezvouses on its own "
+        "localhost, so each runs a separate job of its own processes, not one job over the nodes "
+        "(torch/distributed/run.py --standalone)",
+    )
+    s.name_fix(
+        "launcher_config",
+        6.0,
+        "Drop --standalone on more than one node and give every node the same rendezvous: "
+        "`--nnodes N --rdzv-backend c10d --rdzv-endpoint $MASTER_ADDR:29500 --rdzv-id $JOB_ID` "
+        "(under Slurm: MASTER_ADDR from the first host of `scontrol show hostnames`)",
     )
 
 

@@ -294,7 +294,7 @@ def diagnose(ev: Evidence, ctx: Context) -> Report:
     for rule in RULES:
         findings += rule(ev, ctx)
     if ev.rankmap.records:
-        findings.append(_rankmap_finding(ev))
+        findings.append(_rankmap_finding(ev, with_own_failure=not findings))
     if not findings:
         findings.append(_nothing_recognised(ev))
     return Report(
@@ -444,7 +444,10 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _rankmap_finding(ev: Evidence) -> Finding:
+def _rankmap_finding(ev: Evidence, *, with_own_failure: bool = False) -> Finding:
+    """RM042; where it is all the log explains (``with_own_failure``), it names the exception the
+    workers stopped with: the map is clean, that error is the one to fix (review 65: a data error
+    on rank 0 whose peers then timed out)."""
     recs = ev.rankmap.main_comm()
     hosts = ev.rankmap.hosts()
     comms = len(ev.rankmap.communicators())
@@ -461,10 +464,27 @@ def _rankmap_finding(ev: Evidence) -> Finding:
         if mig
         else ""
     )
+    own = own_failure(ev) if with_own_failure else None
+    fix = ""  # the code's own fix ("Nothing to fix")
+    if own is not None:
+        said = f"{own.get('exc')}: {str(own.get('msg') or '')[:160]}".rstrip(": ")
+        detail = (
+            f"{detail} The workers stopped with an error outside the GPU mapping: {said}.".lstrip()
+        )
+        fix = "Fix the error the workers stopped with (quoted); the rank map shows no GPU problem."
     small = len(recs) <= 64  # a small map names its ranks and GPUs (a big one: the JSON map)
     ranks = tuple(r.rank for r in recs) if small else ()
     devices = tuple(dict.fromkeys(r.bus_id for r in recs if r.bus_id)) if small else ()
-    return finding("RM042", title, detail=detail, hosts=hosts[:16], ranks=ranks, devices=devices)
+    return finding(
+        "RM042",
+        title,
+        detail=detail,
+        fix=fix,
+        hosts=hosts[:16],
+        ranks=ranks,
+        devices=devices,
+        evidence=[quote(own)] if own is not None else [],
+    )
 
 
 def _warn_placements(ev: Evidence, placed: set[int]) -> list[Placement]:

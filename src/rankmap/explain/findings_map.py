@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from rankmap.codes import lookup
@@ -356,6 +357,19 @@ def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     symptom = finding("RM011", f"CUDA out of memory on {where}", evidence=quotes)
     cands = [c for c in duplicate_candidates(ctx, ev) if c.code not in ("RM801", "RM503")]
     best = cands[0] if cands else Candidate("RM301")
+    if (best.score < DECIDED or best.code == "RM301") and gpus and all(str(g) != "0" for g in gpus):
+        # the failing GPU is not the process's cuda:0: the rank did select a device, so "every
+        # rank on cuda:0" does not explain it; another process of the job or of another job
+        # shares that GPU (review 65) — the rest of the input decides
+        symptom = replace(
+            symptom,
+            detail="The process failed on a GPU other than its cuda:0, so it did select its device; "
+            "another process shares that GPU: a rank of this job (more processes than GPUs, a list "
+            "that repeats a GPU) or another job's (a container or a scheduler handing out GPUs the "
+            "job also uses). Would decide: `nvidia-smi` during the run (which PIDs sit on that "
+            "GPU, and whose they are).",
+        )
+        return [symptom, *_alternatives(ctx, "RM011", cands, (), "out-of-memory GPU")]
     code = best.code if best.score >= DECIDED else "RM301"
     why = (
         "; ".join(best.reasons)

@@ -223,10 +223,15 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
     one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
-    not_own = list(ev.of("store_bind_foreign")) if joined is None else []
+    # a machine that bound the store at an address not its own says why the others never joined
+    # (review 65: "8/16 clients joined" beside errno 99 on the second machine)
+    not_own = list(ev.of("store_bind_foreign"))
     if not_own:
         standalone = ctx.launch is not None and "--standalone" in ctx.launch.command
-        return [_store_on_foreign_address(not_own, one_node=one_node, standalone=standalone)]
+        # several machines known: the launch's --nnodes, or a store that waited for more clients
+        several = (ctx.launch is not None and (ctx.launch.nnodes or 0) >= 2) or joined is not None
+        found = _store_on_foreign_address(not_own, one_node=one_node, standalone=standalone)
+        return [replace(found, code="RM907") if several and not one_node else found]
     if joined is None:
         return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
