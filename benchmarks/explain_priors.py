@@ -14,6 +14,9 @@ when it is all there is. ``--write`` replaces the generated
 block of ``src/rankmap/explain/priors.py``; without it the counts and the resulting priors are
 printed. ``--batch`` estimates from some batches only (``1`` or ``1,b2,b3``: for a leave-one-batch-out
 check, estimate on batch 1, score ``explain_corpus.py --batch b2``; or keep a new batch held out).
+``--add`` adds the counts of ``--batch`` to those already in the generated block (the noisy-signal
+precisions are kept): for batches the block has not counted, when the folder no longer holds the
+dev rows it was estimated from (session 14 on: only the test parts of b1-b20 were rebuilt).
 """
 
 from __future__ import annotations
@@ -124,10 +127,23 @@ def main() -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--batch", default="all")
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--add", action="store_true", help="add to the counts already in the block")
     args = ap.parse_args()
     n, counts, caps = count(args.folder, args.batch)
-    body = f"DEV_THREADS = {n}  # batch {args.batch}\n"
-    body += f"BATCHES = {args.batch!r}  # the dev batches counted\n"
+    batches = args.batch
+    if args.add:
+        from rankmap.explain import priors
+
+        n += priors.DEV_THREADS
+        batches = f"{priors.BATCHES}+{args.batch}"
+        merged = {k: dict(v) for k, v in priors.COUNTS.items()}
+        for cls, cats in counts.items():
+            for cat, v in cats.items():
+                merged.setdefault(cls, {})[cat] = round(merged.get(cls, {}).get(cat, 0.0) + v, 2)
+        counts = {k: dict(sorted(v.items())) for k, v in sorted(merged.items())}
+        caps = priors.NOISY
+    body = f"DEV_THREADS = {n}  # batch {batches}\n"
+    body += f"BATCHES = {batches!r}  # the dev batches counted\n"
     body += "COUNTS: dict[str, dict[str, float]] = "
     body += pprint.pformat(counts, width=96, sort_dicts=True) + "\n"
     body += "# measured precision of noisy context supports (signal -> category -> precision)\n"
