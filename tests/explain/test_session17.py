@@ -428,3 +428,15 @@ def test_torchrun_standalone_over_several_nodes_is_a_job_per_node() -> None:
     first = findings_of(text)[0]
     assert first.category == "launcher_config" and first.severity.value != "info"
     assert "--standalone" in first.fix
+
+
+def test_a_port_in_use_is_what_failed_beside_the_families_words() -> None:
+    text = (
+        "Two trainings in two terminals\n\n"
+        "terminal 1: CUDA_VISIBLE_DEVICES=1 torchrun --nproc_per_node=1 train.py\n"
+        "terminal 2: CUDA_VISIBLE_DEVICES=2 torchrun --nproc_per_node=1 train.py\n\n"
+        "I also changed the local_rank value but it still fails.\n\n"
+        "RuntimeError: The server socket has failed to listen on any local network address. The "
+        "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n"
+    )
+    assert not any(f.category != "other" and f.severity.value != "info" for f in findings_of(text))

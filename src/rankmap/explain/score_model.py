@@ -28,6 +28,9 @@ class Scores:
     # the job printed a failure outside the mapping (RM040: an OOM of one process per GPU, a CUDA
     # error inside NCCL that names another cause)
     outside_printed: bool = False
+    # the job printed a rendezvous/socket failure (RM906, RM041): with no failure of this family
+    # printed beside it, that is what failed — prose words of the family are context then
+    network_printed: bool = False
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ())
     # a fix a combination names with its support, for a best guess of that category that this
     # support leads (the category's general fix otherwise)

@@ -159,6 +159,7 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
         if f.code == "RM003" or f.severity is Severity.INFO:
             continue
         if f.code in NETWORK_CODES:  # a network failure: not of this family on its own
+            s.network_printed = True
             s.add(f.category, 1.0, f"{f.code}: {f.title}", f.evidence[0] if f.evidence else None)
             continue
         s.failure = True
@@ -445,6 +446,10 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
     in an input that reports no failure at all — no failure signal, no failure words — is a
     possible cause at ``info``: an alarm needs positive evidence."""
     if _shows_family_failure(s, doc):
+        if s.network_printed and not s.failure and winner != "other":
+            # a port in use or an unreachable store is what the job printed; the family shows
+            # only in the reporter's words (b22 dev: two single-GPU jobs on one port)
+            return Severity.INFO
         if _exception_alone(s) and (winner == "other" or not s.mapping_failure):
             # "ValueError: too many values to unpack" names no GPU failure, and a setting next
             # to it (a MIG slice, a docker run) does not make it one (review 55)
