@@ -97,7 +97,7 @@ def test_one_list_for_every_run_is_no_per_process_list() -> None:
     "text",
     [
         "[solved] invalid device ordinal on our 4-GPU boxes\n\nFor the record: last week the runs "
-        "died with CUDA error: invalid device ordinal because the launch still had "
+        'died with "CUDA error: invalid device ordinal" because the launch still had '
         "--nproc_per_node=8 on 4 GPUs. We changed it to 4.\n",
         "Closing this: NCCL reported Duplicate GPU detected : rank 1 and rank 0 both on CUDA device "
         "41000 because the script never called set_device. I added the call and the run now "
@@ -123,6 +123,18 @@ def test_a_failure_told_as_solved_keeps_its_cause_at_info(text: str) -> None:
 def test_a_failure_still_open_is_no_solved_story(text: str) -> None:
     assert read_document(text).resolved is None
     assert findings_of(text)[0].severity.value != "info"
+
+
+def test_another_problem_told_as_fixed_leaves_the_printed_failure_loud() -> None:
+    text = (
+        "DeepSpeed hostfile run fails on the second node\n\n"
+        "Before this I was chasing a socket timeout; that was the firewall and is fixed now.\n\n"
+        "deepspeed --hostfile hostfile train.py\n\n"
+        "[rank5]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    first = findings_of(text)[0]
+    assert first.severity.value == "error"
+    assert "solved" not in first.detail
 
 
 def test_a_new_failure_after_a_solved_one_is_read_as_usual() -> None:
@@ -440,3 +452,41 @@ def test_a_port_in_use_is_what_failed_beside_the_families_words() -> None:
         "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).\n"
     )
     assert not any(f.category != "other" and f.severity.value != "info" for f in findings_of(text))
+
+
+# --- review 67 ---------------------------------------------------------------------------------
+
+
+def test_jsrun_resource_sets_of_one_gpu_are_per_process_lists() -> None:
+    text = (
+        "Summit, 2 nodes, 12 ranks\n\njsrun -n 12 -a 1 -c 7 -g 1 -r 6 python train.py\n\n"
+        "  local_rank=1 CUDA_VISIBLE_DEVICES=0\n  RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert "jsrun-gpu-per-set" in read_document(text).hits
+    assert findings_of(text)[0].category == "per_process_visible_devices"
+
+
+def test_a_clean_container_environment_under_a_per_task_binding_is_the_container() -> None:
+    text = (
+        "#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\n"
+        "srun apptainer exec --nv --cleanenv image.sif python train.py\n\n"
+        "h:1021:1021 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 busId 1000 - Init START\n"
+        "h:1022:1022 [0] NCCL INFO comm 0x2 rank 1 nranks 4 cudaDev 0 busId 1000 - Init START\n"
+        "h:1022:1022 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+        "CUDA device 1000\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "container_mapping"
+    assert "CUDA_VISIBLE_DEVICES" in first.fix
+
+
+def test_an_oom_among_processes_lets_the_rest_of_the_input_decide() -> None:
+    text = (
+        "Slurm gave my job GPUs 4-7 but our helper does this before importing torch:\n\n"
+        '    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"\n\n'
+        "Slurm had set CUDA_VISIBLE_DEVICES=4,5,6,7 for the job. Another user's job crashed:\n\n"
+        "    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
+        "total capacity of 44.35 GiB of which 612.00 MiB is free. Process 2290113 has 21.80 GiB "
+        "memory in use. Process 2291877 has 21.90 GiB memory in use.\n"
+    )
+    assert findings_of(text)[0].category == "visible_devices_mismatch"

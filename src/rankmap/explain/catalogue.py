@@ -184,6 +184,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
     "local-rank-as-device": ("set_device",),
     "one-gpu-per-proc": ("per ", "per-", "visible", " see", "each", "every"),
+    "jsrun-gpu-per-set": ("jsrun",),
+    "container-cleanenv": ("apptainer", "singularity"),
     "mpi-local": (
         "ompi_comm_world_local_rank",
         "mpi_localrankid",

@@ -373,6 +373,22 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"per_process_visible_devices": 4},
        f"{LAUNCHERS} §5: per-task binding gives every task its own CUDA_VISIBLE_DEVICES "
        "(--ntasks-per-gpu implies --gpu-bind=single:N: https://slurm.schedmd.com/sbatch.html)"),
+    # Apptainer / Singularity with a clean environment: the host's variables (the per-task
+    # CUDA_VISIBLE_DEVICES Slurm set) do not reach the container (apptainer run --cleanenv / -e:
+    # "clean environment before running container", https://apptainer.org/docs/user/latest/cli/
+    # apptainer_run.html); a setting, its combination with a per-task binding is in containers.py
+    _s("container-cleanenv", r"\b(?:apptainer|singularity)\b[^\n]{0,120}?\s(?:--cleanenv|-e|-c "
+       r"-e|--containall|-C)(?=\s)",
+       {"container_mapping": 1},
+       "https://apptainer.org/docs/user/latest/cli/apptainer_run.html (--cleanenv: clean "
+       "environment before running container; --containall implies it)"),
+    # jsrun's resource sets (IBM JSM, Summit/Sierra): `-g 1` gives each resource set one GPU and
+    # its tasks only that one, as device 0 (review 67: every rank printed CUDA_VISIBLE_DEVICES=0)
+    _s("jsrun-gpu-per-set", r"\bjsrun\b[^\n]{0,120}?\s(?:-g\s?|--gpu_per_rs[= ])1\b",
+       {"per_process_visible_devices": 4},
+       "https://github.com/olcf-tutorials/jsrun_quick_start_guide (a resource set groups the "
+       "GPUs its tasks use: -g / --gpu_per_rs GPUs per set); that each set's tasks see only its "
+       "GPUs, renumbered from 0, is unverified beyond the guide (what jsrun's ranks print)"),
     # a visible-devices list set from each process's own rank (``export
     # CUDA_VISIBLE_DEVICES=$SLURM_LOCALID`` in a task wrapper): every process sees one GPU, its
     # own, as device 0 (reference/cuda_devices.md §1-2)

@@ -12,6 +12,7 @@ import re
 from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import (
+    cleanenv_drops_the_binding,
     container_given_all,
     container_host_ids,
     container_host_numbered_list,
@@ -103,6 +104,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
             s.add(cat, pts, why)
         container_sees_more(doc, s)
         container_given_all(doc, s)
+        cleanenv_drops_the_binding(doc, s)
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
         container_host_numbered_list(doc, s)

@@ -143,3 +143,42 @@ def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
             f"CUDA_VISIBLE_DEVICES={','.join(entries)} names the host's numbering "
             "(reference/cuda_devices.md §3)",
         )
+
+
+def cleanenv_drops_the_binding(doc: DocFacts, s: Scores) -> None:
+    """A container started with a clean environment (Apptainer/Singularity ``--cleanenv``,
+    ``--containall``) under a per-task GPU binding: the CUDA_VISIBLE_DEVICES the scheduler set
+    for each task stays outside, so every task sees all of the node's GPUs and uses the first
+    (review 67: "without --cleanenv it works")."""
+    if "container-cleanenv" not in doc.hits or not {
+        "gpus-per-task",
+        "jsrun-gpu-per-set",
+        "scheduler-sets-cvd",
+    } & set(doc.hits):
+        return
+    s.add(
+        "container_mapping",
+        5.0,
+        "the container starts with a clean environment, so the per-task CUDA_VISIBLE_DEVICES the "
+        "scheduler set never reaches it: every task sees all of the node's GPUs "
+        "(apptainer run --cleanenv / --containall)",
+        doc.quoted("container-cleanenv"),
+    )
+    s.add(
+        "per_process_visible_devices",
+        -3.0,
+        "the per-task lists stay outside the container: inside, no process has its own list",
+    )
+    s.add(
+        "no_set_device",
+        -4.0,
+        "under a per-task binding cuda:0 is each task's own GPU: device 0 is the right choice "
+        "wherever the binding reaches the process",
+    )
+    s.name_fix(
+        "container_mapping",
+        5.0,
+        "Pass the task's list into the container — drop --cleanenv/--containall, or add "
+        "`--env CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES` (Singularity: "
+        "`SINGULARITYENV_CUDA_VISIBLE_DEVICES`)",
+    )

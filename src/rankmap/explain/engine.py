@@ -192,7 +192,7 @@ def explain_files(
     named_fixes = frozenset(fix for _, fix in scores.fixes.values())
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
     if doc is not None and doc.resolved:
-        report.findings = _told_as_solved(report.findings, doc.resolved, doc.resolved_until)
+        report.findings = _told_as_solved(report.findings, doc, doc.resolved)
     if flags:
         report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]
     report.sections["explain"]["scores"] = scores_section(scores)
@@ -203,15 +203,21 @@ def explain_files(
     return redact_report(report)
 
 
-def _told_as_solved(findings: list[Finding], words: str, until: int | None) -> list[Finding]:
+def _told_as_solved(findings: list[Finding], doc: DocFacts, words: str) -> list[Finding]:
     """The findings of a text that tells its failure as over ("[solved]", "closing this: ...
     the run now completes"): the cause it names stays, at info — nothing is left to fix, and no
-    alarm (reviews 62, 64). Where the writer turns to another failure (line ``until``), the
-    findings quoting it are read as usual."""
+    alarm (reviews 62, 64). A finding that quotes the job's printed output (a log line, not the
+    writer's sentences), or lines past where the writer turns to another failure, is read as
+    usual: "the firewall issue is fixed now" says nothing of the ordinal error printed below it
+    (review 66)."""
     said = redact_free_text(words)[:160]
+    until = doc.resolved_until
     out = []
     for f in findings:
-        if until is not None and any(n >= until for n in _quoted_lines(f)):
+        lines = _quoted_lines(f)
+        if _quotes_printed_output(f, doc, words) or (
+            until is not None and any(n >= until for n in lines)
+        ):
             out.append(f)
             continue
         told = f.severity is not Severity.INFO and f.code != "RM003"
@@ -225,6 +231,19 @@ def _told_as_solved(findings: list[Finding], words: str, until: int | None) -> l
             )
         )
     return out
+
+
+def _quotes_printed_output(f: Finding, doc: DocFacts, words: str) -> bool:
+    """Whether ``f`` quotes a line the job printed: outside the writer's prose, not a sentence
+    that quotes a message (``died with "invalid device ordinal"``) nor the solved line itself."""
+    for e in f.evidence:
+        m = _WHERE.match(e)
+        if m is None or doc.in_prose(int(m.group("n"))):
+            continue
+        text = m.group("text")
+        if not _QUOTING.search(text) and text.strip()[:60] not in words:
+            return True
+    return False
 
 
 def _quoted_lines(f: Finding) -> list[int]:

@@ -19,7 +19,14 @@ from rankmap.numbers import saturating_int
 # (local_device_ids, https://jax.readthedocs.io/en/latest/multi_process.html), Slurm's per-task
 # binding (launchers.md §5), Ray (each worker's CUDA_VISIBLE_DEVICES, launchers.md §8). Not
 # mpirun: it sets no list (launchers.md §6).
-LIST_AGENTS = ("dask-cuda", "jax-distributed", "gpus-per-task", "ray", "ray-named")
+LIST_AGENTS = (
+    "dask-cuda",
+    "jax-distributed",
+    "gpus-per-task",
+    "jsrun-gpu-per-set",
+    "ray",
+    "ray-named",
+)
 
 
 def list_agent(doc: DocFacts) -> str | None:
