@@ -490,3 +490,41 @@ def test_an_oom_among_processes_lets_the_rest_of_the_input_decide() -> None:
         "memory in use. Process 2291877 has 21.90 GiB memory in use.\n"
     )
     assert findings_of(text)[0].category == "visible_devices_mismatch"
+
+
+# --- review 66 ---------------------------------------------------------------------------------
+
+
+def test_nccl_showing_the_listed_gpus_makes_a_renumbering_question_no_alarm() -> None:
+    text = (
+        "Is this a bug? I set CUDA_VISIBLE_DEVICES=2,3 but PyTorch says cuda:0 and cuda:1\n\n"
+        "CUDA_VISIBLE_DEVICES=2,3 torchrun --standalone --nproc_per_node 2 train.py\n\n"
+        "h:30112:30183 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 2 "
+        "busId 56000 commId 0x9 - Init START\n"
+        "h:30113:30184 [1] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 3 "
+        "busId 57000 commId 0x9 - Init START\n"
+    )
+    assert read_document(text).nccl_nvml == {2, 3}
+    assert not any(f.category != "other" and f.severity.value != "info" for f in findings_of(text))
+
+
+def test_an_intra_host_transport_of_unknown_ranks_per_node_is_no_host_identity() -> None:
+    text = (
+        "2-node job fails\n\nsrun --nodes=2 python train.py\n\n"
+        "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+        "OSError: [Errno 122] Disk quota exceeded\n"
+    )
+    assert not any(
+        f.category == "host_identity" and f.severity.value != "info" for f in findings_of(text)
+    )
+
+
+def test_a_pod_showing_the_gpus_it_requested_sees_what_it_was_given() -> None:
+    from rankmap.explain.containers import _as_many_as_requested
+    from rankmap.explain.docread import gpu_request
+
+    assert gpu_request("same Job spec for both pools (nvidia.com/gpu: 8)") == (8, None)
+    assert gpu_request("Capacity:\n  cpu: 96\n  nvidia.com/gpu: 8\n") is None
+    doc = read_document("Job spec (nvidia.com/gpu: 8)\n\nnvidia-smi in the pod shows 8 GPUs.\n")
+    assert _as_many_as_requested("nvidia-smi in the pod shows 8 GPUs.", doc)
+    assert not _as_many_as_requested("nvidia-smi in the pod shows 16 GPUs.", doc)

@@ -562,7 +562,10 @@ def _one_rank_per_node(ctx: Context, doc: DocFacts) -> bool:
     ranks can only join ranks of different hosts: with several ranks per node (the launch's
     processes per node, NCCL's ``localRanks``) the intra-host transport is expected."""
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
-    return (nproc is None or nproc <= 1) and doc.local_ranks <= 1
+    # positive evidence only: a launch of one process per node, or NCCL's "localRanks 1"; an
+    # unknown count is no single rank (review 66: rank 0 -> 1 via P2P/IPC on one host of a
+    # 2-node job read as two hosts taken for one)
+    return (nproc == 1 and doc.local_ranks <= 1) or (nproc is None and doc.local_ranks == 1)
 
 
 def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:

@@ -37,6 +37,14 @@ def container_given_all(doc: DocFacts, s: Scores) -> None:
     under containers at error)."""
     hit = doc.hits.get("nvd-ignored")
     given = [h for sid in ("docker-gpus", "nvd-ignored") if (h := doc.hits.get(sid))]
+    if hit is not None and _as_many_as_requested(hit.excerpt, doc):
+        weight = dict(hit.signal.supports).get("container_mapping", 0.0)
+        s.add(
+            "container_mapping",
+            -weight,
+            "the container shows as many GPUs as it requested: it sees what it was given",
+        )
+        return
     if hit is None or not any(_ALL_GIVEN.search(h.excerpt) for h in given):
         return
     if "NVIDIA_VISIBLE_DEVICES" in hit.excerpt and not _ALL_GIVEN.search(hit.excerpt):
@@ -47,6 +55,17 @@ def container_given_all(doc: DocFacts, s: Scores) -> None:
         -weight,
         "the container was given every GPU (--gpus all): it shows every GPU as asked",
     )
+
+
+_SHOWS_N = re.compile(r"\b(?:shows?|showing|sees?|seeing|lists?|listing|exposes?) (\d{1,3}) ", re.I)
+
+
+def _as_many_as_requested(excerpt: str, doc: DocFacts) -> bool:
+    """Whether "the pod shows 8 GPUs" names the count the container requested (a pod's
+    ``nvidia.com/gpu: 8``, ``--gpus 8``): no runtime ignoring a request then (review 66)."""
+    requested = doc.gpus_requested or doc.configs.pod_gpus
+    m = _SHOWS_N.search(excerpt)
+    return bool(requested and m and int(m.group(1)) == requested)
 
 
 # What gives a container GPUs (reference/cuda_devices.md §3): Docker's --gpus, the NVIDIA runtime,

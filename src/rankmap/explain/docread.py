@@ -240,6 +240,8 @@ _ONE_MACHINE = re.compile(
 _NCCL_NODES = re.compile(r"\bnRanks \d{1,6} nNodes (\d{1,6})\b")
 _NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
+# NCCL's Init line: "cudaDev 0 nvmlDev 2" (the process's index, NVML's = nvidia-smi's)
+_NVML_DEV = re.compile(r"\bcudaDev \d+ nvmlDev (\d{1,4})\b")
 # XLA / TensorFlow: "Invalid device ordinal value (4). Valid range is [0, 3]." — the process saw
 # k + 1 devices (its visible list)
 _VALID_RANGE = re.compile(r"Valid range is \[0, ?(\d{1,4})\]")
@@ -312,6 +314,7 @@ class DocFacts:
     spread: str = ""
     # the GPUs an nvidia-smi process table shows compute processes on
     proc_gpus: set[int] = field(default_factory=set)
+    nccl_nvml: set[int] = field(default_factory=set)  # NVML indices of NCCL's Init lines
     # code that sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (where, the line)
     cvd_after_cuda: str = ""
     # ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES set within a few lines of each other (one run)
@@ -466,6 +469,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
     )
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
+    facts.nccl_nvml = {saturating_int(n) for n in _NVML_DEV.findall(text[:DOC_LIMIT])}
     facts.visible_range = max(
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )
@@ -535,7 +539,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         # the process table shows the job on the GPUs its list names: the list applied,
         # whatever the prose says of it ("ignores CUDA_VISIBLE_DEVICES and uses GPU 0", read
         # from a cuda:0 that is the list's first GPU; review 62)
-        for sid in ("cvd-ignored", "gpu0-named-used"):
+        # ... and a "wrong GPU" report beside it is the renumbering: cuda:0 inside the process is
+        # the list's first GPU (review 66)
+        for sid in ("cvd-ignored", "gpu0-named-used", "device-selection-problem"):
             facts.hits.pop(sid, None)
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
@@ -558,12 +564,14 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
 
 
 def _list_seen_applied(facts: DocFacts) -> bool:
-    """Whether an nvidia-smi process table shows compute processes only on GPUs the paste's
-    CUDA_VISIBLE_DEVICES names."""
+    """Whether an nvidia-smi process table, or NCCL's Init lines (``nvmlDev``: the NVML index,
+    nvidia-smi's numbering), show the job only on GPUs the paste's CUDA_VISIBLE_DEVICES names."""
     listed = [e for e in facts.cvd_entries() if e]
-    if not facts.proc_gpus or not listed or not all(e.isdecimal() for e in listed):
+    # NCCL's lines are the job's own ranks; a process table may show other users' jobs too
+    seen = facts.nccl_nvml or facts.proc_gpus
+    if not seen or not listed or not all(e.isdecimal() for e in listed):
         return False
-    return facts.proc_gpus <= {saturating_int(e) for e in listed}
+    return seen <= {saturating_int(e) for e in listed}
 
 
 def _lists_every_gpu(facts: DocFacts) -> bool:
@@ -594,7 +602,8 @@ _REQUEST = re.compile(
     r"--gpus[ =]['\"]*(?:device=)?(?P<list>[\d,]+)\b|\bNV_GPU=['\"]?(?P<nv>[\d,]+)|"
     r"NVIDIA_VISIBLE_DEVICES=['\"]?(?P<nvd>[\d,]+)\b|"
     # a pod's GPU limit (resources.limits nvidia.com/gpu: 1)
-    r"\blimits\W{1,40}nvidia\.com/gpu['\"]?\s*[:=]\s*['\"]?(?P<k8s>\d{1,3})\b"
+    # (or said so: "same Job spec (nvidia.com/gpu: 8)"; not a node's Capacity/Allocatable)
+    r"(?:\blimits\W{1,40})?\bnvidia\.com/gpu['\"]?\s*[:=]\s*['\"]?(?P<k8s>\d{1,3})\b"
 )
 # CUDA_VISIBLE_DEVICES in a pod spec or compose file (``CUDA_VISIBLE_DEVICES: "3"``,
 # ``- name: CUDA_VISIBLE_DEVICES`` / ``value: "3"``)
@@ -608,7 +617,14 @@ def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
     """The GPUs a container was given, when the text states it (the first request found): their
     count, and their ids when it names devices (``--gpus device=2,3``, NVIDIA_VISIBLE_DEVICES,
     NV_GPU) rather than a count (``--gpus 2``)."""
-    m = next((m for m in _REQUEST.finditer(text) if not _scheduler_line(text, m.start())), None)
+    m = next(
+        (
+            m
+            for m in _REQUEST.finditer(text)
+            if not _scheduler_line(text, m.start()) and not _node_capacity(text, m)
+        ),
+        None,
+    )
     if not m:
         return None
     if m.group("k8s") is not None:
@@ -622,6 +638,17 @@ def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
 
 
 _SCHEDULER_LINE = re.compile(r"[ \t]*(?:#SBATCH|#PBS|#\$|(?:\S*/)?(?:srun|sbatch|salloc)\b)")
+
+
+_NODE_CAPACITY = re.compile(r"(?:Capacity|Allocatable|Allocated resources)\s*:", re.I)
+
+
+def _node_capacity(text: str, m: re.Match[str]) -> bool:
+    """Whether a pod-style GPU count is a node's (``kubectl describe node``: Capacity,
+    Allocatable) rather than a container's request."""
+    return m.group("k8s") is not None and bool(
+        _NODE_CAPACITY.search(text, max(0, m.start() - 200), m.start())
+    )
 
 
 def _scheduler_line(text: str, at: int) -> bool:
