@@ -528,3 +528,30 @@ def test_a_pod_showing_the_gpus_it_requested_sees_what_it_was_given() -> None:
     doc = read_document("Job spec (nvidia.com/gpu: 8)\n\nnvidia-smi in the pod shows 8 GPUs.\n")
     assert _as_many_as_requested("nvidia-smi in the pod shows 8 GPUs.", doc)
     assert not _as_many_as_requested("nvidia-smi in the pod shows 16 GPUs.", doc)
+
+
+def test_a_print_of_the_rank_beside_its_device_is_no_global_rank_selection() -> None:
+    code = 'print(f"rank {dist.get_rank()} on cuda:{torch.cuda.current_device()}")\n'
+    assert "rank-not-local" not in read_document(code).hits
+
+
+def test_ranks_printing_the_same_device_with_on_are_read() -> None:
+    from rankmap.explain.printed_lists import rank_devices
+
+    assert rank_devices("rank 0 on cuda:0\nrank 1 on cuda:0\nrank 2 -> cuda:0\n") == {
+        0: 0,
+        1: 0,
+        2: 0,
+    }
+
+
+def test_one_slurm_task_running_torchrun_is_no_per_task_binding() -> None:
+    text = (
+        "ranks 4-7 fail with HIP error: invalid device ordinal on an 8-GCD node\n\n"
+        "```\nsrun -N1 -n1 torchrun --standalone --nproc_per_node 8 train.py\n```\n\n"
+        "```\n$ env | grep VISIBLE\nHIP_VISIBLE_DEVICES=0,1,2,3\n"
+        "[rank4]:     torch.cuda.set_device(local_rank)\n"
+        "[rank4]: RuntimeError: HIP error: invalid device ordinal\n```\n"
+    )
+    assert read_document(text).env == {"HIP_VISIBLE_DEVICES": "0,1,2,3"}
+    assert findings_of(text)[0].category == "visible_devices_mismatch"

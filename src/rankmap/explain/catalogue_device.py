@@ -556,7 +556,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"global rank as (?:the )?device|(?:misuse|misused|wrong|incorrect|mistaken)(?: use)?(?: of)? (?:the )?global rank|"
        r"global rank (?:is|was) (?:misused|wrongly used|used by mistake)|rank/local_rank|world rank|rank in the world|global (?:process )?index|"
        # (a device word, not a host name such as gpu-n01: review 14)
-       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)(?![-\w])|get_rank\(\)[^.\n]{0,40}(?:device|cuda)|"
+       r"global rank[^.\n]{0,60}(?:device|cuda|gpu)(?![-\w])|get_rank\(\)(?!\s*\})[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
     _s("local-rank-wrong", r"\blocal[_ ]rank\w*\b" + SENTENCE + r"{0,60}\b(?:wrong|incorrect\w*|"

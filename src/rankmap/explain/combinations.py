@@ -773,7 +773,12 @@ def _slurm_tasks_by_local_rank(ctx: Context, doc: DocFacts | None) -> bool:
     by_local = ctx.selection() == "local_rank" or bool(
         doc and ("local-rank-as-device" in doc.hits or doc.code_kind == "local_rank")
     )
-    return slurm and by_local
+    # one Slurm task per node that runs a launcher (srun -n1 torchrun ...): the ranks are the
+    # launcher's children in that one task, not tasks bound one GPU each (review 66)
+    one_task_launcher = bool(
+        ctx.launch and ctx.launch.nested_in == "srun" and ctx.launch.outer_tasks_per_node == 1
+    )
+    return slurm and by_local and not one_task_launcher
 
 
 _DS_SELECT = ("--num_gpus", "--num_accelerators", "--num_nodes", "--include", "--exclude", "-i ",

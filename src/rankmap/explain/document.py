@@ -58,6 +58,8 @@ _CAPTION = re.compile(
     rf"\s*[:：]\s*(?:\*\*)?\s*`?(?P<cmd>(?:{LAUNCHER_WORDS})\s[^`]*)`?\s*$",
     re.IGNORECASE,
 )
+# a "$ " prompt (not "# ", also a comment or a heading)
+_DOLLAR_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+(?::[~/][^$#\n]*)?)?\$\s+\S")
 _LAUNCH_LINE = re.compile(
     rf"^\s*(?:[!+]\s*)?(?:(?:export\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:{LAUNCHER_WORDS})(?:\s|$)"
 )
@@ -163,6 +165,10 @@ def _fenced_kind(hint: str, body: list[str]) -> str:
             prev = k
     if not votes:
         return "log"
+    if any(_DOLLAR_PROMPT.match(line) for line in body[:200]):
+        # an unlabelled shell session ("$ env | grep VISIBLE" and its output): split like a
+        # labelled one, so the commands and the env it prints are read as such (review 66)
+        return "shell"
     if votes.get("smi", 0) * 3 >= sum(votes.values()):
         return "smi"
     if set(votes) == {"shell", "env"}:

@@ -21,8 +21,9 @@ MAX_LINES = 512  # rank lines read: a job of thousands of ranks prints the same 
 # a rank's own report of its device: "0 using device 0", "rank 2 uses GPU 0" (not "on cuda:0":
 # where each process sees its own GPU, every rank is on its cuda:0)
 _RANK_DEVICE = re.compile(
-    r"^\W{0,3}(?:rank\s*)?(?P<rank>\d{1,5})\]?:?\s+(?:is\s+)?(?:using|uses|selected|picked)"
-    r"\s+(?:device|gpu|cuda)[\s:#]*(?P<dev>\d{1,3})\b",
+    r"^\W{0,3}(?:rank\s*)?(?P<rank>\d{1,5})\]?:?\s+(?:is\s+)?(?:(?:running\s+|runs\s+)?on|using|uses|"
+    # "rank 0 on cuda:0", "rank 1 -> cuda:0" (review 66)
+    r"selected|picked|->|=>)\s+(?:device|gpu|cuda)[\s:#]*(?P<dev>\d{1,3})\b",
     re.IGNORECASE | re.MULTILINE,
 )
 
