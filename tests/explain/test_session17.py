@@ -555,3 +555,20 @@ def test_one_slurm_task_running_torchrun_is_no_per_task_binding() -> None:
     )
     assert read_document(text).env == {"HIP_VISIBLE_DEVICES": "0,1,2,3"}
     assert findings_of(text)[0].category == "visible_devices_mismatch"
+
+
+def test_an_mpi_command_with_a_quoted_python_program_is_a_launch() -> None:
+    text = (
+        'mpiexec -n 8 -ppn 8 python -c "from mpi4py import MPI; c=MPI.COMM_WORLD; '
+        'print(c.Get_rank(), c.Get_size())"\n'
+    )
+    assert read_document(text).launch is not None
+
+
+def test_ranks_each_a_world_of_one_explain_their_pile_up_on_gpu0() -> None:
+    text = (
+        "mpi4py + torch prints rank 0 of 1 eight times\n\n"
+        "mpiexec -n 8 -ppn 8 python train.py\n\n"
+        "The job (device = rank % 4) puts every process on cuda:0.\n"
+    )
+    assert findings_of(text)[0].category != "no_set_device"

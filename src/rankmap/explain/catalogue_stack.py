@@ -92,7 +92,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"separate (?:jobs|runs|instances|"
        r"processes|copies)|(?:every|each|all) (?:mpi )?(?:process|rank|task)(?:es|s)?[^.\n]{0,40}"
        r"(?:is |are |reports? |thinks? (?:it is |they are )?)(?:rank 0 of 1|rank 0\b[^.\n]{0,20}"
-       r"(?:size|world size) (?:of )?1\b)",
+       r"(?:size|world size) (?:of )?1\b)|"
+       # "prints rank 0 of 1 eight times" (review 67: MPICH's mpiexec, Open MPI's mpi4py)
+       r"\brank 0 of 1\b[^.\n]{0,20}\b(?:\d+|two|three|four|eight|several|many|multiple) times\b",
        {"version_mismatch": 3, "launcher_config": 1.5},
        f"{LAUNCHERS} §6: an MPI program started by another MPI's mpirun (or without one) finds no "
        "job of its own: every process is rank 0 of a world of size 1, N separate jobs "

@@ -332,6 +332,13 @@ def _world_of_one(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
     """A launch of several processes whose program reports a world of one: the processes do not
     form one job (an MPI of another implementation, a program without MPI, launches meant as
     one job; reference/launchers.md §6)."""
+    if doc is not None and "mpi-singletons" in doc.hits and "all-on-gpu0" in doc.hits:
+        s.add(
+            "no_set_device",
+            -3.0,
+            "every process is rank 0 of a world of its own, so a device chosen by rank is 0 in "
+            "all of them: the separate worlds explain the pile-up on GPU 0",
+        )
     launch = ctx.launch
     if doc is None or "world-of-one" not in doc.hits or launch is None:
         return

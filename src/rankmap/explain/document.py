@@ -316,11 +316,15 @@ _PROSE_WORDS = frozenset({
 })  # fmt: skip
 
 
+_QUOTED_ARG = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+
+
 def reads_as_prose(cmd: str) -> bool:
     """Whether a line that starts with a launcher's name is a sentence about it: the word after
     the launcher (and its subcommand) is a word of prose or ends with a colon, or a word ends with
     a comma that a word follows ("--nproc_per_node=4, 4 GPUs, each rank …")."""
-    words = cmd.split()
+    # (a quoted argument is the program's: `python -c "print(a, b)"` holds no sentence)
+    words = _QUOTED_ARG.sub('""', cmd).split()
     at = next((i for i, w in enumerate(words) if _LAUNCHER_NAME.search(w)), None)
     if at is None:
         return False
