@@ -480,16 +480,14 @@ def test_a_clean_container_environment_under_a_per_task_binding_is_the_container
     assert "CUDA_VISIBLE_DEVICES" in first.fix
 
 
-def test_an_oom_among_processes_lets_the_rest_of_the_input_decide() -> None:
-    text = (
-        "Slurm gave my job GPUs 4-7 but our helper does this before importing torch:\n\n"
-        '    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1,2,3"\n\n'
-        "Slurm had set CUDA_VISIBLE_DEVICES=4,5,6,7 for the job. Another user's job crashed:\n\n"
-        "    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a "
-        "total capacity of 44.35 GiB of which 612.00 MiB is free. Process 2290113 has 21.80 GiB "
-        "memory in use. Process 2291877 has 21.90 GiB memory in use.\n"
-    )
-    assert findings_of(text)[0].category == "visible_devices_mismatch"
+def test_a_compose_flow_mapping_names_its_device_ids() -> None:
+    line = "compose: devices: [{driver: nvidia, device_ids: ['1'], capabilities: [gpu]}]\n"
+    assert "docker-daemon" in read_document(line).hits
+
+
+def test_gpu0_holding_several_named_processes_is_a_pile_up() -> None:
+    line = "nvidia-smi during the run: GPU 0 has 4 python processes, GPUs 1-3 show 0MiB.\n"
+    assert "all-on-gpu0" in read_document(line).hits
 
 
 # --- review 66 ---------------------------------------------------------------------------------

@@ -264,7 +264,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"unknown or invalid runtime name: nvidia|"
        # compose's `device_ids:` key (YAML at the start of its line, or a quoted JSON key), not
        # PyTorch DDP's "DDP Initialized with: ..., device_ids: 0, ..." log line (review 65)
-       r"(?m:^)\s*(?:-\s*)?['\"]?device_ids['\"]?\s*:|[{,]\s*['\"]device_ids['\"]\s*:|(?m:^)\s*count: all",
+       r"(?m:^)\s*(?:-\s*)?['\"]?device_ids['\"]?\s*:|[{,]\s*['\"]device_ids['\"]\s*:|"
+       r"[{,]\s*device_ids\s*:\s*\[|(?m:^)\s*count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|podman run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
        r"nvidia-container|container toolkit|docker-compose|docker compose",
@@ -589,7 +590,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:extra|additional|more) (?:memory|processes|contexts?) on (?:gpu|cuda|device)[ :]?0|"
        r"(?:gpu|cuda|device)[ :]?0 (?:has|shows|gets|uses) (?:more|extra|additional|all|\d+ "
        # "more memory than I expected" compares with an expectation, not with the other GPUs
-       r"processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) (?:used|busy|utili[sz]ed|working|active|loaded)|defaults? to cuda:0|"
+       # ("GPU 0 has 4 python processes": a process name between, review 54)
+       r"(?:\w+ )?processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) (?:used|busy|utili[sz]ed|working|active|loaded)|defaults? to cuda:0|"
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
        r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"

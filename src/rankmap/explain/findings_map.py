@@ -375,9 +375,8 @@ def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         "; ".join(best.reasons)
         if best.score >= DECIDED
         else (
-            f"{UNDECIDED_MARK} why several processes allocate on one GPU; with no duplicate-GPU "
-            "error from NCCL, the commonest cause is ranks that touched CUDA (model.cuda(), "
-            "torch.load, a barrier) before selecting their own device"
+            "several processes allocate on one GPU while NCCL raised no duplicate-GPU error: ranks "
+            "touched CUDA (model.cuda(), torch.load, a barrier) before selecting their own device"
         )
     )
     first = finding(
