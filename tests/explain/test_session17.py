@@ -570,3 +570,56 @@ def test_ranks_each_a_world_of_one_explain_their_pile_up_on_gpu0() -> None:
         "The job (device = rank % 4) puts every process on cuda:0.\n"
     )
     assert findings_of(text)[0].category != "no_set_device"
+
+
+# --- b24 dev, restated -------------------------------------------------------------------------
+
+
+def test_a_cpu_build_under_a_single_script_is_no_alarm() -> None:
+    text = (
+        "# AssertionError: Torch not compiled with CUDA enabled\n\n"
+        "Whenever I run train.py I get this, any advice?\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text))
+
+
+def test_a_cpu_build_in_a_distributed_launch_stays_loud() -> None:
+    text = (
+        "torchrun --nproc_per_node 2 train.py\n\n"
+        "AssertionError: Torch not compiled with CUDA enabled\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "version_mismatch" and first.severity.value != "info"
+
+
+def test_the_main_process_test_naming_local_rank_is_no_device_choice() -> None:
+    assert (
+        "local-rank-wrong"
+        not in read_document("# fix LOCAL_RANK to be RANK in if_main_process\n").hits
+    )
+
+
+def test_local_rank_under_another_dest_is_the_local_rank() -> None:
+    text = (
+        "```python\nparser.add_argument('--local_rank', type=int, dest='rank', default=0)\n"
+        "args = parser.parse_args()\ntorch.cuda.set_device(args.rank)\n```\n"
+    )
+    facts = read_document(text)
+    assert facts.code_kind == "local_rank"
+    assert "rank-as-device-code" not in facts.hits
+
+
+def test_rays_noset_switch_is_no_per_worker_list() -> None:
+    from rankmap.explain.catalogue import SIGNALS
+
+    noset = next(s for s in SIGNALS if s.id == "ray-noset")
+    assert dict(noset.supports)["no_set_device"] > 0
+    assert "ray" not in read_document("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1\n").hits
+
+
+def test_an_images_all_list_is_no_list_outside_a_container(tmp_path) -> None:
+    from rankmap.explain.docread import read_document as read
+
+    assert read("export NVIDIA_VISIBLE_DEVICES=all\n").env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    found = findings_of("nvidia-smi -L shows 8 GPUs\nexport NVIDIA_VISIBLE_DEVICES=all\n")
+    assert not any("read by the NVIDIA container runtime" in f.detail for f in found)

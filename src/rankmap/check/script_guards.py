@@ -147,7 +147,7 @@ class Guards:
     def declared_local_rank_args(self) -> tuple[str, ...]:
         found: list[str] = []
         for dest, (_, call) in self._args.items():
-            if dest == "local_rank":
+            if dest == "local_rank" or _local_rank_option(call):
                 found += [
                     a.value
                     for a in call.args
@@ -164,14 +164,16 @@ class Guards:
         dflt_node = next((k.value for k in call.keywords if k.arg == "default"), None)
         where = Frame.at(mod, call)
         default = self.value(dflt_node, where) if dflt_node is not None else None
-        if dest != "local_rank" and self.script_args is not None:
+        # `--local_rank` under another dest (`dest='rank'`) is still what the launcher passes
+        local = dest == "local_rank" or _local_rank_option(call)
+        if not local and self.script_args is not None:
             passed = self._passed(call)
             if passed is not None:
                 return Num(int(passed)) if passed.lstrip("-").isdecimal() else Text(passed)
             if _action(call) in ("store_true", "store_false"):
                 return Num(int(_action(call) == "store_false"))
             return default if default is not None else Nothing()
-        if dest == "local_rank":
+        if local:
             rank = default if isinstance(default, Rank) else Rank("local")
             num = default.value if isinstance(default, Num) else None
             return replace(rank, arg_dest="local_rank", arg_default=num, origin=mod.where(call))
@@ -300,3 +302,12 @@ def _action(call: ast.Call) -> str | None:
         ):
             return k.value.value
     return None
+
+
+def _local_rank_option(call: ast.Call) -> bool:
+    """Whether an ``add_argument`` call declares ``--local_rank`` / ``--local-rank`` (the option
+    torch.distributed.launch and DeepSpeed pass; reference/launchers.md §2), whatever its dest."""
+    return any(
+        isinstance(a, ast.Constant) and a.value in ("--local_rank", "--local-rank")
+        for a in call.args
+    )

@@ -177,6 +177,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "ntasks_per_gpu",
     ),
     "ray": ("ray", "num_gpus", "torchtrainer", "backendexecutor", "traintrainable"),
+    "ray-noset": ("ray_experimental_noset",),
     "ray-named": ("ray",),
     "ray-fractional-gpu": ("num_gpus", "gpu"),
     "dask-cuda": ("dask", "localcudacluster"),

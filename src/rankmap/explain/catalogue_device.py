@@ -413,10 +413,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
-       r"\((?:RayTrainWorker|BackendExecutor|TrainTrainable)\w* pid=|"
-       r"RAY_EXPERIMENTAL_NOSET", {"per_process_visible_devices": 3},
+       r"\((?:RayTrainWorker|BackendExecutor|TrainTrainable)\w* pid=",
+       {"per_process_visible_devices": 3},
        f"{LAUNCHERS} §8: Ray sets each worker's CUDA_VISIBLE_DEVICES to its assigned GPUs",
        framework="ray"),
+    # the switch that turns Ray's per-worker list off: every worker sees every device, so one
+    # that selects no device of its own (or a fixed local rank 0) uses the first (b24 dev)
+    _s("ray-noset", r"RAY_EXPERIMENTAL_NOSET_\w*VISIBLE_DEVICES",
+       {"no_set_device": 3, "per_process_visible_devices": -2},
+       f"{LAUNCHERS} §8: RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 disables Ray's masking, so "
+       "every worker sees all GPUs (the same switch exists per accelerator)", framework="ray"),
     # a fractional GPU request (`num_gpus=0.5`): Ray schedules several tasks or actors on one GPU
     # (docs.ray.io, "Fractional GPUs"), and NCCL refuses two ranks of one communicator on one GPU
     # (reference/nccl.md (a)): more processes than GPUs (reviews 62, 63)
@@ -560,9 +566,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"global rank[^.\n]{0,60}(?:device|cuda|gpu)(?![-\w])|get_rank\(\)(?!\s*\})[^.\n]{0,40}(?:device|cuda)|"
        r"local[_ ](?:rank|device|gpu|index)\w* (?:instead of|rather than) (?:the )?(?:global )?rank\b",
        {"global_rank_as_device": 4}, f"{PT} §1"),
-    _s("local-rank-wrong", r"\blocal[_ ]rank\w*\b" + SENTENCE + r"{0,60}\b(?:wrong|incorrect\w*|"
+    _s("local-rank-wrong", r"(?:\blocal[_ ]rank\w*\b" + SENTENCE + r"{0,60}\b(?:wrong|incorrect\w*|"
        r"not correct\w*|(?:is|was|equals?|returns?|returned|gives?) (?:the )?global)\b|"
-       r"\b(?:fix\w*|correct\w*|wrong|incorrect)\b" + SENTENCE + r"{0,40}\blocal[_ ]rank",
+       r"\b(?:fix\w*|correct\w*|wrong|incorrect)\b" + SENTENCE + r"{0,40}\blocal[_ ]rank)"
+       # not the test of which process is the main one ("fix LOCAL_RANK to be RANK in
+       # if_main_process": logging and saving, not the device; b24 dev)
+       r"(?!" + SENTENCE + r"{0,60}\b(?:if_main_process|main[_ ]process|master[_ ]process|"
+       r"is_main\w*|is_master\w*|main_process\w*)\b)",
        {"global_rank_as_device": 2.5, "launcher_config": 1.5},
        f"{LAUNCHERS} §1: LOCAL_RANK is the rank within the node; a local rank that is wrong is "
        "most often the global rank (wrong from the second node on) or one the launcher never set",

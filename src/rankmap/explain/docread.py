@@ -543,6 +543,16 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         # the list's first GPU (review 66)
         for sid in ("cvd-ignored", "gpu0-named-used", "device-selection-problem"):
             facts.hits.pop(sid, None)
+    hit = facts.hits.get("rank-as-device-code")
+    if (
+        hit
+        and facts.code_kind == "local_rank"
+        and facts.code_call
+        and facts.code_call in hit.excerpt
+    ):
+        # the script analysis followed the name to the local rank (`--local_rank` with
+        # `dest='rank'`): `set_device(args.rank)` is no global rank (b24 dev)
+        facts.hits.pop("rank-as-device-code")
     facts.failed = _failed(text)  # the whole document: "Each works" answers a later "instead of"
     # a question about a failure the writer has not had, with no output of a run: no failure
     facts.hypothetical = facts.log_lines <= MAX_QUOTED_LOG and not_happened(

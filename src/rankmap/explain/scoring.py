@@ -467,17 +467,15 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
 
 
 def _one_process_placement(s: Scores, doc: DocFacts | None) -> bool:
-    """ "Expected all tensors to be on the same device" with no sign of a job of several processes
-    (no launcher, DDP or rank named): one process whose model spans GPUs (device_map, a demo that
-    puts parts on cuda:1), not ranks on the wrong GPUs — a possible cause at info (b23 dev)."""
-    return (
-        doc is not None
-        and s.failure_class == "device-placement"
-        and not s.failure
-        and "multi-process-job" not in doc.hits
-        and not doc.launch
-        and not doc.prose_ranks
-    )
+    """A failure of one process, with no sign of a job of several (no launcher, DDP or rank
+    named): "Expected all tensors to be on the same device" is one model spread over GPUs
+    (device_map, a demo that puts parts on cuda:1), not ranks on the wrong GPUs (b23 dev); a
+    PyTorch built without CUDA under a single script is an installation problem (b24 dev: a
+    nanoGPT or detectron2 run on a CPU wheel). A possible cause at info."""
+    if doc is None or "multi-process-job" in doc.hits or doc.launch or doc.prose_ranks:
+        return False
+    placement = s.failure_class == "device-placement" and not s.failure
+    return placement or "torch-cpu-build" in doc.hits
 
 
 # Settings NCCL does not support in a multi-rank job: several ranks on MIG instances

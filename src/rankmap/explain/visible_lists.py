@@ -151,6 +151,9 @@ def container_list_outside(doc: DocFacts | None, s: Scores) -> None:
     still enumerated)."""
     if doc is None or "nvidia-visible" not in doc.hits or _CONTAINER_SIGNS & set(doc.hits):
         return
+    value = doc.env.get("NVIDIA_VISIBLE_DEVICES", "").strip().lower()
+    if value in ("all", "none", "void"):
+        return  # the container runtime's own words: a setting of an image, not a narrowed list
     s.add(
         "visible_devices_mismatch",
         4.0,
