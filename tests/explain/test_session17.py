@@ -623,3 +623,12 @@ def test_an_images_all_list_is_no_list_outside_a_container(tmp_path) -> None:
     assert read("export NVIDIA_VISIBLE_DEVICES=all\n").env["NVIDIA_VISIBLE_DEVICES"] == "all"
     found = findings_of("nvidia-smi -L shows 8 GPUs\nexport NVIDIA_VISIBLE_DEVICES=all\n")
     assert not any("read by the NVIDIA container runtime" in f.detail for f in found)
+
+
+def test_local_rank_told_as_unset_under_a_scheduler_is_the_launcher() -> None:
+    text = (
+        "# LOCAL_RANK not being set in slurm\n\n"
+        "Every process returns the default of 0, so each one logs as rank zero.\n"
+    )
+    assert "rank-env-unset-words" in read_document(text).hits
+    assert findings_of(text)[0].category == "launcher_config"

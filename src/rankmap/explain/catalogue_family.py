@@ -249,6 +249,16 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        f"{PT} §7.1 (env:// needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and {LAUNCHERS} §9 "
        "(who sets LOCAL_RANK): the launcher used does not set the variable the script reads",
        failure=True),
+    # the same told in words: "LOCAL_RANK not being set in slurm", "started without exporting
+    # LOCAL_RANK" (b24 dev: Slurm and MPI set their own variables, launchers.md §5-6, §9)
+    _s("rank-env-unset-words",
+       r"\b(?:LOCAL_RANK|LOCAL_WORLD_SIZE|WORLD_SIZE|NODE_RANK|RANK)\b`?\s(?:is |was |are |were )?"
+       r"(?:not|n't|never) (?:being )?(?:set|exported|defined|passed)\b|\bwithout (?:exporting|setting|"
+       r"passing|defining) (?:the )?`?(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)\b",
+       {"launcher_config": 3},
+       f"{LAUNCHERS} §5, §6, §9: Slurm and MPI launchers set their own variables (SLURM_LOCALID, "
+       "OMPI_COMM_WORLD_LOCAL_RANK), not torchrun's LOCAL_RANK / RANK / WORLD_SIZE",
+       failure=True, where=PROSE),
     _s("hardware-fault", r"\bECC (?:error|errors)\b|uncorrectable ECC|CUDA_ERROR_ECC_UNCORRECTABLE|"
        r"\bXid\b|fallen off the bus|GPU is lost|GPU has fallen|NVLink (?:error|down)|"
        r"row[- ]remap\w* (?:failure|pending)|CUDA_ERROR_HARDWARE_STACK_ERROR",
@@ -427,6 +437,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
 # fmt: on
 
 FAMILY_KEYS: dict[str, tuple[str, ...]] = {
+    # every match ends in one of these words (or "without exporting/setting/...")
+    "rank-env-unset-words": ("set", "export", "defin", "pass"),
     "outside-collective-mismatch": ("mismatch between collectives", "running collective"),
     "fabric-manager-not-ready": (
         "not yet initiali",
