@@ -632,3 +632,89 @@ def test_local_rank_told_as_unset_under_a_scheduler_is_the_launcher() -> None:
     )
     assert "rank-env-unset-words" in read_document(text).hits
     assert findings_of(text)[0].category == "launcher_config"
+
+
+# --- review of this session's diff (helpers' proofs, restated) --------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I switched to a bigger batch and now it runs out of memory on GPU 0.",
+        "MASTER_PORT is fixed to 29500 on all nodes.",
+        "Fixed-size buffers: rank 1 crashes on GPU 0.",
+    ],
+)
+def test_ordinary_wording_is_no_solved_story(text: str) -> None:
+    from rankmap.explain.denial import resolved_story
+
+    assert resolved_story(text) is None
+
+
+def test_an_nvidia_smi_table_after_a_prompt_is_still_a_table() -> None:
+    text = (
+        "```\n$ nvidia-smi\n"
+        "|    0   N/A  N/A      501      C   python                           3000MiB |\n"
+        "|    0   N/A  N/A      502      C   python                           3000MiB |\n```\n"
+    )
+    assert read_document(text).shared_gpu == "nvidia-smi: 2 processes on GPU 0"
+
+
+def test_contractions_are_no_quoted_arguments() -> None:
+    from rankmap.explain.document import reads_as_prose
+
+    assert reads_as_prose("torchrun won't start, it's stuck at rendezvous")
+
+
+def test_a_caption_over_a_long_run_of_spaces_is_fast() -> None:
+    import time
+
+    from rankmap.explain.document import classify_line
+
+    start = time.monotonic()
+    classify_line("Command: torchrun " + " " * 40000 + "`x", None)
+    assert time.monotonic() - start < 1.0
+
+
+def test_apptainers_contain_keeps_the_environment() -> None:
+    assert "container-cleanenv" not in read_document("srun apptainer exec --nv -c i.sif x\n").hits
+    assert "container-cleanenv" in read_document("srun apptainer exec --nv -C i.sif x\n").hits
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"  # both GPUs',
+        'os.environ["CUDA_VISIBLE_DEVICES"] = cfg["gpus"]',
+    ],
+)
+def test_a_configured_list_is_no_list_of_each_process(line: str) -> None:
+    from rankmap.explain.visible_lists import _per_process_code_list
+
+    doc = read_document(f"All processes run on GPU 0.\n\n```python\n{line}\n```\n")
+    assert _per_process_code_list(doc) is None
+
+
+def test_the_word_rank_is_no_launcher_variable() -> None:
+    text = "the rank was not passed to DistributedSampler\n"
+    assert "rank-env-unset-words" not in read_document(text).hits
+
+
+def test_sliding_windows_are_no_operating_system() -> None:
+    assert "windows-host" not in read_document("sliding windows attention on macOS\n").hits
+
+
+def test_all_the_gpu_memory_is_no_every_gpu() -> None:
+    text = "Each worker uses all the GPU memory on its own card.\n"
+    assert "procs-on-every-gpu" not in read_document(text).hits
+
+
+def test_a_question_about_a_firewall_is_told_no_failure() -> None:
+    text = "The security group allows all traffic and ufw is disabled. Which interface do I use?\n"
+    first = findings_of(text)[0]
+    assert "failure outside the GPU mapping" not in first.detail
+
+
+def test_ddps_init_block_of_one_field_per_line_is_no_compose_file() -> None:
+    block = "DDP Initialized with:\nbroadcast_buffers: True\ndevice_ids: 0\noutput_device: 0\n"
+    assert "docker-daemon" not in read_document(block).hits

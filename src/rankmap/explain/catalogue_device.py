@@ -264,7 +264,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"unknown or invalid runtime name: nvidia|"
        # compose's `device_ids:` key (YAML at the start of its line, or a quoted JSON key), not
        # PyTorch DDP's "DDP Initialized with: ..., device_ids: 0, ..." log line (review 65)
-       r"(?m:^)\s*(?:-\s*)?['\"]?device_ids['\"]?\s*:|[{,]\s*['\"]device_ids['\"]\s*:|"
+       r"(?m:^)\s*(?:-\s*)?['\"]?device_ids['\"]?\s*:\s*(?:\[|(?m:$))|[{,]\s*['\"]device_ids['\"]\s*:|"
+       # (compose's value is a list, inline or on the lines below; DDP's log prints a scalar,
+       # also on a line of its own: "device_ids: 0", review 17)
        r"[{,]\s*device_ids\s*:\s*\[|(?m:^)\s*count: all",
        {"container_mapping": 4}, f"{CUDA_DEV} §3", failure=True),
     _s("docker-gpus", r"docker run|podman run|--gpus[ =](?:all\b|['\"]*device=)|nvidia-docker|--runtime[ =]nvidia|"
@@ -378,11 +380,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # CUDA_VISIBLE_DEVICES Slurm set) do not reach the container (apptainer run --cleanenv / -e:
     # "clean environment before running container", https://apptainer.org/docs/user/latest/cli/
     # apptainer_run.html); a setting, its combination with a per-task binding is in containers.py
-    _s("container-cleanenv", r"\b(?:apptainer|singularity)\b[^\n]{0,120}?\s(?:--cleanenv|-e|-c "
-       r"-e|--containall|-C)(?=\s)",
+    # (case-sensitive: -C is --containall, -c is --contain, which keeps the environment)
+    _s("container-cleanenv", r"\b(?:[Aa]pptainer|[Ss]ingularity|APPTAINER|SINGULARITY)\b[^\n]{0,120}?"
+       r"\s(?:--cleanenv|-e|--containall|-C)(?=\s)",
        {"container_mapping": 1},
        "https://apptainer.org/docs/user/latest/cli/apptainer_run.html (--cleanenv: clean "
-       "environment before running container; --containall implies it)"),
+       "environment before running container; --containall implies it)", case=True),
     # jsrun's resource sets (IBM JSM, Summit/Sierra): `-g 1` gives each resource set one GPU and
     # its tasks only that one, as device 0 (review 67: every rank printed CUDA_VISIBLE_DEVICES=0)
     _s("jsrun-gpu-per-set", r"\bjsrun\b[^\n]{0,120}?\s(?:-g\s?|--gpu_per_rs[= ])1\b",
@@ -571,8 +574,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\b(?:fix\w*|correct\w*|wrong|incorrect)\b" + SENTENCE + r"{0,40}\blocal[_ ]rank)"
        # not the test of which process is the main one ("fix LOCAL_RANK to be RANK in
        # if_main_process": logging and saving, not the device; b24 dev)
-       r"(?!" + SENTENCE + r"{0,60}\b(?:if_main_process|main[_ ]process|master[_ ]process|"
-       r"is_main\w*|is_master\w*|main_process\w*)\b)",
+       r"(?!" + SENTENCE + r"{0,60}\b(?:if_main_process|is_main\w*|is_master\w*|main_process\w*|"
+       r"rank_zero\w*)\b)",
        {"global_rank_as_device": 2.5, "launcher_config": 1.5},
        f"{LAUNCHERS} §1: LOCAL_RANK is the rank within the node; a local rank that is wrong is "
        "most often the global rank (wrong from the second node on) or one the launcher never set",
@@ -682,7 +685,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # not "each process sees all GPUs": every launcher's process does, before it selects one
        r"\b(?:each|every) (?:single )?(?:\w+ )?(?:process|rank|worker|task|actor|replica|trainer)\b"
        rf"{SENTENCE}{{0,40}}?\b{_TAKES} (?:all|both|every) (?:of )?(?:the )?(?:\d+ )?"
-       r"(?:gpus|devices|cards|gpu|device|card)\b(?![,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))",
+       r"(?:gpus|devices|cards|gpu|device|card)\b(?![,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))"
+       r"(?! (?:memory|mem|ram|vram|utili[sz]ation)\b)",  # "uses all the GPU memory of its card"
        {"no_set_device": 3},
        f"{PT} §1 and Horovod's guide (pin each process to one GPU: hvd.local_rank(), "
        "https://horovod.readthedocs.io/en/stable/tensorflow.html): a process that selects no GPU "

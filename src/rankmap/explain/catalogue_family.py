@@ -253,12 +253,12 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     # LOCAL_RANK" (b24 dev: Slurm and MPI set their own variables, launchers.md §5-6, §9)
     _s("rank-env-unset-words",
        r"\b(?:LOCAL_RANK|LOCAL_WORLD_SIZE|WORLD_SIZE|NODE_RANK|RANK)\b`?\s(?:is |was |are |were )?"
-       r"(?:not|n't|never) (?:being )?(?:set|exported|defined|passed)\b|\bwithout (?:exporting|setting|"
+       r"(?:not|n't|never) (?:being )?(?:set|exported|defined|passed)\b|\b[Ww]ithout (?:exporting|setting|"
        r"passing|defining) (?:the )?`?(?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)\b",
        {"launcher_config": 3},
        f"{LAUNCHERS} §5, §6, §9: Slurm and MPI launchers set their own variables (SLURM_LOCALID, "
        "OMPI_COMM_WORLD_LOCAL_RANK), not torchrun's LOCAL_RANK / RANK / WORLD_SIZE",
-       failure=True, where=PROSE),
+       failure=True, where=PROSE, case=True),  # the variables' names, not the word "rank"
     _s("hardware-fault", r"\bECC (?:error|errors)\b|uncorrectable ECC|CUDA_ERROR_ECC_UNCORRECTABLE|"
        r"\bXid\b|fallen off the bus|GPU is lost|GPU has fallen|NVLink (?:error|down)|"
        r"row[- ]remap\w* (?:failure|pending)|CUDA_ERROR_HARDWARE_STACK_ERROR",
@@ -567,10 +567,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "rank-env-missing": ("expected, but not set", "keyerror", "failed to init", "failed to set"),
     "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
-        "value 46",
-        "error 46",
-        "code 46",
-        "returned 46",
+        "46",  # "Return value 46", "CUDA error: 46", "error code=46" (the regex decides)
         "free memory on device",
         "busy or unavailable",
         "cudaerrordevicesunavailable",

@@ -205,11 +205,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     # the machine runs Windows: PyTorch's Windows wheels have no NCCL (context only; the
     # combination with nccl-not-built is in rankmap.explain.combinations)
-    _s("windows-host", r"(?<![a-z])windows(?![a-z]| subsystem)|(?<![a-z])win(?:10|11)\b|\bpowershell\b|"
+    # (case-sensitive: the OS's name, not "sliding windows"; lower case only where it is the OS)
+    _s("windows-host", r"(?<![A-Za-z])Windows(?![a-z]| [Ss]ubsystem)|(?<![A-Za-z])WINDOWS(?![A-Z])|"
+       r"(?<![a-z])windows(?=[\u4e00-\u9fff]|\s?(?:10|11|server|machine|pc|laptop|os|host|system|"
+       r"computer|box|build|wheel)\b)|\b[Oo]n windows\b|(?<![a-z])[Ww]in(?:10|11)\b|"
+       r"\b[Pp]ower[Ss]hell\b|"
        r"\b[C-F]:\\(?:Users|ProgramData|Program Files|Anaconda\d?|Miniconda\d?|Python\d+)\\",
        {},
        "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux "
-       "only; Windows builds carry gloo)"),
+       "only; Windows builds carry gloo)", case=True),
     # a PyTorch build without CUDA (the CPU wheel): every CUDA call fails, a device choice with
     # it (review 36: set_device in the traceback was read as the missing set_device)
     _s("torch-cpu-build", r"Torch not compiled with CUDA enabled|has no attribute '_cuda_\w+'|"

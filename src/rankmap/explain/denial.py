@@ -129,14 +129,16 @@ _FIX_DONE = (
     r"replaced|exported|passed|passing|using|moved|called|calling)"
 )
 _RESOLVED = re.compile(
-    r"^\W{0,3}(?:solved|resolved|fixed)\W|\b(?:solved|resolved|fixed)\s*[\])]|"
+    # a tag: "[solved]", "(fixed)", "Solved:" — not "Fixed-size buffers" (review 17)
+    r"^\W{0,3}[\[(]?(?:solved|resolved|fixed)[\])]|^\W{0,3}(?:solved|resolved|fixed)\s*:|"
+    r"\b(?:solved|resolved|fixed)\s*[\])]|"
     r"\bclosing (?:this|the issue|it)\b|\bfor the record\b|\bleaving this (?:here )?for\b|"
     r"\bproblem solved\b|"
     r"(?<!\bnot )(?<!n't )\b(?:is|was|has been|got) (?:now )?(?:solved|resolved|fixed)\b(?! (?:in|by) "
-    r"(?:v(?:ersion)?\s*)?\d)|"
+    r"(?:v(?:ersion)?\s*)?\d)(?!-| (?:to|at|on|size|length|width|value|seed|number)\b)|"
     # "added set_device and the run now completes", "works fine now that I set X": a fix told
     rf"\b{_FIX_DONE}\b[^.\n]{{0,80}}\b(?:now|since then)\b[^.\n]{{0,30}}\b(?:works|runs|completes|"
-    r"trains|finishes|(?:has|have) been running)\b|"
+    r"trains|finishes|(?:has|have) been running)\b(?! (?:out|into|slow\w*|at|on only)\b)|"
     r"\b(?:works|runs|completes|trains)\b(?: \w+){0,2} now (?:that|after|since) (?:i|we)\b|"
     rf"\b(?:has|have) been running without (?:any )?(?:problems|issues|errors)\b",
     re.IGNORECASE | re.MULTILINE,

@@ -54,8 +54,10 @@ _PROMPT = re.compile(
 _CAPTION = re.compile(
     r"^\s*(?:\*\*)?(?:launch(?:ed)?(?: (?:with|using|by|command|cmd|line|script))?|"
     r"(?:the )?command(?: line)?|cmd|run(?: with| command)?|i (?:run|ran|launch|launched|start|"
-    r"started)(?: it| the job| training)?(?: with)?|started with|repro(?:duce)?|usage)(?:\*\*)?"
-    rf"\s*[:：]\s*(?:\*\*)?\s*`?(?P<cmd>(?:{LAUNCHER_WORDS})\s[^`]*)`?\s*$",
+    r"started)(?: it| the job| training)?(?: with)?|started with|repro(?:duce)?)(?:\*\*)?"
+    # (no end anchor: a greedy run to the line's end or a backtick, no backtracking over spaces;
+    # not "usage:", which precedes a launcher's own help text)
+    rf"\s*[:：]\s*(?:\*\*)?\s*`?(?P<cmd>(?:{LAUNCHER_WORDS})\s[^`\n]*)",
     re.IGNORECASE,
 )
 # a "$ " prompt (not "# ", also a comment or a heading)
@@ -123,12 +125,19 @@ class Segment:
         return [(self.first_line + i, t) for i, t in enumerate(self.text.split("\n"))]
 
 
+def _is_smi_row(line: str) -> bool:
+    text = line.strip()
+    return bool(_SMI.search(line)) or (
+        text.startswith("|") and text.endswith("|") and len(text) > 20
+    )
+
+
 def classify_line(line: str, prev_kind: str | None) -> str:
     """The kind of one line outside a fence (``blank`` for an empty line)."""
     text = line.strip()
     if not text:
         return "blank"
-    if _SMI.search(line) or (text.startswith("|") and text.endswith("|") and len(text) > 20):
+    if _is_smi_row(line):
         return "smi"  # a table row of nvidia-smi / rocm-smi
     if (
         _PROMPT.match(line)
@@ -236,7 +245,8 @@ def _split_fenced(kind: str, body: list[str], first: int) -> list[Segment]:
             or _ENV.match(line)
             or _SCRIPT_LINE.match(line)
         )
-        k = "shell" if is_cmd or continued else "log"
+        # a command's output is a log, or the table nvidia-smi / rocm-smi printed (review 17)
+        k = "shell" if is_cmd or continued else "smi" if _is_smi_row(line) else "log"
         continued = k == "shell" and line.rstrip().endswith("\\")
         if not line.strip():
             continue
@@ -261,7 +271,7 @@ def shell_commands(seg: Segment) -> list[tuple[int, str, str]]:
     for no, line in seg.lines():
         m = _PROMPT.match(line)
         caption = None if m else _CAPTION.match(line)
-        body = m.group("cmd") if m else caption.group("cmd") if caption else line.strip()
+        body = m.group("cmd") if m else caption.group("cmd").strip() if caption else line.strip()
         body = body.lstrip("!+ ").strip()
         if not pending:
             start = no
@@ -316,7 +326,8 @@ _PROSE_WORDS = frozenset({
 })  # fmt: skip
 
 
-_QUOTED_ARG = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+# a quoted argument opens after a space or "=" (not the apostrophe of "won't ... it's")
+_QUOTED_ARG = re.compile(r"(?:(?<=\s)|(?<==))(?:\"[^\"\n]*\"|'[^'\n]*')(?=\s|$)")
 
 
 def reads_as_prose(cmd: str) -> bool:

@@ -104,8 +104,10 @@ DECIDE: dict[str, str] = {
     "PIDs on GPU 0?) and `grep -nE 'set_device|cuda:|device=' train.py`",
     "global_rank_as_device": "the index used: `grep -nE 'set_device\\(.*rank|get_rank\\(\\)' "
     "train.py` on a multi-node run (RANK >= GPUs per node fails)",
-    "per_process_visible_devices": "one GPU per process? `srun bash -c 'echo $SLURM_LOCALID "
-    "$CUDA_VISIBLE_DEVICES'` (or print it in each Ray/dask/MPI worker)",
+    # (neutral: the guess does not know the launcher; findings_map.decider speaks its words)
+    "per_process_visible_devices": "one GPU per process? `CUDA_VISIBLE_DEVICES` printed by every "
+    "process (under srun with $SLURM_LOCALID, under mpirun with $OMPI_COMM_WORLD_LOCAL_RANK, in "
+    "each Ray/dask worker)",
     "mig": "`nvidia-smi -L` on the host: MIG lines under a GPU, and the MIG- UUIDs each process gets",
     "container_mapping": "`nvidia-smi -L` and `echo $NVIDIA_VISIBLE_DEVICES` inside each "
     "container/pod, against the host's `nvidia-smi -L`",
@@ -415,6 +417,8 @@ def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
     not a reason to re-run with NCCL_DEBUG (review 64)."""
     if len(base) != 1 or base[0].code != "RM003" or doc is None or base[0].evidence:
         return base
+    if not (doc.failed or any(h.signal.failure for h in doc.hits.values())):
+        return base  # a question about a setting ("the security group allows all"): no failure
     hit = next(
         (h for h in doc.hits.values() if h.signal.outside and h.signal.id != "outside-model-size"),
         None,

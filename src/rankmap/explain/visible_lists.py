@@ -123,17 +123,22 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
     s.name_fix("visible_devices_mismatch", 4.0, _APPLY_THE_LIST)
 
 
-# a literal list (`= "0,1"`), not a value each process computes (`= str(gpu_id)`)
-_LITERAL_LIST = re.compile(r"=\s*(?:['\"][\d,\s]*['\"]|\d+)\s*$")
+# a value each process computes for itself: its rank, its GPU id (`= str(gpu_id)`,
+# `= str(args.local_rank)`), not a literal list or a configured set (`cfg["gpus"]`)
+_OWN_VALUE = re.compile(
+    r"=\s*[^#\n]*\b\w*(?:rank|localid|gpu_?id|gpu_?idx|gpu_?index|device_?id|dev_?id|gpu)\b",
+    re.IGNORECASE,
+)
 
 
 def _per_process_code_list(doc: DocFacts) -> str | None:
     """The code line that sets CUDA_VISIBLE_DEVICES to a value of its own process (an argument,
     a rank) where the reporter sees every process on GPU 0; None otherwise."""
     hit = doc.hits.get("cvd-set-in-code")
-    if hit is None or "all-on-gpu0" not in doc.hits or _LITERAL_LIST.search(hit.excerpt):
+    if hit is None or "all-on-gpu0" not in doc.hits:
         return None
-    return hit.excerpt.strip()
+    value = hit.excerpt.split("CUDA_VISIBLE_DEVICES", 1)[-1]
+    return hit.excerpt.strip() if _OWN_VALUE.search(value) else None
 
 
 # What says the job runs in a container, where the NVIDIA runtime reads NVIDIA_VISIBLE_DEVICES
