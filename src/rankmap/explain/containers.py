@@ -12,10 +12,15 @@ from rankmap.explain.score_model import Scores
 from rankmap.launchers.command import CONTAINER_VALUE_OPTIONS
 
 
+def _requested(doc: DocFacts) -> int | None:
+    """The GPUs the container asked for: a run's request, else a pod spec's limit."""
+    return doc.gpus_requested or doc.configs.pod_gpus
+
+
 def container_sees_more(doc: DocFacts, s: Scores) -> None:
     """A container that sees more GPUs than it was given (``--gpus 1``, ``NV_GPU=1``, a pod's
     ``nvidia.com/gpu: 1``, yet two GPU UUIDs or rows in its nvidia-smi)."""
-    requested = doc.gpus_requested or doc.configs.pod_gpus
+    requested = _requested(doc)
     seen = max(doc.gpu_uuids, doc.smi_gpus or 0)
     if requested and seen > requested:
         s.add(
@@ -63,7 +68,7 @@ _SHOWS_N = re.compile(r"\b(?:shows?|showing|sees?|seeing|lists?|listing|exposes?
 def _as_many_as_requested(excerpt: str, doc: DocFacts) -> bool:
     """Whether "the pod shows 8 GPUs" names the count the container requested (a pod's
     ``nvidia.com/gpu: 8``, ``--gpus 8``): no runtime ignoring a request then (review 66)."""
-    requested = doc.gpus_requested or doc.configs.pod_gpus
+    requested = _requested(doc)
     m = _SHOWS_N.search(excerpt)
     return bool(requested and m and int(m.group(1)) == requested)
 
@@ -150,7 +155,7 @@ def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
     """A container given N GPUs (``--gpus N``, a pod's ``nvidia.com/gpu: N``) sees them as
     0..N-1; a CUDA_VISIBLE_DEVICES that names an index from N on is the host's numbering, kept
     from a bare-metal launch (reference/cuda_devices.md §3: the runtime renumbers from 0)."""
-    requested = doc.gpus_requested or doc.configs.pod_gpus
+    requested = _requested(doc)
     entries = doc.cvd_entries()
     if not requested or not all(e.isdecimal() for e in entries):
         return

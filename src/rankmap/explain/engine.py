@@ -21,6 +21,7 @@ from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selectio
 from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings, quote
 from rankmap.explain.framework_fixes import in_framework_words
+from rankmap.explain.patterns import Event
 from rankmap.explain.reader import Line
 from rankmap.explain.rules import RULES, own_failure
 from rankmap.explain.scoring import rescore, scores_section, single_process
@@ -330,8 +331,7 @@ def _nothing_recognised(ev: Evidence) -> Finding:
     NCCL_DEBUG for (review 60: "without an error message" beside a FileNotFoundError)."""
     own = own_failure(ev) if ev.failures else None
     if own is not None:
-        said = f"{own.get('exc')}: {str(own.get('msg') or '')[:160]}".rstrip(": ")
-        why = f" The workers stopped with an error outside the GPU mapping: {said}."
+        why = f" The workers stopped with an error outside the GPU mapping: {_said(own)}."
         fix = "Fix the error the workers stopped with (quoted); nothing points at the GPU mapping."
         evidence = [quote(own)]
     else:
@@ -348,6 +348,11 @@ def _nothing_recognised(ev: Evidence) -> Finding:
         fix=fix,
         evidence=evidence,
     )
+
+
+def _said(own: Event) -> str:
+    """``Exception: message`` of the exception the workers stopped with (rules.own_failure)."""
+    return f"{own.get('exc')}: {str(own.get('msg') or '')[:160]}".rstrip(": ")
 
 
 _FAILING = ("invalid_ordinal", "duplicate_gpu", "torch_nccl_error", "cuda_failure", "oom")
@@ -486,10 +491,9 @@ def _rankmap_finding(ev: Evidence, *, with_own_failure: bool = False) -> Finding
     own = own_failure(ev) if with_own_failure else None
     fix = ""  # the code's own fix ("Nothing to fix")
     if own is not None:
-        said = f"{own.get('exc')}: {str(own.get('msg') or '')[:160]}".rstrip(": ")
         detail = (
-            f"{detail} The workers stopped with an error outside the GPU mapping: {said}.".lstrip()
-        )
+            f"{detail} The workers stopped with an error outside the GPU mapping: {_said(own)}."
+        ).lstrip()
         fix = "Fix the error the workers stopped with (quoted); the rank map shows no GPU problem."
     small = len(recs) <= 64  # a small map names its ranks and GPUs (a big one: the JSON map)
     ranks = tuple(r.rank for r in recs) if small else ()

@@ -230,8 +230,11 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
         standalone = ctx.launch is not None and "--standalone" in ctx.launch.command
         # several machines known: the launch's --nnodes, or a store that waited for more clients
         several = (ctx.launch is not None and (ctx.launch.nnodes or 0) >= 2) or joined is not None
-        found = _store_on_foreign_address(not_own, one_node=one_node, standalone=standalone)
-        return [replace(found, code="RM907") if several and not one_node else found]
+        return [
+            _store_on_foreign_address(
+                not_own, one_node=one_node, standalone=standalone, several=several
+            )
+        ]
     if joined is None:
         return _RM906(ev, ctx)
     got, want = joined.group("joined"), joined.group("world")
@@ -253,7 +256,7 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
 
 
 def _store_on_foreign_address(
-    evs: list[Event], *, one_node: bool, standalone: bool = False
+    evs: list[Event], *, one_node: bool, standalone: bool = False, several: bool = False
 ) -> Finding:
     """c10d could not bind the store to MASTER_ADDR because the address is not this machine's
     (errno 99, EADDRNOTAVAIL): the process hosting the store (rank 0's machine, node rank 0)
@@ -284,7 +287,9 @@ def _store_on_foreign_address(
             "only on the machine MASTER_ADDR names), and set MASTER_ADDR to that machine's address."
         )
     return finding(
-        "RM906",
+        # on a job known to span machines it is a machine started as node rank 0 (RM907), not a
+        # network symptom
+        "RM907" if several and not one_node else "RM906",
         "The store was started on a machine that MASTER_ADDR does not name (errno 99)",
         detail=detail,
         evidence=[quote(e) for e in evs[:3]],

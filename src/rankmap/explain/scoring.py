@@ -460,7 +460,7 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
             return Severity.INFO
         if _context_only(winner, s, doc):
             return Severity.INFO  # a failure that points elsewhere; only context names the mapping
-        if _one_process_placement(s, doc):
+        if _one_process_failure(s, doc):
             return Severity.INFO
         return Severity.ERROR if decided else Severity.WARNING
     if doc is not None and not doc.failed:
@@ -470,7 +470,7 @@ def _guess_severity(winner: str, decided: bool, s: Scores, doc: DocFacts | None)
     return Severity.WARNING
 
 
-def _one_process_placement(s: Scores, doc: DocFacts | None) -> bool:
+def _one_process_failure(s: Scores, doc: DocFacts | None) -> bool:
     """A failure of one process, with no sign of a job of several (no launcher, DDP or rank
     named): "Expected all tensors to be on the same device" is one model spread over GPUs
     (device_map, a demo that puts parts on cuda:1), not ranks on the wrong GPUs (b23 dev); a
