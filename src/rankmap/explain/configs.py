@@ -103,7 +103,7 @@ def config_points(
 ) -> list[tuple[str, float, str]]:
     """(category, points, reason) for what the configs show; ``nproc`` processes per node of
     the launch, ``gpus`` GPUs per node stated elsewhere."""
-    out = _accelerate_points(facts.accelerate) + _pod_points(facts, nproc)
+    out = _accelerate_points(facts.accelerate, gpus) + _pod_points(facts, nproc)
     slots = max(facts.hostfile.values(), default=0)
     if gpus and slots > gpus:
         out.append(
@@ -117,19 +117,25 @@ def config_points(
     return out
 
 
-def _accelerate_points(acc: dict[str, str]) -> list[tuple[str, float, str]]:
+def _accelerate_points(acc: dict[str, str], gpus: int | None) -> list[tuple[str, float, str]]:
+    """``gpus``: GPUs per machine stated elsewhere (an nvidia-smi table, the prose)."""
     out: list[tuple[str, float, str]] = []
     procs = _int(acc.get("num_processes", ""))
     machines = _int(acc.get("num_machines", "")) or 1
     ids = _gpu_ids(acc.get("gpu_ids", ""))
     if procs and ids and procs // max(machines, 1) > ids:
+        # accelerate exports gpu_ids as CUDA_VISIBLE_DEVICES: a list narrower than the machine
+        # is the user's list against the process count, not a machine with too few GPUs
+        narrowed = gpus is not None and gpus > ids
         out.append(
             (
-                "oversubscribed",
+                "visible_devices_mismatch" if narrowed else "oversubscribed",
                 4.0,
                 f"accelerate num_processes {procs} on {machines} machine(s) with gpu_ids listing "
-                f"{ids} GPU(s): more processes than GPUs (reference/launchers.md §3, "
-                "num_processes is not validated against gpu_ids)",
+                f"{ids} GPU(s)"
+                + (f" of the {gpus} the machine has" if narrowed else "")
+                + ": more processes than GPUs (reference/launchers.md §3: gpu_ids is exported as "
+                "CUDA_VISIBLE_DEVICES, num_processes is not validated against it)",
             )
         )
     if procs == 1 and acc.get("distributed_type", "").upper() == "MULTI_GPU":

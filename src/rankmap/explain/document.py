@@ -77,7 +77,11 @@ _ENV = re.compile(
 )
 _SMI = re.compile(
     r"NVIDIA-SMI \d|^\s*\|\s*\d+\s+\S.*\|\s*[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:|ROCm System Management|"
-    r"^\s*\+-{5,}|^\s*\|\s*GPU\s+Name|^\s*\|=+|^GPU \d+: .*\(UUID: |^\s*MIG \d+g\.\d+gb"
+    r"^\s*\+-{5,}|^\s*\|\s*GPU\s+Name|^\s*\|=+|^GPU \d+: .*\(UUID: |^\s*MIG \d+g\.\d+gb|"
+    # `nvidia-smi --query-gpu=... --format=csv`: its header, and its rows that hold a bus id
+    # (reference/nvidia_smi_formats.md §4)
+    r"^\s*(?:index|name|pci\.bus_id|uuid)\s*,\s*(?:index|name|pci\.bus_id|uuid|memory\.\w+)\b|"
+    r"^\s*\d+\s*,.*,\s*(?:0000)?[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*(?:,|$)"
 )
 _CODE = re.compile(
     r"^\s*(?:import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|if __name__|@[\w.]+(?:\(.*\))?\s*$|"

@@ -219,13 +219,14 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     the launch (every node started, the same --nnodes / world size everywhere), not a port
     (review 29: "choose a free --master-port" for a node that was never started)."""
     evs = ev.of("store_error")
-    if not evs:
+    # a machine that bound the store at an address not its own says why the others never joined
+    # (review 65: "8/16 clients joined" beside errno 99 on the second machine); its bind error
+    # can be the only store line (review 55: a DistNetworkError ends the traceback)
+    not_own = list(ev.of("store_bind_foreign"))
+    if not evs and not not_own:
         return []
     joined = next((m for e in evs if (m := _JOINED.search(e.line.text))), None)
     one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
-    # a machine that bound the store at an address not its own says why the others never joined
-    # (review 65: "8/16 clients joined" beside errno 99 on the second machine)
-    not_own = list(ev.of("store_bind_foreign"))
     if not_own:
         standalone = ctx.launch is not None and "--standalone" in ctx.launch.command
         # several machines known: the launch's --nnodes, or a store that waited for more clients
