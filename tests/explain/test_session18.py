@@ -74,3 +74,81 @@ def test_a_query_gpu_csv_table_counts_the_machines_gpus() -> None:
     facts = read_document(_accelerate_paste(3))
     assert facts.smi_gpus == 3
     assert facts.segments["smi"] == 1
+
+
+# --- review 69: short chat-style pastes ----------------------------------------------------------
+
+
+def test_the_reporters_words_after_the_script_are_prose_not_script_arguments() -> None:
+    from rankmap.explain.docread import read_document
+
+    text = (
+        "torchrun --nproc_per_node=2 main.py on a box with two GPUs -- every rank hangs and "
+        "nvidia-smi lists both procs on GPU 0\n"
+    )
+    facts = read_document(text)
+    assert facts.launch == "torchrun --nproc_per_node=2 main.py"
+    assert "all-on-gpu0" in facts.hits
+    assert findings_of(text)[0].category == "no_set_device"
+
+
+def test_one_srun_task_per_node_with_gpu_0_alone_busy_is_the_task_count() -> None:
+    text = (
+        "#SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4\n"
+        "srun python main.py   (device index comes from SLURM_LOCALID)\n"
+        "world size is 2 and only GPU 0 is busy on each node\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "1 process(es) per node on 4 GPU(s)" in first.detail
+
+
+def test_one_srun_task_per_node_that_runs_out_of_memory_is_no_idle_gpu() -> None:
+    # a task may drive every GPU of its node (JAX): an OOM says nothing of idle GPUs
+    text = (
+        "```\n$ srun -N 2 --ntasks-per-node 1 --gpus-per-node 8 python jax_main.py\n"
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying "
+        "to allocate 24051712000 bytes.\n```\n"
+    )
+    assert all(f.category != "launcher_config" for f in findings_of(text)[:1])
+
+
+def test_a_renumbering_question_with_the_listed_gpus_busy_in_nvidia_smi_is_no_alarm() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=4,5 torchrun --nproc_per_node=2 main.py\n"
+        'the ranks print "cuda:0" and "cuda:1" but nvidia-smi shows the work on GPU 4 and GPU 5. '
+        "Are my ranks on the wrong GPUs?\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text))
+
+
+def test_a_pod_requesting_two_mig_instances_for_two_workers_is_mig() -> None:
+    text = (
+        "pod resources: nvidia.com/mig-2g.10gb: 2, Ray Train with num_workers=2 and use_gpu=True\n"
+        "(RayTrainWorker pid=77) torch.distributed.DistBackendError: NCCL error in: "
+        "ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5\n"
+        "Cuda failure 'invalid device ordinal'\n"
+    )
+    assert findings_of(text)[0].category == "mig"
+
+
+def test_a_host_numbered_list_said_to_be_set_in_a_pod_is_the_containers_renumbering() -> None:
+    text = (
+        "in our pod (limits nvidia.com/gpu: 2) torch fails with\n"
+        "RuntimeError: No CUDA GPUs are available\n"
+        'our manifest sets CUDA_VISIBLE_DEVICES="4,5" since those GPUs were free on the node\n'
+    )
+    first = findings_of(text)[0]
+    assert first.category == "container_mapping"
+    assert "host's numbering" in first.detail
+
+
+def test_a_deepspeed_local_rank_past_the_mpi_slots_per_host_is_one_hostname() -> None:
+    text = (
+        "two VMs cloned from one image; mpirun -np 8 -H 10.2.0.4:4,10.2.0.5:4 python main.py "
+        "--deepspeed ds.json\n"
+        "Discovered MPI settings of world_rank=6, local_rank=6, world_size=8, "
+        "master_addr=10.2.0.4, master_port=29500\n"
+        "[rank6]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"

@@ -33,7 +33,7 @@ _PY_RANK_VALUE = (
 # one vocabulary for the symptoms below, so "all 4 tasks were running on GPU 0", "the workers
 # used the same GPU" and "both ranks share one device" read alike.
 _AGENTS = (
-    r"(?:processes|process|ranks|rank|workers|worker|tasks|task|jobs|job|instances|instance|"
+    r"(?:processes|process|procs|proc|ranks|rank|workers|worker|tasks|task|jobs|job|instances|instance|"
     r"actors|actor|engines|engine|replicas|replica|trainers|trainer|models|model|programs|"
     r"pods|containers|threads|pids|PIDs)"
 )

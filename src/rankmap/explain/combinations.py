@@ -232,12 +232,22 @@ def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int
     list narrows them, or where one process drives several GPUs (``device_map="auto"``; review
     35)."""
     launch = ctx.launch
-    if doc is None or launch is None or launch.launcher not in _PER_GPU_LAUNCHERS:
+    if doc is None or launch is None:
         return
-    if not _one_gpu_symptom(doc) or "single-process-multi-gpu" in doc.hits:
+    # srun starting the program itself is one process per task (review 69: --ntasks-per-node=1
+    # with --gpus-per-node=4, "only GPU 0 is busy on each node")
+    own_tasks = launch.launcher == "srun" and launch.plan is not None and not launch.nested_in
+    if launch.launcher not in _PER_GPU_LAUNCHERS and not own_tasks:
+        return
+    # one process per node is alone on its GPU 0: "everything on GPU 0" is that GPU in use
+    alone_on_gpu0 = nproc == 1 and "all-on-gpu0" in doc.hits
+    # a task of srun may drive every GPU of its node (JAX, TensorFlow): running out of memory
+    # says nothing of idle GPUs there, only the reporter's "one GPU used" does (review 66)
+    one_gpu = "one-gpu-used" in doc.hits if own_tasks else _one_gpu_symptom(doc)
+    if not (one_gpu or alone_on_gpu0) or "single-process-multi-gpu" in doc.hits:
         return
     told = doc.stated_gpus if one_machine_told(doc) and (launch.nnodes or 1) == 1 else None
-    gpus = ctx.gpus_per_node() or doc.smi_gpus or told
+    gpus = ctx.gpus_per_node() or launch.gpus_per_node or doc.smi_gpus or told
     entries = ctx.cvd_entries()
     if gpus and entries:
         gpus = min(gpus, len(entries))
@@ -251,6 +261,8 @@ def _launch_below_gpus(ctx: Context, doc: DocFacts | None, s: Scores, nproc: int
         f"{nproc} stay idle and the work meant for them lands on the GPUs in use",
         doc.stated_gpus_at if gpus == told else None,
     )
+    if alone_on_gpu0:  # one process per node has no other rank to pile onto its GPU 0
+        s.add("no_set_device", -3.0, "one process per node: GPU 0 busy is the one GPU it uses")
 
 
 _GLOBAL_INDEX = re.compile(
@@ -552,7 +564,8 @@ def _mpi_hosts_merged(ctx: Context, doc: DocFacts) -> str | None:
     machines = max(doc.hosts_in_launch, ctx.launch.nnodes or 0 if ctx.launch else 0)
     if machines < 2 and "multi-node" not in doc.hits:
         return None  # one machine: a local rank past its GPUs is more processes than GPUs
-    per_node = ctx.gpus_per_node() or doc.smi_gpus or doc.stated_gpus
+    # (or the slots an MPI host list gives each host: "-H a:4,b:4", review 69)
+    per_node = ctx.gpus_per_node() or doc.smi_gpus or doc.stated_gpus or doc.slots_per_host
     if per_node is None and ctx.launch and ctx.launch.nproc_per_node:
         per_node = ctx.launch.nproc_per_node
     if not per_node or local < per_node or world <= per_node:

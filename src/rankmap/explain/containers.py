@@ -9,6 +9,7 @@ import re
 
 from rankmap.explain.docread import DocFacts, gpu_request
 from rankmap.explain.score_model import Scores
+from rankmap.explain.visible_lists import writers_list
 from rankmap.launchers.command import CONTAINER_VALUE_OPTIONS
 
 
@@ -154,10 +155,12 @@ def container_host_ids(doc: DocFacts, s: Scores) -> None:
 def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
     """A container given N GPUs (``--gpus N``, a pod's ``nvidia.com/gpu: N``) sees them as
     0..N-1; a CUDA_VISIBLE_DEVICES that names an index from N on is the host's numbering, kept
-    from a bare-metal launch (reference/cuda_devices.md §3: the runtime renumbers from 0)."""
+    from a bare-metal launch (reference/cuda_devices.md §3: the runtime renumbers from 0); the
+    list set in the paste, or the one a sentence says was set (review 69: "the deployment sets
+    CUDA_VISIBLE_DEVICES="6,7"")."""
     requested = _requested(doc)
-    entries = doc.cvd_entries()
-    if not requested or not all(e.isdecimal() for e in entries):
+    entries = writers_list(doc)
+    if not requested or not entries or not all(e.isdecimal() for e in entries):
         return
     if max(int(e) for e in entries) >= requested:
         s.add(

@@ -40,6 +40,7 @@ from rankmap.explain.denial import (
 )
 from rankmap.explain.document import (
     LAUNCHER_WORDS,
+    WORDS_AFTER_SCRIPT,
     Segment,
     env_assignments,
     env_sentences,
@@ -47,6 +48,7 @@ from rankmap.explain.document import (
     reads_as_prose,
     shell_commands,
     split_document,
+    without_words_after,
 )
 from rankmap.explain.printed_lists import rank_devices, rank_lists
 from rankmap.explain.signal_model import PROSE
@@ -303,6 +305,7 @@ class DocFacts:
     prose_ranks: set[int] = field(default_factory=set)  # ranks the reporter's sentences name
     pair_named: bool = False  # "both processes" / "both ranks"
     versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
+    mig_requested: int = 0  # MIG instances a pod requests (nvidia.com/mig-3g.20gb: 2)
     gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
     local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
     # (local rank, world size) of DeepSpeed's MPI discovery: the highest local rank it printed
@@ -314,6 +317,7 @@ class DocFacts:
     spread: str = ""
     # the GPUs an nvidia-smi process table shows compute processes on
     proc_gpus: set[int] = field(default_factory=set)
+    smi_told: set[int] = field(default_factory=set)  # "nvidia-smi shows the load on GPU 2 and 3"
     nccl_nvml: set[int] = field(default_factory=set)  # NVML indices of NCCL's Init lines
     # code that sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (where, the line)
     cvd_after_cuda: str = ""
@@ -474,6 +478,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )
     facts.gpus_requested = _requested(text)
+    facts.mig_requested = max(
+        (saturating_int(n) for n in _MIG_REQUEST.findall(text[:DOC_LIMIT])), default=0
+    )
     if (spec := _SPEC_CVD.search(text)) is not None:
         facts.env.setdefault("CUDA_VISIBLE_DEVICES", spec.group("a") or spec.group("b"))
     facts.title_line = _title_line(text)
@@ -495,6 +502,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _signals(spans, source, facts)  # `cuda:{dist.get_rank()}` quoted in a sentence
         if seg.kind in ("log", "prose"):
             _ranks(seg, facts)
+        if seg.kind == "prose":
+            facts.smi_told |= _smi_told(seg.text)
         if seg.kind != "code" and "run" in seg.text:
             _container_runs(seg, facts)
         if seg.kind in ("shell", "log") and "#SBATCH" in seg.text:
@@ -503,6 +512,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             _shell(seg, facts, caption)
             for tail in _shell_sentences(seg):  # "horovodrun -np 4 … on a T4 box. I left out …"
                 _signals(tail, source, facts)
+                facts.smi_told |= _smi_told(tail.text)
         elif seg.kind == "env":
             facts.env.update(env_assignments(seg))
             for tail in env_sentences(seg):  # "export CUDA_VISIBLE_DEVICES=5，设置了…"
@@ -578,10 +588,26 @@ def _list_seen_applied(facts: DocFacts) -> bool:
     nvidia-smi's numbering), show the job only on GPUs the paste's CUDA_VISIBLE_DEVICES names."""
     listed = [e for e in facts.cvd_entries() if e]
     # NCCL's lines are the job's own ranks; a process table may show other users' jobs too
-    seen = facts.nccl_nvml or facts.proc_gpus
+    seen = facts.nccl_nvml or facts.proc_gpus or facts.smi_told
     if not seen or not listed or not all(e.isdecimal() for e in listed):
         return False
     return seen <= {saturating_int(e) for e in listed}
+
+
+# the GPUs nvidia-smi is said to show in use: "nvidia-smi shows the load on GPU 2 and GPU 3"
+# (review 69), "in nvidia-smi, GPUs 4,5 are busy"
+_SMI_TOLD = re.compile(
+    r"nvidia-smi\b[^.\n]{0,60}?\b(?:on|in|using|uses)\s+(?:the\s+)?GPUs?\s*#?"
+    r"(?P<ids>\d(?:\s*(?:,|and|&)\s*(?:GPU\s*#?)?\d)*)\b(?!\s*(?:-|to)\s*\d)",
+    re.IGNORECASE,
+)
+
+
+def _smi_told(text: str) -> set[int]:
+    """The GPU indices the reporter says nvidia-smi shows busy."""
+    return {
+        int(d) for m in _SMI_TOLD.finditer(text[:DOC_LIMIT]) for d in re.findall(r"\d", m["ids"])
+    }
 
 
 def _lists_every_gpu(facts: DocFacts) -> bool:
@@ -615,6 +641,9 @@ _REQUEST = re.compile(
     # (or said so: "same Job spec (nvidia.com/gpu: 8)"; not a node's Capacity/Allocatable)
     r"(?:\blimits\W{1,40})?\bnvidia\.com/gpu['\"]?\s*[:=]\s*['\"]?(?P<k8s>\d{1,3})\b"
 )
+# a pod's request of MIG instances under the device plugin's mixed strategy (reference/
+# cuda_devices.md §4): "nvidia.com/mig-3g.20gb: 2"
+_MIG_REQUEST = re.compile(r"\bnvidia\.com/mig-\d+g\.\d+gb['\"]?\s*[:=]\s*['\"]?(\d{1,3})\b")
 # CUDA_VISIBLE_DEVICES in a pod spec or compose file (``CUDA_VISIBLE_DEVICES: "3"``,
 # ``- name: CUDA_VISIBLE_DEVICES`` / ``value: "3"``)
 _SPEC_CVD = re.compile(
@@ -876,7 +905,7 @@ def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
             facts.commands.append(cmd[:2000])
             facts.prompts.append(prompt)
         if _SIMULATED.match(cmd) and not reads_as_prose(cmd):
-            facts.launch = cmd[:2000]
+            facts.launch = without_words_after(cmd)[:2000]
         if hm := _HOSTS.search(cmd):
             _host_list(hm.group("list"), facts)
         nm = _NODES.search(cmd)
@@ -907,7 +936,7 @@ def _shell_sentences(seg: Segment) -> list[Segment]:
     line (a line read as shell for its command keeps its words for the prose signals)."""
     out: list[Segment] = []
     for no, line in seg.lines():
-        m = _SENTENCE_AFTER.search(line, 12)
+        m = _SENTENCE_AFTER.search(line, 12) or WORDS_AFTER_SCRIPT.search(line)
         if m and len(out) < 16:
             out.append(Segment("prose", line[m.end() :], no))
     return out

@@ -334,12 +334,28 @@ _PROSE_WORDS = frozenset({
 _QUOTED_ARG = re.compile(r"(?:(?<=\s)|(?<==))(?:\"[^\"\n]*\"|'[^'\n]*')(?=\s|$)")
 
 
+# the reporter's words after a script on its command line: "torchrun ... train.py on one box --
+# it hangs", "srun python train.py (script takes ...)" (review 69): a script's own arguments are
+# options, paths and values, not a run of words that starts with a preposition or a pronoun
+WORDS_AFTER_SCRIPT = re.compile(
+    r"\.(?:py|sh)\s+(?:--\s+)?(?=(?:\(|on|in|with|inside|across|but|and|it|so|then|which|where|"
+    r"when|while|gives|fails|hangs|crashes|works|runs)\s*[A-Za-z]+\s+[A-Za-z]+)"
+)
+
+
+def without_words_after(cmd: str) -> str:
+    """The command of a shell line, without the reporter's words after its script."""
+    m = WORDS_AFTER_SCRIPT.search(cmd)
+    return cmd[: m.start() + 3].rstrip() if m else cmd
+
+
 def reads_as_prose(cmd: str) -> bool:
     """Whether a line that starts with a launcher's name is a sentence about it: the word after
     the launcher (and its subcommand) is a word of prose or ends with a colon, or a word ends with
-    a comma that a word follows ("--nproc_per_node=4, 4 GPUs, each rank …")."""
+    a comma that a word follows ("--nproc_per_node=4, 4 GPUs, each rank …"). The reporter's words
+    after the script (:func:`without_words_after`) are not read."""
     # (a quoted argument is the program's: `python -c "print(a, b)"` holds no sentence)
-    words = _QUOTED_ARG.sub('""', cmd).split()
+    words = _QUOTED_ARG.sub('""', without_words_after(cmd)).split()
     at = next((i for i, w in enumerate(words) if _LAUNCHER_NAME.search(w)), None)
     if at is None:
         return False

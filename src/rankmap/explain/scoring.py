@@ -315,6 +315,13 @@ def _from_env_and_machine(ctx: Context, doc: DocFacts | None, s: Scores) -> None
         s.add("mig", 3.0, "the machine has MIG mode enabled")
     elif doc and doc.smi_mig:
         s.add("mig", 4.0, "the pasted nvidia-smi table shows MIG mode enabled", doc.smi_mig)
+    if doc and doc.mig_requested >= 2:
+        s.add(
+            "mig",
+            3.0,
+            f"a pod requests {doc.mig_requested} MIG instances: CUDA enumerates one MIG instance "
+            "per process, and NCCL has no P2P between MIG instances (reference/nccl.md (c))",
+        )
 
 
 def score_all(base: list[Finding], ctx: Context, doc: DocFacts | None) -> Scores:

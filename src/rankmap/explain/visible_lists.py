@@ -39,7 +39,7 @@ def _lists_set_for_the_user(doc: DocFacts) -> bool:
     return "scheduler-sets-cvd" in doc.hits or list_agent(doc) is not None
 
 
-def _writers_list(doc: DocFacts) -> list[str]:
+def writers_list(doc: DocFacts) -> list[str]:
     """The CUDA_VISIBLE_DEVICES entries the paste sets, else the list a sentence or code says
     was set."""
     return [e for e in doc.cvd_entries() if e] or _told_list(doc)
@@ -93,7 +93,7 @@ def list_not_applied(doc: DocFacts | None, s: Scores) -> None:
             "the code does select each process's GPU (through its own list): the selection is "
             "there, it did not take effect",
         )
-    entries = _writers_list(doc)
+    entries = writers_list(doc)
     if not entries or not all(e.isdecimal() for e in entries):
         return
     # a GPU of the list seen idle counts beside the work seen on GPU 0, not alone (before or
@@ -250,7 +250,7 @@ def neighbours_on_many_gpus(doc: DocFacts | None, s: Scores, base: list[Finding]
     if not any("are neighbours" in f.detail for f in base):
         return
     gpus = doc.smi_gpus or doc.stated_gpus or 0
-    entries = _writers_list(doc)
+    entries = writers_list(doc)
     if gpus < 2 or len(entries) == 1:
         return
     s.add(
@@ -269,7 +269,7 @@ def one_listed_gpu_shared(doc: DocFacts | None, s: Scores, base: list[Finding]) 
     selection (review 58). Not where a scheduler or framework sets per-process lists."""
     if doc is None or not base or base[0].code != "RM103" or _lists_set_for_the_user(doc):
         return
-    entries = _writers_list(doc)
+    entries = writers_list(doc)
     if len(entries) != 1:
         return
     why = (
