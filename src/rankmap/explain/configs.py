@@ -93,6 +93,12 @@ def _int(value: Any) -> int | None:
     return None
 
 
+def config_machines(facts: ConfigFacts) -> int:
+    """The machines a pasted config runs the job on (accelerate's num_machines, the hosts of a
+    DeepSpeed hostfile); 0 when it does not say."""
+    return max(_int(facts.accelerate.get("num_machines", "")) or 0, len(facts.hostfile))
+
+
 def _gpu_ids(value: str) -> int | None:
     ids = [p for p in value.split(",") if p.strip()]
     return len(ids) if ids and all(p.strip().isdecimal() for p in ids) else None

@@ -62,6 +62,7 @@ class Context:
     script_path: str | None = None
     notes: tuple[str, ...] = ()
     log_gpu_count: int | None = None  # GPU rows of an nvidia-smi table pasted with the log
+    machines_told: int = 0  # machines the pasted text says the job spans (DocFacts.machines_told)
 
     def visible_var(self) -> str:
         """The visible-devices variable in effect: CUDA_VISIBLE_DEVICES, else ROCm's

@@ -24,7 +24,7 @@ from rankmap.explain import named
 from rankmap.explain.catalogue import SIGNALS, Signal
 from rankmap.explain.catalogue_zh import ZH_FAIL_KEYS
 from rankmap.explain.code_order import cvd_after_cuda
-from rankmap.explain.configs import ConfigFacts, read_parsed
+from rankmap.explain.configs import ConfigFacts, config_machines, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import (
     MAX_NEGATED,
@@ -345,6 +345,13 @@ class DocFacts:
         """The first hit of signal ``sid`` as a quote (``source:line: text``)."""
         hit = self.hits[sid]
         return f"{hit.where}: {hit.excerpt}"
+
+    def machines_told(self) -> int:
+        """The machines the input says the job spans besides a launch line's own count: the
+        prose ("2 machines"; "multi-node" words: at least 2), an MPI host list, a pasted config
+        (0: not said)."""
+        several = 2 if "multi-node" in self.hits else 0
+        return max(self.stated_machines, self.hosts_in_launch, config_machines(self.configs), several)
 
     def cvd_entries(self) -> list[str]:
         """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""

@@ -184,6 +184,8 @@ def explain_files(
         and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
     ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
+    if doc is not None and doc.machines_told():
+        ctx = replace(ctx, machines_told=doc.machines_told())
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]

@@ -229,8 +229,13 @@ def _store(ev: Evidence, ctx: Context) -> list[Finding]:
     one_node = ctx.launch is not None and ctx.launch.nnodes == 1  # no node rank to get wrong
     if not_own:
         standalone = ctx.launch is not None and "--standalone" in ctx.launch.command
-        # several machines known: the launch's --nnodes, or a store that waited for more clients
-        several = (ctx.launch is not None and (ctx.launch.nnodes or 0) >= 2) or joined is not None
+        # several machines known: the launch's --nnodes, a store that waited for more clients,
+        # or the text (accelerate's num_machines: 2, "on the second node"; review 69)
+        several = (
+            (ctx.launch is not None and (ctx.launch.nnodes or 0) >= 2)
+            or joined is not None
+            or ctx.machines_told >= 2
+        )
         return [
             _store_on_foreign_address(
                 not_own, one_node=one_node, standalone=standalone, several=several
