@@ -99,6 +99,12 @@ EXAMPLES = {
     "mxnet-cpu-build": "MXNetError: [10:00:00] src/storage/storage.cc:150: Compile with "
     "USE_CUDA=1 to enable GPU usage",
     "mxnet-no-gpu": "Check failed: num_gpu_device > 0 (0 vs. 0) : GPU usage requires at least 1 GPU",
+    "keras-multi-gpu-count": "ValueError: To call `multi_gpu_model` with `gpus=2`, we expect the "
+    "following devices to be available: ['/cpu:0', '/gpu:0', '/gpu:1']. However this machine only "
+    "has: ['/cpu:0']. Try reducing `gpus`.",
+    "keras-multi-gpu-names": "ValueError: To call `multi_gpu_model` with `gpus=2`, we expect the "
+    "following devices to be available: ['/cpu:0', '/gpu:0', '/gpu:1']. However this machine only "
+    "has: ['/device:GPU:0', '/device:GPU:1']. Try reducing `gpus`.",
     "cupy-multiple-packages": "UserWarning: CuPy may not function correctly because multiple CuPy "
     "packages are installed in your environment:",
     "trt-engine-incompatible": "[TRT] [E] 6: The engine plan file is generated on an incompatible "

@@ -152,3 +152,66 @@ def test_a_deepspeed_local_rank_past_the_mpi_slots_per_host_is_one_hostname() ->
         "[rank6]: RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "host_identity"
+
+
+# --- b25 dev: a renumbering question, the --local-rank rename told in words, Keras's check ------
+
+
+def test_cuda_0_and_1_of_a_list_of_two_later_gpus_are_those_gpus_renumbered() -> None:
+    text = (
+        "# CUDA_VISIBLE_DEVICES seems to be ignored\n\n"
+        'I exported CUDA_VISIBLE_DEVICES="4,7" before starting the job, yet it only uses GPU:0 '
+        "and GPU:1. Why does it not take the GPUs I set?\n"
+    )
+    found = findings_of(text)
+    assert found[0].code == "RM241"
+    assert "4,7" in found[0].detail
+    assert all(f.severity.value == "info" for f in found)
+
+
+def test_accelerate_gpu_ids_in_emphasis_are_read_and_renumbered() -> None:
+    text = (
+        "gpu_ids has no effect\n\nMy config:\n\n**_gpu_ids: '2,3,6,7'_**\n\n"
+        "and the four processes print cuda:0, cuda:1, cuda:2 and cuda:3.\n"
+    )
+    assert findings_of(text)[0].code == "RM241"
+
+
+def test_a_renumbering_with_a_failure_printed_is_read_as_usual() -> None:
+    text = (
+        'export CUDA_VISIBLE_DEVICES="4,7"\n'
+        "it uses cuda:0 and cuda:1, then:\n\n"
+        "```\nTraceback (most recent call last):\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    assert all(f.code != "RM241" for f in findings_of(text))
+
+
+def test_an_index_past_the_list_is_no_renumbering() -> None:
+    text = (
+        "I set CUDA_VISIBLE_DEVICES=2,3 and my code selects cuda:2 and cuda:3. It does not work.\n"
+    )
+    assert all(f.code != "RM241" for f in findings_of(text))
+
+
+def test_the_local_rank_rename_told_in_a_title_is_a_launcher_setting() -> None:
+    text = "# Scripts reject the unexpected argument `local-rank` under PyTorch 2.0\n\nSee title.\n"
+    assert findings_of(text)[0].category == "launcher_config"
+
+
+def test_keras_multi_gpu_model_asking_for_more_gpus_than_the_process_has() -> None:
+    text = (
+        "ValueError: To call `multi_gpu_model` with `gpus=4`, we expect the following devices to "
+        "be available: ['/cpu:0', '/gpu:0', '/gpu:1', '/gpu:2', '/gpu:3']. However this machine "
+        "only has: ['/cpu:0', '/gpu:0']. Try reducing `gpus`.\n"
+    )
+    assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_keras_multi_gpu_model_against_tensorflows_device_names_is_versions() -> None:
+    text = (
+        "ValueError: To call `multi_gpu_model` with `gpus=2`, we expect the following devices to "
+        "be available: ['/cpu:0', '/gpu:0', '/gpu:1']. However this machine only has: "
+        "['/device:CPU:0', '/device:GPU:0', '/device:GPU:1']. Try reducing `gpus`.\n"
+    )
+    assert findings_of(text)[0].category == "version_mismatch"

@@ -72,6 +72,19 @@ define(
     example="`VISIBLE GPUS: 6,7` followed by `invalid device ordinal` (Lightning DDP on GPUs 6,7).",
 )
 define(
+    "RM241",
+    "other",
+    "info",
+    "The devices the input names are the listed GPUs, numbered from 0 inside the process",
+    cause="A visible-devices list of GPUs that are not the first ones (CUDA_VISIBLE_DEVICES=5,6, "
+    "accelerate's gpu_ids: 3,4,5,7) renumbers them: inside the process they are cuda:0, cuda:1, "
+    "… (TensorFlow's GPU:0, GPU:1). The input names those indices, prints no failure, and asks "
+    "why the list is not applied: it is.",
+    fix="Nothing to fix; `nvidia-smi` during the run shows the listed GPUs busy. Select devices "
+    "0..N-1 inside the process (cuda:LOCAL_RANK), never the physical ids.",
+    example='`export CUDA_VISIBLE_DEVICES=5,6` and "it only uses GPU:0 and GPU:1".',
+)
+define(
     "RM640",
     "mig",
     "error",

@@ -355,6 +355,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "got an unexpected",
     ),
     "local-rank-arg": ("--local",),
+    "local-rank-renamed": ("local-rank", "local_rank"),
     "ds-cvd-ignored": ("but ignoring it", "if you want to use cuda_visible_devices"),
     "rank-out-of-range": ("invalid rank", "out of range", "rank should be"),
     "dist-launch": ("torch.distributed.launch", "use_env"),

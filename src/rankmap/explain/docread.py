@@ -351,7 +351,9 @@ class DocFacts:
         prose ("2 machines"; "multi-node" words: at least 2), an MPI host list, a pasted config
         (0: not said)."""
         several = 2 if "multi-node" in self.hits else 0
-        return max(self.stated_machines, self.hosts_in_launch, config_machines(self.configs), several)
+        return max(
+            self.stated_machines, self.hosts_in_launch, config_machines(self.configs), several
+        )
 
     def cvd_entries(self) -> list[str]:
         """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""

@@ -23,6 +23,7 @@ from rankmap.explain.findings_map import duplicate_findings, ordinal_findings, q
 from rankmap.explain.framework_fixes import in_framework_words
 from rankmap.explain.patterns import Event
 from rankmap.explain.reader import Line
+from rankmap.explain.renumbering import renumbered_view
 from rankmap.explain.rules import RULES, own_failure
 from rankmap.explain.scoring import rescore, scores_section, single_process
 from rankmap.explain.signals import log_gpu_count, log_launch
@@ -196,6 +197,20 @@ def explain_files(
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
     if doc is not None and doc.resolved:
         report.findings = _told_as_solved(report.findings, doc, doc.resolved)
+    elif doc is not None and (view := renumbered_view(doc, "\n".join(texts))):
+        report.findings = [
+            finding(
+                "RM241",
+                "The devices the input names are the listed GPUs, numbered from 0 inside the "
+                "process",
+                detail=f"Nothing failed: {view}.",
+            ),
+            *(
+                _at_info(f, "Nothing failed (RM241). ")
+                for f in report.findings
+                if f.code != "RM003"
+            ),
+        ]
     if flags:
         report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]
     report.sections["explain"]["scores"] = scores_section(scores)
@@ -223,17 +238,14 @@ def _told_as_solved(findings: list[Finding], doc: DocFacts, words: str) -> list[
         ):
             out.append(f)
             continue
-        told = f.severity is not Severity.INFO and f.code != "RM003"
-        out.append(
-            replace(
-                f,
-                severity=Severity.INFO,
-                detail=f"The input tells this failure as solved ({said!r}): " + f.detail
-                if told
-                else f.detail,
-            )
-        )
+        out.append(_at_info(f, f"The input tells this failure as solved ({said!r}): "))
     return out
+
+
+def _at_info(f: Finding, why: str) -> Finding:
+    """``f`` at info; ``why`` goes before its detail where it was a warning or an error."""
+    told = f.severity is not Severity.INFO and f.code != "RM003"
+    return replace(f, severity=Severity.INFO, detail=why + f.detail if told else f.detail)
 
 
 def _quotes_printed_output(f: Finding, doc: DocFacts, words: str) -> bool:
