@@ -215,3 +215,50 @@ def test_keras_multi_gpu_model_against_tensorflows_device_names_is_versions() ->
         "['/device:CPU:0', '/device:GPU:0', '/device:GPU:1']. Try reducing `gpus`.\n"
     )
     assert findings_of(text)[0].category == "version_mismatch"
+
+
+# --- review 68: whole issue pastes -----------------------------------------------------------------
+
+
+def test_one_process_named_on_gpu_0_is_no_pile_up() -> None:
+    from rankmap.explain.docread import read_document
+
+    facts = read_document("nvidia-smi shows GPUs 0..3 idle except rank 0's process on GPU 0.\n")
+    assert "all-on-gpu0" not in facts.hits
+    assert "all-on-gpu0" in read_document("I see 3 processes on GPU 0.\n").hits
+
+
+def test_a_pdsh_prefix_without_a_digit_is_read_where_nccls_prefix_repeats_it() -> None:
+    from rankmap.explain.prefix import strip_prefixes
+
+    pre, msg = strip_prefixes("hostA: hostA:311:312 [0] NCCL INFO comm 0x1 rank 0 nranks 2")
+    assert pre.host == "hostA" and msg.startswith("NCCL INFO")
+    pre, msg = strip_prefixes("Note: this is prose")
+    assert pre.host is None
+
+
+def test_horovodrun_rank_prefix_is_read() -> None:
+    from rankmap.explain.prefix import strip_prefixes
+
+    pre, msg = strip_prefixes("[2]<stderr>:box:4520:4610 [0] init.cc:738 NCCL WARN Duplicate GPU")
+    assert pre.rank == 2 and pre.host == "box" and msg.startswith("init.cc")
+
+
+def test_two_machines_of_one_name_under_horovodrun_share_one_host_identity() -> None:
+    text = (
+        "horovodrun -np 4 -H 10.3.0.50:2,10.3.0.51:2 --gloo python main.py\n"
+        "[0]<stdout>:box:8811:8811 [0] NCCL INFO Bootstrap : Using eth0:10.3.0.50<0>\n"
+        "[2]<stdout>:box:4520:4520 [0] NCCL INFO Bootstrap : Using eth0:10.3.0.51<0>\n"
+        "[2]<stderr>:box:4520:4610 [0] init.cc:738 NCCL WARN Duplicate GPU detected : rank 2 and "
+        "rank 0 both on CUDA device 1000\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"
+
+
+def test_ray_trains_world_rank_as_the_device_index_is_the_global_rank() -> None:
+    text = (
+        "```python\nctx = ray.train.get_context()\nrank = ctx.get_world_rank()\n"
+        'device = torch.device(f"cuda:{rank}")\ntorch.cuda.set_device(device)\n```\n\n'
+        "(RayTrainWorker pid=2311, ip=10.0.0.9) RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "global_rank_as_device"

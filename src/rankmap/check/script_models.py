@@ -24,6 +24,7 @@ LOCAL_RANK_ARGS = ("local_rank", "local-rank")
 RANK_CALLS: dict[str, tuple[str, bool]] = {
     "get_rank": ("global", True),  # torch.distributed.get_rank()
     "get_global_rank": ("global", True),
+    "get_world_rank": ("global", True),  # ray.train.get_context().get_world_rank()
     "get_local_rank": ("local", True),  # torch.distributed / composer / detectron2 comm helpers
     "get_node_local_rank": ("local", False),  # torch.distributed: LOCAL_RANK env
     "local_rank": ("local", True),  # hvd.local_rank(), smp.local_rank()

@@ -607,7 +607,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:\w+ )?processes)(?![^.\n]{0,30}\bthan (?:I|we|you|expected|it should|needed|necessary)\b)|only (?:gpu|cuda)[ :]?0 (?:is|was) (?:used|busy|utili[sz]ed|working|active|loaded)|defaults? to cuda:0|"
        r"memory (?:on|of) (?:gpu|rank) 0|imbalanced? (?:gpu )?memory|always (?:use|uses|runs? on|"
        r"goes to) (?:the )?(?:gpu|cuda|device)[ :-]?0|"
-       r"(?:memory|space|contexts?|threads|process(?:es)?|instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"
+       # (one process named as one: "rank 0's process on GPU 0" is rank 0 on its own GPU, review 68)
+       r"(?:memory|space|contexts?|threads|(?<!'s )(?<!\bone )(?<!\bits )process(?:es)?|"
+       r"instances?)[^.\n]{0,40}\b(?:on|in) (?:the )?"
        # ("processes on GPU 0 and GPU 1" names two GPUs: no pile-up, review 43; "on GPU 0 and
        # GPUs 1-7 are empty" contrasts them: a pile-up)
        r"['\"`]?(?:gpu ?0|cuda:0|device 0|the first gpu|1st gpu)\b" + _NOT_A_RANGE + "|"

@@ -781,7 +781,9 @@ def _per_process_ordinals(
     if _slurm_tasks_by_local_rank(ctx, doc):
         out.append((None, 2.5, _SLURM_ORDINAL))
     ray = next((k for k in ("ray", "ray-named") if doc and k in doc.hits), None)
-    if ray:
+    # (not where the code indexes by the world rank: that index fails on every node but the
+    # first whatever list Ray gives, and Ray Train shares one list per node; review 68)
+    if ray and ctx.selection() != "global_rank":
         out.append((ray, 2.5, _RAY_ORDINAL))
     return out
 

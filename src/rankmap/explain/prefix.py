@@ -2,7 +2,8 @@
 
 Handled (reference/nccl.md (d), launchers.md): ``host:pid:tid [dev]`` (NCCL), an optional
 ``[YYYY-MM-DD HH:MM:SS] `` timestamp (NCCL >= 2.26 WARN) and other ISO timestamps, ``[rankN]:``
-(PyTorch), ``[1,N]<stdout>:`` (Open MPI ``--tag-output``), ``host: `` (pdsh / DeepSpeed),
+(PyTorch), ``[1,N]<stdout>:`` (Open MPI ``--tag-output``; horovodrun's ``[N]<stdout>:``,
+horovod/runner/common/util/safe_shell_exec.py), ``host: `` (pdsh / DeepSpeed),
 ``N: `` (``srun --label``), ``(pid=N)`` / ``(RayWorkerWrapper pid=N, ip=A)`` (Ray).
 Text pasted with lost newlines is split back at known message starts (:func:`split_messages`).
 """
@@ -20,12 +21,17 @@ _TIMESTAMP = re.compile(
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+")
 _RANK = re.compile(r"^\[rank(?P<rank>\d+)\]:\s?")
 _TAG = re.compile(r"^\[[A-Za-z][\w|.-]*\]:\s?")  # torchx-style "[trainer0|0]:" role tags
-_MPI = re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
+# (horovodrun's own prefix has no job id: "[2]<stderr>:", review 68)
+_MPI = re.compile(r"^\[(?:\d+,)?(?P<rank>\d+)\]<(?:stdout|stderr)>:\s?")
 _RAY = re.compile(r"^\((?:[\w.-]+ )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s*")
 _SRUN = re.compile(r"^(?P<task>\d{1,5}): ")
 # a host name as pdsh / DeepSpeed prefix it (with a digit or a dash: "node-2", "gpu01"), or an IP
 PDSH_HOST = r"(?:localhost|[A-Za-z][\w.-]*[\d-][\w.-]*|\d+\.\d+\.\d+\.\d+)"
-_PDSH = re.compile(rf"^(?P<host>{PDSH_HOST}): (?=\S)")
+# (any name where NCCL's own prefix repeats it: "nodeA: nodeA:31202:31270 [0] NCCL INFO ...",
+# review 68)
+_PDSH = re.compile(
+    rf"^(?P<host>{PDSH_HOST}): (?=\S)|^(?P<named>[A-Za-z][\w.-]*): (?=(?P=named):\d+:\d+ \[)"
+)
 NCCL_PREFIX = re.compile(
     r"^(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] ?(?:(?P<ms>\d+\.\d+) )?"
 )
@@ -109,7 +115,7 @@ def _strip_prefixes(text: str) -> tuple[Prefix, str]:
             continue
         m = _PDSH.match(msg)
         if m and not msg.startswith(("http", "https")):
-            host = m.group("host")
+            host = m.group("host") or m.group("named")
             msg = msg[m.end() :]
             continue
         break
