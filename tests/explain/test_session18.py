@@ -262,3 +262,23 @@ def test_ray_trains_world_rank_as_the_device_index_is_the_global_rank() -> None:
         "(RayTrainWorker pid=2311, ip=10.0.0.9) RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "global_rank_as_device"
+
+
+# --- b25 dev: TensorFlow taking every GPU, a fix told as its change -------------------------------
+
+
+def test_tensorflow_said_to_take_every_gpu_is_no_device_selection() -> None:
+    from rankmap.explain.docread import read_document
+
+    hit = read_document("tensorflow grabs all 4 gpus on the box and my colleague's job died\n")
+    assert "procs-on-every-gpu" in hit.hits
+    for wish_or_design in (
+        "I want TensorFlow to use all GPUs\n",
+        "TF uses all 4 GPUs with MirroredStrategy\n",
+    ):
+        assert "procs-on-every-gpu" not in read_document(wish_or_design).hits
+
+
+def test_a_fix_that_sets_the_device_before_the_process_group_is_no_set_device() -> None:
+    text = "# Fix DDP device choice\n\n- set the CUDA device before creating the process group\n"
+    assert findings_of(text)[0].category == "no_set_device"

@@ -256,6 +256,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "no call",
         "lack of",
         "absence of",
+        "device before",
     ),
     "same-command-every-node": ("same ", "identical ", "one ", "copy", "copied"),
     "multi-node": (

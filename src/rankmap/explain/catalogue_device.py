@@ -664,7 +664,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:gpu|device) (?:pinning|pin)\b"
        # "every rank just uses the current (default) device": nothing selected per process
        r"|\b(?:every|each|all) (?:the )?(?:ranks?|process(?:es)?|workers?) (?:just |only |simply )?"
-       r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b)"
+       r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b"
+       # a fix told as its change: "initialize CUDA device before creating the process group"
+       r"|\b(?:set|initiali[sz]e|select|bind|pin)(?:s|ting|ing|ed)? (?:the |each rank's |each "
+       r"process's )?(?:cuda |gpu )?device (?:\w+ ){0,3}?before (?:creating|initiali[sz]ing|calling) "
+       r"(?:the )?(?:process group|init_process_group|distributed)\b)"
        # "without set_device it failed, so I added it": told as what was fixed (review 25)
        r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
        # the writer saying so names the cause (STRONG), even next to the OOM it causes
@@ -688,7 +692,14 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\b(?:each|every) (?:single )?(?:\w+ )?(?:process|rank|worker|task|actor|replica|trainer)\b"
        rf"{SENTENCE}{{0,40}}?\b{_TAKES} (?:all|both|every) (?:of )?(?:the )?(?:\d+ )?"
        r"(?:gpus|devices|cards|gpu|device|card)\b(?![,;:]? \(?(?:one|1) (?:each|per (?:gpu|device|card)))"
-       r"(?! (?:memory|mem|ram|vram|utili[sz]ation)\b)",  # "uses all the GPU memory of its card"
+       r"(?! (?:memory|mem|ram|vram|utili[sz]ation)\b)|"  # "uses all the GPU memory of its card"
+       # "tf use all gpus in one machine, and killed my other training job" (b25 dev): TensorFlow
+       # and JAX take memory on every GPU they see (https://www.tensorflow.org/guide/gpu)
+       # (not a wish, "I want TF to use all GPUs", nor a strategy that spreads one model)
+       r"\b(?:tf|tensorflow|jax|keras)\b (?:(?!to\b)\w+ )?(?:use|uses|used|takes|took|grabs|grabbed|"
+       r"occupies|occupied|allocates|allocated|starts|started|initiali[sz]es|initiali[sz]ed) "
+       r"(?:all|every) (?:of )?(?:my |the )?(?:\d+ )?(?:\w+ )?(?:gpus|cards|devices|k80s|v100s|a100s)\b"
+       r"(?![^.\n]{0,40}\b(?:\w*strategy|mirrored\w*|distribut\w*|parallel\w*|pmap|pjit|shard\w*)\b)",
        {"no_set_device": 3},
        f"{PT} §1 and Horovod's guide (pin each process to one GPU: hvd.local_rank(), "
        "https://horovod.readthedocs.io/en/stable/tensorflow.html): a process that selects no GPU "
