@@ -293,6 +293,12 @@ PASTE_SEEDS = [
     "Discovered MPI settings of world_rank=9, local_rank=9, world_size=16, master_addr=a\n",
     "torchrun in docker: ranks 1-3 crash\nDuplicate GPU detected : rank 0 and rank 1 both on "
     "CUDA device 1a000\nonly GPU=0 is filled, nothing on GPU 3\n",
+    # session 18: a renumbering question, words after a script, a CSV query table, horovodrun
+    # and repeated-host prefixes, a pod's MIG request
+    'export CUDA_VISIBLE_DEVICES="5,6"\nit only uses GPU:0 and GPU:1, cuda:0\n**_gpu_ids: 3,4_**\n'
+    "torchrun --nproc_per_node=2 t.py on one box -- it hangs (procs on GPU 0)\n",
+    "index, name, pci.bus_id\n0, NVIDIA L4, 00000000:01:00.0\n[2]<stderr>:box:1:2 [0] NCCL WARN "
+    "x\nnodeA: nodeA:3:4 [0] NCCL INFO comm 0x1 rank 0\nnvidia.com/mig-3g.20gb: 2\n",
 ]
 
 

@@ -18,7 +18,7 @@ _TEXT_LIMIT = 200_000
 # a line the job printed that tells a failure (a question with no failure printed is asked of a
 # run that worked)
 _FAILURE_LINE = re.compile(
-    r"Traceback|\w*Error\b|\bERROR\b|\berror:|Exception\b|\bFAILED\b|NCCL WARN|Segmentation fault|"
+    r"Traceback|Error\b|\bERROR\b|\berror:|Exception\b|\bFAILED\b|NCCL WARN|Segmentation fault|"
     r"\bKilled\b|core dumped|Aborted"
 )
 
