@@ -282,3 +282,49 @@ def test_tensorflow_said_to_take_every_gpu_is_no_device_selection() -> None:
 def test_a_fix_that_sets_the_device_before_the_process_group_is_no_set_device() -> None:
     text = "# Fix DDP device choice\n\n- set the CUDA device before creating the process group\n"
     assert findings_of(text)[0].category == "no_set_device"
+
+
+# --- review 71: false alarms ----------------------------------------------------------------------
+
+
+def test_a_title_that_tells_the_post_solved_keeps_its_quoted_error_at_info() -> None:
+    text = (
+        'Re: "invalid device ordinal" on node 2 -- SOLVED\n\n'
+        "Last week my job died on the second node with\n\n"
+        "    RuntimeError: CUDA error: invalid device ordinal\n\n"
+        "because I called set_device(dist.get_rank()). I use LOCAL_RANK now and it has been "
+        "running for 2 days. Marking as solved.\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "global_rank_as_device"
+    assert all(f.severity.value == "info" for f in found)
+
+
+def test_a_how_to_question_that_says_nothing_is_crashing_is_no_alarm() -> None:
+    text = (
+        "how do I keep my single-process script off GPU 0? It always goes to GPU 0. I have seen "
+        "`CUDA_VISIBLE_DEVICES=2 python main.py`. Nothing is crashing, I only ask.\n"
+    )
+    assert all(f.severity.value == "info" for f in findings_of(text))
+
+
+def test_one_nccl_node_for_two_machines_told_in_prose_is_one_host_identity() -> None:
+    text = (
+        "Two containers on two different servers, one GPU each, fail with Duplicate GPU\n\n"
+        "box:88:140 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+        "box:91:141 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n"
+        "box:91:141 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+        "CUDA device 41000\n"
+    )
+    assert findings_of(text)[0].category == "host_identity"
+
+
+def test_a_pod_spec_list_of_host_ids_beyond_its_limit_is_the_containers_numbering() -> None:
+    text = (
+        "pod gets 2 GPUs but training fails\n\n```yaml\nspec:\n  containers:\n  - name: t\n"
+        '    env:\n    - name: CUDA_VISIBLE_DEVICES\n      value: "6,7"\n    resources:\n'
+        "      limits:\n        nvidia.com/gpu: 2\n```\n\n"
+        "[rank0]: RuntimeError: CUDA error: invalid device ordinal\n"
+        "[rank1]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "container_mapping"

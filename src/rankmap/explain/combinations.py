@@ -547,11 +547,14 @@ def _nodes_merged(ctx: Context, doc: DocFacts) -> str | None:
     if not nodes and doc.stated_machines >= 2 and not nproc:
         # "2 machines, 8 GPUs each": the prose's count, with the GPUs it gives one machine
         nodes, nproc = doc.stated_machines, doc.stated_gpus
+        if not nproc and doc.local_ranks >= nodes:
+            # "two different servers": NCCL's one node holds every rank of the job
+            nproc = doc.local_ranks // nodes
     if doc.nccl_nodes != 1 or nodes < 2 or not nproc or doc.local_ranks <= nproc:
         return None
     return (
-        f"NCCL counted one node with {doc.local_ranks} local ranks (nNodes 1) for a launch over "
-        f"{nodes} nodes of {nproc} processes: it took the nodes for one host"
+        f"NCCL counted one node with {doc.local_ranks} local ranks (nNodes 1) for a job over "
+        f"{nodes} machines of {nproc} process(es) each: it took the machines for one host"
     )
 
 

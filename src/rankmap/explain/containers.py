@@ -165,10 +165,17 @@ def container_host_numbered_list(doc: DocFacts, s: Scores) -> None:
     if max(int(e) for e in entries) >= requested:
         s.add(
             "container_mapping",
-            4.0,
+            6.0,  # as container_host_ids: it decides (review 71)
             f"the container was given {requested} GPU(s), numbered from 0 inside, and "
             f"CUDA_VISIBLE_DEVICES={','.join(entries)} names the host's numbering "
             "(reference/cuda_devices.md §3)",
+        )
+        # the same list read as an index chosen after narrowing (RM240) is this renumbering:
+        # inside the container the host's ids name no GPU at all (review 71)
+        s.add(
+            "visible_devices_mismatch",
+            -4.0,
+            "the list's ids are the host's, outside what the container was given",
         )
 
 

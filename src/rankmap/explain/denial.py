@@ -116,7 +116,9 @@ _NOT_HAPPENED = re.compile(
     r"\b(?:i'm|i am|we're|we are) (?:currently )?(?:planning|designing|considering|"
     r"writing (?:a |an |the |our |some )?(?:\w+ )?(?:troubleshooting|wiki|docs?|documentation|"
     r"guide|tutorial|unit[- ]tests?|tests?|checks?|faq|runbook|page))\b|"
-    r"\bwhat (?:exact )?(?:error|message) would (?:we|i|you|it|one) (?:see|get)\b",
+    r"\bwhat (?:exact )?(?:error|message) would (?:we|i|you|it|one) (?:see|get)\b|"
+    # a how-to question that says so: "Nothing is crashing, I just don't want to ..." (review 71)
+    r"\bnothing (?:is|was|has been) (?:crashing|failing|failed|broken|erroring)\b",
     re.IGNORECASE,
 )
 
@@ -140,7 +142,13 @@ _RESOLVED = re.compile(
     rf"\b{_FIX_DONE}\b[^.\n]{{0,80}}\b(?:now|since then)\b[^.\n]{{0,30}}\b(?:works|runs|completes|"
     r"trains|finishes|(?:has|have) been running)\b(?! (?:out|into|slow\w*|at|on only)\b)|"
     r"\b(?:works|runs|completes|trains)\b(?: \w+){0,2} now (?:that|after|since) (?:i|we)\b|"
-    rf"\b(?:has|have) been running without (?:any )?(?:problems|issues|errors)\b",
+    rf"\b(?:has|have) been running without (?:any )?(?:problems|issues|errors)\b|"
+    # a tag at the end of a title ("... on the second node -- SOLVED"), "marking as solved",
+    # "it has been running for 3 days now" (review 71)
+    r"[-–—:|]\s*(?:solved|resolved|fixed)\W{0,3}$|\bmark(?:ing|ed)? (?:this |it )?as "
+    r"(?:solved|resolved|fixed)\b|"
+    r"\b(?:has|have) been running (?:fine |smoothly |stably )?for (?:\d+|a few|several|two|three) "
+    r"(?:days|hours|weeks)\b",
     re.IGNORECASE | re.MULTILINE,
 )
 # ... unless the text goes on to an open failure: a question, "still", "but with 2 GPUs I get"

@@ -288,6 +288,7 @@ class DocFacts:
     failed: bool = False  # something failed (an error line, a traceback, "does not work")
     hypothetical: bool = False  # asking about a failure the writer has not had, no run's output
     resolved: str | None = None  # the words telling a failure that is over ("[solved]", ...)
+    resolved_in_title: bool = False  # the words that tell it solved are on the first line
     resolved_until: int | None = None  # the line where the writer turns to another failure
     log_lines: int = 0  # lines of the document read as program output
     # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
@@ -579,6 +580,9 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     )
     facts.failed = facts.failed and not facts.hypothetical
     facts.resolved = resolved_story("\n".join(prose))
+    # told in the title (the first line): the whole post is the story of a failure that is over
+    first = next((line for line in text.split("\n", 8)[:8] if line.strip()), "")
+    facts.resolved_in_title = bool(facts.resolved) and (facts.resolved or "") in first
     if facts.resolved:
         facts.resolved_until = other_failure_line(text, facts.resolved)
     if facts.stated_gpus is None and facts.job_gpus is not None:

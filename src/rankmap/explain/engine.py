@@ -227,15 +227,16 @@ def _told_as_solved(findings: list[Finding], doc: DocFacts, words: str) -> list[
     alarm (reviews 62, 64). A finding that quotes the job's printed output (a log line, not the
     writer's sentences), or lines past where the writer turns to another failure, is read as
     usual: "the firewall issue is fixed now" says nothing of the ordinal error printed below it
-    (review 66)."""
+    (review 66) — unless the title tells the post solved, which makes what it quotes part of
+    the story (review 71)."""
     said = redact_free_text(words)[:160]
     until = doc.resolved_until
     out = []
     for f in findings:
         lines = _quoted_lines(f)
-        if _quotes_printed_output(f, doc, words) or (
-            until is not None and any(n >= until for n in lines)
-        ):
+        # (a title that tells it solved makes the output it quotes part of the story)
+        printed = not doc.resolved_in_title and _quotes_printed_output(f, doc, words)
+        if printed or (until is not None and any(n >= until for n in lines)):
             out.append(f)
             continue
         out.append(_at_info(f, f"The input tells this failure as solved ({said!r}): "))
