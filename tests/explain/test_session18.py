@@ -328,3 +328,29 @@ def test_a_pod_spec_list_of_host_ids_beyond_its_limit_is_the_containers_numberin
         "[rank1]: RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "container_mapping"
+
+
+# --- review 70: logs with flags -------------------------------------------------------------------
+
+
+def test_a_traceback_under_a_pdsh_prefix_shows_its_source_line() -> None:
+    text = (
+        "node-b: Traceback (most recent call last):\n"
+        'node-b:   File "/srv/main.py", line 118, in <module>\n'
+        'node-b:     device = torch.device("cuda", int(os.environ["RANK"]))\n'
+        "node-b: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "global_rank_as_device"
+
+
+def test_a_wrapper_that_prints_each_ranks_own_list_is_per_process() -> None:
+    lines = "".join(
+        f"[bind] LOCAL_RANK={r} -> export CUDA_VISIBLE_DEVICES={r}, numactl --cpunodebind=0\n"
+        for r in range(4)
+    )
+    text = (
+        "$ torchrun --nproc_per_node 4 --no-python ./bind.sh python main.py\n" + lines + "    "
+        'torch.cuda.set_device(f"cuda:{local_rank}")\n'
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "per_process_visible_devices"

@@ -544,6 +544,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"device_ids\s*=\s*\[\s*(?:args\.|self\.)rank\s*\]|"
        rf"(?:set_device|Device|cudaSetDevice|hipSetDevice|visible_device_list\s*=\s*str)\(\s*{_GLOBAL_RANK}\s*\)|"
        rf"cuda:\{{\s*{_GLOBAL_RANK}\s*\}}|"
+       # torch.device("cuda", int(os.environ["RANK"])) (review 70: a traceback's source line)
+       rf"device\(\s*['\"]cuda['\"]\s*,\s*{_GLOBAL_RANK}\s*\)|"
        r"Device\(\s*(?:(?:self\.|args\.)(?:hvd_|global_)?|hvd_|global_)rank\s*\)|"
        # JAX: local_device_ids lists this host's GPUs; the process id counts every host's
        rf"local_device_ids\s*=\s*\[\s*(?:process_id|{_GLOBAL_RANK})\s*\]",

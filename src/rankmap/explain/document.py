@@ -98,7 +98,9 @@ _LOG = re.compile(
     r"\^+\s*$|\d+: |E\s+|torch\.\w+\.\w+Error|warnings\.warn|During handling|"
     r"The above exception|raise \w|" + PDSH_HOST + r": (?:\[rank\d+\]|"
     # a pdsh / DeepSpeed host prefix before a line of output ("node-2: [rank8]: ...")
-    r"\[\d{4}-\d\d-\d\d|Traceback|\w+Error\b|\[\d+,\d+\]<|[\w.-]+:\d+:\d+ \[\d+\]))|"
+    r"\[\d{4}-\d\d-\d\d|Traceback|\w+Error\b|\[\d+,\d+\]<|[\w.-]+:\d+:\d+ \[\d+\]|"
+    # ... a traceback's frames and source lines under that prefix (review 70)
+    r"\s+File \"|\s{3,}\S))|"
     r"NCCL (?:INFO|WARN)|Error|error:|\bfailed\b|Killed"
 )
 _YAML = re.compile(r"^\s*(?:- )?[\w.-]+:\s*(?:\S.*)?$")

@@ -157,6 +157,11 @@ def explain_files(
     # a pasted value that names a variable (``CUDA_VISIBLE_DEVICES=$SLURM_LOCALID``) is set when
     # the process runs, not known here: left out (open world; catalogue "cvd-per-rank" reads it)
     pasted_env = {k: v for k, v in (doc.env if doc else {}).items() if "$" not in v}
+    for var, by_rank in (doc.rank_lists if doc else {}).items():
+        if len(set(by_rank.values())) > 1:  # each rank printed its own list: no list of the job's
+            pasted_env.pop(
+                var, None
+            )  # (review 70: "LOCAL_RANK=2 -> export CUDA_VISIBLE_DEVICES=2")
     merged_env = {**pasted_env, **dict(env or {})}
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:

@@ -191,7 +191,10 @@ _NVML_NF = _R(r"nvmlDeviceGetHandleByPciBusId\(\) failed: Not Found")
 _SLURM_GPUS = _R(
     r"\bSLURM_(?:GPUS_ON_NODE=(?P<count>\d{1,4})\b(?!,)|JOB_GPUS=(?P<ids>\d{1,4}(?:,\d{1,4})*)\b)"
 )
-_CVD = _R(r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w,:/-]+)")
+# (commas between entries only: "CUDA_VISIBLE_DEVICES=0, numactl ..." lists one GPU, review 70)
+_CVD = _R(
+    r"(?:Setting )?(?:CUDA_VISIBLE_DEVICES|VISIBLE GPUS)[=:]\s*\[?(?P<v>[\w:/-]+(?:,[\w:/-]+)*)"
+)
 # a process printing Python's view of it: os.environ['CUDA_VISIBLE_DEVICES']='1' (ids only: a
 # source line assigning a variable is no value)
 _CVD_PY = _R(r"CUDA_VISIBLE_DEVICES['\"]\]\s*[=:]\s*['\"](?P<v>\d+(?:,\d+)*)['\"]")
