@@ -354,3 +354,35 @@ def test_a_wrapper_that_prints_each_ranks_own_list_is_per_process() -> None:
         "RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "per_process_visible_devices"
+
+
+# --- b26 dev: a host with no GPU; a list of several GPUs with every process on one -------------
+
+
+def test_no_cuda_device_on_a_cpu_only_node_is_outside_the_mapping() -> None:
+    text = (
+        "# MPI_Init fails: no CUDA-capable device is detected (CPU only nodes)\n\n"
+        "On the CPU-only nodes of our cluster MPI_Init dies with\n\n"
+        "CUDA Error (init_hook.c,173): no CUDA-capable device is detected\n"
+    )
+    found = findings_of(text)
+    assert found[0].category == "other"
+    assert all(f.category == "other" or f.severity.value == "info" for f in found)
+
+
+def test_a_list_of_every_gpu_with_all_processes_on_one_is_no_narrowing() -> None:
+    from rankmap.explain.combinations import from_combinations
+    from rankmap.explain.context import Context
+    from rankmap.explain.docread import read_document
+    from rankmap.explain.score_model import Scores
+
+    text = (
+        "I set CUDA_VISIBLE_DEVICES=0,1,2,3 and start mpirun -np 4 sim --mpi but all processes "
+        "are running on the same card.\n"
+    )
+    s = Scores()
+    s.failure = True
+    from_combinations(Context(), read_document(text), s, [])
+    assert not any(
+        "was narrowed" in why for _, why in s.reasons.get("visible_devices_mismatch", [])
+    )

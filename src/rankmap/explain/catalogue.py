@@ -88,6 +88,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "mig-word": ("mig",),
     "mig-caps": ("/mig/", "nvidia-cap"),
     "nvidia-visible": ("nvidia_visible_devices",),
+    "cpu-only-host": ("cpu only", "cpu-only", "without gpu", "with no gpu", "have no gpu"),
     "nvd-ignored": ("nvidia_visible_devices", "visible", "shown", "seen", "pod", "container"),
     "k8s-gpu-resource": ("nvidia.com/gpu", "amd.com/gpu"),
     "k8s-mig-resource": ("nvidia.com/mig-",),

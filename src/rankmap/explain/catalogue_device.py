@@ -131,6 +131,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("mig-uuid-int", r"MIG-[0-9a-f]{8}-[0-9a-f-]+'?\s*(?:is not|cannot be|invalid)",
        {"mig": 4, "visible_devices_mismatch": 2}, f"{NCCL} (c): MIG instances are named by UUID",
        failure=True),
+    # the machine has no GPU at all ("CPU only nodes on perlmutter", b26 dev): a GPU build that
+    # finds none there failed on its host, not on a mapping (combinations._no_gpu_on_the_host)
+    _s("cpu-only-host", r"\bCPU[- ]only (?:compute )?(?:nodes?|machines?|partitions?|hosts?|servers?|"
+       r"instances?|queues?)\b|\b(?:nodes?|machines?|hosts?) (?:without|with no|that have no) "
+       r"(?:any )?GPUs?\b", {"other": 1},
+       f"{CUDA_DEV} §1: a host with no GPU reports no device whatever the visible list",
+       where=PROSE),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
        # (not torch.load's "Attempting to deserialize object on a CUDA device but
        # torch.cuda.is_available() is False": a checkpoint opened on a CPU machine, review 49)

@@ -33,6 +33,7 @@ from rankmap.explain.visible_lists import (
     list_not_applied,
     neighbours_on_many_gpus,
     one_listed_gpu_shared,
+    writers_list,
 )
 from rankmap.findings import Finding
 
@@ -43,6 +44,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     _transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
+    _no_gpu_on_the_host(doc, s)
     _fractional_ray_workers(doc, s, base)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
@@ -127,13 +129,23 @@ def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
 _PER_GPU_LAUNCHERS = frozenset({"torchrun", "torch.distributed.launch", "accelerate", "deepspeed"})
 
 
+def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
+    """ "No CUDA-capable device" on a host the writer says has no GPU (a CPU-only node): the
+    program looked for a GPU where there is none; no list or container hid one (b26 dev)."""
+    if doc is None or "cpu-only-host" not in doc.hits or "no-cuda-device" not in doc.hits:
+        return
+    for cat in [c for c in s.reasons if c != "other"]:
+        if (added := s.signal_points(cat, "no-cuda-device")) > 0:
+            s.add(cat, -added, "the host has no GPU: nothing hid one from the process")
+
+
 def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:
     """ "Distributed package doesn't have NCCL built in" on Windows is the platform, not a version
     to upgrade: PyTorch's Windows wheels carry gloo only (https://pytorch.org/docs/stable/
     distributed.html, Backends). The build message's version points move to ``other``."""
     if not doc or not {"nccl-not-built", "windows-host"} <= set(doc.hits):
         return
-    moved = sum(p for p, why in s.reasons.get("version_mismatch", ()) if "[nccl-not-built]" in why)
+    moved = s.signal_points("version_mismatch", "nccl-not-built")
     s.add("version_mismatch", -moved, "on Windows no PyTorch build has NCCL: no version fixes it")
     s.add(
         "other",
@@ -626,7 +638,9 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
                 "one GPU: every task was given the same list (reference/launchers.md §5)",
                 doc.quoted("scheduler-sets-cvd"),
             )
-        else:
+        elif len(writers_list(doc)) < 2:
+            # (a list of several GPUs leaves each process a choice: processes that all take the
+            # first made none, b26 dev: "CUDA_VISIBLE_DEVICES=0,...,7 ... all on the same card")
             s.add(
                 "visible_devices_mismatch",
                 4.0,

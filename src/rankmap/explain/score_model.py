@@ -68,6 +68,10 @@ class Scores:
         if points_at_mapping(dict(supports)):
             self.mapping_failure = True
 
+    def signal_points(self, cat: str, sid: str) -> float:
+        """What catalogue signal ``sid`` added to ``cat`` (its reasons start ``[sid]``)."""
+        return sum(p for p, why in self.reasons.get(cat, ()) if why.startswith(f"[{sid}]"))
+
     def strongest(self, cat: str) -> float:
         """The biggest single support of ``cat``."""
         return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)
