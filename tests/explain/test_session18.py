@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from paste_findings import findings_of
+
+from rankmap.adapters.local import explain_files
 
 # --- a store bound on a machine that is not MASTER_ADDR -----------------------------------------
 
@@ -386,3 +390,35 @@ def test_a_list_of_every_gpu_with_all_processes_on_one_is_no_narrowing() -> None
     assert not any(
         "was narrowed" in why for _, why in s.reasons.get("visible_devices_mismatch", [])
     )
+
+
+def test_per_rank_mig_lists_are_each_processs_own_not_one_list_of_the_job(tmp_path: Path) -> None:
+    log = tmp_path / "mig.log"
+    log.write_text(
+        "[bind] rank 0 -> CUDA_VISIBLE_DEVICES=MIG-11d0c2e4-6f38-5b71-a9e2-0c4d7f1b3e56\n"
+        "[bind] rank 1 -> CUDA_VISIBLE_DEVICES=MIG-22e1d3f5-7a49-5c82-b0f3-1d5e8a2c4f67\n"
+        "lab:19004:19040 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 81000 "
+        "commId 0x6e - Init START\n"
+        "lab:19005:19041 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 81000 "
+        "commId 0x6e - Init START\n"
+        "lab:19005:19041 [0] init.cc:843 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both "
+        "on CUDA device 81000\n"
+    )
+    report = explain_files([log], launch="mpirun -np 2 ./bind.sh python check.py")
+    assert report.ordered_findings()[0].category == "mig"
+
+
+def test_ranks_on_one_gpu_that_print_local_rank_unset_are_the_launchers_variables() -> None:
+    text = (
+        "$ mpirun -np 8 -H a:4,b:4 python main.py\n"
+        + "".join(f"rank {r} local_rank 0 (LOCAL_RANK=unset)\n" for r in range(4))
+        + "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x2 "
+        "- Init START\n"
+        "a:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 commId 0x2 "
+        "- Init START\n"
+        "a:3:4 [0] init.cc:967 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+        "device 18000\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "OMPI_COMM_WORLD_LOCAL_RANK" in first.fix

@@ -244,7 +244,9 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     _s("rank-env-missing",
        r"environment variable (?:LOCAL_RANK|RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|"
        r"MASTER_PORT) expected, but not set|KeyError: ['\"]" + _LAUNCH_VAR + r"['\"]|"
-       r"failed to (?:initiali[sz]e|init|set ?up)\b[^\n:]{0,40}: ['\"`]" + _LAUNCH_VAR + r"\b",
+       r"failed to (?:initiali[sz]e|init|set ?up)\b[^\n:]{0,40}: ['\"`]" + _LAUNCH_VAR + r"\b|"
+       # a program's own print of the variable it did not get: "(LOCAL_RANK=unset)" (review 70)
+       r"\b(?:LOCAL_RANK|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"<(]?(?:unset|not set)\b",
        {"launcher_config": 4},
        f"{PT} §7.1 (env:// needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and {LAUNCHERS} §9 "
        "(who sets LOCAL_RANK): the launcher used does not set the variable the script reads",
@@ -564,7 +566,14 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
     "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
-    "rank-env-missing": ("expected, but not set", "keyerror", "failed to init", "failed to set"),
+    "rank-env-missing": (
+        "expected, but not set",
+        "keyerror",
+        "failed to init",
+        "failed to set",
+        "unset",
+        "not set",
+    ),
     "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
         "46",  # "Return value 46", "CUDA error: 46", "error code=46" (the regex decides)

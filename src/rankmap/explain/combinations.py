@@ -45,6 +45,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
     _no_gpu_on_the_host(doc, s)
+    _selection_variable_missing(doc, s)
     _fractional_ray_workers(doc, s, base)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
@@ -137,6 +138,30 @@ def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
     for cat in [c for c in s.reasons if c != "other"]:
         if (added := s.signal_points(cat, "no-cuda-device")) > 0:
             s.add(cat, -added, "the host has no GPU: nothing hid one from the process")
+
+
+def _selection_variable_missing(doc: DocFacts | None, s: Scores) -> None:
+    """Ranks that pile onto one GPU and print that the variable they select it by is unset
+    ("LOCAL_RANK=unset" under mpirun): the launcher does not set it and every rank falls back to
+    device 0 — the launcher's variables (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID; reference/
+    launchers.md §9), not a missing set_device (review 70)."""
+    hit = doc.hits.get("rank-env-missing") if doc else None
+    if hit is None or s.points.get("no_set_device", 0.0) <= 0:
+        return
+    s.add(
+        "launcher_config",
+        6.0,
+        "every rank selects its GPU by a variable its launcher does not set, so each falls back "
+        "to device 0 (reference/launchers.md §9)",
+        f"{hit.where}: {hit.excerpt}",
+    )
+    s.add("no_set_device", -3.0, "the ranks do select a device, by a variable that is unset")
+    s.name_fix(
+        "launcher_config",
+        6.0,
+        "Read the local rank the launcher sets (mpirun: OMPI_COMM_WORLD_LOCAL_RANK; srun: "
+        "SLURM_LOCALID), or start the ranks with torchrun, which sets LOCAL_RANK",
+    )
 
 
 def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:

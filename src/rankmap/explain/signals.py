@@ -59,7 +59,8 @@ def logged_visible_list(ev: Evidence) -> list[str] | None:
     worker prints is Ray's own (launchers.md §8), and lists that differ between the processes
     ("rank 1: CUDA_VISIBLE_DEVICES=1") are each process's own (:func:`per_process_lists`)."""
     cvds = [e for e in ev.of("env_cvd") if not _RAY_WORKER_LINE.match(e.line.text)]
-    if not cvds or per_process_lists(ev):
+    # (lists that differ are each process's own, MIG instances too: review 70)
+    if not cvds or len({e.get("v") or "" for e in cvds}) > 1:
         return None
     return [x for x in (cvds[-1].get("v") or "").split(",") if x]
 
