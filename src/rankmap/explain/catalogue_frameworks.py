@@ -29,6 +29,11 @@ _RAY = f"{_GH}/ray-project/ray/blob/a53f00f44305f4e3d8c26013295c999d7f38535b"
 _SLURM = f"{_GH}/SchedMD/slurm/blob/46783aa726f659e8d97a229fc13c8c5eb80e9645"
 _PADDLE = f"{_GH}/PaddlePaddle/Paddle/blob/28beeea013bd0d625ca1eace918c7fbd28fd0779"
 _KERAS = f"{_GH}/keras-team/keras/blob/4fe07fdb95f91ee411336687099499a916f2f4d2"
+# Keras's device check, up to the list of the devices the machine has
+_KERAS_CHECK = (
+    r"To call `multi_gpu_model` with `gpus=\d+`, we expect the following devices to be available: "
+    r"[^\]\n]*\]\. However this machine only has: \["
+)
 _MXNET = f"{_GH}/apache/mxnet/blob/89b2e427143001b6f94b068d2d3fd3793449fca9"
 _CUPY = f"{_GH}/cupy/cupy/blob/3a2a047c25230abb38ebaeb72a335a9f4fa937a8"
 _ROCBLAS = f"{_GH}/ROCm/rocBLAS/blob/af09a29ff278bbb9f2b37437037937fd978a3676"
@@ -328,15 +333,11 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
     # only has: [...]" (text read in public copies of that file; b25 dev)
     # ... where the machine's list names its GPUs /device:GPU:N, a newer TensorFlow's spelling
     # that an older Keras does not compare equal to /gpu:N: the versions, not the count (b21 dev)
-    _s("keras-multi-gpu-count", r"To call `multi_gpu_model` with `gpus=\d+`, we expect the "
-       r"following devices to be available: [^\]\n]*\]\. However this machine only has: "
-       r"\[(?![^\]\n]*/device:GPU:)",
+    _s("keras-multi-gpu-count", _KERAS_CHECK + r"(?![^\]\n]*/device:GPU:)",
        {"oversubscribed": 4, "visible_devices_mismatch": 1},
        f"{_KERAS}/keras/utils/multi_gpu_utils.py: multi_gpu_model(gpus=N) needs /gpu:0../gpu:N-1 "
        "visible in the process", failure=True, framework="tensorflow"),
-    _s("keras-multi-gpu-names", r"To call `multi_gpu_model` with `gpus=\d+`, we expect the "
-       r"following devices to be available: [^\]\n]*\]\. However this machine only has: "
-       r"\[[^\]\n]*/device:GPU:",
+    _s("keras-multi-gpu-names", _KERAS_CHECK + r"[^\]\n]*/device:GPU:",
        {"version_mismatch": 4},
        f"{_KERAS}/keras/utils/multi_gpu_utils.py compares device names: TensorFlow's "
        "/device:GPU:N against Keras's expected /gpu:N fails on a Keras older than its TensorFlow",
