@@ -422,3 +422,29 @@ def test_ranks_on_one_gpu_that_print_local_rank_unset_are_the_launchers_variable
     first = findings_of(text)[0]
     assert first.category == "launcher_config"
     assert "OMPI_COMM_WORLD_LOCAL_RANK" in first.fix
+
+
+# --- reviews 67 and 73: CUDA's device order on a machine of mixed GPUs ----------------------------
+
+
+def _mixed_box(extra: str) -> str:
+    return (
+        "I set CUDA_VISIBLE_DEVICES=1 to get the A6000, but my process lands on another card.\n\n"
+        "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-0a6e...)\n"
+        "GPU 1: NVIDIA RTX A6000 (UUID: GPU-9c1f...)\n\n" + extra
+    )
+
+
+def test_a_listed_index_naming_another_card_on_mixed_gpus_is_cudas_device_order() -> None:
+    text = _mixed_box("printed: torch.cuda.get_device_name(0) = NVIDIA GeForce RTX 3090\n")
+    first = findings_of(text)[0]
+    assert first.category == "visible_devices_mismatch"
+    assert "of mixed GPU models" in first.detail
+    assert first.fix.startswith("export CUDA_DEVICE_ORDER=PCI_BUS_ID")
+
+
+def test_the_device_order_already_set_to_the_bus_is_not_the_cause() -> None:
+    text = "export CUDA_DEVICE_ORDER=PCI_BUS_ID\n" + _mixed_box(
+        "printed: torch.cuda.get_device_name(0) = NVIDIA GeForce RTX 3090\n"
+    )
+    assert all("of mixed GPU models" not in f.detail for f in findings_of(text))

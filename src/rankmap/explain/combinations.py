@@ -27,6 +27,7 @@ from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
     container_list_outside,
+    device_order_on_mixed_gpus,
     engine_above_gpus,
     hip_within_rocr,
     list_agent,
@@ -80,6 +81,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _deepspeed_local_only(doc, s)
     list_not_applied(doc, s)
     container_list_outside(doc, s)
+    device_order_on_mixed_gpus(doc, s)
     one_listed_gpu_shared(doc, s, base)
     neighbours_on_many_gpus(doc, s, base)
     hip_within_rocr(ctx, doc, s)

@@ -302,6 +302,8 @@ class DocFacts:
     every_gpu_quote: str = ""
     gpu0_quote: str | None = None
     shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
+    smi_models: dict[int, str] = field(default_factory=dict)  # nvidia-smi index -> GPU model
+    device_name_printed: str | None = None  # the process's own cuda:0, by its model name
     smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
     prose_ranks: set[int] = field(default_factory=set)  # ranks the reporter's sentences name
     pair_named: bool = False  # "both processes" / "both ranks"
@@ -488,6 +490,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )
     facts.gpus_requested = _requested(text)
+    if (named := _DEVICE_NAME_PRINTED.search(text[:DOC_LIMIT])) is not None:
+        facts.device_name_printed = named["name"].strip()
     facts.mig_requested = max(
         (saturating_int(n) for n in _MIG_REQUEST.findall(text[:DOC_LIMIT])), default=0
     )
@@ -1066,6 +1070,14 @@ def _code(seg: Segment, facts: DocFacts) -> None:
         facts.code_kind, facts.code_call = sel.kind, sel.call
 
 
+# what the process printed of its first device: "torch.cuda.get_device_name(0) = NVIDIA ..."
+_DEVICE_NAME_PRINTED = re.compile(
+    r"get_device_name\(\s*0?\s*\)\s*(?:=|:|->)?\s*['\"]?(?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|"
+    r"AMD|Radeon)[^'\"\n]{2,60})"
+)
+_SMI_L_NAME = re.compile(r"^\s*GPU (?P<index>\d{1,3}): (?P<name>[^()\n]{2,60}?) \(UUID", re.M)
+
+
 def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
     from rankmap.errors import RankMapError
     from rankmap.inventory import parse_machine_text
@@ -1106,12 +1118,17 @@ def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
             facts.gpu0_extra = f"process {pid} holds memory on GPU 0 and on GPU {other}"
             facts.gpu0_quote = rows[pid]
 
+    for m in _SMI_L_NAME.finditer(seg.text):  # nvidia-smi -L, even with its UUIDs cut short
+        facts.smi_models.setdefault(saturating_int(m["index"]), m["name"].strip())
     try:
         hosts = parse_machine_text(seg.text, source=f"{source}:{seg.first_line}")
     except (RankMapError, ValueError, KeyError, IndexError):
         return
     if hosts and hosts[0].gpus:
         facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
+        for gpu in hosts[0].gpus:
+            if gpu.name and gpu.nvml_index is not None:
+                facts.smi_models.setdefault(gpu.nvml_index, gpu.name)
         if any(g.mig_mode for g in hosts[0].gpus):
             facts.smi_mig = f"{source}:{seg.first_line}: nvidia-smi shows MIG mode enabled"
 

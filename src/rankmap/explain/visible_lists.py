@@ -314,3 +314,44 @@ def _idle_indices(doc: DocFacts) -> set[str]:
         return set()
     spans = [m.group(0) for m in hit.signal.pattern.finditer(hit.excerpt)]
     return {a or b for span in spans for a, b in _INDEX.findall(span)}
+
+
+# a report that the process runs on another GPU than the one its list names
+_WRONG_GPU = frozenset(
+    {"device-selection-problem", "gpu0-named-used", "cvd-ignored", "all-on-gpu0"}
+)
+
+
+def device_order_on_mixed_gpus(doc: DocFacts | None, s: Scores) -> None:
+    """A list of nvidia-smi indices on a machine of mixed GPU models, and the process on another
+    card than the one listed (its printed device name, or the writer saying so): CUDA numbers the
+    GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, nvidia-smi by PCI bus, so on mixed
+    cards the same index names different GPUs (reference/cuda_devices.md §2; reviews 67, 73)."""
+    if doc is None or len(set(doc.smi_models.values())) < 2:
+        return
+    listed = writers_list(doc)
+    if not listed or not all(e.isdecimal() for e in listed) or len(listed) >= len(doc.smi_models):
+        return
+    if doc.env.get("CUDA_DEVICE_ORDER", "").upper() == "PCI_BUS_ID":
+        return
+    meant = doc.smi_models.get(int(listed[0]))
+    printed = doc.device_name_printed
+    other_card = bool(printed and meant and printed.lower() not in meant.lower()
+                      and meant.lower() not in printed.lower())  # fmt: skip
+    if not (other_card or _WRONG_GPU & set(doc.hits)):
+        return
+    s.failure = s.mapping_failure = True  # the process is on another card: an observed state
+    why = (
+        f"CUDA_VISIBLE_DEVICES={','.join(listed)} names nvidia-smi's GPU {listed[0]} ({meant}) on "
+        "a machine of mixed GPU models"
+        + (f", yet the process's cuda:0 is a {printed}" if other_card else "")
+        + ": CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, nvidia-smi by "
+        "PCI bus (reference/cuda_devices.md §2)"
+    )
+    s.add("visible_devices_mismatch", 5.0, why)
+    s.name_fix(
+        "visible_devices_mismatch",
+        5.0,
+        "export CUDA_DEVICE_ORDER=PCI_BUS_ID before the process starts, so that CUDA numbers the "
+        "GPUs as nvidia-smi does and CUDA_VISIBLE_DEVICES names the card you mean",
+    )
