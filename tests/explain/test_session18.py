@@ -448,3 +448,25 @@ def test_the_device_order_already_set_to_the_bus_is_not_the_cause() -> None:
         "printed: torch.cuda.get_device_name(0) = NVIDIA GeForce RTX 3090\n"
     )
     assert all("of mixed GPU models" not in f.detail for f in findings_of(text))
+
+
+# --- reviews 72 and 73: a launch copied from a bigger machine -------------------------------------
+
+
+def test_a_list_of_more_gpus_than_the_machine_has_is_more_processes_than_gpus() -> None:
+    text = (
+        "Our server has 4 V100 GPUs; I copied the 8-GPU command from the docs:\n\n"
+        "export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n"
+        "python -m paddle.distributed.launch tools/train.py\n\n"
+        "OSError: (External) CUDA error(101), invalid device ordinal.\n"
+    )
+    assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_accelerate_num_processes_past_the_machines_gpus_is_more_processes_than_gpus() -> None:
+    text = (
+        "accelerate on my 2x RTX 4090 box crashes\n\n```yaml\ndistributed_type: MULTI_GPU\n"
+        "num_machines: 1\nnum_processes: 8\ngpu_ids: all\n```\n\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "oversubscribed"

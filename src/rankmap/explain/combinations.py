@@ -680,13 +680,27 @@ def _lists_and_ordinals(ctx: Context, doc: DocFacts | None, s: Scores, base: lis
     )
     narrowed = ctx.cvd_entries()
     fits = ctx.visible_fits_launch()
+    told = doc is not None and one_machine_told(doc)
+    machine = ctx.gpus_per_node() or ((doc.smi_gpus or doc.stated_gpus) if doc and told else None)
     if ordinal and narrowed and all(e.isdecimal() for e in narrowed) and not fits:
-        s.add(
-            "visible_devices_mismatch",
-            2.0,
-            f"an invalid device ordinal with {ctx.visible_var()}={','.join(narrowed)}: the index "
-            f"used is outside the {len(narrowed)} GPU(s) it leaves visible (cuda_devices.md §1)",
-        )
+        if machine and len(narrowed) > machine:
+            # the list names more GPUs than the machine has: a launch copied from a bigger
+            # machine (review 73: "--gpus 0,...,7" on 4 V100s), not an index past the list
+            s.add(
+                "oversubscribed",
+                3.0,
+                f"an invalid device ordinal with {ctx.visible_var()}={','.join(narrowed)}: it "
+                f"lists {len(narrowed)} GPUs on a machine of {machine}, so the processes past "
+                f"{machine} have no GPU",
+            )
+        else:
+            s.add(
+                "visible_devices_mismatch",
+                2.0,
+                f"an invalid device ordinal with {ctx.visible_var()}={','.join(narrowed)}: the "
+                f"index used is outside the {len(narrowed)} GPU(s) it leaves visible "
+                "(cuda_devices.md §1)",
+            )
     if ordinal:
         for sid, pts, why in _per_process_ordinals(ctx, doc):
             s.add("per_process_visible_devices", pts, why, doc.quoted(sid) if doc and sid else None)

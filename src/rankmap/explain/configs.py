@@ -144,6 +144,17 @@ def _accelerate_points(acc: dict[str, str], gpus: int | None) -> list[tuple[str,
                 "CUDA_VISIBLE_DEVICES, num_processes is not validated against it)",
             )
         )
+    elif procs and gpus and not ids and procs // max(machines, 1) > gpus:
+        # (review 72: num_processes 8 on "2x RTX 4090")
+        out.append(
+            (
+                "oversubscribed",
+                4.0,
+                f"accelerate num_processes {procs} on {machines} machine(s) of {gpus} GPU(s): more "
+                "processes than GPUs (reference/launchers.md §3, num_processes is the total over "
+                "all machines)",
+            )
+        )
     if procs == 1 and acc.get("distributed_type", "").upper() == "MULTI_GPU":
         out.append(
             (
