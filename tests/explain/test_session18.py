@@ -470,3 +470,16 @@ def test_accelerate_num_processes_past_the_machines_gpus_is_more_processes_than_
         "RuntimeError: CUDA error: invalid device ordinal\n"
     )
     assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_a_pasted_batch_scripts_variables_reach_its_launch_line() -> None:
+    text = (
+        "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n\n"
+        "NNODES=4          # TODO take from slurm\n\n"
+        "srun torchrun --nnodes=$NNODES --nproc_per_node=8 --rdzv_backend=c10d "
+        "--rdzv_endpoint=$head:29500 main.py\n\n"
+        "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert first.fix == "torchrun --nnodes 2 ..."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rankmap.codes import lookup
 from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import (
@@ -249,12 +250,26 @@ def _standalone_on_several_nodes(ctx: Context, s: Scores) -> None:
 def _nested_launchers(ctx: Context, s: Scores) -> None:
     """srun / mpirun starting several tasks per node, each running torchrun (accelerate,
     deepspeed): the launch simulation's RM904 (one authority: launchers/slurm.py, mpi.py) — the
-    processes multiply, and the agents of one node serve one rendezvous port."""
+    processes multiply, and the agents of one node serve one rendezvous port. The simulation's
+    other launch errors of the launcher family count too (RM920: torchrun told to wait for more
+    nodes than the allocation starts; review 72)."""
     plan = ctx.launch.plan if ctx.launch else None
-    nested = next((i for i in plan.issues if i.code == "RM904"), None) if plan else None
-    if nested is not None:
-        s.mapping_failure = True
-        s.add("launcher_config", 5.0, f"{nested.title}; the agents of a node serve one port")
+    for issue in plan.issues if plan else ():
+        if issue.code == "RM904":
+            s.mapping_failure = True
+            s.add("launcher_config", 5.0, f"{issue.title}; the agents of a node serve one port")
+            continue
+        info = lookup(issue.code)
+        severity = issue.severity or info.severity.value
+        # (an issue that predicts what the job prints counts through those lines, which the
+        # catalogue reads where they are printed; one without is the launch's own arithmetic)
+        if info.category == "launcher_config" and severity == "error" and not issue.predicted:
+            s.mapping_failure = True
+            s.add(
+                "launcher_config", 4.0, f"the launch simulated by check: {issue.code} {issue.title}"
+            )
+            if issue.fix:
+                s.name_fix("launcher_config", 4.0, issue.fix)
 
 
 def _one_gpu_symptom(doc: DocFacts) -> bool:

@@ -73,7 +73,8 @@ _WIDE_PUNCT = "\u3000-\u303f\uff00-\uffef"
 _WIDE_PUNCT_CHARS = "，。；：、！？　"
 _ENV = re.compile(
     r"^\s*(?:export\s+|set\s+|-x\s+)?(?P<k>[A-Z_][A-Z0-9_]{2,})="
-    rf"(?P<v>[^\s{_WIDE_PUNCT}]*)(?P<rest>[{_WIDE_PUNCT}]\S*)?\s*$"
+    # (a shell comment may follow: "NNODES=4   # TODO take from slurm", review 72)
+    rf"(?P<v>[^\s{_WIDE_PUNCT}]*)(?P<rest>[{_WIDE_PUNCT}]\S*)?\s*(?:\s#.*)?$"
 )
 _SMI = re.compile(
     r"NVIDIA-SMI \d|^\s*\|\s*\d+\s+\S.*\|\s*[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:|ROCm System Management|"

@@ -149,7 +149,7 @@ def explain_files(
     notes: list[str] = []
     typed = bool(launch)
     if not launch and doc is not None and doc.launch:
-        launch = doc.launch
+        launch = _with_pasted_values(doc.launch, doc.env)
         notes.append(f"launch command taken from the input: {redact_free_text(launch)[:200]}")
     elif not launch and (pasted := log_launch(ev)):
         launch = pasted
@@ -224,6 +224,20 @@ def explain_files(
         report.sections["explain"]["signals"] = sorted(doc.hits)[:64]
     # quoted log lines reach library callers too: credentials never leave rankmap
     return redact_report(report)
+
+
+_SHELL_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)\}|(?P<bare>[A-Za-z_]\w*))")
+
+
+def _with_pasted_values(launch: str, env: dict[str, str]) -> str:
+    """A pasted launch line with the shell variables the paste assigns a plain value filled in
+    (``NNODES=4`` above ``torchrun --nnodes=$NNODES``; review 72); the others stay as written."""
+
+    def value(m: re.Match[str]) -> str:
+        v = env.get(m["braced"] or m["bare"])
+        return v if v and "$" not in v and " " not in v else m.group(0)
+
+    return _SHELL_VAR.sub(value, launch)
 
 
 def _told_as_solved(findings: list[Finding], doc: DocFacts, words: str) -> list[Finding]:
