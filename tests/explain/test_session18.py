@@ -483,3 +483,25 @@ def test_a_pasted_batch_scripts_variables_reach_its_launch_line() -> None:
     first = findings_of(text)[0]
     assert first.category == "launcher_config"
     assert first.fix == "torchrun --nnodes 2 ..."
+
+
+# --- review 73: Chinese sentences that start with a command; another user's memory ---------------
+
+
+def test_a_sentence_that_starts_with_a_command_name_in_cjk_is_prose() -> None:
+    from rankmap.explain.document import classify_line
+
+    assert classify_line("nvidia-smi 发现 2 号卡上还有一个进程", None) == "prose"
+    assert classify_line("nvidia-smi --query-gpu=index --format=csv", None) == "shell"
+
+
+def test_memory_another_user_holds_is_not_another_rank_of_the_job() -> None:
+    text = (
+        "vLLM with tensor parallel 4 fails at start\n\n"
+        "[rank0]: ValueError: Error in memory profiling. Initial free memory 27.1 GiB, current free "
+        "memory 21.6 GiB. This happens when the GPU memory was not properly cleaned up before "
+        "initializing the vLLM instance.\n\n"
+        "The other process on GPU 2 is a colleague's jupyter notebook; every worker is on its own "
+        "GPU.\n"
+    )
+    assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))

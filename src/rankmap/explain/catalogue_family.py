@@ -305,6 +305,14 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "An out-of-memory error is a model/batch that does not fit "
        "(https://pytorch.org/docs/stable/notes/faq.html) unless other processes hold the GPU "
        f"({PT} §1: several ranks on cuda:0)", outside=True),
+    # the process that holds the GPU is another user's, the writer says ("a colleague's jupyter
+    # holds 51G", "另一个同事的 jupyter"; reviews 67, 73): a shared machine, not this job's map
+    _s("other-users-process", r"\b(?:colleague|co-?worker|labmate|teammate|another user|other "
+       r"users?|someone else|another person)(?:'s|s')?\b[^.\n]{0,60}?\b(?:job|process|notebook|"
+       r"jupyter|training|task|pid|kernel)|(?:同事|同学|别人|其他人|其他用户)的?[^。\n]{0,20}?"
+       r"(?:jupyter|notebook|进程|任务|程序|作业)", {},
+       "a GPU shared with other users' processes: their memory is not this job's ranks "
+       "(https://pytorch.org/docs/stable/notes/faq.html)", where=PROSE),
     _s("outside-model-size", r"(?:model|network|it) (?:is |was )?too (?:big|large)|too (?:big|large) "
        r"(?:to|for) (?:fit|run|train)|does(?:n't| not) fit (?:in|on|into) (?:the |one |a single )?"
        r"(?:gpu|memory|vram)|(?<!tensor )(?<!pipeline )(?<!expert )model[- ]parallel(?:ism)?"
@@ -566,6 +574,22 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "collective-timeout": ("worknccl(seqnum=", "nccl timeout in communicator"),
     "negative-device-index": ("must not be negative", "cuda:-1", "ordinal -1", "set_device(-1)"),
+    "other-users-process": (
+        "colleague",
+        "coworker",
+        "co-worker",
+        "labmate",
+        "teammate",
+        "another user",
+        "other user",
+        "someone else",
+        "another person",
+        "同事",
+        "同学",
+        "别人",
+        "其他人",
+        "其他用户",
+    ),  # fmt: skip
     "rank-env-missing": (
         "expected, but not set",
         "keyerror",

@@ -48,6 +48,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _nccl_on_windows(doc, s)
     _no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
+    _other_users_memory(doc, s)
     _fractional_ray_workers(doc, s, base)
     _lists_and_ordinals(ctx, doc, s, base)
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
@@ -165,6 +166,17 @@ def _selection_variable_missing(doc: DocFacts | None, s: Scores) -> None:
         "Read the local rank the launcher sets (mpirun: OMPI_COMM_WORLD_LOCAL_RANK; srun: "
         "SLURM_LOCALID), or start the ranks with torchrun, which sets LOCAL_RANK",
     )
+
+
+def _other_users_memory(doc: DocFacts | None, s: Scores) -> None:
+    """Memory on a GPU that the writer says another user's process holds: what the memory
+    signals took for another rank of the job is not one (reviews 67, 73)."""
+    if doc is None or "other-users-process" not in doc.hits:
+        return
+    for sid in ("vllm-memory-profiling", "gpu-held-by-another"):
+        for cat in [c for c in s.reasons if c != "other"]:
+            if (added := s.signal_points(cat, sid)) > 0:
+                s.add(cat, -added, "the other process on the GPU is another user's, not a rank")
 
 
 def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:

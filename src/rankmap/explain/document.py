@@ -139,6 +139,10 @@ def _is_smi_row(line: str) -> bool:
     )
 
 
+# a command's name and then words of CJK script: the writer's sentence (review 73)
+_CJK_AFTER_COMMAND = re.compile(r"^\s*\S+\s+[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}")
+
+
 def classify_line(line: str, prev_kind: str | None) -> str:
     """The kind of one line outside a fence (``blank`` for an empty line)."""
     text = line.strip()
@@ -146,6 +150,8 @@ def classify_line(line: str, prev_kind: str | None) -> str:
         return "blank"
     if _is_smi_row(line):
         return "smi"  # a table row of nvidia-smi / rocm-smi
+    if _LAUNCH_LINE.match(line) and _CJK_AFTER_COMMAND.match(line):
+        return "prose"  # "nvidia-smi 发现 2 号卡上还有一个进程": a sentence about the command
     if (
         _PROMPT.match(line)
         or _LAUNCH_LINE.match(line)
