@@ -505,3 +505,18 @@ def test_memory_another_user_holds_is_not_another_rank_of_the_job() -> None:
         "GPU.\n"
     )
     assert all(f.category == "other" or f.severity.value == "info" for f in findings_of(text))
+
+
+def test_mp_spawn_in_pasted_code_under_torchrun_multiplies_the_processes() -> None:
+    text = (
+        "$ torchrun --nproc_per_node=4 main.py\n\n```python\n"
+        'if __name__ == "__main__":\n'
+        "    world_size = torch.cuda.device_count()\n"
+        "    mp.spawn(worker, args=(world_size,), nprocs=world_size, join=True)\n```\n\n"
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+        "network address. The server socket has failed to bind to [::]:12355 (errno: 98 - "
+        "Address already in use).\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "drop mp.spawn" in first.fix

@@ -71,6 +71,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _launch_cannot_fit(ctx, s, gpus)
     _launch_below_gpus(ctx, doc, s, nproc)
     _nested_launchers(ctx, s)
+    _spawn_under_a_launcher(ctx, doc, s)
     _standalone_on_several_nodes(ctx, s)
     _launcher_and_binding(ctx, doc, s, base)
     _localhost_on_one_machine(ctx, doc, s)
@@ -282,6 +283,32 @@ def _nested_launchers(ctx: Context, s: Scores) -> None:
             )
             if issue.fix:
                 s.name_fix("launcher_config", 4.0, issue.fix)
+
+
+def _spawn_under_a_launcher(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """Pasted code that starts its own workers (mp.spawn) under a launcher that starts several
+    processes itself: every launched process spawns a full set, numbered from 0, so the workers
+    multiply and collide on GPUs and ports (check's engine models the same for a script it
+    reads: check/engine.py _spawn_in_every_process; review 73)."""
+    launch = ctx.launch
+    if doc is None or not doc.code_spawns or launch is None:
+        return
+    if launch.launcher not in _PER_GPU_LAUNCHERS or (launch.nproc_per_node or 0) < 2:
+        return
+    s.mapping_failure = True
+    s.add(
+        "launcher_config",
+        5.0,
+        f"{launch.launcher} starts {launch.nproc_per_node} processes per node and the pasted code "
+        "calls mp.spawn in each: every process starts its own workers, numbered from 0",
+    )
+    s.name_fix(
+        "launcher_config",
+        5.0,
+        f"Let one of them start the processes: under {launch.launcher}, drop mp.spawn and read "
+        "LOCAL_RANK / RANK / WORLD_SIZE from the environment; or keep mp.spawn and start the "
+        "script with plain python",
+    )
 
 
 def _one_gpu_symptom(doc: DocFacts) -> bool:

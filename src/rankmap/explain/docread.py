@@ -279,6 +279,7 @@ class DocFacts:
     env: dict[str, str] = field(default_factory=dict)
     code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
     code_call: str | None = None
+    code_spawns: bool = False  # the pasted code starts worker processes itself (mp.spawn)
     smi_gpus: int | None = None
     stated_gpus: int | None = None  # "2 GPUs" in the prose
     stated_gpus_at: str = ""  # where the prose says it (source:line: the sentence)
@@ -1061,6 +1062,8 @@ def _code(seg: Segment, facts: DocFacts) -> None:
         return
     if sel.parse_error:
         return
+    if sel.spawn_where and not sel.spawn_sets_local_rank:
+        facts.code_spawns = True  # the pasted code starts its own workers (mp.spawn)
     rank = {"global_rank": 4, "constant": 3, "local_rank_modulo": 2, "local_rank": 1}
     if (
         rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0)
