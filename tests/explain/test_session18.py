@@ -510,6 +510,7 @@ def test_memory_another_user_holds_is_not_another_rank_of_the_job() -> None:
 def test_mp_spawn_in_pasted_code_under_torchrun_multiplies_the_processes() -> None:
     text = (
         "$ torchrun --nproc_per_node=4 main.py\n\n```python\n"
+        "def worker(rank, world_size):\n    torch.cuda.set_device(rank)\n\n"
         'if __name__ == "__main__":\n'
         "    world_size = torch.cuda.device_count()\n"
         "    mp.spawn(worker, args=(world_size,), nprocs=world_size, join=True)\n```\n\n"
@@ -520,3 +521,78 @@ def test_mp_spawn_in_pasted_code_under_torchrun_multiplies_the_processes() -> No
     first = findings_of(text)[0]
     assert first.category == "launcher_config"
     assert "drop mp.spawn" in first.fix
+
+
+# --- a read of this session's diff: each proven problem, restated ---------------------------------
+
+
+def test_a_pile_up_beside_renumbered_indices_is_no_renumbering_question() -> None:
+    text = (
+        "export CUDA_VISIBLE_DEVICES=2,3\ntorchrun --nproc_per_node=2 main.py\n"
+        "Both ranks end up on cuda:0 instead of cuda:0 and cuda:1, all processes on GPU 0.\n"
+    )
+    found = findings_of(text)
+    assert all(f.code != "RM241" for f in found)
+    assert found[0].severity.value != "info"
+
+
+def test_no_process_on_the_listed_gpus_is_not_the_list_applied() -> None:
+    from rankmap.explain.docread import read_document
+
+    facts = read_document("In nvidia-smi there is no process on GPU 2 and GPU 3, they are idle.\n")
+    assert facts.smi_told == set()
+
+
+def test_the_device_order_set_in_code_or_an_index_past_the_listing_is_no_order_problem() -> None:
+    listing = (
+        "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-0a6e...)\n"
+        "GPU 1: NVIDIA RTX A6000 (UUID: GPU-9c1f...)\n\n"
+    )
+    in_code = (
+        '```python\nos.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"\n```\n\n'
+        + listing
+        + "I set CUDA_VISIBLE_DEVICES=1 but it runs on the wrong GPU.\n"
+    )
+    past = listing + "I set CUDA_VISIBLE_DEVICES=5 but it runs on the wrong GPU.\n"
+    for text in (in_code, past):
+        assert all("of mixed GPU models" not in f.detail for f in findings_of(text))
+
+
+def test_sentences_that_deny_the_new_shapes_do_not_match_them() -> None:
+    from rankmap.explain.docread import read_document
+
+    for sentence, sid in (
+        ("We already set the cuda device before creating the process group.", "set-device-missing"),
+        ("How can I make Keras use all GPUs?", "procs-on-every-gpu"),
+        ("My colleague said each server process would pick a free GPU.", "other-users-process"),
+        ("I install the env on the login node without GPUs.", "cpu-only-host"),
+        ("I'm on torch 2.1 and my script takes --local-rank from argparse.", "local-rank-renamed"),
+    ):
+        assert sid not in read_document(sentence + "\n").hits, sentence
+    assert "cpu-only-host" in read_document("It runs on nodes without any GPUs.\n").hits
+
+
+def test_a_hang_that_lasts_or_a_hang_after_nothing_crashing_is_still_a_failure() -> None:
+    from rankmap.explain.denial import not_happened, resolved_story
+
+    assert (
+        resolved_story("The job has been running for 3 days stuck at the first all_reduce") is None
+    )
+    assert not not_happened("Nothing is crashing, but the job just hangs after init.", failed=True)
+
+
+def test_a_missing_master_addr_is_not_a_local_rank_unset() -> None:
+    text = (
+        "Earlier runs put all 4 processes on GPU 0. Now with mpirun -np 4 python main.py:\n"
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+        "variable MASTER_ADDR expected, but not set\n"
+    )
+    assert all("OMPI_COMM_WORLD_LOCAL_RANK" not in f.fix for f in findings_of(text)[:1])
+
+
+def test_script_arguments_that_start_like_a_preposition_stay_arguments() -> None:
+    from rankmap.explain.document import classify_line, without_words_after
+
+    cmd = "torchrun --nproc_per_node=4 run.py inference configs/llama.yaml"
+    assert without_words_after(cmd) == cmd
+    assert classify_line("deepspeed 训练.py --num_gpus 2", None) == "shell"

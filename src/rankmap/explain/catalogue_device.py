@@ -133,9 +133,10 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        failure=True),
     # the machine has no GPU at all ("CPU only nodes on perlmutter", b26 dev): a GPU build that
     # finds none there failed on its host, not on a mapping (combinations._no_gpu_on_the_host)
+    # (not a login node where the environment was installed: the job runs elsewhere)
     _s("cpu-only-host", r"\bCPU[- ]only (?:compute )?(?:nodes?|machines?|partitions?|hosts?|servers?|"
-       r"instances?|queues?)\b|\b(?:nodes?|machines?|hosts?) (?:without|with no|that have no) "
-       r"(?:any )?GPUs?\b", {"other": 1},
+       r"instances?|queues?)\b|(?<!\blogin )\b(?:nodes?|machines?|hosts?) (?:without|with no|that have "
+       r"no) (?:any )?GPUs?\b", {"other": 1},
        f"{CUDA_DEV} §1: a host with no GPU reports no device whatever the visible list",
        where=PROSE),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
@@ -674,10 +675,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # "every rank just uses the current (default) device": nothing selected per process
        r"|\b(?:every|each|all) (?:the )?(?:ranks?|process(?:es)?|workers?) (?:just |only |simply )?"
        r"uses? the (?:current|default) (?:\(default\) )?(?:cuda )?(?:device|gpu)\b"
-       # a fix told as its change: "initialize CUDA device before creating the process group"
-       r"|\b(?:set|initiali[sz]e|select|bind|pin)(?:s|ting|ing|ed)? (?:the |each rank's |each "
-       r"process's )?(?:cuda |gpu )?device (?:\w+ ){0,3}?before (?:creating|initiali[sz]ing|calling) "
-       r"(?:the )?(?:process group|init_process_group|distributed)\b)"
+       # a fix told as its change, at the start of its line (a PR's bullet): "- initialize CUDA
+       # device before creating the process group" (not "we already set the device before ...")
+       r"|(?m:^)[ \t>*-]{0,4}(?:set|sets|setting|initiali[sz](?:e|es|ed|ing)|select(?:s|ed|ing)?|"
+       r"bind(?:s|ing)?|pin(?:s|ned|ning)?) (?:the |each rank's |each process's )?(?:cuda |gpu )?"
+       r"device (?:\w+ ){0,3}?before (?:creating|initiali[sz]ing|calling) (?:the )?"
+       r"(?:process group|init_process_group|distributed)\b)"
        # "without set_device it failed, so I added it": told as what was fixed (review 25)
        r"(?![^.\n]{0,60}\b(?:so|then|and) (?:I|we) (?:added|call(?:ed)?|use[ds]?)\b)",
        # the writer saying so names the cause (STRONG), even next to the OOM it causes
@@ -705,7 +708,8 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # "tf use all gpus in one machine, and killed my other training job" (b25 dev): TensorFlow
        # and JAX take memory on every GPU they see (https://www.tensorflow.org/guide/gpu)
        # (not a wish, "I want TF to use all GPUs", nor a strategy that spreads one model)
-       r"\b(?:tf|tensorflow|jax|keras)\b (?:(?!to\b)\w+ )?(?:use|uses|used|takes|took|grabs|grabbed|"
+       r"(?<!\bmake )(?<!\blet )(?<!\bdoes )(?<!\bdid )(?<!\bcan )(?<!\bwill )(?<!\bshould )"
+       r"\b(?:tf|tensorflow|jax|keras)\b (?:(?!to\b|can\b|will\b|should\b)\w+ )?(?:use|uses|used|takes|took|grabs|grabbed|"
        r"occupies|occupied|allocates|allocated|starts|started|initiali[sz]es|initiali[sz]ed) "
        r"(?:all|every) (?:of )?(?:my |the )?(?:\d+ )?(?:\w+ )?(?:gpus|cards|devices|k80s|v100s|a100s)\b"
        r"(?![^.\n]{0,40}\b(?:\w*strategy|mirrored\w*|distribut\w*|parallel\w*|pmap|pjit|shard\w*)\b)",

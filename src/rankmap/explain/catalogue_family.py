@@ -308,8 +308,8 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
     # the process that holds the GPU is another user's, the writer says ("a colleague's jupyter
     # holds 51G", "另一个同事的 jupyter"; reviews 67, 73): a shared machine, not this job's map
     _s("other-users-process", r"\b(?:colleague|co-?worker|labmate|teammate|another user|other "
-       r"users?|someone else|another person)(?:'s|s')?\b[^.\n]{0,60}?\b(?:job|process|notebook|"
-       r"jupyter|training|task|pid|kernel)|(?:同事|同学|别人|其他人|其他用户)的?[^。\n]{0,20}?"
+       r"users?|someone else|another person)(?:'s|s')\s+(?:\w+\s+)?(?:job|process|notebook|"
+       r"jupyter|training|task|kernel)\b|(?:同事|同学|别人|其他人|其他用户)的\s*(?:\w+\s*)?"
        r"(?:jupyter|notebook|进程|任务|程序|作业)", {},
        "a GPU shared with other users' processes: their memory is not this job's ranks "
        "(https://pytorch.org/docs/stable/notes/faq.html)", where=PROSE),

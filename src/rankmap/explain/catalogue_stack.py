@@ -64,10 +64,10 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        where=NOT_LOG),
     # the rename told in words: "accepting an unexpected argument `local-rank` in PyTorch 2.0"
     _s("local-rank-renamed", r"(?:unexpected|unrecogni[sz]ed|unknown) (?:argument|arg|option|"
-       r"parameter)s?\W{0,4}(?:--)?local[-_]rank\b|\blocal-rank\b[^.\n]{0,60}\b(?:pytorch|torch) ?2\b|"
-       r"\b(?:pytorch|torch) ?2(?:\.\d+)*\b[^.\n]{0,60}--?local-rank\b", {"launcher_config": 4},
-       f"{LAUNCHERS} §2: PyTorch >= 2.0's torch.distributed.launch passes --local-rank (hyphen); "
-       "scripts that declare only --local_rank reject it", failure=True),
+       r"parameter)s?\W{0,4}(?:--)?local[-_]rank\b", {"launcher_config": 4},
+       f"{LAUNCHERS} §2: torch.distributed.launch passes --local-rank (PyTorch >= 2.0) or "
+       "--local_rank (before) to the script; a script that does not declare that spelling "
+       "rejects it", failure=True),
     _s("dist-launch", r"torch\.distributed\.launch|use_env", {"launcher_config": 2},
        f"{LAUNCHERS} §2"),
     # not the lines of an environment dump (`accelerate env`'s "- distributed_type: MULTI_GPU",

@@ -145,13 +145,19 @@ def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
             s.add(cat, -added, "the host has no GPU: nothing hid one from the process")
 
 
+_LOCAL_RANK_UNSET = re.compile(r"\bLOCAL_RANK['\"]?\s*[=:]\s*['\"<(]?(?:unset|not set)\b")
+
+
 def _selection_variable_missing(doc: DocFacts | None, s: Scores) -> None:
     """Ranks that pile onto one GPU and print that the variable they select it by is unset
     ("LOCAL_RANK=unset" under mpirun): the launcher does not set it and every rank falls back to
     device 0 — the launcher's variables (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID; reference/
     launchers.md §9), not a missing set_device (review 70)."""
     hit = doc.hits.get("rank-env-missing") if doc else None
-    if hit is None or s.points.get("no_set_device", 0.0) <= 0:
+    # (the local rank's own variable printed unset; not MASTER_ADDR or WORLD_SIZE missing)
+    if hit is None or not _LOCAL_RANK_UNSET.search(hit.excerpt):
+        return
+    if s.points.get("no_set_device", 0.0) <= 0:
         return
     s.add(
         "launcher_config",

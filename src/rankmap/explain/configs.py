@@ -17,7 +17,7 @@ MAX_NODES = 5000  # YAML/JSON nodes walked per config
 MAX_CHARS = 4 * 1024 * 1024
 ACCELERATE_KEYS = ("num_processes", "gpu_ids", "num_machines", "distributed_type", "machine_rank")
 _ACCELERATE_LINE = re.compile(
-    r"^[\s>*_-]*(?P<k>num_processes|gpu_ids|num_machines|distributed_type|machine_rank)\s*:\s*"
+    r"^[ \t>*_-]*(?P<k>num_processes|gpu_ids|num_machines|distributed_type|machine_rank)\s*:\s*"
     r"['\"]?(?P<v>[\w.,-]+)",
     re.MULTILINE,
 )

@@ -118,7 +118,8 @@ _NOT_HAPPENED = re.compile(
     r"guide|tutorial|unit[- ]tests?|tests?|checks?|faq|runbook|page))\b|"
     r"\bwhat (?:exact )?(?:error|message) would (?:we|i|you|it|one) (?:see|get)\b|"
     # a how-to question that says so: "Nothing is crashing, I just don't want to ..." (review 71)
-    r"\bnothing (?:is|was|has been) (?:crashing|failing|failed|broken|erroring)\b",
+    r"\bnothing (?:is|was|has been) (?:crashing|failing|failed|broken|erroring)\b"
+    r"(?![^.\n]{0,20}\bbut\b)",  # "Nothing is crashing, but the job just hangs" is a failure
     re.IGNORECASE,
 )
 
@@ -148,7 +149,8 @@ _RESOLVED = re.compile(
     r"[-–—:|]\s*(?:solved|resolved|fixed)\W{0,3}$|\bmark(?:ing|ed)? (?:this |it )?as "
     r"(?:solved|resolved|fixed)\b|"
     r"\b(?:has|have) been running (?:fine |smoothly |stably )?for (?:\d+|a few|several|two|three) "
-    r"(?:days|hours|weeks)\b",
+    # (not a hang that lasts: "running for 10 hours stuck at the first all_reduce")
+    r"(?:days|weeks)\b(?![^.\n]{0,50}\b(?:stuck|hang\w*|hung|frozen|no progress|waiting|idle)\b)",
     re.IGNORECASE | re.MULTILINE,
 )
 # ... unless the text goes on to an open failure: a question, "still", "but with 2 GPUs I get"

@@ -622,10 +622,16 @@ _SMI_TOLD = re.compile(
 
 
 def _smi_told(text: str) -> set[int]:
-    """The GPU indices the reporter says nvidia-smi shows busy."""
+    """The GPU indices the reporter says nvidia-smi shows busy (not "no process on GPU 2")."""
     return {
-        int(d) for m in _SMI_TOLD.finditer(text[:DOC_LIMIT]) for d in re.findall(r"\d", m["ids"])
+        int(d)
+        for m in _SMI_TOLD.finditer(text[:DOC_LIMIT])
+        if not _SMI_TOLD_NOT.search(text, m.start(), min(len(text), m.end() + 30))
+        for d in re.findall(r"\d", m["ids"])
     }
+
+
+_SMI_TOLD_NOT = re.compile(r"\b(?:no|not|nothing|none|idle|empty|free|unused)\b", re.I)
 
 
 def _lists_every_gpu(facts: DocFacts) -> bool:
@@ -1062,8 +1068,10 @@ def _code(seg: Segment, facts: DocFacts) -> None:
         return
     if sel.parse_error:
         return
-    if sel.spawn_where and not sel.spawn_sets_local_rank:
-        facts.code_spawns = True  # the pasted code starts its own workers (mp.spawn)
+    # the pasted code starts its own workers on every start (the condition check's engine uses,
+    # check/engine.py _spawn_in_every_process: unguarded, the workers select by the spawn index)
+    if sel.spawn_always and not sel.spawn_sets_local_rank and "mp.spawn index" in sel.origin:
+        facts.code_spawns = True
     rank = {"global_rank": 4, "constant": 3, "local_rank_modulo": 2, "local_rank": 1}
     if (
         rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0)

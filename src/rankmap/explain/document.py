@@ -140,7 +140,10 @@ def _is_smi_row(line: str) -> bool:
 
 
 # a command's name and then words of CJK script: the writer's sentence (review 73)
-_CJK_AFTER_COMMAND = re.compile(r"^\s*\S+\s+[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}")
+_CJK_AFTER_COMMAND = re.compile(
+    # (not a script of that name: "deepspeed 训练.py --num_gpus 2")
+    r"^\s*\S+\s+[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]{2}(?!\S*\.(?:py|sh)\b)"
+)
 
 
 def classify_line(line: str, prev_kind: str | None) -> str:
@@ -347,8 +350,8 @@ _QUOTED_ARG = re.compile(r"(?:(?<=\s)|(?<==))(?:\"[^\"\n]*\"|'[^'\n]*')(?=\s|$)"
 # it hangs", "srun python train.py (script takes ...)" (review 69): a script's own arguments are
 # options, paths and values, not a run of words that starts with a preposition or a pronoun
 WORDS_AFTER_SCRIPT = re.compile(
-    r"\.(?:py|sh)\s+(?:--\s+)?(?=(?:\(|on|in|with|inside|across|but|and|it|so|then|which|where|"
-    r"when|while|gives|fails|hangs|crashes|works|runs)\s*[A-Za-z]+\s+[A-Za-z]+)"
+    r"\.(?:py|sh)\s+(?:--\s+)?(?=(?:\(\s*|(?:on|in|with|inside|across|but|and|it|so|then|which|"
+    r"where|when|while|gives|fails|hangs|crashes|works|runs)\s+)[A-Za-z]+\s+[A-Za-z]+)"
 )
 
 

@@ -15,10 +15,17 @@ from rankmap.explain.visible_lists import writers_list
 # the process's own numbering: PyTorch's cuda:N, TensorFlow's GPU:N / /device:GPU:N
 _OWN_INDEX = re.compile(r"\bcuda:(\d{1,2})\b|\bGPU:(\d{1,2})\b", re.IGNORECASE)
 _TEXT_LIMIT = 200_000
+# what the writer reports beside the indices: ranks on one GPU, a hang — a failure, not a question
+# about numbering (review of session 18's change)
+_SYMPTOMS = frozenset({
+    "all-on-gpu0", "same-gpu", "procs-share-a-gpu", "duplicate-gpu-words", "procs-on-every-gpu",
+    "hang-first-collective", "collective-timeout",
+})  # fmt: skip
 # a line the job printed that tells a failure (a question with no failure printed is asked of a
 # run that worked)
 _FAILURE_LINE = re.compile(
     r"Traceback|Error\b|\bERROR\b|\berror:|Exception\b|\bFAILED\b|NCCL WARN|Segmentation fault|"
+    r"[Ww]atchdog|timed out|[Tt]imeout|"
     r"\bKilled\b|core dumped|Aborted"
 )
 
@@ -39,7 +46,7 @@ def renumbered_view(doc: DocFacts, text: str) -> str | None:
     numbering, all below the list's length and not all of them listed GPU ids."""
     listed = _listed(doc)
     n = len(listed)
-    if _failure_printed(doc, text):
+    if _failure_printed(doc, text) or _SYMPTOMS & set(doc.hits):
         return None
     if n < 2 or listed == [str(i) for i in range(n)]:
         return None

@@ -317,9 +317,8 @@ def _idle_indices(doc: DocFacts) -> set[str]:
 
 
 # a report that the process runs on another GPU than the one its list names
-_WRONG_GPU = frozenset(
-    {"device-selection-problem", "gpu0-named-used", "cvd-ignored", "all-on-gpu0"}
-)
+# (not "all on GPU 0": ranks piled on one GPU is no device selection, review of session 18)
+_WRONG_GPU = frozenset({"device-selection-problem", "gpu0-named-used", "cvd-ignored"})
 
 
 def device_order_on_mixed_gpus(doc: DocFacts | None, s: Scores) -> None:
@@ -332,9 +331,14 @@ def device_order_on_mixed_gpus(doc: DocFacts | None, s: Scores) -> None:
     listed = writers_list(doc)
     if not listed or not all(e.isdecimal() for e in listed) or len(listed) >= len(doc.smi_models):
         return
-    if doc.env.get("CUDA_DEVICE_ORDER", "").upper() == "PCI_BUS_ID":
+    order = doc.hits.get("device-order")
+    if doc.env.get("CUDA_DEVICE_ORDER", "").upper() == "PCI_BUS_ID" or (
+        order is not None and "PCI_BUS_ID" in order.excerpt  # set in code or a sentence
+    ):
         return
     meant = doc.smi_models.get(int(listed[0]))
+    if meant is None:
+        return  # the listed index is not among the GPUs the listing shows
     printed = doc.device_name_printed
     other_card = bool(printed and meant and printed.lower() not in meant.lower()
                       and meant.lower() not in printed.lower())  # fmt: skip
