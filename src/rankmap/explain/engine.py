@@ -157,11 +157,11 @@ def explain_files(
     # a pasted value that names a variable (``CUDA_VISIBLE_DEVICES=$SLURM_LOCALID``) is set when
     # the process runs, not known here: left out (open world; catalogue "cvd-per-rank" reads it)
     pasted_env = {k: v for k, v in (doc.env if doc else {}).items() if "$" not in v}
+    # each rank printed its own list ("LOCAL_RANK=2 -> export CUDA_VISIBLE_DEVICES=2", review
+    # 70): no list of the job's
     for var, by_rank in (doc.rank_lists if doc else {}).items():
-        if len(set(by_rank.values())) > 1:  # each rank printed its own list: no list of the job's
-            pasted_env.pop(
-                var, None
-            )  # (review 70: "LOCAL_RANK=2 -> export CUDA_VISIBLE_DEVICES=2")
+        if len(set(by_rank.values())) > 1:
+            pasted_env.pop(var, None)
     merged_env = {**pasted_env, **dict(env or {})}
     gpus = None if machines else (log_gpu_count(ev) or (doc.smi_gpus if doc else None))
     if gpus:
@@ -203,19 +203,7 @@ def explain_files(
     if doc is not None and doc.resolved:
         report.findings = _told_as_solved(report.findings, doc, doc.resolved)
     elif doc is not None and (view := renumbered_view(doc, "\n".join(texts))):
-        report.findings = [
-            finding(
-                "RM241",
-                "The devices the input names are the listed GPUs, numbered from 0 inside the "
-                "process",
-                detail=f"Nothing failed: {view}.",
-            ),
-            *(
-                _at_info(f, "Nothing failed (RM241). ")
-                for f in report.findings
-                if f.code != "RM003"
-            ),
-        ]
+        report.findings = _told_renumbered(report.findings, view)
     if flags:
         report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]
     report.sections["explain"]["scores"] = scores_section(scores)
@@ -260,6 +248,17 @@ def _told_as_solved(findings: list[Finding], doc: DocFacts, words: str) -> list[
             continue
         out.append(_at_info(f, f"The input tells this failure as solved ({said!r}): "))
     return out
+
+
+def _told_renumbered(findings: list[Finding], view: str) -> list[Finding]:
+    """A question about CUDA's renumbering (:mod:`rankmap.explain.renumbering`): RM241 first,
+    the other findings at info (RM003's "nothing recognised" dropped: RM241 recognised it)."""
+    lead = finding(
+        "RM241",
+        "The devices the input names are the listed GPUs, numbered from 0 inside the process",
+        detail=f"Nothing failed: {view}.",
+    )
+    return [lead, *(_at_info(f, "Nothing failed (RM241). ") for f in findings if f.code != "RM003")]
 
 
 def _at_info(f: Finding, why: str) -> Finding:
