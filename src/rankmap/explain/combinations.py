@@ -140,9 +140,7 @@ def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
     program looked for a GPU where there is none; no list or container hid one (b26 dev)."""
     if doc is None or "cpu-only-host" not in doc.hits or "no-cuda-device" not in doc.hits:
         return
-    for cat in [c for c in s.reasons if c != "other"]:
-        if (added := s.signal_points(cat, "no-cuda-device")) > 0:
-            s.add(cat, -added, "the host has no GPU: nothing hid one from the process")
+    s.take_back("no-cuda-device", "the host has no GPU: nothing hid one from the process")
 
 
 _LOCAL_RANK_UNSET = re.compile(r"\bLOCAL_RANK['\"]?\s*[=:]\s*['\"<(]?(?:unset|not set)\b")
@@ -181,9 +179,7 @@ def _other_users_memory(doc: DocFacts | None, s: Scores) -> None:
     if doc is None or "other-users-process" not in doc.hits:
         return
     for sid in ("vllm-memory-profiling", "gpu-held-by-another"):
-        for cat in [c for c in s.reasons if c != "other"]:
-            if (added := s.signal_points(cat, sid)) > 0:
-                s.add(cat, -added, "the other process on the GPU is another user's, not a rank")
+        s.take_back(sid, "the other process on the GPU is another user's, not a rank")
 
 
 def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:

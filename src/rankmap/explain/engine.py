@@ -145,7 +145,8 @@ def explain_files(
     names = [str(p) for p in paths]
     source = names[0] if len(names) == 1 else "<input>"
     source = "<stdin>" if source == "-" else source
-    doc = read_document("\n".join(texts), source) if texts else None
+    document = "\n".join(texts)  # read once here, and once more for a renumbering question
+    doc = read_document(document, source) if texts else None
     notes: list[str] = []
     typed = bool(launch)
     if not launch and doc is not None and doc.launch:
@@ -190,8 +191,8 @@ def explain_files(
         and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
     ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
-    if doc is not None and doc.machines_told():
-        ctx = replace(ctx, machines_told=doc.machines_told())
+    if doc is not None and (machines_told := doc.machines_told()):
+        ctx = replace(ctx, machines_told=machines_told)
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
@@ -202,7 +203,7 @@ def explain_files(
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
     if doc is not None and doc.resolved:
         report.findings = _told_as_solved(report.findings, doc, doc.resolved)
-    elif doc is not None and (view := renumbered_view(doc, "\n".join(texts))):
+    elif doc is not None and (view := renumbered_view(doc, document)):
         report.findings = _told_renumbered(report.findings, view)
     if flags:
         report.findings = [_flags_quoted(f, source, flags_at) for f in report.findings]

@@ -46,9 +46,10 @@ def renumbered_view(doc: DocFacts, text: str) -> str | None:
     numbering, all below the list's length and not all of them listed GPU ids."""
     listed = _listed(doc)
     n = len(listed)
-    if _failure_printed(doc, text) or _SYMPTOMS & set(doc.hits):
+    # (the checks on what was read first: the text is scanned only for a list of later GPUs)
+    if n < 2 or listed == [str(i) for i in range(n)] or _SYMPTOMS & set(doc.hits):
         return None
-    if n < 2 or listed == [str(i) for i in range(n)]:
+    if _failure_printed(doc, text):
         return None
     named = {int(a or b) for a, b in _OWN_INDEX.findall(text[:_TEXT_LIMIT])}
     if len(named) < 2 or max(named) >= n or named <= {int(e) for e in listed}:

@@ -72,6 +72,13 @@ class Scores:
         """What catalogue signal ``sid`` added to ``cat`` (its reasons start ``[sid]``)."""
         return sum(p for p, why in self.reasons.get(cat, ()) if why.startswith(f"[{sid}]"))
 
+    def take_back(self, sid: str, reason: str) -> None:
+        """Take back from every mapping category (not ``other``) what catalogue signal ``sid``
+        added to it: a fact beside it says the signal names no mapping cause here."""
+        for cat in [c for c in self.reasons if c != "other"]:
+            if (added := self.signal_points(cat, sid)) > 0:
+                self.add(cat, -added, reason)
+
     def strongest(self, cat: str) -> float:
         """The biggest single support of ``cat``."""
         return max((p for p, _ in self.reasons.get(cat, ())), default=0.0)

@@ -340,8 +340,9 @@ def device_order_on_mixed_gpus(doc: DocFacts | None, s: Scores) -> None:
     if meant is None:
         return  # the listed index is not among the GPUs the listing shows
     printed = doc.device_name_printed
-    other_card = bool(printed and meant and printed.lower() not in meant.lower()
-                      and meant.lower() not in printed.lower())  # fmt: skip
+    other_card = bool(
+        printed and printed.lower() not in meant.lower() and meant.lower() not in printed.lower()
+    )
     if not (other_card or _WRONG_GPU & set(doc.hits)):
         return
     s.failure = s.mapping_failure = True  # the process is on another card: an observed state
