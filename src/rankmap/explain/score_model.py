@@ -10,6 +10,8 @@ from rankmap.categories import CATEGORIES
 # A finding whose detail holds this names a symptom, not its category: the scoring lets the rest
 # of the input decide (rankmap.explain.scoring).
 UNDECIDED_MARK = "The log alone does not say"
+# Where PyTorch's reading of the current device is documented (cited by several rules).
+PT_SECTION = "reference/pytorch_nccl.md §1"
 
 
 @dataclass

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rankmap.codes import lookup
-from rankmap.explain.combinations import from_combinations, one_machine_told
+from rankmap.explain.combinations import from_combinations
+from rankmap.explain.combinations_launch import one_machine_told
 from rankmap.explain.context import Context
 from rankmap.explain.docread import DocFacts, Hit, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
@@ -134,7 +135,6 @@ UNDECIDED_POINTS = 0.5
 NETWORK_CODES = frozenset({"RM906", "RM041"})
 # Catalogue classes whose weights are priors of a generic device/communicator error.
 GENERIC_PRIORS = frozenset({"nccl-generic-error", "comm-error-any", "device-error-any"})
-PT_SECTION = "reference/pytorch_nccl.md §1"
 NO_CAUSE = ("RM003", "RM042")  # "nothing recognised" and the rank map summary
 NAMES_CAUSE = 3.0  # a single support this big names a cause the rank map summary does not
 MIN_GUESS = 2.0  # a best guess needs at least this much support
