@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from paste_findings import alarms_of, findings_of
 
-from rankmap.explain.docread import read_document, with_sbatch
+from rankmap.explain.docread import read_document
+from rankmap.explain.docread_shell import with_sbatch
 from rankmap.explain.document import split_document
 
 

@@ -325,7 +325,7 @@ def test_two_attempts_on_one_node_are_not_two_nodes() -> None:
 
 
 def test_a_slurm_gpu_request_is_no_container_request() -> None:
-    from rankmap.explain.docread import gpu_request
+    from rankmap.explain.docread_devices import gpu_request
 
     assert gpu_request("#SBATCH --gpus=4\nsrun --gpus 4 python train.py\n") is None
     assert gpu_request("docker run --gpus 2 img python train.py\n") == (2, None)

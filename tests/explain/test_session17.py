@@ -519,7 +519,7 @@ def test_an_intra_host_transport_of_unknown_ranks_per_node_is_no_host_identity()
 
 def test_a_pod_showing_the_gpus_it_requested_sees_what_it_was_given() -> None:
     from rankmap.explain.containers import _as_many_as_requested
-    from rankmap.explain.docread import gpu_request
+    from rankmap.explain.docread_devices import gpu_request
 
     assert gpu_request("same Job spec for both pools (nvidia.com/gpu: 8)") == (8, None)
     assert gpu_request("Capacity:\n  cpu: 96\n  nvidia.com/gpu: 8\n") is None

@@ -45,7 +45,7 @@ from rankmap.explain.containers import (
     container_without_gpus,
 )
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.node_launches import node_launch_points
 from rankmap.explain.printed_lists import printed_device_points, printed_list_points
 from rankmap.explain.score_model import Scores

@@ -6,7 +6,7 @@ across machines, and the nvidia-smi process tables that show where processes run
 from __future__ import annotations
 
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.score_model import PT_SECTION, Scores
 from rankmap.findings import Finding
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rankmap.codes import lookup
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.score_model import Scores
 
 # Launchers that start one process per GPU (reference/launchers.md §1): fewer processes than GPUs

@@ -10,7 +10,7 @@ import re
 from rankmap.explain.catalogue_stack import DEVICE_LIST_INDEX
 from rankmap.explain.combinations_launch import ds_selects, one_gpu_symptom, one_machine_told
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.score_model import PT_SECTION, Scores
 from rankmap.explain.visible_lists import list_agent, writers_list
 from rankmap.findings import Finding

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from rankmap.explain.docread import DocFacts, gpu_request
+from rankmap.explain.docfacts import DocFacts
+from rankmap.explain.docread_devices import gpu_request
 from rankmap.explain.score_model import Scores
 from rankmap.explain.visible_lists import writers_list
 from rankmap.launchers.command import CONTAINER_VALUE_OPTIONS

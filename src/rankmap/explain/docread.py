@@ -7,24 +7,19 @@
 - ``config`` -> YAML/JSON (accelerate, DeepSpeed, Kubernetes keys).
 
 The log segments are read by the line reader as before (:mod:`rankmap.explain.reader`); this
-module adds what the rest of the paste says. Pure: text in, :class:`DocFacts` out; never raises
+module adds what the rest of the paste says (commands: :mod:`~rankmap.explain.docread_shell`;
+devices and configs: :mod:`~rankmap.explain.docread_devices`; the facts: :mod:`~rankmap.explain.docfacts`). Pure: text in, :class:`DocFacts` out; never raises
 on any text (parsers' errors become "not read").
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import shlex
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
 
 from rankmap.explain import named
 from rankmap.explain.catalogue import SIGNALS, Signal
 from rankmap.explain.catalogue_zh import ZH_FAIL_KEYS
 from rankmap.explain.code_order import cvd_after_cuda
-from rankmap.explain.configs import ConfigFacts, config_machines, read_parsed
 from rankmap.explain.configs import read_text as read_config_lines
 from rankmap.explain.denial import (
     MAX_NEGATED,
@@ -38,34 +33,32 @@ from rankmap.explain.denial import (
     wanted,
     without_what_if_questions,
 )
+from rankmap.explain.docfacts import DocFacts, Hit
+from rankmap.explain.docread_devices import read_config, read_smi, requested_devices
+from rankmap.explain.docread_shell import (
+    NODES_OPTION,
+    read_container_runs,
+    read_prose_commands,
+    read_prose_launches,
+    read_sbatch,
+    read_shell,
+    shell_caption,
+    shell_sentences,
+    with_sbatch,
+)
 from rankmap.explain.document import (
-    LAUNCHER_WORDS,
-    WORDS_AFTER_SCRIPT,
     Segment,
     env_assignments,
     env_sentences,
     is_heading,
-    reads_as_prose,
-    shell_commands,
     split_document,
-    without_words_after,
 )
 from rankmap.explain.printed_lists import rank_devices, rank_lists
 from rankmap.explain.signal_model import PROSE
-from rankmap.explain.versions import Versions, versions_in
+from rankmap.explain.versions import versions_in
 from rankmap.numbers import saturating_int
 
 DOC_LIMIT = 4 * 1024 * 1024  # bigger inputs are read by the line reader only
-MAX_CONFIG_CHARS = 64 * 1024
-_SIMULATED = re.compile(
-    r"^(?:(?:env\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?(?:torchrun|python[\d.]*\s+-m\s+torch\."
-    r"distributed\.(?:launch|run)|accelerate\s+launch|deepspeed|srun|mpirun|mpiexec)\s"
-    # a launcher's own report, not a command: Open MPI's "mpirun noticed that process rank 8
-    # ... exited on signal 6", "mpirun has exited due to process rank 3", "mpirun was unable to"
-    r"(?!\s*(?:noticed|has|had|was|were|detected|could|did|does|is|will|cannot|can't|failed|"
-    r"received|found|encountered|exited|aborted|killed|reported|returned)\b)"
-)
-_ANY_LAUNCH = re.compile(rf"(?:^|\s)(?:{LAUNCHER_WORDS})(?:\s|$)")
 # (A10G, L40S and the one-digit T4 / L4 are cloud instances' usual GPUs: "g5.12xlarge (4x A10G)")
 _GPU_MODEL = (
     r"(?:(?:RTX|GTX|Tesla|Quadro)\s?[A-Z]?\d{3,4}(?:\s?Ti)?|[AHVLB]\d{2,3}[GS]?|[TL]4|P100|P40|"
@@ -121,11 +114,6 @@ def _title_line(text: str) -> int | None:
         if is_heading(line):
             return no
     return None
-
-
-def in_title(facts: DocFacts, hit: Hit) -> bool:
-    """Whether the hit is on the paste's title line."""
-    return facts.title_line is not None and hit.where.endswith(f":{facts.title_line}")
 
 
 # Inline code in a sentence: `...` spans long enough to hold a call or an expression.
@@ -215,12 +203,6 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
         facts.pair_named = named.pair_named(lines)
 
 
-_HOSTS = re.compile(r"(?:^|\s)(?:-H|--host|-host|--hosts)[ =](?P<list>\S+)")
-# the same list in a sentence, after an MPI launcher's name
-_PROSE_HOSTS = re.compile(
-    r"\b(?:mpirun|mpiexec|horovodrun)\s[^\n]{0,80}?\s(?:-H|--host|-host|--hosts)[ =]"
-    r"(?P<list>[\w.:-]+(?:,[\w.:-]+)+)"
-)
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
 _CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
@@ -240,7 +222,6 @@ _ONE_MACHINE = re.compile(
     re.IGNORECASE,
 )
 _NCCL_NODES = re.compile(r"\bnRanks \d{1,6} nNodes (\d{1,6})\b")
-_NODES = re.compile(r"(?:--nnodes|--num[_-]machines|--num[_-]nodes|-N|--nodes)[ =](?P<n>\d+)")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "eight": 8}
 # NCCL's Init line: "cudaDev 0 nvmlDev 2" (the process's index, NVML's = nvidia-smi's)
 _NVML_DEV = re.compile(r"\bcudaDev \d+ nvmlDev (\d{1,4})\b")
@@ -252,139 +233,6 @@ _MACHINES = re.compile(
     r"\b(?P<n>[2-9]|[1-9]\d|two|three|four|eight) (?:\w+ )?(?:machines|nodes|hosts|servers|boxes)\b",
     re.IGNORECASE,
 )
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One signal found in one segment."""
-
-    signal: Signal
-    segment: str  # the segment kind
-    where: str  # source:line
-    excerpt: str
-
-
-@dataclass
-class DocFacts:
-    """What the non-log parts of the input say (all optional)."""
-
-    hits: dict[str, Hit] = field(default_factory=dict)  # first hit per signal id
-    counts: Counter[str] = field(default_factory=Counter)
-    segments: Counter[str] = field(default_factory=Counter)
-    launch: str | None = None  # the last simulated-launcher command line
-    sbatch: dict[str, str] = field(default_factory=dict)  # a pasted batch script's #SBATCH options
-    lightning_devices: int | None = None  # Trainer(devices=N) / Fabric(devices=N) in pasted code
-    commands: list[str] = field(default_factory=list)  # every launch-like command
-    prompts: list[str] = field(default_factory=list)  # the shell prompt before each of them
-    env: dict[str, str] = field(default_factory=dict)
-    code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
-    code_call: str | None = None
-    code_spawns: bool = False  # the pasted code starts worker processes itself (mp.spawn)
-    smi_gpus: int | None = None
-    stated_gpus: int | None = None  # "2 GPUs" in the prose
-    stated_gpus_at: str = ""  # where the prose says it (source:line: the sentence)
-    stated_procs: int | None = None  # "8 processes", "--nproc_per_node 4" in the prose
-    configs: ConfigFacts = field(default_factory=ConfigFacts)  # accelerate, pod spec, hostfile
-    frameworks: list[str] = field(default_factory=list)
-    failed: bool = False  # something failed (an error line, a traceback, "does not work")
-    hypothetical: bool = False  # asking about a failure the writer has not had, no run's output
-    resolved: str | None = None  # the words telling a failure that is over ("[solved]", ...)
-    resolved_in_title: bool = False  # the words that tell it solved are on the first line
-    resolved_until: int | None = None  # the line where the writer turns to another failure
-    log_lines: int = 0  # lines of the document read as program output
-    # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
-    cvd_whole_machine: bool = False
-    hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
-    slots_per_host: int | None = None  # the most slots an MPI host list gives one host
-    stated_machines: int = 0  # machines the prose counts ("2 machines, 8 GPUs each")
-    visible_range: int = 0  # devices a process saw, from XLA/TF "Valid range is [0, k]" (k + 1)
-    gpu0_extra: str | None = None  # an nvidia-smi process table: a PID on GPU 0 and another GPU
-    every_gpu: str | None = None  # an nvidia-smi process table: several PIDs, each on every GPU
-    every_gpu_quote: str = ""
-    gpu0_quote: str | None = None
-    shared_gpu: str | None = None  # an nvidia-smi process table: several PIDs on one GPU
-    smi_models: dict[int, str] = field(default_factory=dict)  # nvidia-smi index -> GPU model
-    device_name_printed: str | None = None  # the process's own cuda:0, by its model name
-    smi_mig: str | None = None  # a pasted nvidia-smi table with MIG mode enabled
-    prose_ranks: set[int] = field(default_factory=set)  # ranks the reporter's sentences name
-    pair_named: bool = False  # "both processes" / "both ranks"
-    versions: Versions = field(default_factory=Versions)  # driver / CUDA / NCCL versions named
-    mig_requested: int = 0  # MIG instances a pod requests (nvidia.com/mig-3g.20gb: 2)
-    gpu_uuids: int = 0  # distinct GPU- UUIDs in the input (what a container's nvidia-smi shows)
-    local_ranks: int = 0  # the most ranks NCCL counted on one node (``localRanks N``)
-    # (local rank, world size) of DeepSpeed's MPI discovery: the highest local rank it printed
-    mpi_local: tuple[int, int] = (0, 0)
-    # the paste sets CUDA_VISIBLE_DEVICES spelled right somewhere (a misspelled one is then history)
-    cvd_spelled: bool = False
-    # an nvidia-smi process table with one compute process on each of several GPUs (a sighting of
-    # ranks spread over their GPUs; display processes left out)
-    spread: str = ""
-    # the GPUs an nvidia-smi process table shows compute processes on
-    proc_gpus: set[int] = field(default_factory=set)
-    smi_told: set[int] = field(default_factory=set)  # "nvidia-smi shows the load on GPU 2 and 3"
-    nccl_nvml: set[int] = field(default_factory=set)  # NVML indices of NCCL's Init lines
-    # code that sets CUDA_VISIBLE_DEVICES after a call that initialised CUDA (where, the line)
-    cvd_after_cuda: str = ""
-    # ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES set within a few lines of each other (one run)
-    rocr_hip_together: bool = False
-    # the GPUs one engine command asks for on its node (tensor x pipeline x data parallel), where
-    # a command gives a parallel size and names no other node
-    engine_gpus: int = 0
-    nccl_nodes: int = 0  # the fewest nodes NCCL counted in a communicator (``nNodes N``; 0: none)
-    one_machine: bool = False  # the prose says the job runs on one machine ("a single node")
-    gpus_requested: int | None = None  # docker --gpus N / device=a,b, NV_GPU, a pod's GPU limit
-    # (visible GPUs, tensor-parallel size) of one pasted one-node command that sets both
-    parallel_visible: list[tuple[str, int]] = field(default_factory=list)
-    job_gpus: tuple[int, str] | None = None  # "4卡训练": a job's count, where no machine's is told
-    title_line: int | None = None  # the line of the paste's title (a heading in its first lines)
-    prose_read: int = 0  # prose characters the prose-only signals read so far (PROSE_SIGNAL_LIMIT)
-    container_runs: list[str] = field(default_factory=list)  # docker/podman run commands
-    # {variable: {rank: value}}: visible-devices lists the ranks print (explain/printed_lists.py)
-    rank_lists: dict[str, dict[int, str]] = field(default_factory=dict)
-    rank_devices: dict[int, int] = field(default_factory=dict)  # {rank: the device it reports}
-    # (first, last) line of every prose segment: a message quoted there is mentioned, not printed
-    prose_spans: list[tuple[int, int]] = field(default_factory=list)
-
-    def quoted(self, sid: str) -> str:
-        """The first hit of signal ``sid`` as a quote (``source:line: text``)."""
-        hit = self.hits[sid]
-        return f"{hit.where}: {hit.excerpt}"
-
-    def machines_told(self) -> int:
-        """The machines the input says the job spans besides a launch line's own count: the
-        prose ("2 machines"; "multi-node" words: at least 2), an MPI host list, a pasted config
-        (0: not said)."""
-        several = 2 if "multi-node" in self.hits else 0
-        return max(
-            self.stated_machines, self.hosts_in_launch, config_machines(self.configs), several
-        )
-
-    def cvd_entries(self) -> list[str]:
-        """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""
-        return self.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")
-
-    @property
-    def cuda_error_named(self) -> bool:
-        """Whether NCCL's own warning names the CUDA error of a failed call (``Cuda failure 'out
-        of memory'``): the failure is that error, not a GPU NCCL could not reach."""
-        return "nccl-cuda-failure-named" in self.hits
-
-    def shows_outside(self, *, own: bool = False, printed: bool = False) -> bool:
-        """Whether the input shows a failure outside this family (an OOM, a model too big, a
-        data-loader crash, a Python error, a network timeout). ``own``: a failure of its own,
-        not the network errors the other ranks print once one rank is gone (a store reset, a
-        socket timeout); ``printed``: in the job's output, not told in the reporter's sentences
-        ("earlier we had an OOM")."""
-        return any(
-            h.signal.outside
-            and not (own and h.signal.id.startswith("outside-network"))
-            and not (printed and h.segment == "prose")
-            for h in self.hits.values()
-        )
-
-    def in_prose(self, lineno: int) -> bool:
-        """Whether line ``lineno`` (1-based) of the document is the reporter's prose."""
-        return any(a <= lineno <= b for a, b in self.prose_spans)
 
 
 # The processes per node the prose states: "8 processes", "--nproc_per_node 4", "-np 16"
@@ -446,27 +294,6 @@ def _stated_gpus(seg: Segment, source: str, facts: DocFacts) -> None:
             facts.job_gpus = (int(bare.group("n")), f"{source}:{no}: {line.strip()[:160]}")
 
 
-# The GPUs one server / engine process asks for: vLLM / SGLang / TGI's tensor-parallel size
-# ("--tensor-parallel-size 2", "-tp 2", "tensor_parallel_size=2", "--tp 2", "--num-shard 2").
-_PARALLEL_SIZE = re.compile(
-    r"(?:--tensor[-_]parallel[-_]size|--tp(?:[-_]size)?|(?<![\w-])-tp|tensor_parallel_size|"
-    r"--num[-_]shard)\s*[= ]\s*(\d{1,3})\b"
-)
-# The other dimensions an engine multiplies it by: pipeline and data parallel sizes (vLLM's
-# world is tp x pp, SGLang's and vLLM's data-parallel replicas take GPUs of their own; review 35)
-_PIPELINE_SIZE = re.compile(
-    r"(?:--pipeline[-_]parallel[-_]size|--pp(?:[-_]size)?|(?<![\w-])-pp|pipeline_parallel_size)"
-    r"\s*[= ]\s*(\d{1,3})\b"
-)
-# (the replicas on this node: --data-parallel-size-local where given; SGLang's DP attention
-# keeps its DP ranks inside the tensor-parallel group: no GPUs of their own; review 38)
-_DATA_SIZE = re.compile(
-    r"(?:--data[-_]parallel[-_]size(?P<local>[-_]local)?|--dp(?:[-_]size)?|(?<![\w-])-dp|"
-    r"data_parallel_size)\s*[= ]\s*(?P<n>\d{1,3})\b"
-)
-MAX_PARALLEL_COMMANDS = 8
-
-
 # A question may quote a message on a line of its own (read as output): up to this many lines of
 # output are still a question's quotes, not a run's output
 MAX_QUOTED_LOG = 2
@@ -477,7 +304,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     text = without_template(text[:DOC_LIMIT])
     facts = DocFacts(versions=versions_in(text))
     read_config_lines(text, facts.configs)
-    facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
+    requested_devices(text, DOC_LIMIT, facts)
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.cvd_spelled = _CVD_SPELLED.search(text) is not None
     facts.cvd_after_cuda = cvd_after_cuda(text, source)
@@ -490,14 +317,6 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     facts.visible_range = max(
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )
-    facts.gpus_requested = _requested(text)
-    if (named := _DEVICE_NAME_PRINTED.search(text[:DOC_LIMIT])) is not None:
-        facts.device_name_printed = named["name"].strip()
-    facts.mig_requested = max(
-        (saturating_int(n) for n in _MIG_REQUEST.findall(text[:DOC_LIMIT])), default=0
-    )
-    if (spec := _SPEC_CVD.search(text)) is not None:
-        facts.env.setdefault("CUDA_VISIBLE_DEVICES", spec.group("a") or spec.group("b"))
     facts.title_line = _title_line(text)
     if "VISIBLE_DEVICES" in text:
         facts.rank_lists = rank_lists(text)
@@ -520,12 +339,12 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         if seg.kind == "prose":
             facts.smi_told |= _smi_told(seg.text)
         if seg.kind != "code" and "run" in seg.text:
-            _container_runs(seg, facts)
+            read_container_runs(seg, facts)
         if seg.kind in ("shell", "log") and "#SBATCH" in seg.text:
-            _sbatch(seg, facts)
+            read_sbatch(seg, facts)
         if seg.kind == "shell":
-            _shell(seg, facts, caption)
-            for tail in _shell_sentences(seg):  # "horovodrun -np 4 … on a T4 box. I left out …"
+            read_shell(seg, facts, caption)
+            for tail in shell_sentences(seg):  # "horovodrun -np 4 … on a T4 box. I left out …"
                 _signals(tail, source, facts)
                 facts.smi_told |= _smi_told(tail.text)
         elif seg.kind == "env":
@@ -535,26 +354,28 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         elif seg.kind == "code":
             _code(seg, facts)
         elif seg.kind == "smi":
-            _smi(seg, source, facts)
+            read_smi(seg, source, facts)
         elif seg.kind == "config":
-            _config(seg, facts)
+            read_config(seg, facts)
         elif seg.kind in ("prose", "log") and "VISIBLE_DEVICES=" in seg.text:
-            _prose_commands(seg, facts)
+            read_prose_commands(seg, facts)
         if seg.kind == "prose":
-            _prose_launches(seg, facts)
+            read_prose_launches(seg, facts)
         if seg.kind in ("prose", "shell") and facts.stated_gpus is None:
             _stated_gpus(seg, source, facts)  # (a launch line may end in a sentence)
         if seg.kind in ("prose", "shell") and facts.stated_procs is None:
             m = _PROC_COUNT.search(seg.text)
             facts.stated_procs = int(m.group("n") or m.group("m") or m.group("z")) if m else None
-        if seg.kind == "prose" and (nm := _NODES.search(seg.text)):  # "torchrun --nnodes=2 ..."
+        if seg.kind == "prose" and (
+            nm := NODES_OPTION.search(seg.text)
+        ):  # "torchrun --nnodes=2 ..."
             facts.hosts_in_launch = max(facts.hosts_in_launch, saturating_int(nm.group("n")))
         if seg.kind == "prose" and (mm := _MACHINES.search(seg.text)):
             n = mm.group("n").lower()
             facts.stated_machines = max(facts.stated_machines, _WORDS.get(n) or saturating_int(n))
         if seg.kind == "prose" and _ONE_MACHINE.search(seg.text):
             facts.one_machine = True
-        caption = _caption(seg)
+        caption = shell_caption(seg)
     if facts.spread and not (facts.shared_gpu or facts.gpu0_extra):
         # the process table shows the ranks spread over their GPUs: prose about processes on
         # GPU 0 ("an extra process on GPU 0": a display server, another user's job) names no
@@ -639,92 +460,6 @@ def _lists_every_gpu(facts: DocFacts) -> bool:
     said (or shown) to have: every GPU visible, in CUDA's order — no narrowing (review 40)."""
     gpus = facts.smi_gpus or facts.stated_gpus
     return bool(gpus) and facts.cvd_entries() == [str(i) for i in range(gpus or 0)]
-
-
-# The #SBATCH options that decide tasks and GPUs per node (launchers.md §5): an srun inside the
-# batch script inherits the allocation they make.
-_ALLOCATION = ("nodes", "ntasks", "ntasks_per_node", "gpus", "gpus_per_node", "gpus_per_task",
-               "gres", "gpu_bind")  # fmt: skip
-
-
-def with_sbatch(launch: str, sbatch: dict[str, str]) -> str:
-    """A pasted ``srun`` line with the allocation of the batch script around it, as options in
-    front of its own (which win): ``srun --ntasks-per-node=8 --gpus-per-node=4 python ...``."""
-    m = re.match(r"^((?:(?:env\s+)?[A-Z_][A-Z0-9_]*=\S*\s+)*(?:\S*/)?srun)(\s.*)$", launch, re.S)
-    opts = [f"--{k.replace('_', '-')}={sbatch[k]}" for k in _ALLOCATION if k in sbatch]
-    if not m or not opts:
-        return launch
-    return f"{m.group(1)} {' '.join(shlex.quote(o) for o in opts)}{m.group(2)}"
-
-
-_GPU_UUID = re.compile(r"\bGPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_REQUEST = re.compile(
-    r"--gpus[ =]['\"]*(?:device=)?(?P<list>[\d,]+)\b|\bNV_GPU=['\"]?(?P<nv>[\d,]+)|"
-    r"NVIDIA_VISIBLE_DEVICES=['\"]?(?P<nvd>[\d,]+)\b|"
-    # a pod's GPU limit (resources.limits nvidia.com/gpu: 1)
-    # (or said so: "same Job spec (nvidia.com/gpu: 8)"; not a node's Capacity/Allocatable)
-    r"(?:\blimits\W{1,40})?\bnvidia\.com/gpu['\"]?\s*[:=]\s*['\"]?(?P<k8s>\d{1,3})\b"
-)
-# a pod's request of MIG instances under the device plugin's mixed strategy (reference/
-# cuda_devices.md §4): "nvidia.com/mig-3g.20gb: 2"
-_MIG_REQUEST = re.compile(r"\bnvidia\.com/mig-\d+g\.\d+gb['\"]?\s*[:=]\s*['\"]?(\d{1,3})\b")
-# CUDA_VISIBLE_DEVICES in a pod spec or compose file (``CUDA_VISIBLE_DEVICES: "3"``,
-# ``- name: CUDA_VISIBLE_DEVICES`` / ``value: "3"``)
-_SPEC_CVD = re.compile(
-    r"CUDA_VISIBLE_DEVICES['\"]?\s*:\s*['\"]?(?P<a>[\d,]+)\b|"
-    r"name:\s*['\"]?CUDA_VISIBLE_DEVICES['\"]?\s*\n?\s*value:\s*['\"]?(?P<b>[\d,]+)\b"
-)
-
-
-def gpu_request(text: str) -> tuple[int, tuple[str, ...] | None] | None:
-    """The GPUs a container was given, when the text states it (the first request found): their
-    count, and their ids when it names devices (``--gpus device=2,3``, NVIDIA_VISIBLE_DEVICES,
-    NV_GPU) rather than a count (``--gpus 2``)."""
-    m = next(
-        (
-            m
-            for m in _REQUEST.finditer(text)
-            if not _scheduler_line(text, m.start()) and not _node_capacity(text, m)
-        ),
-        None,
-    )
-    if not m:
-        return None
-    if m.group("k8s") is not None:
-        return int(m.group("k8s")), None
-    if m.group("list") is not None and "device=" not in m.group(0):
-        count = m.group("list")
-        return (int(count), None) if count.isdecimal() and len(count) < 4 else None
-    value = next(g for g in (m.group("list"), m.group("nv"), m.group("nvd")) if g is not None)
-    ids = tuple(p for p in value.split(",") if p)
-    return (len(ids), ids) if ids else None
-
-
-_SCHEDULER_LINE = re.compile(r"[ \t]*(?:#SBATCH|#PBS|#\$|(?:\S*/)?(?:srun|sbatch|salloc)\b)")
-
-
-_NODE_CAPACITY = re.compile(r"(?:Capacity|Allocatable|Allocated resources)\s*:", re.I)
-
-
-def _node_capacity(text: str, m: re.Match[str]) -> bool:
-    """Whether a pod-style GPU count is a node's (``kubectl describe node``: Capacity,
-    Allocatable) rather than a container's request."""
-    return m.group("k8s") is not None and bool(
-        _NODE_CAPACITY.search(text, max(0, m.start() - 200), m.start())
-    )
-
-
-def _scheduler_line(text: str, at: int) -> bool:
-    """Whether position ``at`` is on a scheduler's line (``#SBATCH --gpus=4``, ``srun --gpus
-    4``): a request to Slurm, not a container's GPUs (review 57)."""
-    start = text.rfind("\n", 0, at) + 1
-    return _SCHEDULER_LINE.match(text, start) is not None
-
-
-def _requested(text: str) -> int | None:
-    """The count of :func:`gpu_request`."""
-    request = gpu_request(text)
-    return request[0] if request else None
 
 
 _PLACEHOLDER = re.compile(r"^[ \t>#*-]*[^\n]{0,80}\(e\.g\.?,?[^)\n]{0,80}\)\s*:?[ \t]*$", re.M)
@@ -881,176 +616,6 @@ def _search(sig: Signal, text: str, lowered: str, pos: int = 0) -> re.Match[str]
     return best
 
 
-_CONTAINER_RUN = re.compile(r"\b(?:docker|podman) (?:container )?run\b")
-MAX_CONTAINER_RUNS = 16
-
-
-def _container_runs(seg: Segment, facts: DocFacts) -> None:
-    """``docker/podman run`` commands: joined across ``\\`` in a shell segment, single lines
-    elsewhere (a command pasted among log lines). One that continues past its segment ends in
-    ``\\``: its options are not all known."""
-    if seg.kind == "shell":
-        cmds = [cmd for _, cmd, _ in shell_commands(seg)]
-        if seg.text.rstrip().endswith("\\") and cmds:
-            cmds[-1] += " \\"
-    else:
-        cmds = [ln.strip() for ln in seg.text.split("\n")]
-    for cmd in cmds:
-        if _CONTAINER_RUN.search(cmd) and len(facts.container_runs) < MAX_CONTAINER_RUNS:
-            facts.container_runs.append(cmd[:4000])
-
-
-def _sbatch(seg: Segment, facts: DocFacts) -> None:
-    """``#SBATCH`` lines of a batch script, pasted as a script or among the job's output."""
-    from rankmap.errors import RankMapError
-    from rankmap.launchers.slurm_options import parse_sbatch_lines
-
-    with contextlib.suppress(RankMapError):
-        facts.sbatch.update(parse_sbatch_lines(seg.text))
-
-
-def _caption(seg: Segment) -> str:
-    """The last line of a prose segment when it names a machine and ends with a colon ("Node A
-    (10.2.0.5):", "On worker-1:"): the prompt of the command block below it (review 59)."""
-    if seg.kind != "prose":
-        return ""
-    last = seg.text.rstrip().rsplit("\n", 1)[-1].strip()
-    names = _NODE_WORDS.findall(last[:-1]) if last.endswith(":") and len(last) <= 60 else []
-    # the machine's own name or address, not the words around it: "Again on node0:" and "On
-    # node0:" caption the same machine (review 61)
-    named = [n for n in names if any(c.isdigit() for c in n)] or names
-    return named[-1].lower() if named else ""
-
-
-def _shell(seg: Segment, facts: DocFacts, caption: str = "") -> None:
-    for n, (_, cmd, prompt) in enumerate(shell_commands(seg)):
-        prompt = prompt or (caption if n == 0 else "")
-        if _ANY_LAUNCH.search(cmd) and len(facts.commands) < 32:
-            facts.commands.append(cmd[:2000])
-            facts.prompts.append(prompt)
-        if _SIMULATED.match(cmd) and not reads_as_prose(cmd):
-            facts.launch = without_words_after(cmd)[:2000]
-        if hm := _HOSTS.search(cmd):
-            _host_list(hm.group("list"), facts)
-        nm = _NODES.search(cmd)
-        if nm:
-            facts.hosts_in_launch = max(facts.hosts_in_launch, int(nm.group("n")))
-        for k, v in env_assignments(Segment("env", cmd, 0)).items():
-            facts.env.setdefault(k, v)
-        prefix = _env_prefix(cmd)
-        for k, v in prefix.items():  # "CUDA_VISIBLE_DEVICES=3 vllm serve ..."
-            facts.env.setdefault(k, v)
-        _parallel_visible(prefix, cmd, facts)
-        sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
-        if sizes and not re.search(r"--nnodes|--num-nodes|ray", cmd):
-            # the last such command: a run the writer corrected is told before the one that
-            # failed (review 61)
-            facts.engine_gpus = _engine_gpus(sizes[-1], cmd)
-
-
-_ASSIGNMENT = re.compile(r"^(?P<k>[A-Z_][A-Z0-9_]*)=(?P<v>\S*)$")
-
-
-# the sentence after a command on its line: ". I followed ...", ". It fails with ..."
-_SENTENCE_AFTER = re.compile(r"\.\s+(?=[A-Z][a-z']*\s+\w+\s+\w+)")
-
-
-def _shell_sentences(seg: Segment) -> list[Segment]:
-    """The reporter's sentences that follow a command on a shell line, as prose of their own
-    line (a line read as shell for its command keeps its words for the prose signals)."""
-    out: list[Segment] = []
-    for no, line in seg.lines():
-        m = _SENTENCE_AFTER.search(line, 12) or WORDS_AFTER_SCRIPT.search(line)
-        if m and len(out) < 16:
-            out.append(Segment("prose", line[m.end() :], no))
-    return out
-
-
-def _prose_commands(seg: Segment, facts: DocFacts) -> None:
-    """A command at the start of a prose or log line, with the sentence after it ("CUDA_VISIBLE_DEVICES=0,1
-    vllm serve m --tp 1 does not use both GPUs"): its environment words and parallel size."""
-    for _, line in seg.lines():
-        prefix = _env_prefix(line.strip())
-        if prefix:
-            _parallel_visible(prefix, line, facts)
-
-
-# a node's launch line told in a sentence: "node B (10.0.0.12): torchrun --nnodes=2 ..."
-_PROSE_LAUNCH = re.compile(
-    r"^(?P<who>[^`\n]{1,60}?):\s*`?(?P<cmd>(?:torchrun|accelerate launch|python[\d.]* -m "
-    r"torch\.distributed\.(?:run|launch))\s[^`\n]+)"
-)
-
-
-# the words before such a line name a machine ("node A (10.0.0.11)", "worker-1", "host2"), not
-# an attempt ("First attempt", "Then") (review 57)
-_NODE_WORDS = re.compile(
-    r"\b(?:node|host|machine|server|worker|master|head|vm|pod|instance)\w*\b|"
-    r"\b\d{1,3}(?:\.\d{1,3}){3}\b|\b[a-z][\w-]*\d+\b",
-    re.IGNORECASE,
-)
-
-
-def _host_list(listed: str, facts: DocFacts) -> None:
-    """An MPI host list (``-H a:1,b:1``): how many machines, and the slots each is given when
-    every entry states them (Open MPI's ``host:slots``)."""
-    entries = [h for h in listed.split(",") if h]
-    names = {h.split(":")[0] for h in entries}
-    facts.hosts_in_launch = max(facts.hosts_in_launch, len(names))
-    slots = [h.rpartition(":")[2] for h in entries]
-    if entries and all(":" in h and n.isdecimal() for h, n in zip(entries, slots, strict=True)):
-        facts.slots_per_host = max(saturating_int(n) for n in slots)
-
-
-def _prose_launches(seg: Segment, facts: DocFacts) -> None:
-    """Launch lines a sentence gives per machine ("node A: torchrun ..."): each with the words
-    before it as its prompt, so that the lines of the nodes are compared (node_launches.py)."""
-    for _, line in seg.lines():
-        if hm := _PROSE_HOSTS.search(line):  # "... then mpirun -np 2 -H a:1,b:1 python x.py"
-            _host_list(hm.group("list"), facts)
-        m = _PROSE_LAUNCH.match(line.strip())
-        if m and _NODE_WORDS.search(m.group("who")) and len(facts.commands) < 32:
-            facts.commands.append(m.group("cmd").strip()[:2000])
-            facts.prompts.append(m.group("who").strip())
-
-
-def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None:
-    """A command that sets CUDA_VISIBLE_DEVICES and a tensor-parallel size, on one node
-    (``--nnodes`` / Ray's multi-node placement spread it; review 25): the list and the GPUs the
-    engine asks for (tensor x pipeline x data parallel)."""
-    visible = prefix.get("CUDA_VISIBLE_DEVICES")
-    sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
-    if visible is None or "$" in visible or not sizes:
-        return
-    if len(facts.parallel_visible) >= MAX_PARALLEL_COMMANDS:
-        return
-    if not re.search(r"--nnodes|--num-nodes|ray", cmd):
-        facts.parallel_visible.append((visible, _engine_gpus(sizes[-1], cmd)))
-
-
-def _engine_gpus(tensor: int, cmd: str) -> int:
-    """The GPUs one engine command uses on its node: tensor x pipeline x data-parallel replicas
-    (each option's last value, as the engine's parser takes it)."""
-    pipeline = [int(n) for n in _PIPELINE_SIZE.findall(cmd)]
-    data = list(_DATA_SIZE.finditer(cmd))
-    local = [m for m in data if m.group("local")]
-    replicas = int((local or data)[-1].group("n")) if data else 1
-    if "--enable-dp-attention" in cmd:
-        replicas = 1
-    return max(1, tensor) * max(1, pipeline[-1] if pipeline else 1) * max(1, replicas)
-
-
-def _env_prefix(cmd: str) -> dict[str, str]:
-    """The ``KEY=value`` words before a command's program (its environment)."""
-    out: dict[str, str] = {}
-    for word in cmd.split()[:16]:
-        m = _ASSIGNMENT.match(word.strip("'\""))
-        if m is None:
-            break
-        out[m.group("k")] = m.group("v").strip("'\"")
-    return out
-
-
 # Lightning's processes per node: ``Trainer(..., devices=4)`` / ``Fabric(devices=4)``.
 _LIGHTNING_DEVICES = re.compile(r"\b(?:Trainer|Fabric)\([^)]{0,300}?\bdevices\s*=\s*(\d{1,3})\b")
 
@@ -1079,98 +644,3 @@ def _code(seg: Segment, facts: DocFacts) -> None:
         and sel.kind in ("none", "accelerate")
     ):
         facts.code_kind, facts.code_call = sel.kind, sel.call
-
-
-# what the process printed of its first device: "torch.cuda.get_device_name(0) = NVIDIA ..."
-_DEVICE_NAME_PRINTED = re.compile(
-    r"get_device_name\(\s*0?\s*\)\s*(?:=|:|->)?\s*['\"]?(?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|"
-    r"AMD|Radeon)[^'\"\n]{2,60})"
-)
-_SMI_L_NAME = re.compile(r"^\s*GPU (?P<index>\d{1,3}): (?P<name>[^()\n]{2,60}?) \(UUID", re.M)
-
-
-def _smi(seg: Segment, source: str, facts: DocFacts) -> None:
-    from rankmap.errors import RankMapError
-    from rankmap.inventory import parse_machine_text
-    from rankmap.inventory.smi_table import process_rows
-
-    gpus_of: dict[int, set[int]] = {}
-    rows: dict[int, str] = {}
-    for no, line in seg.lines():
-        for index, proc in process_rows(line):
-            if proc.graphics_only:  # a display's Xorg / gnome-shell is no rank of the job
-                continue
-            gpus_of.setdefault(proc.pid, set()).add(index)
-            rows.setdefault(proc.pid, f"{source}:{no}: {line.strip()[:200]}")
-    pids_on: dict[int, set[int]] = {}
-    for pid, gpus in gpus_of.items():
-        for g in gpus:
-            pids_on.setdefault(g, set()).add(pid)
-    shared = [g for g, pids in sorted(pids_on.items()) if len(pids) > 1]
-    facts.proc_gpus |= set(pids_on)
-    one_each = all(len(g) == 1 for g in gpus_of.values()) and not shared
-    if len(pids_on) >= 2 and one_each and not facts.spread:
-        facts.spread = (
-            f"nvidia-smi: {len(pids_on)} compute processes on {len(pids_on)} GPUs, one each"
-        )
-    if len(pids_on) > 1 and len({len(pids) for pids in pids_on.values()}) == 1:
-        shared = []  # every GPU shows as many processes: each its own (a rank and its workers)
-    if shared and facts.shared_gpu is None:
-        g = shared[0]
-        facts.shared_gpu = f"nvidia-smi: {len(pids_on[g])} processes on GPU {g}"
-    # one process on several GPUs (nn.DataParallel, device_map="auto", a pipeline) is one rank
-    # using them all, by design: the no-set_device signature is ranks that each hold GPU 0 and
-    # their own GPU (review 23)
-    several = len(gpus_of) > 1
-    _every_gpu(gpus_of, rows, facts)
-    for pid, gpus in gpus_of.items():
-        if several and 0 in gpus and len(gpus) == 2 and facts.gpu0_extra is None:
-            other = ", ".join(str(g) for g in sorted(gpus - {0}))
-            facts.gpu0_extra = f"process {pid} holds memory on GPU 0 and on GPU {other}"
-            facts.gpu0_quote = rows[pid]
-
-    for m in _SMI_L_NAME.finditer(seg.text):  # nvidia-smi -L, even with its UUIDs cut short
-        facts.smi_models.setdefault(saturating_int(m["index"]), m["name"].strip())
-    try:
-        hosts = parse_machine_text(seg.text, source=f"{source}:{seg.first_line}")
-    except (RankMapError, ValueError, KeyError, IndexError):
-        return
-    if hosts and hosts[0].gpus:
-        facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
-        for gpu in hosts[0].gpus:
-            if gpu.name and gpu.nvml_index is not None:
-                facts.smi_models.setdefault(gpu.nvml_index, gpu.name)
-        if any(g.mig_mode for g in hosts[0].gpus):
-            facts.smi_mig = f"{source}:{seg.first_line}: nvidia-smi shows MIG mode enabled"
-
-
-def _every_gpu(gpus_of: dict[int, set[int]], rows: dict[int, str], facts: DocFacts) -> None:
-    """Several processes that each hold memory on the same two or more GPUs: none selected a
-    GPU of its own (TensorFlow and JAX take memory on every GPU they see; a PyTorch rank touches
-    each GPU it calls); one process on several GPUs is one rank using them by design."""
-    gpu_sets = {frozenset(g) for g in gpus_of.values()}
-    if len(gpus_of) < 2 or len(gpu_sets) != 1 or facts.every_gpu is not None:
-        return
-    gpus = sorted(next(iter(gpu_sets)))
-    if len(gpus) >= 2:
-        listed = ", ".join(str(g) for g in gpus)
-        facts.every_gpu = f"{len(gpus_of)} processes each hold memory on every GPU ({listed})"
-        facts.every_gpu_quote = next(iter(rows.values()))
-
-
-def _config(seg: Segment, facts: DocFacts) -> None:
-    text = seg.text[:MAX_CONFIG_CHARS]
-    docs: list[Any] = []
-    try:
-        import json
-
-        docs = [json.loads(text)]
-    except ValueError:
-        try:
-            import yaml
-
-            docs = list(yaml.safe_load_all(text))[:16]  # a manifest may hold several documents
-        except Exception:  # noqa: BLE001 - YAML's errors are many; a bad paste is "not read"
-            return
-    for doc in docs:
-        read_parsed(doc, facts.configs)

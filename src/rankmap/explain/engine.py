@@ -18,7 +18,8 @@ from typing import Any, Protocol
 from rankmap.explain import named
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus, launch_facts, selection_kind
-from rankmap.explain.docread import DOC_LIMIT, DocFacts, read_document
+from rankmap.explain.docfacts import DocFacts
+from rankmap.explain.docread import DOC_LIMIT, read_document
 from rankmap.explain.findings_map import duplicate_findings, ordinal_findings, quote
 from rankmap.explain.framework_fixes import in_framework_words
 from rankmap.explain.patterns import Event

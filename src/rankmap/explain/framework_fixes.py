@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.findings import Finding
 
 _JAX = "https://jax.readthedocs.io/en/latest/multi_process.html"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.visible_lists import writers_list
 
 # the process's own numbering: PyTorch's cuda:N, TensorFlow's GPU:N / /device:GPU:N

@@ -18,7 +18,7 @@ from rankmap.codes import lookup
 from rankmap.explain.combinations import from_combinations
 from rankmap.explain.combinations_launch import one_machine_told
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts, Hit, in_title
+from rankmap.explain.docfacts import DocFacts, Hit, in_title
 from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.priors import leading_class
 from rankmap.explain.score_model import UNDECIDED_MARK, Scores

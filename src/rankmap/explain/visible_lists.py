@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from rankmap.explain.context import Context
-from rankmap.explain.docread import DocFacts
+from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.score_model import Scores
 from rankmap.findings import Finding
 from rankmap.numbers import saturating_int
