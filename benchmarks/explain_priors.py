@@ -14,8 +14,8 @@ when it is all there is. ``--write`` replaces the generated
 block of ``src/rankmap/explain/priors.py``; without it the counts and the resulting priors are
 printed. ``--batch`` estimates from some batches only (``1`` or ``1,b2,b3``: for a leave-one-batch-out
 check, estimate on batch 1, score ``explain_corpus.py --batch b2``; or keep a new batch held out).
-``--add`` adds the counts of ``--batch`` to those already in the generated block (the noisy-signal
-precisions are kept): for batches the block has not counted, when the folder no longer holds the
+``--add`` adds the counts of ``--batch`` to those already in the generated block (a support
+measured noisy on either part stays capped, at the lower precision): for batches the block has not counted, when the folder no longer holds the
 dev rows it was estimated from (session 14 on: only the test parts of b1-b20 were rebuilt).
 """
 
@@ -141,7 +141,13 @@ def main() -> int:
             for cat, v in cats.items():
                 merged.setdefault(cls, {})[cat] = round(merged.get(cls, {}).get(cat, 0.0) + v, 2)
         counts = {k: dict(sorted(v.items())) for k, v in sorted(merged.items())}
-        caps = priors.NOISY
+        # a support found noisy on either part stays capped (the lower precision is kept)
+        merged_caps = {k: dict(v) for k, v in priors.NOISY.items()}
+        for sid, cats in caps.items():
+            for cat, precision in cats.items():
+                old = merged_caps.setdefault(sid, {}).get(cat)
+                merged_caps[sid][cat] = precision if old is None else min(old, precision)
+        caps = {k: dict(sorted(v.items())) for k, v in sorted(merged_caps.items())}
     body = f"DEV_THREADS = {n}  # batch {batches}\n"
     body += f"BATCHES = {batches!r}  # the dev batches counted\n"
     body += "COUNTS: dict[str, dict[str, float]] = "

@@ -604,7 +604,12 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"\b(?:two|2|several) (?:nodes|machines|hosts)\b|(?:second|other|2nd) (?:node|machine|host)|"
        # "a two-node job", "two Azure VMs", "both machines" (review 49)
        r"\b(?:two|2)-node\b|\b(?:two|2|both) (?:\w+ )?(?:vms|machines|servers)\b",
-       {"global_rank_as_device": 1, "host_identity": 1}, f"{PT} §1", where=TEXT),
+       # (a multi-node report names launcher set-up — rendezvous, node ranks, MASTER_ADDR, the
+       # launcher's options — most often: launcher_config in 9 of the 21 multi-node failures of
+       # the b21-b26 dev part, global_rank_as_device in none, host_identity in 5; launchers.md
+       # §1, §4-§6); the global rank needs an invalid ordinal beside it (combinations_lists.py)
+       {"launcher_config": 1, "host_identity": 1, "global_rank_as_device": 0.5},
+       f"{PT} §1; {LAUNCHERS} §1", where=TEXT),
     # --- no set_device / everything on GPU 0 ----------------------------------------------------
     _s("all-on-gpu0", r"(?:all|every|each) (?:the )?(?:processes|ranks|workers|process|rank|worker)"
        # "each process sees its own GPU as device 0" is per-process visibility, not a pile-up

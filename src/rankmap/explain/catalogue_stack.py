@@ -73,7 +73,9 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # not the lines of an environment dump (`accelerate env`'s "- distributed_type: MULTI_GPU",
     # `transformers-cli env`'s "- Accelerate config: not found"): they describe every setup (review 31)
     _s("accelerate-config", r"accelerate config(?!`?\s*:\s*(?:not found|none))|(?<![-*] )(?<![-*]  )(?:distributed_type|"
-       r"(?<![\w-])num_processes|(?<![\w-])gpu_ids)|default_config\.yaml",
+       # (a keyword argument of code, `initialize(num_processes=8)`, `cfg.gpu_ids = [0]`, is no
+       # accelerate config: its YAML says `num_processes: 8`, its CLI `--num_processes 8`)
+       r"(?<![\w-])num_processes(?!\s*=)|(?<![\w-])gpu_ids(?!\s*=))|default_config\.yaml",
        {"launcher_config": 3}, f"{LAUNCHERS} §3"),
     # DeepSpeed's own GPU options: on a deepspeed line (mpirun takes a --hostfile with slots= too)
     _s("deepspeed-include", r"\bdeepspeed\b[^\n]{0,300}?(?:--include|--exclude|--hostfile|"

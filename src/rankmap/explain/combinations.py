@@ -67,6 +67,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
+    _failure_of_a_reported_job(doc, s)
     _no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
     _other_users_memory(doc, s)
@@ -137,6 +138,28 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         container_without_gpus(doc, s)
         container_host_ids(doc, s)
         container_host_numbered_list(doc, s)
+
+
+def _failure_of_a_reported_job(doc: DocFacts | None, s: Scores) -> None:
+    """A failure of this family in a job of several processes that the writer describes (a
+    launcher, DDP, LOCAL_RANK named outside the job's own log lines), with nothing that names a
+    cause: the launch's set-up is the most common one (launcher_config in 18 of the 39 such
+    failures of the b21-b26 dev part; reference/launchers.md §1-§6 list each launcher's own).
+    Half a point: below anything that names a cause, and no more than a possible cause at info
+    on its own. Not for a job's log alone (torchrun's "failed (exitcode: 1)" summary names no
+    cause) nor next to a failure outside the family."""
+    hit = doc.hits.get("multi-process-job") if doc else None
+    if doc is None or hit is None or hit.segment == "log" or doc.shows_outside():
+        return
+    if not (s.failure or s.weak_failure or doc.failed):
+        return
+    s.add(
+        "launcher_config",
+        0.5,
+        f"[multi-process-job] `{hit.excerpt[:100]}`: a failure in a job of several processes, "
+        "most often the launch's set-up (reference/launchers.md §1)",
+        doc.quoted("multi-process-job"),
+    )
 
 
 def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:

@@ -90,7 +90,10 @@ _CODE = re.compile(
     # than ..." is a sentence)
     r"(?:self\.)?[\w.\[\]'\"]+\s*=\s*\S|for \w+(?:, ?\w+)* in .*:\s*(?:#.*)?$|with \w.*:\s*(?:#.*)?$|"
     r"return\b|torch\.\w|os\.environ|dist\.\w|model\.\w|parser\.add_argument|args\.\w|print\(|"
-    r"try:|except\b.*:\s*$|elif |else:|if .*:$)"
+    r"try:|except\b.*:\s*$|elif |else:|if .*:$|"
+    # a call of a dotted name that takes the whole line: `jax.distributed.initialize(num_processes=
+    # 8, process_id=pid)`, `mp.spawn(main, nprocs=4)` (a sentence has words around its calls)
+    r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\([^()\n]*(?:\([^()\n]*\)[^()\n]*)*\)\s*(?:#.*)?$)"
 )
 _LOG = re.compile(
     r"^\s*(?:Traceback \(most recent|File \"|\w+(?:\.\w+)*(?:Error|Exception|Warning)\b|"

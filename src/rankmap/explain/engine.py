@@ -421,6 +421,8 @@ def _named(
             ranks = set(doc.prose_ranks)
         if doc.pair_named and ranks <= {0, 1}:
             ranks |= {0, 1}
+    if not ranks:  # no line says which failed: the ranks of the job the input shows
+        ranks = named.stated_ranks(_lines(texts))
     return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
 
 

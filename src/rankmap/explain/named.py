@@ -301,6 +301,17 @@ _AFTERMATH = re.compile(
 )
 
 
+def stated_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
+    """Every rank the lines name (a log's ``for rank: 3``, ``[rank2]:``), none of a rank map's
+    table: the job's ranks, where no line says which of them failed."""
+    out: set[int] = set()
+    for line in lines:
+        if len(out) >= limit:
+            break
+        out |= ranks_on(line, limit - len(out), stated=True)
+    return out
+
+
 def prose_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
     """Ranks the reporter's sentences name, failure word or not ("memory on rank 0")."""
     out: set[int] = set()

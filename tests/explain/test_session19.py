@@ -1,0 +1,123 @@
+"""Session 19: shapes written here, restating what the b21-b26 dev parts showed in our own words."""
+
+from __future__ import annotations
+
+from paste_findings import findings_of
+
+from rankmap.explain import named
+from rankmap.explain.docread import read_document
+
+# --- a multi-node report that names nothing else is most often the launch's set-up ------------
+
+
+def test_a_multi_node_report_with_nothing_more_leads_with_the_launchers_set_up() -> None:
+    text = (
+        "# Training across two nodes stops at start-up\n\n"
+        "We run the same recipe on two nodes with 8 GPUs each and it never gets past the first "
+        "step; one node works fine.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert first.severity.value in ("info", "warning")  # a guess: nothing decides it
+
+
+def test_an_invalid_ordinal_on_a_second_node_still_names_the_global_rank() -> None:
+    text = (
+        "# Multi-node run fails on the second node\n\n"
+        "$ torchrun --nnodes=2 --nproc_per_node=4 --node_rank=1 --master_addr=10.0.0.1 train.py\n"
+        "```python\ntorch.cuda.set_device(int(os.environ['RANK']))\n```\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "global_rank_as_device"
+
+
+# --- a failing job of several processes that the writer describes -------------------------------
+
+
+def test_a_described_ddp_job_that_fails_gets_a_launcher_guess_instead_of_nothing() -> None:
+    text = (
+        "# DDP training does not start\n\n"
+        "I launch it with torchrun on one machine and it crashes before the first batch, "
+        "there is no clear error message.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.code != "RM003"
+    assert first.category == "launcher_config"
+    assert first.severity.value == "info"  # half a point is a possible cause, no alarm
+
+
+def test_a_ddp_warning_without_a_failure_stays_nothing_recognised() -> None:
+    text = "UserWarning: DDP found unused parameters in the forward pass of this module.\n"
+    assert findings_of(text)[0].code == "RM003"
+
+
+def test_the_job_log_alone_gets_no_launcher_guess() -> None:
+    # torchrun's summary of a failed worker names no cause: its own error is elsewhere
+    text = "E0101 api.py:869] failed (exitcode: 1) local_rank: 3 (pid: 77) of binary: python\n"
+    assert findings_of(text)[0].code == "RM003"
+
+
+def test_a_described_job_next_to_a_failure_outside_the_family_gets_no_launcher_guess() -> None:
+    text = (
+        "# torchrun job dies\n\n"
+        "Launched with torchrun on 4 GPUs, it crashes after a few steps.\n\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert all(f.category != "launcher_config" for f in findings_of(text)[:1])
+
+
+# --- a keyword argument of code is no accelerate config -----------------------------------------
+
+
+def test_num_processes_as_a_keyword_argument_is_no_accelerate_config() -> None:
+    code = "jax.distributed.initialize(num_processes=8, process_id=pid)\n"
+    assert "accelerate-config" not in read_document(code).hits
+    assert "accelerate-config" in read_document("num_processes: 8\ngpu_ids: all\n").hits
+
+
+# --- the ranks of the job, where no line says which failed --------------------------------------
+
+
+def test_stated_ranks_are_every_rank_the_lines_name_but_a_rank_maps() -> None:
+    lines = [
+        "INFO: Added key: store_based_barrier_key:1 to store for rank: 3",
+        "INFO: Added key: store_based_barrier_key:1 to store for rank: 1",
+        # NCCL's Init lines are a rank map, read as one elsewhere (rankmap_builder.py)
+        "NCCL INFO comm 0x1 rank 2 nranks 4 cudaDev 2 busId 3000 - Init COMPLETE",
+        "nranks 4 localRanks 4",
+    ]
+    assert named.stated_ranks(lines) == {1, 3}
+
+
+def test_a_guess_names_the_ranks_of_the_job_when_no_line_names_the_failing_one() -> None:
+    text = (
+        "# Training on 4 GPUs of a machine with 2 fails\n\n"
+        "torchrun --nproc_per_node=4 train.py on a machine with 2 GPUs\n\n"
+        + "".join(f"INFO: Added key: barrier_key:1 to store for rank: {r}\n" for r in range(4))
+        + "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "oversubscribed"
+    assert first.ranks == (0, 1, 2, 3)
+
+
+def test_the_failing_rank_wins_over_the_ranks_the_job_shows() -> None:
+    text = (
+        "".join(f"INFO: Added key: barrier_key:1 to store for rank: {r}\n" for r in range(4))
+        + "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].ranks == (3,)
+
+
+# --- a line that is one call of a dotted name is code -------------------------------------------
+
+
+def test_a_dotted_call_on_a_line_of_its_own_is_code_and_a_sentence_with_one_is_prose() -> None:
+    from rankmap.explain.document import classify_line
+
+    assert classify_line("jax.distributed.initialize(num_processes=8, process_id=pid)", None) == (
+        "code"
+    )
+    assert classify_line("mp.spawn(main, args=(world,), nprocs=4)  # one per GPU", None) == "code"
+    assert classify_line("I call torch.cuda.set_device(rank) first", None) == "prose"
+    assert classify_line("jax.distributed.initialize() hangs forever", None) == "prose"
