@@ -94,6 +94,8 @@ EXAMPLES = {
     "ompi-bind-overload": "processes than cpus on a resource:",
     "slurm-step-refused": "srun: Job step creation temporarily disabled, retrying (Requested nodes "
     "are busy)",
+    "dali-shard-past-shards": 'Assert on "num_shards_ > shard_id_" failed: num_shards needs to be '
+    "greater than shard_id",
     "paddle-gpus-not-visible": "AssertionError: Can't find your gpus 6 in "
     "CUDA_VISIBLE_DEVICES[2,3].",
     "mxnet-cpu-build": "MXNetError: [10:00:00] src/storage/storage.cc:150: Compile with "
@@ -129,6 +131,7 @@ LOOK_ALIKES = {
     "horovod-slots": "Requested 4 processes on 4 slots",
     "jax-cuda-outdated": "Found CUDA installation at /usr/local/cuda",
     "slurm-step-refused": "srun: job 12 queued and waiting for resources",
+    "dali-shard-past-shards": "fn.readers.file(shard_id=rank, num_shards=world_size)",
     "paddle-gpus-not-visible": "CUDA_VISIBLE_DEVICES=2,3 python -m paddle.distributed.launch",
     "trt-engine-incompatible": "[TRT] [I] Loaded engine plan file model.plan",
     "rocblas-arch": "rocBLAS info: TensileLibrary loaded for gfx90a",

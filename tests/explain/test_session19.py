@@ -121,3 +121,72 @@ def test_a_dotted_call_on_a_line_of_its_own_is_code_and_a_sentence_with_one_is_p
     assert classify_line("mp.spawn(main, args=(world,), nprocs=4)  # one per GPU", None) == "code"
     assert classify_line("I call torch.cuda.set_device(rank) first", None) == "prose"
     assert classify_line("jax.distributed.initialize() hangs forever", None) == "prose"
+
+
+# --- an OOM that lists other processes is a rank pile-up only in a job of several ranks ---------
+
+_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.2 GiB is free. Process 4101 has 30.1 GiB memory in use. "
+    "Process 4102 has 30.1 GiB memory in use.\n"
+)
+
+
+def test_an_oom_beside_other_processes_with_no_job_of_several_ranks_is_no_set_device_alarm() -> (
+    None
+):
+    first = findings_of("# my server runs out of memory\n\n" + _OOM)[0]
+    assert first.category != "no_set_device"
+    assert first.severity.value != "error"
+
+
+def test_an_oom_beside_other_processes_of_a_ranked_job_stays_every_rank_on_cuda0() -> None:
+    first = findings_of("[rank1]: " + _OOM)[0]
+    assert (first.code, first.category) == ("RM301", "no_set_device")
+
+
+# --- an inference server that names no parallel size uses one GPU -------------------------------
+
+
+def test_a_vllm_server_with_several_visible_gpus_and_no_tp_size_is_told_to_use_them() -> None:
+    text = (
+        "# vLLM uses only one of my GPUs\n\n"
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 python -m vllm.entrypoints.openai.api_server --model m\n\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+        "total capacity of 79.15 GiB of which 200 MiB is free.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "1 GPU" in first.detail or "use 1" in first.title
+
+
+def test_a_vllm_server_given_its_tp_size_is_not_told_it_left_gpus_idle() -> None:
+    text = (
+        "# vLLM runs out of memory\n\n"
+        "CUDA_VISIBLE_DEVICES=0,1 vllm serve m --tensor-parallel-size 2\n\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"
+    )
+    assert all("stay idle" not in f.detail for f in findings_of(text))
+
+
+# --- DALI's reader told fewer shards than the job has ranks -------------------------------------
+
+
+def test_dalis_shard_assert_is_the_readers_shard_settings() -> None:
+    text = (
+        "RuntimeError: Critical error in pipeline: [/opt/dali/dali/operators/reader/loader/"
+        'loader.h:57] Assert on "num_shards_ > shard_id_" failed: num_shards needs to be greater '
+        "than shard_id\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "num_shards" in first.fix
+
+
+# --- a hang at the first collective may be a launch that never starts every rank ---------------
+
+
+def test_the_hang_prior_names_the_launch_among_its_causes() -> None:
+    from rankmap.explain.priors import prior
+
+    assert "launcher_config" in prior("hang-at-collective")

@@ -36,6 +36,7 @@ _KERAS_CHECK = (
 )
 _MXNET = f"{_GH}/apache/mxnet/blob/89b2e427143001b6f94b068d2d3fd3793449fca9"
 _CUPY = f"{_GH}/cupy/cupy/blob/3a2a047c25230abb38ebaeb72a335a9f4fa937a8"
+_DALI = f"{_GH}/NVIDIA/DALI/blob/main"
 _ROCBLAS = f"{_GH}/ROCm/rocBLAS/blob/af09a29ff278bbb9f2b37437037937fd978a3676"
 _VLLM = f"{_GH}/vllm-project/vllm/blob/main"
 _SGLANG = f"{_GH}/sgl-project/sglang/blob/main"
@@ -342,6 +343,19 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        f"{_KERAS}/keras/utils/multi_gpu_utils.py compares device names: TensorFlow's "
        "/device:GPU:N against Keras's expected /gpu:N fails on a Keras older than its TensorFlow",
        failure=True, framework="tensorflow"),
+    # --- NVIDIA DALI ---------------------------------------------------------------------------------
+    # a reader's shard_id (the rank) at or past num_shards (the world size): the reader was told
+    # fewer shards than the job has ranks (num_shards left at 1, or set to one node's GPUs)
+    _s("dali-shard-past-shards", r"num_shards needs to be greater than shard_id|"
+       r"Assert on \"num_shards_? > shard_id_?\" failed",
+       {"launcher_config": 4},
+       f"{_DALI}/dali/operators/reader/loader/loader.h: DALI_ENFORCE(num_shards_ > shard_id_); "
+       "readers take shard_id=rank, num_shards=world size "
+       "(https://docs.nvidia.com/deeplearning/dali/user-guide/docs/operations/"
+       "nvidia.dali.fn.readers.file.html)",
+       failure=True, framework="dali",
+       fix="Give every reader `shard_id=` the process's global rank and `num_shards=` the job's "
+       "world size (`torch.distributed.get_rank()` / `get_world_size()`, or RANK / WORLD_SIZE)"),
     # --- PaddlePaddle, MXNet, CuPy -----------------------------------------------------------------
     _s("paddle-gpus-not-visible", r"Can't find your (?:selected_gpus|gpus|devices) \S+ in "
        r"CUDA_VISIBLE_DEVICES\[",
@@ -459,6 +473,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
         "requested node configuration",
     ),
     "slurm-ntasks-ignored": ("--ntasks-per-node set to",),
+    "dali-shard-past-shards": ("shard_id",),
     "paddle-gpus-not-visible": ("in cuda_visible_devices[",),
     "mxnet-cpu-build": ("use_cuda=1",),
     "mxnet-no-gpu": ("requires at least 1 gpu",),

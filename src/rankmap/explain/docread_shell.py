@@ -231,13 +231,26 @@ def _parallel_visible(prefix: dict[str, str], cmd: str, facts: DocFacts) -> None
     (``--nnodes`` / Ray's multi-node placement spread it; review 25): the list and the GPUs the
     engine asks for (tensor x pipeline x data parallel)."""
     visible = prefix.get("CUDA_VISIBLE_DEVICES")
-    sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)]
+    sizes = [int(n) for n in _PARALLEL_SIZE.findall(cmd)] or _default_size(cmd)
     if visible is None or "$" in visible or not sizes:
         return
     if len(facts.parallel_visible) >= MAX_PARALLEL_COMMANDS:
         return
     if not re.search(r"--nnodes|--num-nodes|ray", cmd):
         facts.parallel_visible.append((visible, _engine_gpus(sizes[-1], cmd)))
+
+
+# An inference server whose tensor-parallel size defaults to 1: it uses one GPU of those it sees
+# unless told more (vLLM's --tensor-parallel-size, https://docs.vllm.ai/en/latest/configuration/
+# engine_args.html; SGLang's --tp-size, https://docs.sglang.ai/backend/server_arguments.html).
+_ONE_GPU_BY_DEFAULT = re.compile(
+    r"\bvllm\s+serve\b|\bvllm\.entrypoints\.|\bsglang\.launch_server\b"
+)
+
+
+def _default_size(cmd: str) -> list[int]:
+    """``[1]`` for a server command that names no parallel size and uses one GPU by default."""
+    return [1] if _ONE_GPU_BY_DEFAULT.search(cmd) else []
 
 
 def _engine_gpus(tensor: int, cmd: str) -> int:

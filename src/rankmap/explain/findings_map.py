@@ -330,6 +330,25 @@ def _fix(code: str, ctx: Context) -> str:
     return lookup(code).fix
 
 
+_OTHER_PROCESSES = (
+    "Other processes hold memory on the GPU that ran out, and nothing in the input shows a job of "
+    "several ranks: they may be another job's, another user's or a stale process. Would decide: "
+    "`nvidia-smi` during the run (whose PIDs sit on that GPU); if they are ranks of this job, "
+    "every rank needs its own GPU (`torch.cuda.set_device(LOCAL_RANK)` before any CUDA work)."
+)
+
+
+def _job_of_several_ranks(ctx: Context, ev: Evidence) -> bool:
+    """Whether the input shows a job of several ranks: a launch of several processes, a rank
+    map, or an event of a rank (a ``[rank1]:`` prefix, a rank's own line)."""
+    launch = ctx.launch
+    if launch is not None and (launch.nproc_per_node or 1) * (launch.nnodes or 1) > 1:
+        return True
+    if ev.rankmap.records:
+        return True
+    return any(e.rank is not None for events in ev.events.values() for e in events)
+
+
 def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     """CUDA out of memory: when several processes hold memory on the failing GPU, the cause.
 
@@ -355,6 +374,18 @@ def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         ]
     where = f"GPU {', '.join(map(str, gpus)) or '?'} shared with {procs} other processes"
     symptom = finding("RM011", f"CUDA out of memory on {where}", evidence=quotes)
+    if not _job_of_several_ranks(ctx, ev):
+        # the processes PyTorch lists are anyone's (another job, another user, a stale server):
+        # with no rank of a job of several in the input, none is known to be a rank
+        return [
+            replace(
+                symptom,
+                severity=Severity.WARNING,
+                detail=_OTHER_PROCESSES,
+                fix="Free the GPU (stop the other processes) or run on one nobody uses "
+                "(`CUDA_VISIBLE_DEVICES=<free index>`), or reduce the model's memory.",
+            )
+        ]
     cands = [c for c in duplicate_candidates(ctx, ev) if c.code not in ("RM801", "RM503")]
     best = cands[0] if cands else Candidate("RM301")
     if (best.score < DECIDED or best.code == "RM301") and gpus and all(str(g) != "0" for g in gpus):

@@ -66,8 +66,15 @@ HAND: dict[str, dict[str, float]] = {
         "other": 1,
         "per_process_visible_devices": 0.5,
     },
-    # nccl.md (b), (d); pytorch_nccl.md §2
-    "hang-at-collective": {"other": 1.5, "host_identity": 1, "no_set_device": 0.5},
+    # nccl.md (b), (d); pytorch_nccl.md §2; a rendezvous that waits for processes the launch
+    # never starts or starts as another job's (launchers.md §3: machine_rank copied between
+    # hosts hangs the rendezvous; init_process_group waits for all world_size ranks)
+    "hang-at-collective": {
+        "other": 1.5,
+        "host_identity": 1,
+        "launcher_config": 1,
+        "no_set_device": 0.5,
+    },
     # pytorch_nccl.md §1: two processes on one device
     "gpu-held-by-another": {"oversubscribed": 2, "no_set_device": 1.5, "container_mapping": 0.5},
     # a traceback through set_device / init_process_group / DDP's first broadcast
