@@ -321,7 +321,11 @@ def test_a_pytorch_build_without_nccl_is_the_build() -> None:
         "RuntimeError: Distributed package doesn't have NCCL built in\n"
     )
     first = findings_of(text)[0]
-    assert (first.category, first.severity.value) == ("version_mismatch", "error")
+    # (session 19: the C:\\ path into site-packages is a Windows machine, whose PyTorch wheels
+    # carry no NCCL: the platform, not a build to reinstall — every dev thread of b21-b27 with the
+    # message ran on Windows)
+    assert (first.category, first.severity.value) == ("other", "warning")
+    assert "gloo" in first.fix
 
 
 # review 33: Chinese prose around English logs (sentences written here)

@@ -190,3 +190,53 @@ def test_the_hang_prior_names_the_launch_among_its_causes() -> None:
     from rankmap.explain.priors import prior
 
     assert "launcher_config" in prior("hang-at-collective")
+
+
+# --- a device a one-process program hard-codes is no pile-up of ranks ----------------------------
+
+
+def test_a_fixed_device_in_a_one_process_program_is_not_every_rank_on_one_gpu() -> None:
+    text = (
+        "# invalid device ordinal\n\n"
+        "This fails on my laptop:\n"
+        "```\nimport torch\ndevice = torch.device('cuda:1')\nx = torch.ones(3).to(device)\n```\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert all(f.code != "RM302" for f in findings_of(text))
+
+
+def test_a_fixed_device_in_a_torchrun_job_is_still_every_rank_on_one_gpu() -> None:
+    text = (
+        "# DDP: all ranks on one GPU\n\n"
+        "$ torchrun --nproc_per_node=4 train.py\n"
+        "```\nimport torch\ndevice = torch.device('cuda:0')\nmodel.to(device)\n```\n"
+        "torch.distributed.DistBackendError: NCCL error: invalid usage, Duplicate GPU detected : "
+        "rank 1 and rank 0 both on CUDA device 1a000\n"
+    )
+    assert findings_of(text)[0].category == "no_set_device"
+
+
+# --- "doesn't have NCCL built in": the platform first, the build on Linux ------------------------
+
+_NO_NCCL = "RuntimeError: Distributed package doesn't have NCCL built in\n"
+
+
+def test_no_nccl_with_nothing_about_the_machine_is_no_mapping_alarm() -> None:
+    first = findings_of(_NO_NCCL)[0]
+    assert first.category == "other"
+    assert first.severity.value == "warning"
+    assert "gloo" in first.fix and "CUDA build" in first.fix
+
+
+def test_no_nccl_on_a_linux_machine_is_the_build() -> None:
+    first = findings_of("Ubuntu 22.04, torch 2.1\n\n" + _NO_NCCL)[0]
+    assert (first.category, first.severity.value) == ("version_mismatch", "error")
+
+
+def test_a_windows_site_packages_path_is_a_windows_machine() -> None:
+    for frame in (
+        '  File "C:\\\\tools\\\\py\\\\Lib\\\\site-packages\\\\torch\\\\distributed\\\\x.py", line 9',
+        '  File "D:\\venv\\lib\\site-packages\\torch\\distributed\\x.py", line 9',
+    ):
+        assert "windows-host" in read_document(frame + "\n" + _NO_NCCL).hits, frame
+    assert "windows-host" not in read_document("/usr/lib/python3/site-packages/x.py\n").hits

@@ -408,6 +408,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "nccl-not-built": ("have nccl",),
     "windows-host": ("windows", "win10", "win11", "powershell", ":\\"),
+    "linux-host": ("ubuntu", "centos", "debian", "rhel", "rocky linux", "fedora", "linux"),
     "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
     "nccl-graph-capture-build": ("captured in a graph",),
     "driver-too-old": (

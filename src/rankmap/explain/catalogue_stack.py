@@ -203,14 +203,19 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{NCCL} (g) and the NVIDIA Container Toolkit (nvidia-container-cli: an image's "
        "NVIDIA_REQUIRE_CUDA above what the host driver supports)", failure=True),
     # a PyTorch build without NCCL (Windows and macOS wheels, CPU-only builds): the backend the
-    # job asks for does not exist in that build
+    # job asks for does not exist in that build. Most often the platform (every dev thread of
+    # b21-b27 that shows it ran on Windows, a negative of the family): ``other`` first, the build
+    # next; the Windows rule (combinations.py) and a CPU-only build's own signal decide
     _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?",
-       {"version_mismatch": 7, "launcher_config": 1},
+       {"other": 4, "version_mismatch": 3, "launcher_config": 1},
        "https://github.com/pytorch/pytorch/blob/main/torch/distributed/distributed_c10d.py "
        "_new_process_group_helper: "
        "`raise RuntimeError(\"Distributed package doesn't have NCCL built in\")` when "
        "is_nccl_available() is false (builds without NCCL: Windows, macOS, CPU-only)",
-       failure=True),
+       failure=True,
+       fix="On Windows or macOS use the gloo backend (`init_process_group(backend='gloo')`): "
+       "PyTorch's wheels there carry no NCCL; on Linux install a CUDA build of PyTorch, whose "
+       "wheels include NCCL"),
     # the machine runs Windows: PyTorch's Windows wheels have no NCCL (context only; the
     # combination with nccl-not-built is in rankmap.explain.combinations)
     # (case-sensitive: the OS's name, not "sliding windows"; lower case only where it is the OS)
@@ -218,10 +223,17 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?<![a-z])windows(?=[\u4e00-\u9fff]|\s?(?:10|11|server|machine|pc|laptop|os|host|system|"
        r"computer|box|build|wheel)\b)|\b[Oo]n windows\b|(?<![a-z])[Ww]in(?:10|11)\b|"
        r"\b[Pp]ower[Ss]hell\b|"
-       r"\b[C-F]:\\(?:Users|ProgramData|Program Files|Anaconda\d?|Miniconda\d?|Python\d+)\\",
+       r"\b[C-F]:\\(?:Users|ProgramData|Program Files|Anaconda\d?|Miniconda\d?|Python\d+)\\|"
+       # a drive-letter path into a Python installation (a traceback's frames, escaped or not)
+       r"\b[C-F]:(?:\\{1,2}[^\s\"'\\]+)*\\{1,2}site-packages\b",
        {},
        "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux "
        "only; Windows builds carry gloo)", case=True),
+    # the machine runs Linux, where PyTorch's CUDA wheels ship NCCL: a build without it there is
+    # the build (context only; the combination with nccl-not-built is in combinations.py)
+    _s("linux-host", r"\b(?:Ubuntu|CentOS|Debian|RHEL|Rocky Linux|Fedora|Linux)\b", {},
+       "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux, "
+       "and the CUDA builds include it)", case=True),
     # a PyTorch build without CUDA (the CPU wheel): every CUDA call fails, a device choice with
     # it (review 36: set_device in the traceback was read as the missing set_device)
     _s("torch-cpu-build", r"Torch not compiled with CUDA enabled|has no attribute '_cuda_\w+'|"

@@ -67,6 +67,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
+    _nccl_missing_on_linux(doc, s)
     _failure_of_a_reported_job(doc, s)
     _no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
@@ -242,6 +243,26 @@ def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:
         "Use the gloo backend on Windows (`init_process_group(backend='gloo')`; Lightning: "
         "`DDPStrategy(process_group_backend='gloo')`), or run the job under Linux or WSL2, where "
         "PyTorch ships NCCL",
+    )
+
+
+def _nccl_missing_on_linux(doc: DocFacts | None, s: Scores) -> None:
+    """ "Distributed package doesn't have NCCL built in" on a Linux machine: PyTorch's CUDA wheels
+    for Linux ship NCCL (https://pytorch.org/docs/stable/distributed.html, Backends), so the
+    build installed is the problem (a CPU-only or source build): the platform's share of the
+    message's points moves to the build."""
+    if not doc or "nccl-not-built" not in doc.hits or "linux-host" not in doc.hits:
+        return
+    if "windows-host" in doc.hits:
+        return  # (a Windows machine beside a Linux one: the Windows rule decides)
+    moved = s.signal_points("other", "nccl-not-built")
+    s.add("other", -moved, "on Linux PyTorch's CUDA builds have NCCL: the platform is not it")
+    s.add(
+        "version_mismatch",
+        moved + 1.0,  # (as the Windows rule: the platform told decides, one point over the move)
+        "NCCL is missing from the PyTorch build on a Linux machine, where the CUDA builds carry "
+        "it: a CPU-only or source build was installed",
+        doc.quoted("linux-host"),
     )
 
 

@@ -26,7 +26,7 @@ from rankmap.explain.patterns import Event
 from rankmap.explain.reader import Line
 from rankmap.explain.renumbering import renumbered_view
 from rankmap.explain.rules import RULES, own_failure
-from rankmap.explain.scoring import rescore, scores_section, single_process
+from rankmap.explain.scoring import one_process_program, rescore, scores_section, single_process
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Host, Placement
@@ -190,6 +190,10 @@ def explain_files(
         and doc is not None
         and doc.code_kind in PASTED_SELECTIONS
         and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
+        # a fixed device is every rank's only in a job of several processes
+        and not (
+            doc.code_kind == "constant" and one_process_program(doc) and not ev.rankmap.records
+        )
     ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     if doc is not None and (machines_told := doc.machines_told()):

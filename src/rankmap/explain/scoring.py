@@ -250,6 +250,19 @@ def single_process(doc: DocFacts | None) -> bool:
     )
 
 
+def one_process_program(doc: DocFacts | None) -> bool:
+    """The input shows no job of several processes: no launcher, DDP or rank word, no launch line,
+    no rank named. A device a snippet hard-codes is then one program's choice, not every rank's
+    (b27 dev: `torch.device("cuda:1")` on a one-GPU machine is no pile-up on one GPU)."""
+    return (
+        doc is not None
+        and "multi-process-job" not in doc.hits
+        and not doc.launch
+        and not doc.commands
+        and not doc.prose_ranks
+    )
+
+
 def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
     """Whether the input shows a failure outside this family (``DocFacts.shows_outside``)."""
     return doc is not None and doc.shows_outside(own=own, printed=printed)
@@ -284,6 +297,8 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
     if sel in kind:
         cat, pts = kind[sel]
         s.add(cat, pts, f"the script analysis: device selection {sel}")
+    if doc and doc.code_kind == "constant" and one_process_program(doc):
+        kind.pop("constant")  # one program's fixed device: no rank piles onto it
     if doc and doc.code_kind in kind and sel != doc.code_kind and not single_process(doc):
         cat, pts = kind[doc.code_kind]
         s.add(
