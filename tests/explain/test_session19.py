@@ -240,3 +240,34 @@ def test_a_windows_site_packages_path_is_a_windows_machine() -> None:
     ):
         assert "windows-host" in read_document(frame + "\n" + _NO_NCCL).hits, frame
     assert "windows-host" not in read_document("/usr/lib/python3/site-packages/x.py\n").hits
+
+
+# --- PyTorch's device-count assert: MIG is its likeliest cause, not a certain one ---------------
+
+_COUNT_ASSERT = (
+    "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+    '"../aten/src/ATen/cuda/CUDAContext.cpp":50, please report a bug to PyTorch. device=1, '
+    "num_gpus=\n"
+)
+
+
+def test_the_device_count_assert_alone_is_mig_at_warning() -> None:
+    first = findings_of(_COUNT_ASSERT)[0]
+    assert (first.code, first.severity.value) == ("RM640", "warning")
+    assert "CUDA_VISIBLE_DEVICES" in first.detail
+    # (PyTorch's own "num_gpus=" is no Ray option)
+    assert "ray" not in read_document(_COUNT_ASSERT).hits
+    assert "ray" in read_document("@ray.remote(num_cpus=1, num_gpus=1)\n").hits
+
+
+def test_the_device_count_assert_beside_mig_instances_is_mig_at_error() -> None:
+    mig = "CUDA_VISIBLE_DEVICES=MIG-4f2a6b1c-1111-2222-3333-444455556666\n"
+    first = findings_of(mig + _COUNT_ASSERT)[0]
+    assert (first.category, first.severity.value) == ("mig", "error")
+
+
+def test_an_oom_beside_other_processes_of_a_job_the_writer_describes_is_every_rank_on_cuda0() -> (
+    None
+):
+    text = "# DDP eval: 4 ranks, one GPU busy\n\ndeepspeed --num_gpus 4 run.py, then:\n" + _OOM
+    assert findings_of(text)[0].category == "no_set_device"

@@ -422,7 +422,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §5: --gpu-bind=none leaves every task of a node the step's whole list "
        "(https://slurm.schedmd.com/sbatch.html)", where=NOT_PROSE),
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
-    _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|(?<![-\w])num_gpus\s*=|"
+    # (num_gpus= with its value: not PyTorch's "device=1, num_gpus=" of the device-count assert)
+    _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|"
+       r"(?<![-\w])(?<!device=, )(?<!device=\d, )num_gpus\s*=\s*(?:\d|\.\d)|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
        r"\((?:RayTrainWorker|BackendExecutor|TrainTrainable)\w* pid=",
        {"per_process_visible_devices": 3},

@@ -61,7 +61,7 @@ def _launcher_made_list(ev: Evidence) -> bool:
     return any("Setting CUDA_VISIBLE_DEVICES" in e.line.text for e in ev.of("env_cvd"))
 
 
-def _mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
+def mig_evidence(ctx: Context, ev: Evidence) -> list[str]:
     out = []
     entries = ctx.cvd_entries() or []
     if any(e.startswith("MIG-") for e in entries):
@@ -138,7 +138,7 @@ def _common(ctx: Context, ev: Evidence, cands: dict[str, Candidate]) -> int | No
         cands["RM401"].add(6, "the script uses the global rank as the device index")
     elif sel in ("local_rank", "accelerate"):
         cands["RM301"].add(-3, "the script selects cuda:LOCAL_RANK")
-    mig = _mig_evidence(ctx, ev)
+    mig = mig_evidence(ctx, ev)
     for reason in mig:
         cands["mig"].add(4, reason)
     hostid = ctx.env.get("NCCL_HOSTID") or next((e.get("v") for e in ev.of("env_hostid")), None)
@@ -212,8 +212,15 @@ def ordinal_candidates(ctx: Context, ev: Evidence) -> list[Candidate]:
     cands["RM301"].score = min(cands["RM301"].score, 0)  # no set_device never asks for cuda:N>0
     forms = {e.get("form") for e in ev.of("invalid_ordinal")}
     if "mig_assert" in forms:
-        cands["mig"].add(6, "PyTorch's device-count INTERNAL ASSERT is the MIG visibility failure")
-    elif not _mig_evidence(ctx, ev):
+        # one of its causes, not the only one: a CUDA_VISIBLE_DEVICES changed after CUDA counted
+        # the GPUs (pytorch/pytorch#126344, vLLM/Ray workers: #38616) fails the same way; MIG
+        # evidence (_common: nvidia-smi MIG mode, MIG UUIDs) decides it
+        cands["mig"].add(
+            4,
+            "PyTorch's device-count INTERNAL ASSERT: CUDA counts fewer devices than PyTorch did — "
+            "MIG instances, or a CUDA_VISIBLE_DEVICES changed after the count",
+        )
+    elif not mig_evidence(ctx, ev):
         cands["mig"].score = min(cands["mig"].score, 2)
     if ctx.launch and ctx.launch.gpus_per_task == 1:
         cands["per_process"].add(6, "srun --gpus-per-task=1: each task sees only cuda:0")

@@ -198,6 +198,8 @@ def explain_files(
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     if doc is not None and (machines_told := doc.machines_told()):
         ctx = replace(ctx, machines_told=machines_told)
+    if doc is not None and not one_process_program(doc):
+        ctx = replace(ctx, several_processes_told=True)
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]

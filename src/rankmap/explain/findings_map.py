@@ -7,7 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 from rankmap.codes import lookup
-from rankmap.explain.causes import DECIDED, Candidate, duplicate_candidates, ordinal_candidates
+from rankmap.explain.causes import (
+    DECIDED,
+    Candidate,
+    duplicate_candidates,
+    mig_evidence,
+    ordinal_candidates,
+)
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus
 from rankmap.explain.patterns import Event
@@ -257,6 +263,10 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             fix=_fix(best.code, ctx),
             **common,
         )
+        if best.code == "RM640" and not mig_evidence(ctx, ev):
+            # the assert alone: MIG is its likeliest cause, not a certain one (a list changed after
+            # CUDA counted the GPUs fails the same way, pytorch/pytorch#126344)
+            first = replace(first, severity=Severity.WARNING)
         chosen = best.code
     else:
         chosen, *others = _undecided_ordinal(ctx, cands)
@@ -339,12 +349,13 @@ _OTHER_PROCESSES = (
 
 
 def _job_of_several_ranks(ctx: Context, ev: Evidence) -> bool:
-    """Whether the input shows a job of several ranks: a launch of several processes, a rank
-    map, or an event of a rank (a ``[rank1]:`` prefix, a rank's own line)."""
+    """Whether the input shows a job of several ranks: a launch of several processes, a pasted
+    text that tells one (a launcher, DDP, ranks named), a rank map, or an event of a rank (a
+    ``[rank1]:`` prefix, a rank's own line)."""
     launch = ctx.launch
     if launch is not None and (launch.nproc_per_node or 1) * (launch.nnodes or 1) > 1:
         return True
-    if ev.rankmap.records:
+    if ctx.several_processes_told or ev.rankmap.records:
         return True
     return any(e.rank is not None for events in ev.events.values() for e in events)
 

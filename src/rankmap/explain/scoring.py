@@ -251,16 +251,10 @@ def single_process(doc: DocFacts | None) -> bool:
 
 
 def one_process_program(doc: DocFacts | None) -> bool:
-    """The input shows no job of several processes: no launcher, DDP or rank word, no launch line,
-    no rank named. A device a snippet hard-codes is then one program's choice, not every rank's
+    """The input shows no job of several processes: no launcher, DDP or rank word, no rank named. A device a snippet hard-codes is then one program's choice, not every rank's
     (b27 dev: `torch.device("cuda:1")` on a one-GPU machine is no pile-up on one GPU)."""
-    return (
-        doc is not None
-        and "multi-process-job" not in doc.hits
-        and not doc.launch
-        and not doc.commands
-        and not doc.prose_ranks
-    )
+    # (the launchers are among the job words: torchrun, srun, mpirun, deepspeed, accelerate)
+    return doc is not None and "multi-process-job" not in doc.hits and not doc.prose_ranks
 
 
 def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
