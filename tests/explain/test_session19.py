@@ -271,3 +271,42 @@ def test_an_oom_beside_other_processes_of_a_job_the_writer_describes_is_every_ra
 ):
     text = "# DDP eval: 4 ranks, one GPU busy\n\ndeepspeed --num_gpus 4 run.py, then:\n" + _OOM
     assert findings_of(text)[0].category == "no_set_device"
+
+
+# --- rows cut out of a bigger nvidia-smi table count no machine ---------------------------------
+
+
+def _smi_rows(indices: list[int]) -> str:
+    return "".join(
+        f"|   {i}  NVIDIA A100-SXM4-80GB          On  | 00000000:{16 + i:02X}:00.0 Off |"
+        "                    0 |\n"
+        "| N/A   33C    P0              64W / 400W |    1620MiB / 81920MiB |      0%   Default |\n"
+        for i in indices
+    )
+
+
+def test_a_table_of_the_first_gpus_counts_the_machine_and_a_cut_out_row_does_not() -> None:
+    cut = "[rank5]: RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n"
+    launch = "torchrun --nproc_per_node=8 train.py\n"
+    assert read_document(_smi_rows([0, 1, 2, 3])).smi_gpus == 4
+    assert read_document(_smi_rows([5])).smi_gpus is None
+    # eight processes beside one row of GPU 5: no "8 processes on 1 GPU"
+    first = findings_of(launch + cut + _smi_rows([5]))[0]
+    assert "1 GPU(s)" not in first.detail
+
+
+# --- JAX's process_id from a local rank --------------------------------------------------------
+
+
+def test_jax_process_id_from_a_local_rank_is_the_launch_set_up() -> None:
+    text = (
+        "JAX on 2 nodes with srun, one task per node; the second host fails to register.\n\n"
+        "```python\njax.distributed.initialize(\n    coordinator_address=addr,\n"
+        '    num_processes=int(os.environ["SLURM_NNODES"]),\n'
+        '    process_id=int(os.environ["SLURM_LOCALID"]),\n)\n```\n'
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "SLURM_PROCID" in first.fix
+    global_id = text.replace("SLURM_LOCALID", "SLURM_PROCID")
+    assert "jax-process-id-local" not in read_document(global_id).hits

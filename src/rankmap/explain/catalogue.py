@@ -190,6 +190,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ray-fractional-gpu": ("num_gpus", "gpu"),
     "dask-cuda": ("dask", "localcudacluster"),
     "jax-distributed": ("jax.", "local_device_ids"),
+    "jax-process-id-local": ("process_id",),
     "slurm-tasks": ("srun", "sbatch", "slurm_localid", "slurm_procid", "--ntasks-per-node"),
     "local-rank-as-device": ("set_device",),
     "one-gpu-per-proc": ("per ", "per-", "visible", " see", "each", "every"),

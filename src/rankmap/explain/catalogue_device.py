@@ -454,6 +454,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     _s("dask-cuda", r"dask[-_]cuda|LocalCUDACluster|dask_cuda", {"per_process_visible_devices": 2},
        "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
        "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
+    # JAX's process_id numbers the processes of the whole job, 0..num_processes-1: a local rank
+    # (SLURM_LOCALID, LOCAL_RANK) repeats 0 on every node, so two hosts register task 0
+    _s("jax-process-id-local", r"process_id\s*=\s*[^,)\n]{0,60}?(?:LOCALID|LOCAL_RANK|local_rank)\b",
+       {"launcher_config": 5},
+       "JAX: process_id is the process's index in [0, num_processes) over all hosts "
+       "(https://docs.jax.dev/en/latest/_autosummary/jax.distributed.initialize.html); a local "
+       "rank repeats on every node", where=NOT_PROSE, framework="jax",
+       fix="Pass the job-wide index as process_id (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK), "
+       "or call jax.distributed.initialize() without arguments under Slurm/Open MPI, which "
+       "reads them itself"),
     _s("jax-distributed", r"jax\.distributed|local_device_ids|jax\.local_devices",
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "

@@ -149,7 +149,10 @@ def read_smi(seg: Segment, source: str, facts: DocFacts) -> None:
     except (RankMapError, ValueError, KeyError, IndexError):
         return
     if hosts and hosts[0].gpus:
-        facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
+        indices = {g.nvml_index for g in hosts[0].gpus}
+        if indices == set(range(len(hosts[0].gpus))):
+            facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
+        # (rows cut out of a bigger table — GPU 5 alone — count no machine: the rest were left out)
         for gpu in hosts[0].gpus:
             if gpu.name and gpu.nvml_index is not None:
                 facts.smi_models.setdefault(gpu.nvml_index, gpu.name)

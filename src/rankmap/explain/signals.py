@@ -151,6 +151,10 @@ def log_launch(ev: Evidence) -> str | None:
 
 
 def log_gpu_count(ev: Evidence) -> int | None:
-    """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices)."""
+    """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices), where
+    the rows are the table's first ones (0, 1, ...): rows cut out of a bigger table (GPU 5
+    alone) count no machine."""
     idx = {e.get("idx") for e in ev.of("smi_gpu")}
+    if idx != {str(i) for i in range(len(idx))}:
+        return None
     return len(idx) or None
