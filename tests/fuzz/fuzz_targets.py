@@ -299,6 +299,15 @@ PASTE_SEEDS = [
     "torchrun --nproc_per_node=2 t.py on one box -- it hangs (procs on GPU 0)\n",
     "index, name, pci.bus_id\n0, NVIDIA L4, 00000000:01:00.0\n[2]<stderr>:box:1:2 [0] NCCL WARN "
     "x\nnodeA: nodeA:3:4 [0] NCCL INFO comm 0x1 rank 0\nnvidia.com/mig-3g.20gb: 2\n",
+    # session 19: a dotted call on its own line, a Windows site-packages frame, a Linux host, a
+    # vLLM server without a parallel size, DALI's shard assert, PyTorch's device-count assert
+    "jax.distributed.initialize(num_processes=8, process_id=int(os.environ['SLURM_LOCALID']))\n"
+    '  File "C:\\\\a\\\\b\\\\site-packages\\\\torch\\\\x.py", line 1\nUbuntu 22.04\n'
+    "RuntimeError: Distributed package doesn't have NCCL built in\n",
+    "CUDA_VISIBLE_DEVICES=0,1,2,3 python -m vllm.entrypoints.openai.api_server --model m\n"
+    'Assert on "num_shards_ > shard_id_" failed: num_shards needs to be greater than shard_id\n'
+    "device >= 0 && device < num_gpus INTERNAL ASSERT FAILED device=1, num_gpus=\n"
+    "INFO: Added key: store_based_barrier_key:1 to store for rank: 3\n",
 ]
 
 
