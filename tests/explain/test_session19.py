@@ -310,3 +310,48 @@ def test_jax_process_id_from_a_local_rank_is_the_launch_set_up() -> None:
     assert "SLURM_PROCID" in first.fix
     global_id = text.replace("SLURM_LOCALID", "SLURM_PROCID")
     assert "jax-process-id-local" not in read_document(global_id).hits
+
+
+# --- a list of several GPUs starts no process on them -------------------------------------------
+
+
+def test_a_list_of_two_gpus_with_one_used_and_no_launcher_is_the_launch() -> None:
+    text = (
+        "# 多卡训练只用了一张卡\n\n"
+        "export CUDA_VISIBLE_DEVICES=2,3 然后 python train.py，只是占用了一个GPU来训练。\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "--nproc_per_node 2" in first.fix
+
+
+def test_the_same_symptom_under_a_launcher_is_not_this_rule() -> None:
+    text = (
+        "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node=2 train.py\n"
+        "only one of them is used during training\n"
+    )
+    assert all("starts no process" not in f.detail for f in findings_of(text))
+
+
+def test_one_gpu_used_in_more_spellings() -> None:
+    for text in (
+        "4 gpus installed, only one of them is used during training",
+        "只是占用了一个GPU来训练模型",
+        "只有一块卡在跑",
+    ):
+        assert "one-gpu-used" in read_document(text + "\n").hits, text
+
+
+# --- every process alone in a world of its own, in more spellings -----------------------------
+
+
+def test_ranks_all_zero_and_a_size_of_one_are_mpi_singletons() -> None:
+    for text in (
+        "All rank or local_rank are 0, on single node",
+        "Horovod always get ranks being 0.",
+        "hvd.size() is always 1",
+        "comm.Get_size() returns 1",
+    ):
+        assert "mpi-singletons" in read_document(text + "\n").hits, text
+    for text in ("all ranks are 0.5s slower", "rank 0 works, rank 1 fails"):
+        assert "mpi-singletons" not in read_document(text + "\n").hits, text

@@ -492,7 +492,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"binds? to|bound to) (?:a |one )?"
        r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
-       r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)",
+       r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)|"
+       # "4 GPUs installed ... only one of them is used"
+       r"only one of (?:them|the (?:\d+ )?(?:gpus|cards|devices)|my (?:\d+ )?(?:gpus|cards)) "
+       r"(?:is |was |gets? |got |are |were )?(?:being )?(?:used|utili[sz]ed|busy|working|active|"
+       r"running)",
        {"launcher_config": 2, "no_set_device": 1, "per_process_visible_devices": 0.5},
        f"{LAUNCHERS} §1: one process per node (nproc_per_node / devices not passed) uses one GPU; "
        f"every process on one GPU is a missing set_device ({PT} §1)", failure=True),

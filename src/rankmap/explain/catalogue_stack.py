@@ -102,7 +102,14 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:is |are |reports? |thinks? (?:it is |they are )?)(?:rank 0 of 1|rank 0\b[^.\n]{0,20}"
        r"(?:size|world size) (?:of )?1\b)|"
        # "prints rank 0 of 1 eight times" (review 67: MPICH's mpiexec, Open MPI's mpi4py)
-       r"\brank 0 of 1\b[^.\n]{0,20}\b(?:\d+|two|three|four|eight|several|many|multiple) times\b",
+       r"\brank 0 of 1\b[^.\n]{0,20}\b(?:\d+|two|three|four|eight|several|many|multiple) times\b|"
+       # "All rank or local_rank are 0", "always get ranks being 0", "hvd.size() is always 1"
+       # (b28 dev: Horovod under mpirun, built against another MPI)
+       r"\ball (?:the )?(?:local_)?ranks?(?: or (?:local_)?ranks?)? (?:are|were|is) (?:all )?0\b(?![.,]\d)|"
+       r"\balways (?:gets?|got|returns?|reports?|prints?) (?:the )?(?:local_)?ranks? (?:being |as |of )?"
+       r"0\b(?![.,]\d)|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) (?:is|returns|==) "
+       r"(?:always )?1\b|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) always "
+       r"(?:is|returns) 1\b",
        {"version_mismatch": 3, "launcher_config": 1.5},
        f"{LAUNCHERS} §6: an MPI program started by another MPI's mpirun (or without one) finds no "
        "job of its own: every process is rank 0 of a world of size 1, N separate jobs "

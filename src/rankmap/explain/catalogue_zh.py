@@ -51,17 +51,18 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     # 只用了一张卡 / 只有一张卡在跑 / 只能用到一张卡 (not 只用一张卡的时候正常: "fine with one card")
     "one-gpu-used": (
-        r"(?:只|仅)(?:能)?(?:用|使用|占用|跑|用到|用上)了?\s*"
+        # (张 / 个 / 块: the measure words of a card; 只是 "just")
+        r"(?:只|仅)(?:是|能)?(?:用|使用|占用|跑|用到|用上)了?\s*"
         + _ONE
-        + r"\s*张"
+        + r"\s*[张个块]\s*"
         + _CARD
         + _NOT_FINE
         + r"|只有\s*"
         + _ONE
-        + r"\s*张"
+        + r"\s*[张个块]\s*"
         + _CARD
         + r"(?:在(?:跑|用|工作|运行)|有(?:占用|负载))",
-        ("张",),
+        ("张", "个", "块"),
     ),
     # 只用了两张卡 (the launch started fewer processes than the GPUs it sees)
     "some-gpus-used": (

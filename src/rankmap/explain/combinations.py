@@ -31,6 +31,7 @@ from rankmap.explain.combinations_launch import (
 from rankmap.explain.combinations_lists import (
     device_list_index,
     launcher_and_binding,
+    list_starts_no_processes,
     lists_and_ordinals,
     no_gpu_modulo,
     visible_below_parallelism,
@@ -104,6 +105,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     no_gpu_modulo(doc, s)
     visible_below_parallelism(ctx, doc, s)
     device_list_index(doc, s)
+    list_starts_no_processes(ctx, doc, s)
     _deepspeed_local_only(doc, s)
     list_not_applied(doc, s)
     container_list_outside(doc, s)

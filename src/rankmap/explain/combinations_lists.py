@@ -78,6 +78,38 @@ def visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> 
         )
 
 
+def list_starts_no_processes(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """A visible-devices list of several GPUs, one GPU used, and no launcher of several
+    processes in the input (the program started as one `python train.py`): the list makes GPUs
+    visible, it starts no process on them — one process trains on one GPU unless a launcher
+    starts one per GPU (reference/launchers.md §1; cuda_devices.md §1). The list is not wrong."""
+    if doc is None or "one-gpu-used" not in doc.hits or "multi-process-job" in doc.hits:
+        return
+    if ctx.launch is not None and (ctx.launch.nproc_per_node or 1) > 1:
+        return
+    told = [v.split(",") for v in doc.visible_lists]  # (the longest the text sets)
+    entries = [e for e in (ctx.cvd_entries() or max(told, key=len, default=[])) if e.strip()]
+    if len(entries) < 2 or "single-process-multi-gpu" in doc.hits:
+        return
+    s.failure = True
+    s.add(
+        "launcher_config",
+        4.0,
+        f"CUDA_VISIBLE_DEVICES lists {len(entries)} GPUs and one is used, with no launcher of "
+        "several processes: a list makes GPUs visible, it starts no process on them "
+        "(reference/launchers.md §1)",
+        doc.quoted("one-gpu-used"),
+    )
+    s.add("visible_devices_mismatch", -1.0, "the list itself holds the GPUs meant")
+    s.name_fix(
+        "launcher_config",
+        4.0,
+        "Start one process per GPU with the framework's launcher (`torchrun --nproc_per_node "
+        f"{len(entries)} train.py`, `python -m paddle.distributed.launch --gpus "
+        f"{','.join(entries)} train.py`), or make the script drive the GPUs itself",
+    )
+
+
 def no_gpu_modulo(doc: DocFacts | None, s: Scores) -> None:
     """``local_rank % torch.cuda.device_count()`` failing with a modulo by zero: the process
     sees no GPU at all (an empty or wrong CUDA_VISIBLE_DEVICES, a container without GPUs, a

@@ -74,6 +74,8 @@ class DocFacts:
     mpi_local: tuple[int, int] = (0, 0)
     # the paste sets CUDA_VISIBLE_DEVICES spelled right somewhere (a misspelled one is then history)
     cvd_spelled: bool = False
+    # every CUDA_VISIBLE_DEVICES=<digits> value the text sets, in order (at most 16)
+    visible_lists: list[str] = field(default_factory=list)
     # an nvidia-smi process table with one compute process on each of several GPUs (a sighting of
     # ranks spread over their GPUs; display processes left out)
     spread: str = ""

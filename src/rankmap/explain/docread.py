@@ -14,6 +14,7 @@ on any text (parsers' errors become "not read").
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from rankmap.explain import named
@@ -206,6 +207,9 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
 _CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
+# every list the text sets, in any segment ("或者双卡 export CUDA_VISIBLE_DEVICES=2,3")
+_CVD_VALUE = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*=\s*['\"]?(\d{1,3}(?:\s*,\s*\d{1,3}){0,63})\b")
+MAX_VISIBLE_LISTS = 16
 _ROCR_HIP = re.compile(
     r"ROCR_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?HIP_VISIBLE_DEVICES=|"
     r"HIP_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?ROCR_VISIBLE_DEVICES="
@@ -307,6 +311,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     requested_devices(text, DOC_LIMIT, facts)
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.cvd_spelled = _CVD_SPELLED.search(text) is not None
+    values = itertools.islice(_CVD_VALUE.finditer(text), MAX_VISIBLE_LISTS)
+    facts.visible_lists = [v.group(1).replace(" ", "") for v in values]
     facts.cvd_after_cuda = cvd_after_cuda(text, source)
     facts.rocr_hip_together = _ROCR_HIP.search(text) is not None
     facts.mpi_local = max(
