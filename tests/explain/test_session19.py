@@ -355,3 +355,17 @@ def test_ranks_all_zero_and_a_size_of_one_are_mpi_singletons() -> None:
         assert "mpi-singletons" in read_document(text + "\n").hits, text
     for text in ("all ranks are 0.5s slower", "rank 0 works, rank 1 fails"):
         assert "mpi-singletons" not in read_document(text + "\n").hits, text
+
+
+# --- a launcher's option the script rejects ----------------------------------------------------
+
+
+def test_a_launchers_gpus_option_after_the_script_is_the_launch() -> None:
+    text = (
+        "python -m paddle.distributed.launch tools/train.py --gpus '2,3' -c configs/x.yml\n"
+        "train.py: error: unrecognized arguments: --gpus [2,3]\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "launcher_config"
+    assert "before the script" in first.fix
+    assert "unrecognized-args" not in read_document("error: unrecognized arguments: --lr 3\n").hits

@@ -37,12 +37,19 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # user's own typo (review 46)
     _s("unrecognized-args", r"(?:unrecognized arguments?:|error: unrecognized|no such option:?)"
        r"[^\n]{0,200}?(?<![\w-])--?(?:local[-_ ]?rank|deepspeed\w*|rank|world[-_]size|nproc\w*|"
-       r"nnodes|node[-_]rank|master[-_](?:addr|port)|num[-_]processes|dist[-_]url|gpu)\b|"
+       # (paddle.distributed.launch's --gpus / --selected_gpus, DeepSpeed's --num_gpus,
+       # accelerate's --num_machines / --machine_rank: a launcher option put after the script)
+       r"nnodes|node[-_]rank|master[-_](?:addr|port)|num[-_]processes|dist[-_]url|gpus?|"
+       r"selected[-_]gpus|num[-_](?:gpus|nodes|machines)|machine[-_]rank)\b|"
        r"unexpected keyword argument ['\"]?(?:local[-_]rank|rank|world[-_]size|device_ids?|"
        r"nproc\w*|num_processes|master_(?:addr|port)|backend|init_method)\b",
        {"launcher_config": 4},
        f"{LAUNCHERS} §1-4: launchers add or forward options the program must accept",
-       failure=True),
+       failure=True,
+       fix="Give the launcher's options before the script (`torchrun --nproc_per_node 4 "
+       "train.py …`, `python -m paddle.distributed.launch --gpus 0,1 train.py …`): whatever "
+       "follows the script is the script's; and let the script accept what its launcher passes "
+       "(`--local_rank`, or read LOCAL_RANK from the environment)"),
     # several GPUs given where one device is taken ("cuda:0,1" to torch.device): a framework's
     # single-device option asked to do multi-GPU work, which it does by another option
     _s("device-string-list", r"Invalid device string: ['\"]?(?:cuda|gpu|xpu):\d+\s*,\s*\d",
