@@ -94,6 +94,8 @@ EXAMPLES = {
     "ompi-bind-overload": "processes than cpus on a resource:",
     "slurm-step-refused": "srun: Job step creation temporarily disabled, retrying (Requested nodes "
     "are busy)",
+    "fairseq-world-of-one": "ValueError: Cannot initialize distributed with "
+    "distributed_world_size=1",
     "dali-shard-past-shards": 'Assert on "num_shards_ > shard_id_" failed: num_shards needs to be '
     "greater than shard_id",
     "paddle-gpus-not-visible": "AssertionError: Can't find your gpus 6 in "
@@ -132,6 +134,7 @@ LOOK_ALIKES = {
     "jax-cuda-outdated": "Found CUDA installation at /usr/local/cuda",
     "slurm-step-refused": "srun: job 12 queued and waiting for resources",
     "dali-shard-past-shards": "fn.readers.file(shard_id=rank, num_shards=world_size)",
+    "fairseq-world-of-one": "| distributed init (rank 0): tcp://localhost:12345",
     "paddle-gpus-not-visible": "CUDA_VISIBLE_DEVICES=2,3 python -m paddle.distributed.launch",
     "trt-engine-incompatible": "[TRT] [I] Loaded engine plan file model.plan",
     "rocblas-arch": "rocBLAS info: TensileLibrary loaded for gfx90a",

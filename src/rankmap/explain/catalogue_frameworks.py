@@ -37,6 +37,7 @@ _KERAS_CHECK = (
 _MXNET = f"{_GH}/apache/mxnet/blob/89b2e427143001b6f94b068d2d3fd3793449fca9"
 _CUPY = f"{_GH}/cupy/cupy/blob/3a2a047c25230abb38ebaeb72a335a9f4fa937a8"
 _DALI = f"{_GH}/NVIDIA/DALI/blob/main"
+_FAIRSEQ = f"{_GH}/facebookresearch/fairseq/blob/main"
 _ROCBLAS = f"{_GH}/ROCm/rocBLAS/blob/af09a29ff278bbb9f2b37437037937fd978a3676"
 _VLLM = f"{_GH}/vllm-project/vllm/blob/main"
 _SGLANG = f"{_GH}/sgl-project/sglang/blob/main"
@@ -356,6 +357,17 @@ FRAMEWORK_SIGNALS: tuple[Signal, ...] = (
        failure=True, framework="dali",
        fix="Give every reader `shard_id=` the process's global rank and `num_shards=` the job's "
        "world size (`torch.distributed.get_rank()` / `get_world_size()`, or RANK / WORLD_SIZE)"),
+    # --- fairseq ---------------------------------------------------------------------------------
+    # its distributed set-up asked for with a world of one process (a script that sets the world
+    # size to the GPU count, 1 on a one-GPU node, and calls the distributed path anyway)
+    _s("fairseq-world-of-one", r"Cannot initialize distributed with distributed_world_size=1",
+       {"launcher_config": 4},
+       f"{_FAIRSEQ}/fairseq/distributed/utils.py distributed_init: raise ValueError(\"Cannot "
+       "initialize distributed with distributed_world_size=1\")",
+       failure=True, framework="fairseq",
+       fix="On one GPU run the single-process path (no distributed options, or "
+       "--distributed-world-size 1 without the script's distributed launch); on several, start "
+       "as many processes as the world size"),
     # --- PaddlePaddle, MXNet, CuPy -----------------------------------------------------------------
     _s("paddle-gpus-not-visible", r"Can't find your (?:selected_gpus|gpus|devices) \S+ in "
        r"CUDA_VISIBLE_DEVICES\[",
@@ -474,6 +486,7 @@ FRAMEWORK_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "slurm-ntasks-ignored": ("--ntasks-per-node set to",),
     "dali-shard-past-shards": ("shard_id",),
+    "fairseq-world-of-one": ("distributed_world_size=1",),
     "paddle-gpus-not-visible": ("in cuda_visible_devices[",),
     "mxnet-cpu-build": ("use_cuda=1",),
     "mxnet-no-gpu": ("requires at least 1 gpu",),
