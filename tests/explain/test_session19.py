@@ -369,3 +369,19 @@ def test_a_launchers_gpus_option_after_the_script_is_the_launch() -> None:
     assert first.category == "launcher_config"
     assert "before the script" in first.fix
     assert "unrecognized-args" not in read_document("error: unrecognized arguments: --lr 3\n").hits
+
+
+# --- a Mac is a host without a CUDA GPU ---------------------------------------------------------
+
+
+def test_lightning_asking_for_a_gpu_on_a_mac_is_no_visible_list_problem() -> None:
+    text = (
+        "# running the trainer on macOS\n\n"
+        "pytorch_lightning.utilities.exceptions.MisconfigurationException:\n"
+        "    You requested GPUs: [0]\n    But your machine only has: []\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "other"
+    assert "Mac" in first.fix
+    linux = text.replace("macOS", "our Linux box")
+    assert findings_of(linux)[0].category != "other"

@@ -136,9 +136,13 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
     # (not a login node where the environment was installed: the job runs elsewhere)
     _s("cpu-only-host", r"\bCPU[- ]only (?:compute )?(?:nodes?|machines?|partitions?|hosts?|servers?|"
        r"instances?|queues?)\b|(?<!\blogin )\b(?:nodes?|machines?|hosts?) (?:without|with no|that have "
-       r"no) (?:any )?GPUs?\b", {"other": 1},
+       r"no) (?:any )?GPUs?\b|"
+       # macOS has no CUDA (NVIDIA's drivers stop at 10.13): a Mac is a host without a CUDA GPU
+       r"\bmac ?OS\b|\bOS ?X\b|\bMacBook\b|\bApple (?:M[1-4]|[Ss]ilicon)\b", {"other": 1},
        f"{CUDA_DEV} §1: a host with no GPU reports no device whatever the visible list",
-       where=PROSE),
+       where=PROSE,
+       fix="Run on a machine with an NVIDIA or AMD GPU, or ask for the CPU where there is none "
+       "(`accelerator='cpu'` in Lightning, `--device cpu`, no `.cuda()`); a Mac has no CUDA GPU"),
     _s("no-cuda-device", r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE|cudaErrorNoDevice"
        # (not torch.load's "Attempting to deserialize object on a CUDA device but
        # torch.cuda.is_available() is False": a checkpoint opened on a CPU machine, review 49)

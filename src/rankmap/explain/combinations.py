@@ -180,9 +180,11 @@ def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
 def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
     """ "No CUDA-capable device" on a host the writer says has no GPU (a CPU-only node): the
     program looked for a GPU where there is none; no list or container hid one (b26 dev)."""
-    if doc is None or "cpu-only-host" not in doc.hits or "no-cuda-device" not in doc.hits:
+    if doc is None or "cpu-only-host" not in doc.hits:
         return
-    s.take_back("no-cuda-device", "the host has no GPU: nothing hid one from the process")
+    for sid in ("no-cuda-device", "lightning-gpu-unavailable"):  # (Lightning: "only has: []")
+        if sid in doc.hits:
+            s.take_back(sid, "the host has no GPU: nothing hid one from the process")
 
 
 _LOCAL_RANK_UNSET = re.compile(r"\bLOCAL_RANK['\"]?\s*[=:]\s*['\"<(]?(?:unset|not set)\b")
