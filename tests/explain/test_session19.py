@@ -385,3 +385,19 @@ def test_lightning_asking_for_a_gpu_on_a_mac_is_no_visible_list_problem() -> Non
     assert "Mac" in first.fix
     linux = text.replace("macOS", "our Linux box")
     assert findings_of(linux)[0].category != "other"
+
+
+# --- an Ascend NPU job is read in its own stack's terms ----------------------------------------
+
+
+def test_an_ascend_npu_failure_is_not_read_as_a_cuda_list() -> None:
+    text = (
+        "# vllm-ascend fails at start on the 910B\n\n"
+        "export ASCEND_RT_VISIBLE_DEVICES=0,1\n"
+        "AssertionError: Invalid device id\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "other"
+    assert "torch.npu.set_device" in first.fix
+    cuda = "export CUDA_VISIBLE_DEVICES=0,1\nAssertionError: Invalid device id\n"
+    assert findings_of(cuda)[0].category != "other"

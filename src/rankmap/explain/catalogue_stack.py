@@ -380,6 +380,12 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        framework="nccl-tests"),
     _s("rccl", r"\bRCCL\b", {}, "RCCL, ROCm's NCCL (https://github.com/ROCm/rccl)",
        framework="rocm"),
+    # Huawei Ascend NPUs (torch_npu, CANN, HCCL): another device stack than CUDA/ROCm, whose own
+    # names the mapping rules take (combinations._npu_stack)
+    _s("ascend-npu", r"\btorch_npu\b|ASCEND_RT_VISIBLE_DEVICES|\bHCCL\b|\baclrt\w+|\bAscend\b|"
+       r"昇腾|\bnpu-smi\b|\bMindSpore\b|vllm-ascend|\bCANN\b", {},
+       "Ascend NPUs: torch_npu / CANN, ASCEND_RT_VISIBLE_DEVICES, HCCL "
+       "(https://www.hiascend.com/document)", framework="ascend", case=True),
     _s("vllm", r"\bvllm\b|VllmWorker|EngineCore|tensor[-_]parallel[-_]size", {},
        "vLLM", framework="vllm"),
     _s("sglang", r"\bsglang\b|sgl_kernel", {}, "SGLang", framework="sglang"),

@@ -49,6 +49,7 @@ from rankmap.explain.context import Context
 from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.node_launches import node_launch_points
 from rankmap.explain.printed_lists import printed_device_points, printed_list_points
+from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
@@ -69,6 +70,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     transport_and_tables(ctx, doc, s)
     _nccl_on_windows(doc, s)
     _nccl_missing_on_linux(doc, s)
+    _npu_stack(doc, s)
     _failure_of_a_reported_job(doc, s)
     _no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
@@ -267,6 +269,37 @@ def _nccl_missing_on_linux(doc: DocFacts | None, s: Scores) -> None:
         "NCCL is missing from the PyTorch build on a Linux machine, where the CUDA builds carry "
         "it: a CPU-only or source build was installed",
         doc.quoted("linux-host"),
+    )
+
+
+def _npu_stack(doc: DocFacts | None, s: Scores) -> None:
+    """An Ascend NPU job (torch_npu, ASCEND_RT_VISIBLE_DEVICES, HCCL) with nothing of CUDA's in
+    the input: the CUDA reading of a generic message ("Invalid device id": the failure classes'
+    priors, measured on CUDA threads) names causes in CUDA's terms with fixes that do not apply;
+    the same rules hold under the NPU stack's own names, so the finding says so (review 73; b28
+    dev). A specific fact (a local rank read wrong, Ray's NOSET switch) still counts."""
+    if doc is None or "ascend-npu" not in doc.hits:
+        return
+    if any("nccl" in sid or "cuda" in sid for sid in doc.hits):
+        return  # (a CUDA machine beside it: its messages are CUDA's)
+    # the failure classes' priors were measured on CUDA threads and a "visible devices" word is
+    # CUDA's list here: taken back; a specific fact (a local rank read wrong) holds on NPUs too
+    for sid in [*CLASS_PRIORS, "visible-devices-any"]:
+        if sid in doc.hits:
+            s.take_back(sid, "an Ascend NPU stack: the CUDA reading of this does not apply")
+    s.add(
+        "other",
+        3.0,
+        "an Ascend NPU job (torch_npu / HCCL): rankmap's rules are CUDA's and ROCm's; the NPU "
+        "stack follows the same ones under its own names",
+        doc.quoted("ascend-npu"),
+    )
+    s.name_fix(
+        "other",
+        3.0,
+        "On Ascend the same mapping rules hold with the NPU's names: ASCEND_RT_VISIBLE_DEVICES "
+        "renumbers the listed NPUs from 0 (index within the list), and each process selects its "
+        "own with `torch.npu.set_device(local_rank)` before HCCL starts",
     )
 
 
