@@ -401,3 +401,13 @@ def test_an_ascend_npu_failure_is_not_read_as_a_cuda_list() -> None:
     assert "torch.npu.set_device" in first.fix
     cuda = "export CUDA_VISIBLE_DEVICES=0,1\nAssertionError: Invalid device id\n"
     assert findings_of(cuda)[0].category != "other"
+
+
+def test_the_other_gpus_idle_is_one_gpu_used() -> None:
+    for text in (
+        "Only one gpu does work during distributed training",
+        "the process runs on gpu:0 but gpu:1 to gpu:3 does nothing",
+        "the other 3 GPUs stay idle",
+    ):
+        assert "one-gpu-used" in read_document(text + "\n").hits, text
+    assert "one-gpu-used" not in read_document("the other processes are idle\n").hits

@@ -48,7 +48,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cvd-ignored": ("_visible_devices", "visible devices"),
     "cvd-after-init": ("cuda_visible_devices",),
     "cvd-before-import": ("cuda_visible_devices",),
-    "one-gpu-used": ("only",),
+    "one-gpu-used": ("only", "idle", "unused", "nothing", "at 0"),
     "some-gpus-used": ("only",),
     "device-count-wrong": ("device_count", "only one gpu", "only 1 gpu"),
     "cvd-set-in-code": ("cuda_visible_devices",),

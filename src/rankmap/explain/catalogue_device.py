@@ -498,6 +498,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
        r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)|"
        # "4 GPUs installed ... only one of them is used"
+       # "only one gpu does work", "the other GPUs stay idle", "gpu:1 to gpu:3 does nothing"
+       r"only (?:one|1|a single) (?:gpu|device|card) (?:does|did|is doing) (?:any |the )?work|"
+       r"\bthe other (?:\d+ |three |seven )?(?:gpus|cards|devices) (?:are|were|stay|stayed|remain|"
+       r"remained|sit|sat|do|did) (?:completely |totally |all )?(?:idle|unused|empty|nothing|at 0 ?%)|"
+       r"\b(?:gpu|cuda)[: ]?[1-9] (?:to|-) (?:gpu|cuda)[: ]?\d+ (?:does|do|did) nothing|"
        r"only one of (?:them|the (?:\d+ )?(?:gpus|cards|devices)|my (?:\d+ )?(?:gpus|cards)) "
        r"(?:is |was |gets? |got |are |were )?(?:being )?(?:used|utili[sz]ed|busy|working|active|"
        r"running)",
