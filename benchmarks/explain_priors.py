@@ -8,15 +8,16 @@ For every dev thread (the frozen test ids are never read: their rows are dropped
 is opened) both feeds are explained (the whole paste; the log with the restated launch and env).
 Where a failure class of ``priors.HAND`` matched and nothing else decides — the leader's points
 without the classes' own weights stay under ``DECIDES`` — the thread's confirmed categories are
-counted for the most specific class that matched (``priors.ORDER``; each feed counts half; a thread with two categories half
-to each; a negative thread counts to ``other``): the prior is what the class alone makes likely
-when it is all there is. ``--write`` replaces the generated
+counted for the most specific class that matched (``priors.ORDER``; each feed counts half; a
+thread with two categories half to each; a negative thread counts to ``other``): the prior is
+what the class alone makes likely when it is all there is. ``--write`` replaces the generated
 block of ``src/rankmap/explain/priors.py``; without it the counts and the resulting priors are
-printed. ``--batch`` estimates from some batches only (``1`` or ``1,b2,b3``: for a leave-one-batch-out
-check, estimate on batch 1, score ``explain_corpus.py --batch b2``; or keep a new batch held out).
-``--add`` adds the counts of ``--batch`` to those already in the generated block (a support
-measured noisy on either part stays capped, at the lower precision): for batches the block has not counted, when the folder no longer holds the
-dev rows it was estimated from (session 14 on: only the test parts of b1-b20 were rebuilt).
+printed. ``--batch`` estimates from some batches only (``1`` or ``1,b2,b3``: for a leave-one-
+batch-out check, estimate on batch 1, score ``explain_corpus.py --batch b2``; or keep a new
+batch held out). ``--add`` adds the counts of ``--batch`` to those already in the generated
+block (a support measured noisy on either part stays capped, at the lower precision): for
+batches the block has not counted, when the folder no longer holds the dev rows it was estimated
+from (session 14 on: only the test parts of b1-b20 were rebuilt).
 """
 
 from __future__ import annotations

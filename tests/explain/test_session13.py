@@ -53,7 +53,7 @@ def test_an_engine_sharded_over_fewer_gpus_than_visible_runs_out_of_memory_on_on
     )
     first = findings_of(text)[0]
     assert (first.category, first.severity.value) == ("launcher_config", "warning")
-    assert "parallel sizes use 1" in first.title + first.detail
+    assert "engine uses 1" in first.title + first.detail
 
 
 def test_an_engine_sharded_over_every_visible_gpu_that_runs_out_of_memory_is_no_mapping() -> None:
@@ -314,7 +314,7 @@ def test_a_prose_line_starting_with_with_is_no_code() -> None:
     assert classify_line("with open(path) as f:", None) == "code"
 
 
-def test_a_pytorch_build_without_nccl_is_the_build() -> None:
+def test_a_pytorch_build_without_nccl_on_a_windows_path_is_the_platform() -> None:
     text = (
         "# training fails on my laptop\n"
         '  File "C:\\\\env\\\\lib\\\\site-packages\\\\torch\\\\distributed\\\\distributed_c10d.py", line 1013\n'

@@ -237,7 +237,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "index-vs-nvidia-smi": ("nvidia-smi",),
     "device-list-indexed": ("devices", "gpus[", "gpus [", "gpu_list"),
     "index-error": ("indexerror",),
-    "single-process-multi-gpu": ("dataparallel", "device_map"),
+    "single-process-multi-gpu": ("dataparallel", "device_map", "mirroredstrategy"),
     "multi-process-job": (
         "distributeddataparallel",
         "ddp",
@@ -254,6 +254,9 @@ KEYS: dict[str, tuple[str, ...]] = {
         "local_rank",
         "nproc",
         "mp.spawn",
+        "paddle.distributed.launch",
+        "fleetrun",
+        "jsrun",
     ),
     "nccl-crash-frame": ("libnccl.so", "librccl.so"),
     "set-device-missing": (
@@ -427,7 +430,18 @@ KEYS: dict[str, tuple[str, ...]] = {
     ),
     "nccl-not-built": ("have nccl",),
     "windows-host": ("windows", "win10", "win11", "powershell", ":\\"),
-    "linux-host": ("ubuntu", "centos", "debian", "rhel", "rocky linux", "fedora", "linux"),
+    "linux-host": (
+        "ubuntu",
+        "centos",
+        "debian",
+        "rhel",
+        "rocky linux",
+        "fedora",
+        "linux",
+        "/home/",
+        "/root/",
+        "/opt/conda/",
+    ),
     "torch-cpu-build": ("not compiled with cuda", "_cuda_", "compiled without cuda"),
     "nccl-graph-capture-build": ("captured in a graph",),
     "driver-too-old": (

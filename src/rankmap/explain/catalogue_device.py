@@ -426,9 +426,11 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §5: --gpu-bind=none leaves every task of a node the step's whole list "
        "(https://slurm.schedmd.com/sbatch.html)", where=NOT_PROSE),
     # Ray's own API and Ray Train's worker prefixes ("(RayTrainWorker pid=...)")
-    # (num_gpus= with its value: not PyTorch's "device=1, num_gpus=" of the device-count assert)
+    # (num_gpus= with its value or a name: not PyTorch's "device=1, num_gpus=" of the
+    # device-count assert)
     _s("ray", r"\bRay actor|ray\.remote|@ray\.remote|RayWorkerWrapper|\bray::|"
-       r"(?<![-\w])(?<!device=, )(?<!device=\d, )num_gpus\s*=\s*(?:\d|\.\d)|"
+       r"(?<![-\w])(?<!device=, )(?<!device=\d, )(?<!device=\d\d, )(?<!device=\d\d\d, )"
+       r"num_gpus\s*=\s*(?:\d|\.\d|[A-Za-z_])|"
        r"RayTaskError|ray\.exceptions|RayActorError|ray\.get_gpu_ids|ray\.train\b|TorchTrainer|"
        r"\((?:RayTrainWorker|BackendExecutor|TrainTrainable)\w* pid=",
        {"per_process_visible_devices": 3},
@@ -459,15 +461,16 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        "dask-cuda starts one worker per GPU with its own CUDA_VISIBLE_DEVICES "
        "(https://docs.rapids.ai/api/dask-cuda/stable/)", framework="dask"),
     # JAX's process_id numbers the processes of the whole job, 0..num_processes-1: a local rank
-    # (SLURM_LOCALID, LOCAL_RANK) repeats 0 on every node, so two hosts register task 0
-    _s("jax-process-id-local", r"process_id\s*=\s*[^,)\n]{0,60}?(?:LOCALID|LOCAL_RANK|local_rank)\b",
-       {"launcher_config": 5},
+    # alone (SLURM_LOCALID, LOCAL_RANK) repeats 0 on every node, so two hosts register task 0.
+    # Context: on one machine the local rank is the global one (combinations._jax_local_id)
+    _s("jax-process-id-local", r"process_id\s*=\s*(?:int\(\s*)?(?:os\.environ\[\s*['\"]"
+       r"(?:SLURM_LOCALID|LOCAL_RANK|OMPI_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID)['\"]\s*\]|"
+       r"os\.(?:environ\.get|getenv)\(\s*['\"](?:SLURM_LOCALID|LOCAL_RANK|"
+       r"OMPI_COMM_WORLD_LOCAL_RANK)['\"][^()\n]{0,20}\)|(?:args\.)?local_rank)\s*\)?\s*(?=[,)\n]|$)",
+       {},
        "JAX: process_id is the process's index in [0, num_processes) over all hosts "
        "(https://docs.jax.dev/en/latest/_autosummary/jax.distributed.initialize.html); a local "
-       "rank repeats on every node", where=NOT_PROSE, framework="jax",
-       fix="Pass the job-wide index as process_id (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK), "
-       "or call jax.distributed.initialize() without arguments under Slurm/Open MPI, which "
-       "reads them itself"),
+       "rank repeats on every node", where=NOT_PROSE, framework="jax"),
     _s("jax-distributed", r"jax\.distributed|local_device_ids|jax\.local_devices",
        {"per_process_visible_devices": 2},
        "JAX: jax.distributed.initialize(local_device_ids=...) picks each process's GPUs "
@@ -497,8 +500,9 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        r"(?:single|one|1) (?:gpu|device|card)|only (?:the )?(?:1st|first|one) gpu (?:works?|is used|"
        r"loads?|trains?|is busy|is utili[sz]ed|has memory)|only (?:one|1|a single) (?:gpu|device|card)[^.\n]{0,30}"
        r"(?:is |are |gets? |being )*(?:used|utili[sz]ed|busy|running|active)|"
-       # "4 GPUs installed ... only one of them is used"
-       # "only one gpu does work", "the other GPUs stay idle", "gpu:1 to gpu:3 does nothing"
+       # one GPU doing the work, the others idle, in the shapes reports take: "only one GPU does
+       # any work", "the other GPUs stay idle", "gpu:2 to gpu:7 does nothing", "only one of the
+       # cards is used"
        r"only (?:one|1|a single) (?:gpu|device|card) (?:does|did|is doing) (?:any |the )?work|"
        r"\bthe other (?:\d+ |three |seven )?(?:gpus|cards|devices) (?:are|were|stay|stayed|remain|"
        r"remained|sit|sat|do|did) (?:completely |totally |all )?(?:idle|unused|empty|nothing|at 0 ?%)|"

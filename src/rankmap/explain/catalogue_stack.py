@@ -110,13 +110,13 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"(?:size|world size) (?:of )?1\b)|"
        # "prints rank 0 of 1 eight times" (review 67: MPICH's mpiexec, Open MPI's mpi4py)
        r"\brank 0 of 1\b[^.\n]{0,20}\b(?:\d+|two|three|four|eight|several|many|multiple) times\b|"
-       # "All rank or local_rank are 0", "always get ranks being 0", "hvd.size() is always 1"
-       # (b28 dev: Horovod under mpirun, built against another MPI)
+       # every rank said to be 0, or the size said to be 1 ("all the ranks are 0", "it always
+       # returns rank 0", "hvd.size() is always 1"; b28 dev: Horovod built against another MPI)
+       # — said, not tested in code (`if hvd.size() == 1:` is a guard)
        r"\ball (?:the )?(?:local_)?ranks?(?: or (?:local_)?ranks?)? (?:are|were|is) (?:all )?0\b(?![.,]\d)|"
        r"\balways (?:gets?|got|returns?|reports?|prints?) (?:the )?(?:local_)?ranks? (?:being |as |of )?"
-       r"0\b(?![.,]\d)|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) (?:is|returns|==) "
-       r"(?:always )?1\b|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) always "
-       r"(?:is|returns) 1\b",
+       r"0\b(?![.,]\d)|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) (?:is always|"
+       r"always (?:is|returns)|returns(?: always)?) 1\b(?![.,]\d)",
        {"version_mismatch": 3, "launcher_config": 1.5},
        f"{LAUNCHERS} §6: an MPI program started by another MPI's mpirun (or without one) finds no "
        "job of its own: every process is rank 0 of a world of size 1, N separate jobs "
@@ -239,13 +239,16 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"\b[Pp]ower[Ss]hell\b|"
        r"\b[C-F]:\\(?:Users|ProgramData|Program Files|Anaconda\d?|Miniconda\d?|Python\d+)\\|"
        # a drive-letter path into a Python installation (a traceback's frames, escaped or not)
-       r"\b[C-F]:(?:\\{1,2}[^\s\"'\\]+)*\\{1,2}site-packages\b",
+       r"\b[C-F]:\\{1,2}[^\s\"']{0,200}?\\{1,2}site-packages\b",
        {},
        "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux "
        "only; Windows builds carry gloo)", case=True),
     # the machine runs Linux, where PyTorch's CUDA wheels ship NCCL: a build without it there is
     # the build (context only; the combination with nccl-not-built is in combinations.py)
-    _s("linux-host", r"\b(?:Ubuntu|CentOS|Debian|RHEL|Rocky Linux|Fedora|Linux)\b", {},
+    _s("linux-host", r"\b(?:Ubuntu|CentOS|Debian|RHEL|Rocky Linux|Fedora|Linux)\b|"
+       # a Python installation under a Linux home or a container's conda (a traceback's frames;
+       # a Mac's are under /Users)
+       r"(?<![\w/])/(?:home|root|opt/conda)/[^\s\"']{0,200}?/site-packages/", {},
        "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux, "
        "and the CUDA builds include it)", case=True),
     # a PyTorch build without CUDA (the CPU wheel): every CUDA call fails, a device choice with
@@ -365,12 +368,15 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # never selected their device (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel
     # .html; scoring._single_process drops the GPU-0 signals when no multi-process job shows)
     _s("single-process-multi-gpu", r"(?<!Distributed)\bDataParallel\b|device_map\s*=\s*['\"]"
-       r"(?:auto|balanced|sequential)['\"]", {},
+       r"(?:auto|balanced|sequential)['\"]|\bMirroredStrategy\b(?!\w)", {},
        "torch.nn.DataParallel: one process replicates the module on every device and gathers on "
-       "device_ids[0] (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html)"),
+       "device_ids[0] (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html); "
+       "TensorFlow's MirroredStrategy drives every GPU of the machine from one process "
+       "(https://www.tensorflow.org/guide/distributed_training#mirroredstrategy)"),
     _s("multi-process-job", r"DistributedDataParallel|init_process_group|\btorchrun\b|\bDDP\b|"
        r"strategy\s*=\s*['\"](?:ddp|deepspeed|fsdp)|"
        r"torch\.distributed\.(?:launch|run)|accelerate launch|\bdeepspeed\b|\bsrun\b|\bmpirun\b|"
+       r"paddle\.distributed\.launch|\bfleetrun\b|\bjsrun\b|"
        r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn", {},
        f"{LAUNCHERS} §1: a job of several processes"),
     # --- frameworks (identify only) --------------------------------------------------------------

@@ -71,6 +71,7 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     _nccl_on_windows(doc, s)
     _nccl_missing_on_linux(doc, s)
     _npu_stack(doc, s)
+    _jax_local_id(ctx, doc, s)
     _failure_of_a_reported_job(doc, s)
     _no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
@@ -259,8 +260,8 @@ def _nccl_missing_on_linux(doc: DocFacts | None, s: Scores) -> None:
     message's points moves to the build."""
     if not doc or "nccl-not-built" not in doc.hits or "linux-host" not in doc.hits:
         return
-    if "windows-host" in doc.hits:
-        return  # (a Windows machine beside a Linux one: the Windows rule decides)
+    if {"windows-host", "cpu-only-host"} & set(doc.hits):
+        return  # (a Windows machine or a Mac beside a Linux one: which failed is not told)
     moved = s.signal_points("other", "nccl-not-built")
     s.add("other", -moved, "on Linux PyTorch's CUDA builds have NCCL: the platform is not it")
     s.add(
@@ -300,6 +301,31 @@ def _npu_stack(doc: DocFacts | None, s: Scores) -> None:
         "On Ascend the same mapping rules hold with the NPU's names: ASCEND_RT_VISIBLE_DEVICES "
         "renumbers the listed NPUs from 0 (index within the list), and each process selects its "
         "own with `torch.npu.set_device(local_rank)` before HCCL starts",
+    )
+
+
+def _jax_local_id(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
+    """JAX's process_id set to a local rank in a job over several machines: every node has a
+    process 0, so two hosts register the same task (review 72). On one machine the local rank
+    is the global one."""
+    if doc is None or "jax-process-id-local" not in doc.hits:
+        return
+    machines = max(doc.machines_told(), ctx.launch.nnodes or 0 if ctx.launch else 0)
+    if machines < 2:
+        return
+    s.add(
+        "launcher_config",
+        5.0,
+        f"JAX's process_id is a local rank in a job over {machines} machines: it repeats on every "
+        "node, so two hosts claim the same process id (jax.distributed.initialize)",
+        doc.quoted("jax-process-id-local"),
+    )
+    s.name_fix(
+        "launcher_config",
+        5.0,
+        "Pass the job-wide index as process_id (SLURM_PROCID, RANK, OMPI_COMM_WORLD_RANK), or "
+        "call jax.distributed.initialize() without arguments under Slurm/Open MPI, which reads "
+        "them itself",
     )
 
 

@@ -73,8 +73,9 @@ def visible_below_parallelism(ctx: Context, doc: DocFacts | None, s: Scores) -> 
         s.add(
             "launcher_config",
             3.0,
-            f"the command makes {idle[1]} GPUs visible and its parallel sizes use {idle[0]}: "
-            f"the engine shards the model over {idle[0]} GPU(s) only, the others stay idle",
+            f"the command makes {idle[1]} GPUs visible and its engine uses {idle[0]} (its "
+            "parallel sizes, or the engine's default of 1 where it names none): the model is "
+            f"sharded over {idle[0]} GPU(s) only, the others stay idle",
         )
 
 
@@ -83,12 +84,13 @@ def list_starts_no_processes(ctx: Context, doc: DocFacts | None, s: Scores) -> N
     processes in the input (the program started as one `python train.py`): the list makes GPUs
     visible, it starts no process on them — one process trains on one GPU unless a launcher
     starts one per GPU (reference/launchers.md §1; cuda_devices.md §1). The list is not wrong."""
-    if doc is None or "one-gpu-used" not in doc.hits or "multi-process-job" in doc.hits:
+    # (a launch given with --launch is part of the text: its launcher is a job word)
+    if doc is None or "one-gpu-used" not in doc.hits or doc.tells_several_processes():
         return
-    if ctx.launch is not None and (ctx.launch.nproc_per_node or 1) > 1:
-        return
-    told = [v.split(",") for v in doc.visible_lists]  # (the longest the text sets)
-    entries = [e for e in (ctx.cvd_entries() or max(told, key=len, default=[])) if e.strip()]
+    # the last list the text sets (a run the writer tried before is history; code that sets it
+    # after an export is what the process sees), else the one given with --env
+    told = doc.visible_lists[-1].split(",") if doc.visible_lists else []
+    entries = [e for e in (told or ctx.cvd_entries() or []) if e.strip()]
     if len(entries) < 2 or "single-process-multi-gpu" in doc.hits:
         return
     s.failure = True

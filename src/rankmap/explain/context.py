@@ -63,9 +63,12 @@ class Context:
     notes: tuple[str, ...] = ()
     log_gpu_count: int | None = None  # GPU rows of an nvidia-smi table pasted with the log
     machines_told: int = 0  # machines the pasted text says the job spans (DocFacts.machines_told)
-    # the pasted text shows a job of several processes (a launcher, DDP, ranks named; scoring.
-    # one_process_program): what the log alone may not show
+    # the pasted text shows a job of several processes (DocFacts.tells_several_processes): what
+    # the log alone may not show
     several_processes_told: bool = False
+    # the pasted text shows MIG (an nvidia-smi table in MIG mode, MIG UUIDs or profiles, a pod's
+    # MIG request, MIG said in words): evidence for a MIG reading of a log's messages
+    mig_told: bool = False
 
     def visible_var(self) -> str:
         """The visible-devices variable in effect: CUDA_VISIBLE_DEVICES, else ROCm's

@@ -119,6 +119,26 @@ class DocFacts:
             self.stated_machines, self.hosts_in_launch, config_machines(self.configs), several
         )
 
+    def tells_several_processes(self) -> bool:
+        """The text shows a job of several processes: a launcher, DDP or rank word (the
+        catalogue's ``multi-process-job``; the launchers are among its words) or ranks the
+        reporter names. Where it does not, a device a snippet hard-codes is one program's choice
+        and the processes an OOM lists are anyone's."""
+        return "multi-process-job" in self.hits or bool(self.prose_ranks)
+
+    def shows_mig(self) -> bool:
+        """The text shows MIG: an nvidia-smi table in MIG mode, a pod's MIG request, or a MIG
+        signal (UUIDs, profiles, MIG mode, the word)."""
+        mig_signals = (
+            "mig-uuid",
+            "mig-profile",
+            "mig-mode",
+            "mig-word",
+            "mig-caps",
+            "k8s-mig-resource",
+        )
+        return bool(self.smi_mig or self.mig_requested or set(mig_signals) & set(self.hits))
+
     def cvd_entries(self) -> list[str]:
         """The entries of the CUDA_VISIBLE_DEVICES the paste sets (``[""]`` when it sets none)."""
         return self.env.get("CUDA_VISIBLE_DEVICES", "").replace(" ", "").split(",")

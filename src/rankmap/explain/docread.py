@@ -207,8 +207,11 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
 # NCCL >= 2.19's ``comm 0x.. rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0``
 _LOCAL_RANKS = re.compile(r"\blocalRanks (\d{1,6})\b")
 _CVD_SPELLED = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*[=:]|['\"]CUDA_VISIBLE_DEVICES['\"]\s*\]\s*=")
-# every list the text sets, in any segment ("或者双卡 export CUDA_VISIBLE_DEVICES=2,3")
-_CVD_VALUE = re.compile(r"\bCUDA_VISIBLE_DEVICES\s*=\s*['\"]?(\d{1,3}(?:\s*,\s*\d{1,3}){0,63})\b")
+# every list the text sets, in any segment (a sentence that tells an export, a shell line, code:
+# `os.environ["CUDA_VISIBLE_DEVICES"] = "5"`)
+_CVD_VALUE = re.compile(
+    r"\bCUDA_VISIBLE_DEVICES(?:['\"]\s*\])?\s*=\s*['\"]?(\d{1,3}(?:\s*,\s*\d{1,3}){0,63})\b"
+)
 MAX_VISIBLE_LISTS = 16
 _ROCR_HIP = re.compile(
     r"ROCR_VISIBLE_DEVICES=[^\n]*(?:\n[^\n]*){0,3}?HIP_VISIBLE_DEVICES=|"

@@ -195,7 +195,7 @@ def read_config(seg: Segment, facts: DocFacts) -> None:
 def requested_devices(text: str, limit: int, facts: DocFacts) -> None:
     """What the whole document says of the devices the job was given: GPU UUIDs, a container's
     request, MIG instances a pod requests, a pod spec's CUDA_VISIBLE_DEVICES, the model the
-    process printed (the last three in the first ``limit`` characters)."""
+    process printed (the MIG request and the printed model in the first ``limit`` characters)."""
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.gpus_requested = _requested(text)
     if (named := _DEVICE_NAME_PRINTED.search(text[:limit])) is not None:

@@ -248,9 +248,17 @@ _ONE_GPU_BY_DEFAULT = re.compile(
 )
 
 
+# any parallel-size option, or a config file that may set one: no default is assumed then
+_SIZE_GIVEN = re.compile(
+    r"--tensor[-_]parallel|--tp\b|(?<![\w-])-tp\b|tensor_parallel_size|--pipeline[-_]parallel|"
+    r"--data[-_]parallel|--dp\b|--config\b"
+)
+
+
 def _default_size(cmd: str) -> list[int]:
-    """``[1]`` for a server command that names no parallel size and uses one GPU by default."""
-    return [1] if _ONE_GPU_BY_DEFAULT.search(cmd) else []
+    """``[1]`` for a server command that names no parallel size (in any form, a config file
+    included) and uses one GPU by default."""
+    return [1] if _ONE_GPU_BY_DEFAULT.search(cmd) and not _SIZE_GIVEN.search(cmd) else []
 
 
 def _engine_gpus(tensor: int, cmd: str) -> int:

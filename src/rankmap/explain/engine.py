@@ -26,7 +26,7 @@ from rankmap.explain.patterns import Event
 from rankmap.explain.reader import Line
 from rankmap.explain.renumbering import renumbered_view
 from rankmap.explain.rules import RULES, own_failure
-from rankmap.explain.scoring import one_process_program, rescore, scores_section, single_process
+from rankmap.explain.scoring import rescore, scores_section, single_process
 from rankmap.explain.signals import log_gpu_count, log_launch
 from rankmap.findings import Finding, Report, Severity, finding
 from rankmap.model import Host, Placement
@@ -192,19 +192,24 @@ def explain_files(
         and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
         # a fixed device is every rank's only in a job of several processes
         and not (
-            doc.code_kind == "constant" and one_process_program(doc) and not ev.rankmap.records
+            doc.code_kind == "constant"
+            and not doc.tells_several_processes()
+            and not ev.rankmap.records
         )
     ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
     if doc is not None and (machines_told := doc.machines_told()):
         ctx = replace(ctx, machines_told=machines_told)
-    if doc is not None and not one_process_program(doc):
+    if doc is not None and doc.tells_several_processes():
         ctx = replace(ctx, several_processes_told=True)
+    if doc is not None and doc.shows_mig():
+        ctx = replace(ctx, mig_told=True)
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
     stated = _named(ev, texts, doc, _srun_task_labels(ctx), _srun_tasks_are_ranks(ctx))
-    findings, scores = rescore(report.findings, ctx, doc, named=stated)
+    job_ranks = tuple(sorted(named.stated_ranks(_lines(texts)))[:64])
+    findings, scores = rescore(report.findings, ctx, doc, named=stated, job_ranks=job_ranks)
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     named_fixes = frozenset(fix for _, fix in scores.fixes.values())
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)
@@ -427,8 +432,6 @@ def _named(
             ranks = set(doc.prose_ranks)
         if doc.pair_named and ranks <= {0, 1}:
             ranks |= {0, 1}
-    if not ranks:  # no line says which failed: the ranks of the job the input shows
-        ranks = named.stated_ranks(_lines(texts))
     return tuple(sorted(ranks)[:64]), named.devices_in(text[:DOC_LIMIT] for text in texts)
 
 

@@ -263,10 +263,15 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
             fix=_fix(best.code, ctx),
             **common,
         )
-        if best.code == "RM640" and not mig_evidence(ctx, ev):
+        if best.code == "RM640" and not (mig_evidence(ctx, ev) or ctx.mig_told):
             # the assert alone: MIG is its likeliest cause, not a certain one (a list changed after
             # CUDA counted the GPUs fails the same way, pytorch/pytorch#126344)
-            first = replace(first, severity=Severity.WARNING)
+            first = replace(
+                first,
+                title="PyTorch's device count and CUDA's disagree: MIG instances, or a "
+                f"CUDA_VISIBLE_DEVICES changed after the count{rank_txt}",
+                severity=Severity.WARNING,
+            )
         chosen = best.code
     else:
         chosen, *others = _undecided_ordinal(ctx, cands)
@@ -349,15 +354,18 @@ _OTHER_PROCESSES = (
 
 
 def _job_of_several_ranks(ctx: Context, ev: Evidence) -> bool:
-    """Whether the input shows a job of several ranks: a launch of several processes, a pasted
-    text that tells one (a launcher, DDP, ranks named), a rank map, or an event of a rank (a
-    ``[rank1]:`` prefix, a rank's own line)."""
+    """Whether the input shows a job of several ranks: the launch's process count where a launch
+    is known; else a pasted text that tells one (a launcher, DDP, ranks named), a rank map, or
+    events of a rank past 0 (a ``[rank1]:`` prefix, a rank's own line)."""
     launch = ctx.launch
-    if launch is not None and (launch.nproc_per_node or 1) * (launch.nnodes or 1) > 1:
-        return True
+    if launch is not None and launch.nproc_per_node is not None:
+        # the launch's own count decides (its words are in the text too: `torchrun
+        # --nproc_per_node=1` is one process)
+        return launch.nproc_per_node * (launch.nnodes or 1) > 1
     if ctx.several_processes_told or ev.rankmap.records:
         return True
-    return any(e.rank is not None for events in ev.events.values() for e in events)
+    ranks = {e.rank for events in ev.events.values() for e in events if e.rank is not None}
+    return len(ranks) > 1 or any(r > 0 for r in ranks)  # (a lone "[rank0]:" is one process)
 
 
 def oom_findings(ctx: Context, ev: Evidence) -> list[Finding]:

@@ -250,13 +250,6 @@ def single_process(doc: DocFacts | None) -> bool:
     )
 
 
-def one_process_program(doc: DocFacts | None) -> bool:
-    """The input shows no job of several processes: no launcher, DDP or rank word, no rank named. A device a snippet hard-codes is then one program's choice, not every rank's
-    (b27 dev: `torch.device("cuda:1")` on a one-GPU machine is no pile-up on one GPU)."""
-    # (the launchers are among the job words: torchrun, srun, mpirun, deepspeed, accelerate)
-    return doc is not None and "multi-process-job" not in doc.hits and not doc.prose_ranks
-
-
 def _outside(doc: DocFacts | None, *, own: bool = False, printed: bool = False) -> bool:
     """Whether the input shows a failure outside this family (``DocFacts.shows_outside``)."""
     return doc is not None and doc.shows_outside(own=own, printed=printed)
@@ -291,7 +284,7 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
     if sel in kind:
         cat, pts = kind[sel]
         s.add(cat, pts, f"the script analysis: device selection {sel}")
-    if doc and doc.code_kind == "constant" and one_process_program(doc):
+    if doc and doc.code_kind == "constant" and not doc.tells_several_processes():
         kind.pop("constant")  # one program's fixed device: no rank piles onto it
     if doc and doc.code_kind in kind and sel != doc.code_kind and not single_process(doc):
         cat, pts = kind[doc.code_kind]
@@ -351,11 +344,14 @@ def rescore(
     doc: DocFacts | None,
     *,
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
+    job_ranks: tuple[int, ...] = (),
 ) -> tuple[list[Finding], Scores]:
     """The final findings: the best-supported cause first (see module docstring).
 
     ``named``: the ranks and devices the input names (failing ranks, GPU/MIG UUIDs), for a best
-    guess whose specific findings name none.
+    guess whose specific findings name none. ``job_ranks``: every rank the lines name — for a
+    best guess (a cause of the whole job) where no line names a failing one; a finding that
+    reports a failure keeps to the ranks that failed.
     """
     s = score_all(base, ctx, doc)
     s.named = named
@@ -363,6 +359,8 @@ def rescore(
     out = _network_alone_is_info(out)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
+    if out and out[0].code in BEST_GUESS.values() and not out[0].ranks and job_ranks:
+        out[0] = replace(out[0], ranks=job_ranks)  # the cause is the job's: its ranks
     if out and out[0].code != "RM003" and not out[0].devices and named[1]:
         out[0] = replace(out[0], devices=named[1])  # GPUs the input names (explain/named.py)
     return out, s
@@ -492,7 +490,7 @@ def _one_process_failure(s: Scores, doc: DocFacts | None) -> bool:
     (device_map, a demo that puts parts on cuda:1), not ranks on the wrong GPUs (b23 dev); a
     PyTorch built without CUDA under a single script is an installation problem (b24 dev: a
     nanoGPT or detectron2 run on a CPU wheel). A possible cause at info."""
-    if doc is None or "multi-process-job" in doc.hits or doc.launch or doc.prose_ranks:
+    if doc is None or doc.tells_several_processes() or doc.launch:
         return False
     placement = s.failure_class == "device-placement" and not s.failure
     return placement or "torch-cpu-build" in doc.hits
