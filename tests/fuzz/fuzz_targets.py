@@ -308,6 +308,10 @@ PASTE_SEEDS = [
     'Assert on "num_shards_ > shard_id_" failed: num_shards needs to be greater than shard_id\n'
     "device >= 0 && device < num_gpus INTERNAL ASSERT FAILED device=1, num_gpus=\n"
     "INFO: Added key: store_based_barrier_key:1 to store for rank: 3\n",
+    # the read of the session's diff: a Windows path run, a Linux home path, a guard in code,
+    # an Ascend list, a JAX process id
+    "C:\\a-C:\\a-C:\\a- /home/u/x/site-packages/t.py if hvd.size() == 1:\n"
+    "export ASCEND_RT_VISIBLE_DEVICES=0,1\nprocess_id=local_rank)\nonly one of the cards is used\n",
 ]
 
 
