@@ -13,9 +13,9 @@ from rankmap.explain.named import (
     failing_ranks,
     intra_host_ranks,
     pair_named,
-    prose_ranks,
     ranks_on,
     reports_failure,
+    stated_ranks,
 )
 
 
@@ -146,7 +146,7 @@ def test_fuzz_never_raise(text: str) -> None:
     devs = devices_in([text])
     assert len(devs) <= 16
     lines = text.splitlines()
-    for ranks in (failing_ranks(lines), prose_ranks(lines), intra_host_ranks(lines)):
+    for ranks in (failing_ranks(lines), stated_ranks(lines), intra_host_ranks(lines)):
         assert len(ranks) <= 64 and all(r >= 0 for r in ranks)
     pair_named(lines)
 
@@ -156,8 +156,8 @@ def test_a_huge_range_is_bounded() -> None:
 
 
 def test_prose_states_ranks_without_a_failure_word() -> None:
-    assert prose_ranks(["Extra GPU memory on rank 0 when using DDP"]) == {0}
-    assert prose_ranks(["rank 1 printed the line, then nothing"]) == {1}
+    assert stated_ranks(["Extra GPU memory on rank 0 when using DDP"]) == {0}
+    assert stated_ranks(["rank 1 printed the line, then nothing"]) == {1}
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def test_prose_states_ranks_without_a_failure_word() -> None:
     ],
 )
 def test_prose_ranks_leave_out_negations_and_rank_maps(line: str) -> None:
-    assert prose_ranks([line]) == set()
+    assert stated_ranks([line]) == set()
 
 
 @pytest.mark.parametrize(

@@ -340,7 +340,7 @@ def _named(text: str) -> object:
     return (
         named.devices_in([text]),
         named.failure_ranks(lines),
-        named.prose_ranks(lines),
+        named.stated_ranks(lines),
         named.pair_named(lines),
         named.intra_host_ranks(lines),
     )

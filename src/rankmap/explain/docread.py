@@ -199,7 +199,7 @@ def _ranks(seg: Segment, facts: DocFacts) -> None:
     are read over the whole input by the engine)."""
     lines = [line for _, line in seg.lines()[:5000]]
     if seg.kind == "prose":
-        facts.prose_ranks |= named.prose_ranks(lines, named.MAX_RANKS - len(facts.prose_ranks))
+        facts.prose_ranks |= named.stated_ranks(lines, named.MAX_RANKS - len(facts.prose_ranks))
     if not facts.pair_named:
         facts.pair_named = named.pair_named(lines)
 

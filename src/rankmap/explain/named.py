@@ -21,11 +21,13 @@ the worker's rank in the first pipeline stage; other stages name no rank alone).
 is read as the rank: the text names no other. Counters (``nranks``, ``localRanks``) and the
 ranks of nodes (``node rank``, ``node_rank``, ``group rank``, ``machine rank``) are no ranks.
 
-Which ranks a finding takes (:func:`failing_ranks`, then :func:`prose_ranks`, :func:`pair_named`,
-:func:`intra_host_ranks`; engine.py combines them): the ranks that lines reporting a failure
-name; else those the reporter's prose names ("extra memory on rank 0"); "both processes/ranks"
-of a job whose named ranks are 0 and 1 at most is ranks 0 and 1; and for a host-identity cause
-the ranks NCCL connected through an intra-host transport (P2P/SHM: it took them for one host).
+Which ranks a finding takes (:func:`failing_ranks`, then :func:`stated_ranks` of the prose,
+:func:`pair_named`, :func:`intra_host_ranks`; engine.py combines them): the ranks that lines
+reporting a failure name; else those the reporter's prose names ("extra memory on rank 0");
+"both processes/ranks" of a job whose named ranks are 0 and 1 at most is ranks 0 and 1; for a
+host-identity cause the ranks NCCL connected through an intra-host transport (P2P/SHM: it took
+them for one host); and a best guess, where no line names a failing rank, takes the ranks the
+whole input names (:func:`stated_ranks`, scoring.rescore).
 """
 
 from __future__ import annotations
@@ -302,18 +304,9 @@ _AFTERMATH = re.compile(
 
 
 def stated_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
-    """Every rank the lines name (a log's ``for rank: 3``, ``[rank2]:``), none of a rank map's
-    table: the job's ranks, where no line says which of them failed."""
-    out: set[int] = set()
-    for line in lines:
-        if len(out) >= limit:
-            break
-        out |= ranks_on(line, limit - len(out), stated=True)
-    return out
-
-
-def prose_ranks(lines: Iterable[str], limit: int = MAX_RANKS) -> set[int]:
-    """Ranks the reporter's sentences name, failure word or not ("memory on rank 0")."""
+    """Every rank the lines name, failure word or not, none of a rank map's table: of the
+    reporter's sentences, the ranks they speak of ("memory on rank 0"); of a whole input, the
+    job's ranks (a log's ``for rank: 3``, ``[rank2]:``) where no line says which failed."""
     out: set[int] = set()
     for line in lines:
         if len(out) >= limit:
