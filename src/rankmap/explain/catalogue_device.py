@@ -132,7 +132,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        {"mig": 4, "visible_devices_mismatch": 2}, f"{NCCL} (c): MIG instances are named by UUID",
        failure=True),
     # the machine has no GPU at all ("CPU only nodes on perlmutter", b26 dev): a GPU build that
-    # finds none there failed on its host, not on a mapping (combinations._no_gpu_on_the_host)
+    # finds none there failed on its host, not on a mapping (combinations_platform.no_gpu_on_the_host)
     # (not a login node where the environment was installed: the job runs elsewhere)
     _s("cpu-only-host", r"\bCPU[- ]only (?:compute )?(?:nodes?|machines?|partitions?|hosts?|servers?|"
        r"instances?|queues?)\b|(?<!\blogin )\b(?:nodes?|machines?|hosts?) (?:without|with no|that have "

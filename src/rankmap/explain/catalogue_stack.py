@@ -219,7 +219,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     # a PyTorch build without NCCL (Windows and macOS wheels, CPU-only builds): the backend the
     # job asks for does not exist in that build. Most often the platform (every dev thread of
     # b21-b27 that shows it ran on Windows, a negative of the family): ``other`` first, the build
-    # next; the Windows rule (combinations.py) and a CPU-only build's own signal decide
+    # next; the Windows rule (combinations_platform.py) and a CPU-only build's own signal decide
     _s("nccl-not-built", r"Distributed package doesn'?t have NCCL(?: built in)?",
        {"other": 4, "version_mismatch": 3, "launcher_config": 1},
        "https://github.com/pytorch/pytorch/blob/main/torch/distributed/distributed_c10d.py "
@@ -231,7 +231,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "PyTorch's wheels there carry no NCCL; on Linux install a CUDA build of PyTorch, whose "
        "wheels include NCCL"),
     # the machine runs Windows: PyTorch's Windows wheels have no NCCL (context only; the
-    # combination with nccl-not-built is in rankmap.explain.combinations)
+    # combination with nccl-not-built is in rankmap.explain.combinations_platform)
     # (case-sensitive: the OS's name, not "sliding windows"; lower case only where it is the OS)
     _s("windows-host", r"(?<![A-Za-z])Windows(?![a-z]| [Ss]ubsystem)|(?<![A-Za-z])WINDOWS(?![A-Z])|"
        r"(?<![a-z])windows(?=[\u4e00-\u9fff]|\s?(?:10|11|server|machine|pc|laptop|os|host|system|"
@@ -244,7 +244,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        "https://pytorch.org/docs/stable/distributed.html (Backends: NCCL is supported on Linux "
        "only; Windows builds carry gloo)", case=True),
     # the machine runs Linux, where PyTorch's CUDA wheels ship NCCL: a build without it there is
-    # the build (context only; the combination with nccl-not-built is in combinations.py)
+    # the build (context only; the combination with nccl-not-built is in combinations_platform.py)
     _s("linux-host", r"\b(?:Ubuntu|CentOS|Debian|RHEL|Rocky Linux|Fedora|Linux)\b|"
        # a Python installation under a Linux home or a container's conda (a traceback's frames;
        # a Mac's are under /Users)
@@ -387,7 +387,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
     _s("rccl", r"\bRCCL\b", {}, "RCCL, ROCm's NCCL (https://github.com/ROCm/rccl)",
        framework="rocm"),
     # Huawei Ascend NPUs (torch_npu, CANN, HCCL): another device stack than CUDA/ROCm, whose own
-    # names the mapping rules take (combinations._npu_stack)
+    # names the mapping rules take (combinations_platform.npu_stack)
     _s("ascend-npu", r"\btorch_npu\b|ASCEND_RT_VISIBLE_DEVICES|\bHCCL\b|\baclrt\w+|\bAscend\b|"
        r"昇腾|\bnpu-smi\b|\bMindSpore\b|vllm-ascend|\bCANN\b", {},
        "Ascend NPUs: torch_npu / CANN, ASCEND_RT_VISIBLE_DEVICES, HCCL "

@@ -5,7 +5,8 @@ symptom, an nvidia-smi process table, an IPC failure under per-task binding, a l
 ignores CUDA_VISIBLE_DEVICES, versions that differ between two places of the paste. The rules
 live by subject: the hosts (:mod:`~rankmap.explain.combinations_hosts`), the launch
 (:mod:`~rankmap.explain.combinations_launch`), visible lists and ordinals
-(:mod:`~rankmap.explain.combinations_lists`); this module runs them in one order and keeps the
+(:mod:`~rankmap.explain.combinations_lists`), the machine's platform
+(:mod:`~rankmap.explain.combinations_platform`); this module runs them in one order and keeps the
 rules that read the paste alone.
 """
 
@@ -36,6 +37,12 @@ from rankmap.explain.combinations_lists import (
     no_gpu_modulo,
     visible_below_parallelism,
 )
+from rankmap.explain.combinations_platform import (
+    nccl_missing_on_linux,
+    nccl_on_windows,
+    no_gpu_on_the_host,
+    npu_stack,
+)
 from rankmap.explain.configs import config_points
 from rankmap.explain.containers import (
     cleanenv_drops_the_binding,
@@ -49,7 +56,6 @@ from rankmap.explain.context import Context
 from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.node_launches import node_launch_points
 from rankmap.explain.printed_lists import printed_device_points, printed_list_points
-from rankmap.explain.priors import HAND as CLASS_PRIORS
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
 from rankmap.explain.visible_lists import (
@@ -68,12 +74,12 @@ from rankmap.findings import Finding
 def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     transport_and_tables(ctx, doc, s)
-    _nccl_on_windows(doc, s)
-    _nccl_missing_on_linux(doc, s)
-    _npu_stack(doc, s)
+    nccl_on_windows(doc, s)
+    nccl_missing_on_linux(doc, s)
+    npu_stack(doc, s)
     _jax_local_id(ctx, doc, s)
     _failure_of_a_reported_job(doc, s)
-    _no_gpu_on_the_host(doc, s)
+    no_gpu_on_the_host(doc, s)
     _selection_variable_missing(doc, s)
     _other_users_memory(doc, s)
     _fractional_ray_workers(doc, s, base)
@@ -180,16 +186,6 @@ def _deepspeed_local_only(doc: DocFacts | None, s: Scores) -> None:
         )
 
 
-def _no_gpu_on_the_host(doc: DocFacts | None, s: Scores) -> None:
-    """ "No CUDA-capable device" on a host the writer says has no GPU (a CPU-only node): the
-    program looked for a GPU where there is none; no list or container hid one (b26 dev)."""
-    if doc is None or "cpu-only-host" not in doc.hits:
-        return
-    for sid in ("no-cuda-device", "lightning-gpu-unavailable"):  # (Lightning: "only has: []")
-        if sid in doc.hits:
-            s.take_back(sid, "the host has no GPU: nothing hid one from the process")
-
-
 _LOCAL_RANK_UNSET = re.compile(r"\bLOCAL_RANK['\"]?\s*[=:]\s*['\"<(]?(?:unset|not set)\b")
 
 
@@ -227,81 +223,6 @@ def _other_users_memory(doc: DocFacts | None, s: Scores) -> None:
         return
     for sid in ("vllm-memory-profiling", "gpu-held-by-another"):
         s.take_back(sid, "the other process on the GPU is another user's, not a rank")
-
-
-def _nccl_on_windows(doc: DocFacts | None, s: Scores) -> None:
-    """ "Distributed package doesn't have NCCL built in" on Windows is the platform, not a version
-    to upgrade: PyTorch's Windows wheels carry gloo only (https://pytorch.org/docs/stable/
-    distributed.html, Backends). The build message's version points move to ``other``."""
-    if not doc or not {"nccl-not-built", "windows-host"} <= set(doc.hits):
-        return
-    moved = s.signal_points("version_mismatch", "nccl-not-built")
-    s.add("version_mismatch", -moved, "on Windows no PyTorch build has NCCL: no version fixes it")
-    s.add(
-        "other",
-        moved + 1.0,
-        "NCCL is not built into PyTorch on Windows (its wheels carry gloo only): the job asked for "
-        "a backend the platform does not have",
-        doc.quoted("windows-host"),
-    )
-    s.name_fix(
-        "other",
-        moved + 1.0,
-        "Use the gloo backend on Windows (`init_process_group(backend='gloo')`; Lightning: "
-        "`DDPStrategy(process_group_backend='gloo')`), or run the job under Linux or WSL2, where "
-        "PyTorch ships NCCL",
-    )
-
-
-def _nccl_missing_on_linux(doc: DocFacts | None, s: Scores) -> None:
-    """ "Distributed package doesn't have NCCL built in" on a Linux machine: PyTorch's CUDA wheels
-    for Linux ship NCCL (https://pytorch.org/docs/stable/distributed.html, Backends), so the
-    build installed is the problem (a CPU-only or source build): the platform's share of the
-    message's points moves to the build."""
-    if not doc or "nccl-not-built" not in doc.hits or "linux-host" not in doc.hits:
-        return
-    if {"windows-host", "cpu-only-host"} & set(doc.hits):
-        return  # (a Windows machine or a Mac beside a Linux one: which failed is not told)
-    moved = s.signal_points("other", "nccl-not-built")
-    s.add("other", -moved, "on Linux PyTorch's CUDA builds have NCCL: the platform is not it")
-    s.add(
-        "version_mismatch",
-        moved + 1.0,  # (as the Windows rule: the platform told decides, one point over the move)
-        "NCCL is missing from the PyTorch build on a Linux machine, where the CUDA builds carry "
-        "it: a CPU-only or source build was installed",
-        doc.quoted("linux-host"),
-    )
-
-
-def _npu_stack(doc: DocFacts | None, s: Scores) -> None:
-    """An Ascend NPU job (torch_npu, ASCEND_RT_VISIBLE_DEVICES, HCCL) with nothing of CUDA's in
-    the input: the CUDA reading of a generic message ("Invalid device id": the failure classes'
-    priors, measured on CUDA threads) names causes in CUDA's terms with fixes that do not apply;
-    the same rules hold under the NPU stack's own names, so the finding says so (review 73; b28
-    dev). A specific fact (a local rank read wrong, Ray's NOSET switch) still counts."""
-    if doc is None or "ascend-npu" not in doc.hits:
-        return
-    if any("nccl" in sid or "cuda" in sid for sid in doc.hits):
-        return  # (a CUDA machine beside it: its messages are CUDA's)
-    # the failure classes' priors were measured on CUDA threads and a "visible devices" word is
-    # CUDA's list here: taken back; a specific fact (a local rank read wrong) holds on NPUs too
-    for sid in [*CLASS_PRIORS, "visible-devices-any"]:
-        if sid in doc.hits:
-            s.take_back(sid, "an Ascend NPU stack: the CUDA reading of this does not apply")
-    s.add(
-        "other",
-        3.0,
-        "an Ascend NPU job (torch_npu / HCCL): rankmap's rules are CUDA's and ROCm's; the NPU "
-        "stack follows the same ones under its own names",
-        doc.quoted("ascend-npu"),
-    )
-    s.name_fix(
-        "other",
-        3.0,
-        "On Ascend the same mapping rules hold with the NPU's names: ASCEND_RT_VISIBLE_DEVICES "
-        "renumbers the listed NPUs from 0 (index within the list), and each process selects its "
-        "own with `torch.npu.set_device(local_rank)` before HCCL starts",
-    )
 
 
 def _jax_local_id(ctx: Context, doc: DocFacts | None, s: Scores) -> None:
