@@ -454,7 +454,8 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
         "not yet initiali",
         "systemnotready",
         "system_not_ready",
-        "802",
+        "cuda error",  # "CUDA error 802" / "error code 802" by their words, not the number
+        "error code",
         "nvidia-fabricmanager",
     ),
     "invalid-device-any": (
@@ -600,7 +601,16 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "exception-any": ("error", "exception", "traceback"),
     "gpu-held-by-another": (
-        "46",  # "Return value 46", "CUDA error: 46", "error code=46" (the regex decides)
+        # "Return value 46", "CUDA error: 46", "error code=46" by the words before the number: a
+        # number alone is no key (a 512-rank log holds "46" on every tenth line; the regex decides)
+        "return value",
+        "returned value",
+        "return code",
+        "returned code",
+        "cuda error",
+        "error code",
+        "cuda_error",
+        "cudaerror",
         "free memory on device",
         "busy or unavailable",
         "cudaerrordevicesunavailable",
