@@ -276,3 +276,16 @@ def test_routine_nccl_lines_of_a_big_job_hold_no_literal_whatever_their_numbers(
         ]
     data = ("\n".join(lines) + "\n").encode()
     assert LineSetMatcher().hits(data)[0] == []
+
+
+def test_a_training_logs_progress_lines_hold_no_literal() -> None:
+    """The lines a training loop prints thousands of times ("loss is 0.43", "lr at 0.0003")
+    must not be candidates: keys such as "is 0" / "at 0" (digits fold to 0) made every one of
+    them a line for the recogniser (session 19, found before release)."""
+    lines = [
+        f"[2026-12-08 10:{i % 60:02d}:{i % 60:02d}] Epoch {i // 100} | step {i}/5000 | loss is "
+        f"0.{i:04d} | lr at 0.000300 | {i}.4 samples/s | grad norm 1.{i % 97}"
+        for i in range(2000)
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    assert LineSetMatcher().hits(data)[0] == []

@@ -48,7 +48,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "cvd-ignored": ("_visible_devices", "visible devices"),
     "cvd-after-init": ("cuda_visible_devices",),
     "cvd-before-import": ("cuda_visible_devices",),
-    "one-gpu-used": ("only", "idle", "unused", "nothing", "at 0"),
+    # (no "at 0": a training log's "lr at 0.0003" is on every line)
+    "one-gpu-used": ("only", "idle", "unused", "nothing"),
     "some-gpus-used": ("only",),
     "device-count-wrong": ("device_count", "only one gpu", "only 1 gpu"),
     "cvd-set-in-code": ("cuda_visible_devices",),
@@ -407,8 +408,7 @@ KEYS: dict[str, tuple[str, ...]] = {
         "size of 1",
         "are 0",
         "were 0",
-        "is 0",
-        "being 0",
+        "being 0",  # (no "is 0": a training log's "loss is 0.43" is on every line)
         "always",
         "size()",
     ),

@@ -505,7 +505,7 @@ DEVICE_SIGNALS: tuple[Signal, ...] = (
        # cards is used"
        r"only (?:one|1|a single) (?:gpu|device|card) (?:does|did|is doing) (?:any |the )?work|"
        r"\bthe other (?:\d+ |three |seven )?(?:gpus|cards|devices) (?:are|were|stay|stayed|remain|"
-       r"remained|sit|sat|do|did) (?:completely |totally |all )?(?:idle|unused|empty|nothing|at 0 ?%)|"
+       r"remained|sit|sat|do|did) (?:completely |totally |all )?(?:idle|unused|nothing)|"
        r"\b(?:gpu|cuda)[: ]?[1-9] (?:to|-) (?:gpu|cuda)[: ]?\d+ (?:does|do|did) nothing|"
        r"only one of (?:them|the (?:\d+ )?(?:gpus|cards|devices)|my (?:\d+ )?(?:gpus|cards)) "
        r"(?:is |was |gets? |got |are |were )?(?:being )?(?:used|utili[sz]ed|busy|working|active|"

@@ -113,7 +113,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        # every rank said to be 0, or the size said to be 1 ("all the ranks are 0", "it always
        # returns rank 0", "hvd.size() is always 1"; b28 dev: Horovod built against another MPI)
        # — said, not tested in code (`if hvd.size() == 1:` is a guard)
-       r"\ball (?:the )?(?:local_)?ranks?(?: or (?:local_)?ranks?)? (?:are|were|is) (?:all )?0\b(?![.,]\d)|"
+       r"\ball (?:the )?(?:local_)?ranks?(?: or (?:local_)?ranks?)? (?:are|were) (?:all )?0\b(?![.,]\d)|"
        r"\balways (?:gets?|got|returns?|reports?|prints?) (?:the )?(?:local_)?ranks? (?:being |as |of )?"
        r"0\b(?![.,]\d)|\b(?:hvd|horovod|comm|MPI\.COMM_WORLD)\.(?:size|Get_size)\(\) (?:is always|"
        r"always (?:is|returns)|returns(?: always)?) 1\b(?![.,]\d)",

@@ -62,7 +62,8 @@ ZH_PHRASES: dict[str, tuple[str, tuple[str, ...]]] = {
         + r"\s*[张个块]\s*"
         + _CARD
         + r"(?:在(?:跑|用|工作|运行)|有(?:占用|负载))",
-        ("张", "个", "块"),
+        # (个 and 块 only before the card: alone they are on most lines of a Chinese log)
+        ("张", "块卡", "块显卡", "块gpu", "块 gpu", "个卡", "个显卡", "个gpu", "个 gpu"),
     ),
     # 只用了两张卡 (the launch started fewer processes than the GPUs it sees)
     "some-gpus-used": (
