@@ -126,6 +126,11 @@ class DocFacts:
         and the processes an OOM lists are anyone's."""
         return "multi-process-job" in self.hits or bool(self.prose_ranks)
 
+    def fixed_device_of_one_program(self) -> bool:
+        """The pasted code hard-codes a device and the text shows no job of several processes:
+        one program's choice, no rank piles onto it (b27 dev: ``cuda:1`` on a one-GPU machine)."""
+        return self.code_kind == "constant" and not self.tells_several_processes()
+
     def shows_mig(self) -> bool:
         """The text shows MIG: an nvidia-smi table in MIG mode, a pod's MIG request, or a MIG
         signal (UUIDs, profiles, MIG mode, the word)."""

@@ -311,7 +311,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
     text = without_template(text[:DOC_LIMIT])
     facts = DocFacts(versions=versions_in(text))
     read_config_lines(text, facts.configs)
-    requested_devices(text, DOC_LIMIT, facts)
+    requested_devices(text, facts)
     facts.local_ranks = max(map(int, _LOCAL_RANKS.findall(text)), default=0)
     facts.cvd_spelled = _CVD_SPELLED.search(text) is not None
     values = itertools.islice(_CVD_VALUE.finditer(text), MAX_VISIBLE_LISTS)
@@ -322,7 +322,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         ((int(a), int(b)) for a, b in _MPI_DISCOVERED.findall(text)), default=(0, 0)
     )
     facts.nccl_nodes = min(map(int, _NCCL_NODES.findall(text)), default=0)
-    facts.nccl_nvml = {saturating_int(n) for n in _NVML_DEV.findall(text[:DOC_LIMIT])}
+    facts.nccl_nvml = {saturating_int(n) for n in _NVML_DEV.findall(text)}
     facts.visible_range = max(
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )

@@ -192,16 +192,14 @@ def read_config(seg: Segment, facts: DocFacts) -> None:
         read_parsed(doc, facts.configs)
 
 
-def requested_devices(text: str, limit: int, facts: DocFacts) -> None:
+def requested_devices(text: str, facts: DocFacts) -> None:
     """What the whole document says of the devices the job was given: GPU UUIDs, a container's
     request, MIG instances a pod requests, a pod spec's CUDA_VISIBLE_DEVICES, the model the
-    process printed (the MIG request and the printed model in the first ``limit`` characters)."""
+    process printed (``text``: the document, already bounded by read_document)."""
     facts.gpu_uuids = len(set(_GPU_UUID.findall(text)))
     facts.gpus_requested = _requested(text)
-    if (named := _DEVICE_NAME_PRINTED.search(text[:limit])) is not None:
+    if (named := _DEVICE_NAME_PRINTED.search(text)) is not None:
         facts.device_name_printed = named["name"].strip()
-    facts.mig_requested = max(
-        (saturating_int(n) for n in _MIG_REQUEST.findall(text[:limit])), default=0
-    )
+    facts.mig_requested = max((saturating_int(n) for n in _MIG_REQUEST.findall(text)), default=0)
     if (spec := _SPEC_CVD.search(text)) is not None:
         facts.env.setdefault("CUDA_VISIBLE_DEVICES", spec.group("a") or spec.group("b"))

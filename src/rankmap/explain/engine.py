@@ -190,26 +190,29 @@ def explain_files(
         and doc is not None
         and doc.code_kind in PASTED_SELECTIONS
         and not single_process(doc)  # nn.DataParallel's .cuda() is no rank's choice
-        # a fixed device is every rank's only in a job of several processes
-        and not (
-            doc.code_kind == "constant"
-            and not doc.tells_several_processes()
-            and not ev.rankmap.records
-        )
+        # a fixed device is every rank's only in a job of several processes (a rank map shows one)
+        and not (doc.fixed_device_of_one_program() and not ev.rankmap.records)
     ):
         ctx = replace(ctx, script_selection=doc.code_kind, script_path="<pasted code>")
-    if doc is not None and (machines_told := doc.machines_told()):
-        ctx = replace(ctx, machines_told=machines_told)
-    if doc is not None and doc.tells_several_processes():
-        ctx = replace(ctx, several_processes_told=True)
-    if doc is not None and doc.shows_mig():
-        ctx = replace(ctx, mig_told=True)
+    if doc is not None:  # what the pasted text tells that the log alone may not show
+        ctx = replace(
+            ctx,
+            machines_told=doc.machines_told(),
+            several_processes_told=doc.tells_several_processes(),
+            mig_told=doc.shows_mig(),
+        )
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:
         report.findings = [_mentioned(f, doc) for f in report.findings]
     stated = _named(ev, texts, doc, _srun_task_labels(ctx), _srun_tasks_are_ranks(ctx))
-    job_ranks = tuple(sorted(named.stated_ranks(_lines(texts)))[:64])
-    findings, scores = rescore(report.findings, ctx, doc, named=stated, job_ranks=job_ranks)
+    findings, scores = rescore(
+        report.findings,
+        ctx,
+        doc,
+        named=stated,
+        # (read only for a best guess that names no rank: a scan of up to DOC_LIMIT of text)
+        job_ranks=lambda: tuple(sorted(named.stated_ranks(_lines(texts)))[:64]),
+    )
     report.findings = _host_identity_ranks(_dedupe(findings), texts)
     named_fixes = frozenset(fix for _, fix in scores.fixes.values())
     report.findings = in_framework_words(report.findings, doc, texts, named_fixes)

@@ -12,6 +12,7 @@ shows it. "Nothing recognised" stays only where nothing of this family failed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from rankmap.codes import lookup
@@ -284,8 +285,8 @@ def _from_launch_and_code(ctx: Context, doc: DocFacts | None, s: Scores) -> None
     if sel in kind:
         cat, pts = kind[sel]
         s.add(cat, pts, f"the script analysis: device selection {sel}")
-    if doc and doc.code_kind == "constant" and not doc.tells_several_processes():
-        kind.pop("constant")  # one program's fixed device: no rank piles onto it
+    if doc and doc.fixed_device_of_one_program():
+        kind.pop("constant")  # (as the engine leaves it out of the context)
     if doc and doc.code_kind in kind and sel != doc.code_kind and not single_process(doc):
         cat, pts = kind[doc.code_kind]
         s.add(
@@ -344,14 +345,14 @@ def rescore(
     doc: DocFacts | None,
     *,
     named: tuple[tuple[int, ...], tuple[str, ...]] = ((), ()),
-    job_ranks: tuple[int, ...] = (),
+    job_ranks: Callable[[], tuple[int, ...]] | None = None,
 ) -> tuple[list[Finding], Scores]:
     """The final findings: the best-supported cause first (see module docstring).
 
     ``named``: the ranks and devices the input names (failing ranks, GPU/MIG UUIDs), for a best
-    guess whose specific findings name none. ``job_ranks``: every rank the lines name — for a
-    best guess (a cause of the whole job) where no line names a failing one; a finding that
-    reports a failure keeps to the ranks that failed.
+    guess whose specific findings name none. ``job_ranks``: reads every rank the lines name — for
+    a best guess (a cause of the whole job) where no line names a failing one, and only then; a
+    finding that reports a failure keeps to the ranks that failed.
     """
     s = score_all(base, ctx, doc)
     s.named = named
@@ -359,8 +360,9 @@ def rescore(
     out = _network_alone_is_info(out)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
-    if out and out[0].code in BEST_GUESS.values() and not out[0].ranks and job_ranks:
-        out[0] = replace(out[0], ranks=job_ranks)  # the cause is the job's: its ranks
+    guess = bool(out) and out[0].code in BEST_GUESS.values() and not out[0].ranks
+    if guess and job_ranks is not None and (ranks := job_ranks()):
+        out[0] = replace(out[0], ranks=ranks)  # the cause is the job's: its ranks
     if out and out[0].code != "RM003" and not out[0].devices and named[1]:
         out[0] = replace(out[0], devices=named[1])  # GPUs the input names (explain/named.py)
     return out, s
