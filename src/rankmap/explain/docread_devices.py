@@ -11,6 +11,7 @@ from typing import Any
 from rankmap.explain.configs import read_parsed
 from rankmap.explain.docfacts import DocFacts
 from rankmap.explain.document import Segment
+from rankmap.explain.signals import machine_gpu_count
 from rankmap.numbers import saturating_int
 
 MAX_CONFIG_CHARS = 64 * 1024
@@ -149,10 +150,8 @@ def read_smi(seg: Segment, source: str, facts: DocFacts) -> None:
     except (RankMapError, ValueError, KeyError, IndexError):
         return
     if hosts and hosts[0].gpus:
-        indices = {g.nvml_index for g in hosts[0].gpus}
-        if indices == set(range(len(hosts[0].gpus))):
-            facts.smi_gpus = max(facts.smi_gpus or 0, len(hosts[0].gpus))
-        # (rows cut out of a bigger table — GPU 5 alone — count no machine: the rest were left out)
+        if counted := machine_gpu_count([str(g.nvml_index) for g in hosts[0].gpus]):
+            facts.smi_gpus = max(facts.smi_gpus or 0, counted)
         for gpu in hosts[0].gpus:
             if gpu.name and gpu.nvml_index is not None:
                 facts.smi_models.setdefault(gpu.nvml_index, gpu.name)

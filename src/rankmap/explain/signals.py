@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context
@@ -150,11 +151,15 @@ def log_launch(ev: Evidence) -> str | None:
     return echoes[-1].get("cmd") if echoes else None
 
 
+def machine_gpu_count(indices: Sequence[str]) -> int | None:
+    """The GPUs of a machine an nvidia-smi listing counts (``indices``: its rows' GPU indices):
+    all of them where they are the table's first rows (0, 1, ...); rows cut out of a bigger
+    table (GPU 5 alone) count no machine (review 72)."""
+    n = len(indices)
+    return n if n and set(indices) == {str(i) for i in range(n)} else None
+
+
 def log_gpu_count(ev: Evidence) -> int | None:
-    """GPUs per host in an nvidia-smi table pasted with the log (distinct GPU indices), where
-    the rows are the table's first ones (0, 1, ...): rows cut out of a bigger table (GPU 5
-    alone) count no machine."""
-    idx = {e.get("idx") for e in ev.of("smi_gpu")}
-    if idx != {str(i) for i in range(len(idx))}:
-        return None
-    return len(idx) or None
+    """GPUs per host in an nvidia-smi table pasted with the log (:func:`machine_gpu_count` of
+    its distinct indices)."""
+    return machine_gpu_count(sorted({str(e.get("idx")) for e in ev.of("smi_gpu")}))
