@@ -24,12 +24,23 @@ def test_a_question_about_a_container_with_failure_words_is_info() -> None:
 def test_the_same_container_with_a_failure_of_the_family_is_a_warning() -> None:
     text = (
         "# training fails inside the container\n\n"
-        "I start the container with docker run --gpus all and the job fails:\n\n"
+        "I start the container with docker run --gpus all and torchrun in it; the job fails:\n\n"
         "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
     )
     first = findings_of(text)[0]
     assert first.category != "other"
     assert first.severity.value in ("warning", "error")
+
+
+def test_one_program_in_a_container_failing_so_is_an_error_of_its_own_index() -> None:
+    # no launcher, no ranks: one program's index past the GPUs it sees (RM046), an error
+    text = (
+        "# training fails inside the container\n\n"
+        "I start the container with docker run --gpus all and the job fails:\n\n"
+        "```\nRuntimeError: CUDA error: invalid device ordinal\n```\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.severity.value) == ("RM046", "error")
 
 
 def test_mig_next_to_failure_words_keeps_its_warning() -> None:

@@ -20,6 +20,20 @@ define(
     example="`init.cc:1212 NCCL WARN Cuda failure 'initialization error'`.",
 )
 define(
+    "RM046",
+    "other",
+    "error",
+    "One program asks for a GPU index this machine does not show it",
+    cause="A single process (no launcher, no ranks in the input) selected a device index at or "
+    "above the number of GPUs it sees: a hard-coded `cuda:1` or `--gpu 1` written for another "
+    "machine, a 1-based index, or a checkpoint saved on another GPU and loaded without "
+    "`map_location`. More processes than GPUs (RM102) needs several processes.",
+    fix="Use an index below `torch.cuda.device_count()` (cuda:0 on a one-GPU machine), set the "
+    "program's GPU option to a GPU `nvidia-smi -L` lists, or load checkpoints with "
+    "`map_location`.",
+    example="`python train.py` on a laptop with one GPU: `CUDA error: invalid device ordinal`.",
+)
+define(
     "RM053",
     "version_mismatch",
     "error",

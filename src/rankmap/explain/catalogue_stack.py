@@ -377,8 +377,19 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"strategy\s*=\s*['\"](?:ddp|deepspeed|fsdp)|"
        r"torch\.distributed\.(?:launch|run)|accelerate launch|\bdeepspeed\b|\bsrun\b|\bmpirun\b|"
        r"paddle\.distributed\.launch|\bfleetrun\b|\bjsrun\b|"
-       r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn", {},
+       r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn|"
+       # Python's multiprocessing names a child whose run() raised ("Process SpawnProcess-2:"
+       # above its traceback: Lib/multiprocessing/process.py, _bootstrap); two processes that
+       # print one exception at once glue its name twice ("RuntimeErrorRuntimeError: ...")
+       r"\bProcess (?:Spawn|Fork|ForkServer)?Process-\d+:|\bRuntimeErrorRuntimeError\b|"
+       # torch.multiprocessing.spawn's report of a failed child (torch/multiprocessing/spawn.py)
+       r"-- Process \d+ terminated with the following error", {},
        f"{LAUNCHERS} §1: a job of several processes"),
+    # the job starts from a shell script the input does not show (`bash train.sh`, `./run.sh`):
+    # how many processes it starts is unknown, not one
+    _s("shell-script-launch", r"(?:\b(?:sh|bash|zsh)\s+|(?<![\w/.])\./)[\w./-]*\.sh\b", {},
+       # (anywhere: a sentence that quotes the error beside it reads as a log line)
+       f"{LAUNCHERS} §1: the launcher and its process count are in the script"),
     # --- frameworks (identify only) --------------------------------------------------------------
     # naming the benchmark or the library is context, not a failure (a healthy run names them too)
     _s("nccl-tests", r"\b[rn]ccl-tests\b|\b[a-z_]+_perf\b", {},

@@ -69,6 +69,8 @@ class Context:
     # the pasted text shows MIG (an nvidia-smi table in MIG mode, MIG UUIDs or profiles, a pod's
     # MIG request, MIG said in words): evidence for a MIG reading of a log's messages
     mig_told: bool = False
+    # the pasted text shows no sign of a job of several processes (DocFacts.shows_one_program)
+    one_program_told: bool = False
 
     def visible_var(self) -> str:
         """The visible-devices variable in effect: CUDA_VISIBLE_DEVICES, else ROCm's

@@ -4,6 +4,7 @@ fills it): the signals found per segment, launch lines, env, code, nvidia-smi, c
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -20,6 +21,19 @@ class Hit:
     segment: str  # the segment kind
     where: str  # source:line
     excerpt: str
+
+
+_PLAIN_PYTHON = re.compile(r"\s*python[\d.]*\s+(?!-m\s)")  # python train.py (not python -m ...)
+# Signals of a job with a worker process per GPU, or of a launch the input does not show.
+SEVERAL_PROCESS_WORDS = frozenset(
+    {
+        "ray", "ray-named", "ray-noset", "ray-fractional-gpu", "dask-cuda", "jax-distributed",
+        "jax-process-id-local", "horovod", "mpi-local", "gpus-per-task", "slurm-tasks",
+        "accelerate-config", "deepspeed-include", "lightning", "dist-launch", "multi-node",
+        "spawn-independent", "shell-script-launch", "tf-cluster-config", "jsrun-gpu-per-set",
+        "cvd-per-rank", "scheduler-sets-cvd",
+    }
+)  # fmt: skip
 
 
 @dataclass
@@ -50,6 +64,7 @@ class DocFacts:
     resolved_in_title: bool = False  # the words that tell it solved are on the first line
     resolved_until: int | None = None  # the line where the writer turns to another failure
     log_lines: int = 0  # lines of the document read as program output
+    described: bool = False  # a prose sentence of the writer's own (not a quoted message)
     # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
     cvd_whole_machine: bool = False
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)
@@ -125,6 +140,20 @@ class DocFacts:
         reporter names. Where it does not, a device a snippet hard-codes is one program's choice
         and the processes an OOM lists are anyone's."""
         return "multi-process-job" in self.hits or bool(self.prose_ranks)
+
+    def shows_one_program(self) -> bool:
+        """The writer describes the run (a sentence of their own, or a plain ``python
+        script.py`` they ran) and nothing in the text points at a job of several processes: no
+        launcher, DDP or rank word, no count of processes (an engine's parallel size over two
+        GPUs counts), no framework that runs a worker per GPU (Ray, dask-cuda, JAX's distributed
+        runtime, Horovod, MPI, Slurm tasks, accelerate, DeepSpeed, Lightning), no shell script
+        whose launch is not shown. A bare log says neither: the launch is often all that shows
+        a job's size."""
+        several = not SEVERAL_PROCESS_WORDS.isdisjoint(self.hits)
+        counted = max(self.stated_procs or 0, self.engine_gpus)  # an engine: a worker per GPU
+        told = self.tells_several_processes() or several or counted >= 2
+        plain_run = any(_PLAIN_PYTHON.match(c) for c in self.commands)
+        return (self.described or plain_run) and not told
 
     def fixed_device_of_one_program(self) -> bool:
         """The pasted code hard-codes a device and the text shows no job of several processes:

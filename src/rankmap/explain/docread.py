@@ -338,6 +338,8 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
             facts.log_lines += seg.text.count("\n") + 1
         if seg.kind == "prose" and len(prose) < MAX_PROSE_SPANS:
             prose.append(seg.text)
+        if seg.kind == "prose" and not facts.described:
+            facts.described = any(_own_sentence(line) for line in seg.text.splitlines()[:200])
         if seg.kind == "prose" and len(facts.prose_spans) < MAX_PROSE_SPANS:
             facts.prose_spans.append((seg.first_line, seg.first_line + seg.text.count("\n")))
         _signals(seg, source, facts)
@@ -495,6 +497,16 @@ def without_template(text: str) -> str:
         pos = end + 3
     parts.append(text[pos:])
     return _CHECKLIST.sub("", _PLACEHOLDER.sub("", "".join(parts)))
+
+
+# A line that quotes a message or is a thread's metadata ("owner/repo · issue #3 · closed"), not
+# a sentence of the writer's: an exception or error name, a failure message's words.
+_MESSAGE_LINE = re.compile(r"[A-Za-z](?:Error|Exception)\b|\bordinal\b|\berror\s*[:=(]| · ", re.I)
+
+
+def _own_sentence(line: str) -> bool:
+    """A sentence of the writer's own: four words or more, no quoted message in it."""
+    return len(line.split()) >= 4 and not _MESSAGE_LINE.search(line)
 
 
 def _signals(seg: Segment, source: str, facts: DocFacts) -> None:

@@ -200,6 +200,7 @@ def explain_files(
             machines_told=doc.machines_told(),
             several_processes_told=doc.tells_several_processes(),
             mig_told=doc.shows_mig(),
+            one_program_told=doc.shows_one_program(),
         )
     report = diagnose(ev, ctx)
     if doc is not None and len(ev.sources) == 1:

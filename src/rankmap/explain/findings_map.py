@@ -273,6 +273,9 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
                 severity=Severity.WARNING,
             )
         chosen = best.code
+    elif _one_program(ctx, ev, ranks):
+        first = _one_program_ordinal(forms, common)
+        return [first, *_alternatives(ctx, "RM046", cands, ("RM102",), "invalid device ordinal")]
     else:
         chosen, *others = _undecided_ordinal(ctx, cands)
         decide = "; ".join(decider(c, ctx) for c in (chosen, *others))
@@ -285,6 +288,36 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
         )
         return [first, *_alternatives(ctx, chosen, cands, others, "invalid device ordinal")]
     return [first, *_alternatives(ctx, chosen, cands, (), "invalid device ordinal")]
+
+
+def _one_program(ctx: Context, ev: Evidence, ranks: list[int]) -> bool:
+    """The failing process is a program of its own: the launch is a plain ``python``, or none is
+    known and the writer describes a run with no sign of several processes
+    (DocFacts.shows_one_program); the log shows no ranks or NCCL Init lines either. More
+    processes than GPUs (RM102) needs several; one process past the device count asked for an
+    index the machine lacks."""
+    if ranks or ev.rankmap.records or ctx.several_processes_told:
+        return False
+    launch = ctx.launch
+    if launch is None:
+        return ctx.one_program_told
+    single = (launch.nproc_per_node or 1) <= 1 and (launch.nnodes or 1) <= 1
+    return launch.launcher == "python" and single
+
+
+def _one_program_ordinal(forms: list[str], common: dict[str, Any]) -> Finding:
+    return finding(
+        "RM046",
+        "invalid device ordinal: one program asked for a CUDA device index beyond the GPUs it sees",
+        detail=f"Seen as: {', '.join(forms)}. No launcher, rank or second process shows in the "
+        "input, so no processes outnumber the GPUs. "
+        f"{UNDECIDED_MARK} which index: the program's own (a hard-coded cuda:N or GPU option, a "
+        "1-based index, a checkpoint's saved device) at or above the number of GPUs the process "
+        "sees, or one a visible-devices list or a framework renumbered. What would decide: "
+        "`python -c 'import torch; print(torch.cuda.device_count())'` against the index the "
+        "program selects.",
+        **common,
+    )
 
 
 # What an undecided ordinal failure leaves open (UNDECIDED_MARK: the scoring decides).

@@ -134,6 +134,9 @@ SYMPTOM_CODES = frozenset({"RM103", "RM040", "RM041", "RM906", "RM011", "RM020",
 UNDECIDED_POINTS = 0.5
 # Rendezvous/store and socket errors: what every rank prints when a peer or port is unreachable.
 NETWORK_CODES = frozenset({"RM906", "RM041"})
+# Mapping symptoms filed under ``other``: several processes on one GPU in an OOM (RM011), one
+# program's device index past the GPUs it sees (RM046).
+OTHER_MAPPING_SYMPTOMS = frozenset({"RM011", "RM046"})
 # Catalogue classes whose weights are priors of a generic device/communicator error.
 GENERIC_PRIORS = frozenset({"nccl-generic-error", "comm-error-any", "device-error-any"})
 NO_CAUSE = ("RM003", "RM042")  # "nothing recognised" and the rank map summary
@@ -168,7 +171,7 @@ def _from_findings(base: list[Finding], s: Scores) -> None:
         s.failure = True
         s.outside_printed |= f.code == "RM040"
         # several processes on one GPU (RM011) is a mapping symptom filed under ``other``
-        s.mapping_failure |= f.category != "other" or f.code == "RM011"
+        s.mapping_failure |= f.category != "other" or f.code in OTHER_MAPPING_SYMPTOMS
         undecided = f.code in SYMPTOM_CODES or UNDECIDED_MARK in f.detail
         if i == 0 and undecided and UNDECIDED_MARK in f.detail:
             pts = UNDECIDED_POINTS  # "the log alone does not say": the class priors decide
@@ -396,7 +399,7 @@ def _rescored(
     if (
         lead is not None
         and _undecided_mapping(lead)
-        and (winner == "other" or pts < OVERRIDE_UNDECIDED)
+        and (winner == "other" or pts < OVERRIDE_UNDECIDED or _one_program_stays(lead, winner, s))
     ):
         # a duplicate GPU / an invalid ordinal the log shows is a mapping failure: "other" does
         # not explain it, and context of a point or so (an NCCL INFO "via P2P/IPC" line of
@@ -557,9 +560,32 @@ def _demoted(f: Finding) -> Finding:
     return f
 
 
+# Causes that need a job of several processes: against one program's invalid ordinal (RM046)
+# their priors say nothing; only a support that names the cause (STRONG) does.
+SEVERAL_PROCESS_CAUSES = frozenset(
+    {
+        "oversubscribed",
+        "no_set_device",
+        "global_rank_as_device",
+        "launcher_config",
+        "host_identity",
+    }
+)
+
+
+def _one_program_stays(lead: Finding, winner: str, s: Scores) -> bool:
+    """One program's invalid ordinal (RM046) stays first against a cause of several processes
+    that no support names."""
+    return (
+        lead.code == "RM046" and winner in SEVERAL_PROCESS_CAUSES and s.strongest(winner) < STRONG
+    )
+
+
 def _undecided_mapping(f: Finding) -> bool:
-    """A failure of the mapping the log shows whose cause it cannot decide (RM102, RM103)."""
-    return f.category != "other" and UNDECIDED_MARK in f.detail
+    """A failure of the mapping the log shows whose cause it cannot decide (RM102, RM103, one
+    program's invalid ordinal RM046)."""
+    mapping = f.category != "other" or f.code in OTHER_MAPPING_SYMPTOMS
+    return mapping and UNDECIDED_MARK in f.detail
 
 
 def _decided_by_input(lead: Finding, s: Scores, cat: str) -> Finding:

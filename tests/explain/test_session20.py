@@ -1,0 +1,93 @@
+"""Session 20: shapes written here, restating what the b21-b29 dev parts showed in our own words."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from paste_findings import findings_of
+
+from rankmap.adapters.local import explain_files
+
+_ORDINAL = (
+    "Traceback (most recent call last):\n"
+    '  File "demo.py", line 9, in <module>\n'
+    '    net = Net().to("cuda:1")\n'
+    "RuntimeError: CUDA error: invalid device ordinal\n"
+)
+
+
+def _log_findings(text: str, launch: str | None = None) -> list:
+    report = explain_files([Path("-")], stdin=io.StringIO(text), launch=launch)
+    return report.ordered_findings()
+
+
+# --- one program past the device count is no oversubscription ------------------------------------
+
+
+def test_one_program_asking_for_a_missing_gpu_is_not_more_processes_than_gpus() -> None:
+    text = (
+        "# invalid device ordinal on my laptop\n\nI just run python demo.py and get:\n" + _ORDINAL
+    )
+    first, *rest = findings_of(text)
+    assert first.code == "RM046"
+    assert first.category == "other"
+    assert first.severity.value == "error"  # the failure is printed: certain
+    assert "RM102" in [f.code for f in rest]  # several processes stay a possibility, at info
+    assert all(f.severity.value == "info" for f in rest)
+
+
+def test_a_plain_python_launch_given_as_a_flag_is_one_program() -> None:
+    assert _log_findings(_ORDINAL, launch="python demo.py")[0].code == "RM046"
+
+
+def test_a_launcher_of_several_processes_keeps_the_oversubscription_reading() -> None:
+    first = _log_findings(_ORDINAL, launch="torchrun --nproc_per_node 4 demo.py")[0]
+    assert first.code == "RM102"
+    assert first.category == "oversubscribed"
+
+
+def test_ranks_in_the_log_make_it_a_job_of_several_processes() -> None:
+    text = "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
+    assert findings_of(text)[0].code != "RM046"
+
+
+def test_a_job_started_from_a_script_the_paste_does_not_show_is_not_one_program() -> None:
+    text = "After `bash scripts/train_8gpu.sh` I get\n" + _ORDINAL
+    assert findings_of(text)[0].code == "RM102"  # how many processes the script starts: unknown
+
+
+def test_a_multiprocessing_child_header_tells_several_processes() -> None:
+    text = "Spawned two worker processes\nProcess SpawnProcess-2:\n" + _ORDINAL
+    assert findings_of(text)[0].code != "RM046"
+
+
+def test_two_processes_printing_one_error_at_once_tell_several_processes() -> None:
+    text = "RuntimeErrorRuntimeError: CUDA error: invalid device ordinal: CUDA error: invalid\n"
+    assert findings_of(text)[0].code != "RM046"
+
+
+def test_sourcing_an_environment_script_is_no_launch() -> None:
+    text = "source /opt/conda/etc/profile.d/conda.sh\npython demo.py\n" + _ORDINAL
+    assert findings_of(text)[0].code == "RM046"
+
+
+def test_a_bare_error_line_says_nothing_of_the_processes() -> None:
+    # the launch is often all that shows a job's size: a log alone keeps the undecided reading
+    assert findings_of("RuntimeError: CUDA error: invalid device ordinal\n")[0].code == "RM102"
+
+
+def test_a_framework_with_a_worker_per_gpu_is_no_one_program() -> None:
+    text = (
+        "# invalid ordinal\n\nMy Ray actor loads the model on its GPU and then fails:\n" + _ORDINAL
+    )
+    assert findings_of(text)[0].code != "RM046"
+
+
+def test_one_programs_ordinal_beside_a_visible_list_is_the_list() -> None:
+    # a list that hides the index the program asks for is a cause of one program too
+    text = (
+        "# invalid ordinal\n\nI set the variable so that the job only uses the second card:\n"
+        "$ CUDA_VISIBLE_DEVICES=1 python demo.py\n" + _ORDINAL
+    )
+    assert findings_of(text)[0].category == "visible_devices_mismatch"
