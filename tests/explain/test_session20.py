@@ -91,3 +91,38 @@ def test_one_programs_ordinal_beside_a_visible_list_is_the_list() -> None:
         "$ CUDA_VISIBLE_DEVICES=1 python demo.py\n" + _ORDINAL
     )
     assert findings_of(text)[0].category == "visible_devices_mismatch"
+
+
+# --- a failure on GPUs that no rule reads is a weak guess, not "nothing recognised" ---------------
+
+
+def test_a_gpu_failure_no_rule_reads_gets_a_weak_guess_with_the_checks() -> None:
+    text = (
+        "# Training crashes on our 4-GPU server\n\n"
+        "Since last week the run stops after a few minutes on the GPUs with an error and I "
+        "cannot tell why; it does not work anymore.\n"
+    )
+    first, *rest = findings_of(text)
+    assert (first.code, first.category, first.severity.value) == ("RM045", "other", "info")
+    assert "nvidia-smi" in first.detail and "LOCAL_RANK" in first.detail
+    assert not rest
+
+
+def test_a_failure_without_gpus_stays_nothing_recognised() -> None:
+    text = (
+        "# The parser crashes\n\nReading the config file fails with an error, it does not work.\n"
+    )
+    assert findings_of(text)[0].code == "RM003"
+
+
+def test_a_gpu_question_without_a_failure_stays_nothing_recognised() -> None:
+    text = "# Which GPU should I buy?\n\nWe plan a workstation with two GPUs for fine-tuning.\n"
+    assert findings_of(text)[0].code == "RM003"
+
+
+def test_a_gpu_failure_outside_the_family_keeps_its_own_explanation() -> None:
+    text = (
+        "# OOM on one GPU\n\nThe 70B model does not fit on my single 24 GB GPU:\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert findings_of(text)[0].code != "RM045"

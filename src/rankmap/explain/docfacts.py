@@ -65,6 +65,7 @@ class DocFacts:
     resolved_until: int | None = None  # the line where the writer turns to another failure
     log_lines: int = 0  # lines of the document read as program output
     described: bool = False  # a prose sentence of the writer's own (not a quoted message)
+    names_gpus: bool = False  # the text speaks of GPUs, CUDA, NCCL or their devices at all
     # the pasted CUDA_VISIBLE_DEVICES is 0..N-1 of the N GPUs the machine has: it narrows nothing
     cvd_whole_machine: bool = False
     hosts_in_launch: int = 0  # distinct hosts a pasted launch names (mpirun -H, --nnodes)

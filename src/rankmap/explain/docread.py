@@ -327,6 +327,7 @@ def read_document(text: str, source: str = "<stdin>") -> DocFacts:
         (saturating_int(k) + 1 for k in _VALID_RANGE.findall(text)), default=0
     )
     facts.title_line = _title_line(text)
+    facts.names_gpus = _GPU_WORDS.search(text) is not None
     if "VISIBLE_DEVICES" in text:
         facts.rank_lists = rank_lists(text)
     facts.rank_devices = rank_devices(text)
@@ -499,6 +500,12 @@ def without_template(text: str) -> str:
     return _CHECKLIST.sub("", _PLACEHOLDER.sub("", "".join(parts)))
 
 
+# GPUs and their stacks named at all: the family's subject (a failure without them is anyone's)
+_GPU_WORDS = re.compile(
+    r"\b(?:gpus?|cuda\w*|nccl|rccl|hip|rocm|nvidia\w*|multi-?gpu|vram|tpus?|npus?)\b|显卡|多卡|单卡|"
+    r"\d卡",
+    re.IGNORECASE,
+)
 # A line that quotes a message or is a thread's metadata ("owner/repo · issue #3 · closed"), not
 # a sentence of the writer's: an exception or error name, a failure message's words.
 _MESSAGE_LINE = re.compile(r"[A-Za-z](?:Error|Exception)\b|\bordinal\b|\berror\s*[:=(]| · ", re.I)

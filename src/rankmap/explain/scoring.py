@@ -361,6 +361,7 @@ def rescore(
     s.named = named
     out, s = _rescored(base, ctx, doc, s)
     out = _network_alone_is_info(out)
+    out = _gpu_failure_unplaced(out, doc)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
     guess = bool(out) and out[0].code in BEST_GUESS.values() and not out[0].ranks
@@ -454,6 +455,45 @@ def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
             evidence=(f"{hit.where}: {hit.excerpt}",),
         )
     ]
+
+
+def _gpu_failure_unplaced(out: list[Finding], doc: DocFacts | None) -> list[Finding]:
+    """A lone "nothing recognised" beside a failure the writer reports on GPUs (a traceback, an
+    error line, "it does not work", and GPUs, CUDA or NCCL named) and no failure outside the
+    family: the input is a report of this family whose cause no rule reads. What the corpora's
+    unread reports most often turned out to be is a cause outside the mapping categories (b21-b29
+    dev: 14 of 41), so that is the guess, at info, with the checks that would show a mapping
+    cause instead."""
+    if len(out) != 1 or out[0].code != "RM003" or out[0].evidence or doc is None:
+        return out
+    if not (doc.failed and doc.names_gpus) or _outside(doc):
+        return out
+    failures = [h for h in doc.hits.values() if h.signal.failure]
+    evidence = (f"{failures[0].where}: {failures[0].excerpt}",) if failures else ()
+    return [
+        finding(
+            BEST_GUESS["other"],
+            "A GPU failure with no sign of a GPU-mapping cause: nothing in the input ties it to "
+            "which process uses which GPU",
+            detail="Weak evidence: the input reports a failure on GPUs, and no launcher, "
+            "visible-devices list, device selection, container, MIG or host setting in it points "
+            "at a mapping cause; a cause outside the mapping categories is the likeliest then, "
+            f"not a certain one. What would decide: {GPU_MAP_CHECKS}.",
+            evidence=evidence,
+            fix="Run the checks named and give their output, the launch command (--launch) and the "
+            "script (--script) to `rankmap explain` again; if every process is on its own GPU, "
+            "the failure lies outside the GPU mapping.",
+            severity=Severity.INFO,
+        )
+    ]
+
+
+# The checks that show the mapping of a job whose failure names no cause.
+GPU_MAP_CHECKS = (
+    "`nvidia-smi` while the job runs (which processes hold memory on which GPU), and in every "
+    "process `print(os.environ.get('LOCAL_RANK'), os.environ.get('CUDA_VISIBLE_DEVICES'), "
+    "torch.cuda.device_count(), torch.cuda.current_device())`"
+)
 
 
 def _exception_alone(s: Scores) -> bool:
