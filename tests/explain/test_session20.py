@@ -126,3 +126,33 @@ def test_a_gpu_failure_outside_the_family_keeps_its_own_explanation() -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     )
     assert findings_of(text)[0].code != "RM045"
+
+
+# --- review 74 ------------------------------------------------------------------------------------
+
+
+def test_a_container_given_two_host_gpus_explains_a_host_index_asked_inside_it() -> None:
+    text = (
+        "# works on the host, not in the container\n\n"
+        "On the host I run the server with --gpu 5 and it works. In docker it does not:\n"
+        "$ docker run --gpus '\"device=4,5\"' srv:1 python /srv/main.py --gpu 5\n" + _ORDINAL
+    )
+    first, *rest = findings_of(text)
+    assert (first.category, first.severity.value) == ("container_mapping", "error")
+    assert "RM046" in [f.code for f in rest]  # the failure itself follows, no longer the lead
+
+
+def test_a_bare_cuda_device_after_set_device_of_the_rank_is_no_missing_set_device() -> None:
+    text = (
+        "# spawned workers fail\n\n"
+        "```python\n"
+        "def work(rank):\n"
+        "    torch.cuda.set_device(rank)\n"
+        "    x = torch.ones(1, device='cuda')\n\n"
+        "mp.spawn(work, nprocs=4)\n"
+        "```\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert all(
+        f.category != "no_set_device" or f.severity.value == "info" for f in findings_of(text)
+    )

@@ -28,9 +28,11 @@ define(
     "above the number of GPUs it sees: a hard-coded `cuda:1` or `--gpu 1` written for another "
     "machine, a 1-based index, or a checkpoint saved on another GPU and loaded without "
     "`map_location`. More processes than GPUs (RM102) needs several processes.",
-    fix="Use an index below `torch.cuda.device_count()` (cuda:0 on a one-GPU machine), set the "
-    "program's GPU option to a GPU `nvidia-smi -L` lists, or load checkpoints with "
-    "`map_location`.",
+    fix="Select a device the process sees: an index below its device count (PyTorch "
+    "`torch.cuda.device_count()`, cuda:0 on a one-GPU machine; `nvidia-smi -L` or `rocm-smi` "
+    "inside the container or under the visible-devices list the process runs with; Lua's "
+    "cutorch numbers from 1), set the program's GPU option accordingly, or load checkpoints "
+    "with `map_location`.",
     example="`python train.py` on a laptop with one GPU: `CUDA error: invalid device ordinal`.",
 )
 define(

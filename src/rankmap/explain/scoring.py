@@ -226,6 +226,8 @@ def _from_hits(doc: DocFacts, s: Scores, base: list[Finding]) -> None:
                 s.name_fix(cat, pts, sig.fix)
 
 
+# check's DeviceSelection kinds of pasted code that select a GPU per rank
+PER_RANK_SELECTIONS = frozenset({"local_rank", "global_rank"})
 # What one process driving several GPUs shows by design (more memory on GPU 0, `.cuda()`)
 _GPU0_SIGNS = frozenset({"all-on-gpu0", "cuda-no-index-code", "one-gpu-used"})
 
@@ -234,12 +236,17 @@ def _hits_that_count(doc: DocFacts) -> dict[str, Hit]:
     """The catalogue hits that score: a CUDA call failing inside NCCL is no failure of this
     family when NCCL's own warning names the CUDA error (``Cuda failure 'out of memory'``); the
     GPU-0 signs of one process that drives several GPUs (nn.DataParallel, device_map="auto")
-    with no job of several processes in sight are its design, not ranks on one GPU (review 23)."""
+    with no job of several processes in sight are its design, not ranks on one GPU (review 23);
+    a bare ``'cuda'`` device in code that calls set_device(rank) is the selected one (a
+    ``.cuda()`` beside DDP's ``device_ids=[local_rank]`` alone is still cuda:0, review 73)."""
     hits = doc.hits
     if doc.cuda_error_named:
         hits = {k: h for k, h in hits.items() if k != "nccl-cuda-call-failed"}
     if single_process(doc):
         hits = {k: h for k, h in hits.items() if k not in _GPU0_SIGNS}
+    if doc.code_kind in PER_RANK_SELECTIONS and "set_device" in (doc.code_call or ""):
+        # `device="cuda"` is the current device: the one set_device(rank) selected (review 74)
+        hits = {k: h for k, h in hits.items() if k != "cuda-no-index-code"}
     return hits
 
 
@@ -418,7 +425,11 @@ def _rescored(
     # support names it, not a setting the context adds (review 61: a docker run beside a
     # Duplicate GPU); otherwise the failure keeps its error and leads, the guess follows
     printed = any(f.severity is Severity.ERROR and _undecided_mapping(f) for f in rest)
-    explains = winner in SYMPTOM_CAUSES or s.strongest(winner) >= NAMES_CAUSE
+    explains = (
+        winner in SYMPTOM_CAUSES
+        or s.strongest(winner) >= NAMES_CAUSE
+        or _container_renumbers(winner, doc)
+    )
     decided_error |= printed and explains
     severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
     # a symptom whose cause the log alone does not decide follows the cause that leads, also
@@ -429,6 +440,13 @@ def _rescored(
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
+
+
+def _container_renumbers(winner: str, doc: DocFacts | None) -> bool:
+    """A container given some of the host's GPUs (``--gpus device=2,3``, ``--gpus 2``, a pod's
+    GPU limit) numbers them from 0 inside (RM703): a host index the program keeps asking for is
+    the container's to explain when the container leads (review 74)."""
+    return winner == "container_mapping" and doc is not None and bool(doc.gpus_requested)
 
 
 def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
