@@ -156,3 +156,36 @@ def test_a_bare_cuda_device_after_set_device_of_the_rank_is_no_missing_set_devic
     assert all(
         f.category != "no_set_device" or f.severity.value == "info" for f in findings_of(text)
     )
+
+
+def test_workers_the_pasted_code_spawns_past_the_stated_gpus_are_too_many_processes() -> None:
+    text = (
+        "# spawn fails on a 2-GPU machine\n\nThe box has 2 GPUs. I start it with\n\n"
+        "$ python run.py\n\n"
+        "```python\n"
+        "WORKERS = 4\n\n"
+        "def work(rank):\n"
+        "    torch.cuda.set_device(rank)\n"
+        "    dist.init_process_group('nccl', rank=rank, world_size=WORKERS)\n\n"
+        "if __name__ == '__main__':\n"
+        "    mp.spawn(work, nprocs=WORKERS)\n"
+        "```\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n"
+    )
+    assert findings_of(text)[0].category == "oversubscribed"
+
+
+def test_spawned_workers_that_fit_the_gpus_are_no_oversubscription() -> None:
+    text = (
+        "# spawn fails on an 8-GPU machine\n\nThe box has 8 GPUs. I start it with\n\n"
+        "$ python run.py\n\n"
+        "```python\n"
+        "def work(rank):\n"
+        "    torch.cuda.set_device(rank)\n\n"
+        "mp.spawn(work, nprocs=2)\n"
+        "```\n"
+        "RuntimeError: NCCL error: unhandled system error\n"
+    )
+    assert all(
+        f.category != "oversubscribed" or f.severity.value == "info" for f in findings_of(text)
+    )

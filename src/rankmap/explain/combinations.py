@@ -71,6 +71,18 @@ from rankmap.explain.visible_lists import (
 from rankmap.findings import Finding
 
 
+def _spawned_workers(ctx: Context, doc: DocFacts | None) -> int | None:
+    """The workers pasted code starts with ``mp.spawn(fn, nprocs=K)`` (K read by check's
+    analysis) under a plain ``python`` launch or none: all of them on the machine it runs on
+    (check/engine.py: the spawn index is the local rank)."""
+    if doc is None or not doc.code_spawns or not doc.spawn_count:
+        return None
+    launch = ctx.launch
+    if launch is not None and (launch.launcher != "python" or (launch.nproc_per_node or 1) > 1):
+        return None
+    return doc.spawn_count
+
+
 def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[Finding]) -> None:
     """Facts that only combinations show (a launch and a transport, a list and a symptom)."""
     transport_and_tables(ctx, doc, s)
@@ -87,14 +99,17 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
     nproc = ctx.launch.nproc_per_node if ctx.launch else None
     if nproc is None and doc is not None and one_machine_told(doc):
         nproc = doc.stated_procs  # "8 processes, 4 GPUs" told in prose, on one machine
+    spawned = _spawned_workers(ctx, doc)
+    nproc = spawned or nproc
     gpus = ctx.gpus_per_node() or (doc.smi_gpus or doc.stated_gpus if doc else None)
     if nproc and gpus and nproc > gpus:
         s.mapping_failure = True  # the stated launch cannot fit: a predicted failure
         told = doc is not None and not ctx.gpus_per_node() and not doc.smi_gpus
+        started = "workers the pasted code spawns (mp.spawn nprocs)" if spawned else "processes"
         s.add(
             "oversubscribed",
             4.0,
-            f"{nproc} processes per node, {gpus} GPU(s) stated",
+            f"{nproc} {started} per node, {gpus} GPU(s) stated",
             doc.stated_gpus_at if told and doc else None,
         )
     elif nproc and gpus and nproc <= gpus and ctx.launch and not ctx.launch.nested_in:

@@ -52,6 +52,7 @@ class DocFacts:
     code_kind: str | None = None  # check's DeviceSelection.kind of the pasted code
     code_call: str | None = None
     code_spawns: bool = False  # the pasted code starts worker processes itself (mp.spawn)
+    spawn_count: int | None = None  # how many, where check's analysis read nprocs
     smi_gpus: int | None = None
     stated_gpus: int | None = None  # "2 GPUs" in the prose
     stated_gpus_at: str = ""  # where the prose says it (source:line: the sentence)

@@ -665,6 +665,7 @@ def _code(seg: Segment, facts: DocFacts) -> None:
     # check/engine.py _spawn_in_every_process: unguarded, the workers select by the spawn index)
     if sel.spawn_always and not sel.spawn_sets_local_rank and "mp.spawn index" in sel.origin:
         facts.code_spawns = True
+        facts.spawn_count = facts.spawn_count or sel.spawn_count
     rank = {"global_rank": 4, "constant": 3, "local_rank_modulo": 2, "local_rank": 1}
     if (
         rank.get(sel.kind, 0) > rank.get(facts.code_kind or "", 0)
