@@ -119,8 +119,8 @@ DECIDE: dict[str, str] = {
     "env` / the DeepSpeed hostfile, and how the script reads its local rank",
     "version_mismatch": "`nvidia-smi` (driver, CUDA version), `python -c 'import torch; "
     "print(torch.version.cuda, torch.cuda.get_arch_list())'` and the NCCL version on every node",
-    "other": "`nvidia-smi topo -m` and a re-run with `NCCL_DEBUG=INFO` (and once with "
-    "`NCCL_P2P_DISABLE=1`)",
+    "other": "`dmesg | grep -i xid` (a GPU fault the driver logged), `nvidia-smi topo -m`, and "
+    "a re-run with `CUDA_LAUNCH_BLOCKING=1` and `NCCL_DEBUG=INFO` (once with `NCCL_P2P_DISABLE=1`)",
 }
 # The categories of the causes the specific rules know for a shared GPU or an invalid ordinal
 # (rankmap.gpu_sharing): a guess of one of them explains such a failure.
@@ -510,7 +510,8 @@ def _gpu_failure_unplaced(out: list[Finding], doc: DocFacts | None) -> list[Find
 GPU_MAP_CHECKS = (
     "`nvidia-smi` while the job runs (which processes hold memory on which GPU), and in every "
     "process `print(os.environ.get('LOCAL_RANK'), os.environ.get('CUDA_VISIBLE_DEVICES'), "
-    "torch.cuda.device_count(), torch.cuda.current_device())`"
+    "torch.cuda.device_count(), torch.cuda.current_device())`; `dmesg | grep -i xid` for a GPU "
+    "fault the driver logged"
 )
 
 
