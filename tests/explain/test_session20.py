@@ -189,3 +189,22 @@ def test_spawned_workers_that_fit_the_gpus_are_no_oversubscription() -> None:
     assert all(
         f.category != "oversubscribed" or f.severity.value == "info" for f in findings_of(text)
     )
+
+
+def test_machines_taken_for_one_host_leave_no_oversubscription_error_beside_them() -> None:
+    lines = [
+        f"localhost:{pid}:{pid + 50} [{r % 2}] NCCL INFO comm 0x{r}a rank {r} nranks 4 cudaDev {r % 2} "
+        f"nvmlDev {r % 2} busId {r % 2 + 1}000 commId 0x77 - Init START"
+        for r, pid in ((0, 900), (1, 901), (2, 300), (3, 301))
+    ]
+    text = (
+        "# Duplicate GPU across our two servers\n\n"
+        "Both servers were installed from one disk image: both report the hostname localhost and "
+        "the same machine-id. torchrun --nnodes=2 --nproc_per_node=2 on each.\n\n"
+        + "\n".join(lines)
+        + "\nlocalhost:300:350 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 "
+        "both on CUDA device 1000\n"
+    )
+    first, *rest = findings_of(text)
+    assert first.category == "host_identity"
+    assert all(f.severity.value == "info" for f in rest if f.category == "oversubscribed")

@@ -437,9 +437,25 @@ def _rescored(
     # a printed mapping failure the guess does not explain keeps its error (exit 1)
     keep = printed and severity is not Severity.ERROR
     rest = [f if keep and _undecided_mapping(f) else _demoted(f) for f in rest]
+    if winner == "host_identity":
+        rest = [_one_host_count(f) for f in rest]
     guess = _guess_finding(winner, pts, runner, margin, s, lead, severity, weak=below)
     runners = [_runner_finding(c, p, s) for c, p in ranked[1:3]]
     return [guess, *rest, *runners], s
+
+
+def _one_host_count(f: Finding) -> Finding:
+    """Processes counted per host when machines share one host identity: NCCL's one host is
+    several machines, so "more processes on a node than GPUs" is that count, not a cause of its
+    own (review 74: two cloned VMs with 4 GPUs and 4 processes each)."""
+    if f.category != "oversubscribed" or f.severity is Severity.INFO:
+        return f
+    return replace(
+        f,
+        severity=Severity.INFO,
+        detail=f"{f.detail} (Counted on one NCCL host that the leading finding shows to be "
+        "several machines: per machine the processes may fit.)",
+    )
 
 
 def _container_renumbers(winner: str, doc: DocFacts | None) -> bool:
