@@ -208,3 +208,20 @@ def test_machines_taken_for_one_host_leave_no_oversubscription_error_beside_them
     first, *rest = findings_of(text)
     assert first.category == "host_identity"
     assert all(f.severity.value == "info" for f in rest if f.category == "oversubscribed")
+
+
+def test_a_long_caption_still_names_the_node_of_the_command_below_it() -> None:
+    cmd = (
+        "    torchrun --nnodes=2 --nproc_per_node=4 --node_rank=0 --master_addr=10.1.0.5 train.py\n"
+    )
+    text = (
+        "# rendezvous never completes\n\n"
+        "start_a.sh, on the first node (10.1.0.5):\n\n" + cmd + "\n"
+        "start_b.sh, on the second node (10.1.0.6), copied from the first one without edits:\n\n"
+        + cmd
+        + "\n[rank0]: torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for "
+        "clients. 4/8 clients joined.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "host_identity"  # duplicated node ranks, by the contract
+    assert "node rank 0" in first.detail

@@ -123,11 +123,13 @@ def read_sbatch(seg: Segment, facts: DocFacts) -> None:
 
 def shell_caption(seg: Segment) -> str:
     """The last line of a prose segment when it names a machine and ends with a colon ("Node A
-    (10.2.0.5):", "On worker-1:"): the prompt of the command block below it (review 59)."""
+    (10.2.0.5):", "On worker-1:"): the prompt of the command block below it (review 59); a line
+    of up to 120 characters, which may say more of the command ("copied from node A unchanged",
+    review 74)."""
     if seg.kind != "prose":
         return ""
     last = seg.text.rstrip().rsplit("\n", 1)[-1].strip()
-    names = _NODE_WORDS.findall(last[:-1]) if last.endswith(":") and len(last) <= 60 else []
+    names = _NODE_WORDS.findall(last[:-1]) if last.endswith(":") and len(last) <= 120 else []
     # the machine's own name or address, not the words around it: "Again on node0:" and "On
     # node0:" caption the same machine (review 61)
     named = [n for n in names if any(c.isdigit() for c in n)] or names
