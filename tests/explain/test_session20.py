@@ -225,3 +225,9 @@ def test_a_long_caption_still_names_the_node_of_the_command_below_it() -> None:
     first = findings_of(text)[0]
     assert first.category == "host_identity"  # duplicated node ranks, by the contract
     assert "node rank 0" in first.detail
+
+
+def test_a_python_module_launch_is_no_known_one_program() -> None:
+    # an inference server started as a module starts a worker per GPU of its parallel size
+    launch = "python -m vllm.entrypoints.openai.api_server --tensor-parallel-size 2"
+    assert _log_findings(_ORDINAL, launch=launch)[0].code == "RM102"

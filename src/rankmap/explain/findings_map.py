@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -290,6 +291,9 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     return [first, *_alternatives(ctx, chosen, cands, (), "invalid device ordinal")]
 
 
+_PYTHON_MODULE = re.compile(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s")
+
+
 def _one_program(ctx: Context, ev: Evidence, ranks: list[int]) -> bool:
     """The failing process is a program of its own: the launch is a plain ``python``, or none is
     known and the writer describes a run with no sign of several processes
@@ -302,7 +306,9 @@ def _one_program(ctx: Context, ev: Evidence, ranks: list[int]) -> bool:
     if launch is None:
         return ctx.one_program_told
     single = (launch.nproc_per_node or 1) <= 1 and (launch.nnodes or 1) <= 1
-    return launch.launcher == "python" and single
+    # `python -m vllm.entrypoints... --tensor-parallel-size 2` starts a worker per GPU itself
+    module = _PYTHON_MODULE.search(launch.command) is not None
+    return launch.launcher == "python" and single and not module
 
 
 def _one_program_ordinal(forms: list[str], common: dict[str, Any]) -> Finding:
