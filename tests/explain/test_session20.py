@@ -231,3 +231,21 @@ def test_a_python_module_launch_is_no_known_one_program() -> None:
     # an inference server started as a module starts a worker per GPU of its parallel size
     launch = "python -m vllm.entrypoints.openai.api_server --tensor-parallel-size 2"
     assert _log_findings(_ORDINAL, launch=launch)[0].code == "RM102"
+
+
+# --- review 75 ------------------------------------------------------------------------------------
+
+
+def test_an_ib_memlock_failure_in_pods_is_no_mapping_alarm_and_names_the_limit() -> None:
+    text = (
+        "# Two-node training in pods fails at NCCL init\n\n"
+        "Our k8s pods run a multi-node job; one node alone works.\n\n"
+        "w1:31:77 [0] NCCL INFO comm 0x9 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 3b000 "
+        "commId 0x41 - Init START\n"
+        "w1:31:80 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr failed with error Cannot "
+        "allocate memory\n"
+        "torch.distributed.DistBackendError: NCCL error: unhandled system error\n"
+    )
+    found = findings_of(text)
+    assert not [f for f in found if f.category != "other" and f.severity.value != "info"]
+    assert "memlock" in found[0].fix

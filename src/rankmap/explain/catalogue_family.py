@@ -383,6 +383,18 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "NCCL's net_ib transport: a failed IB/RoCE work completion; 'such errors often indicate "
        "connectivity problems' (https://github.com/NVIDIA/nccl/issues/1664, maintainer; NCCL "
        "troubleshooting, networking issues)", outside=True),
+    # an IB verbs resource that could not be created for lack of lockable memory: RDMA pins its
+    # buffers, and a small memlock limit (ulimit -l 64 in many containers and pods) refuses it
+    _s("outside-ib-memlock", r"Call to ibv_\w+ failed with error Cannot allocate memory|"
+       r"ibv_reg_mr\w* failed",
+       {"other": 2},
+       "InfiniBand needs lockable memory: raise the memlock limit (Red Hat MRG messaging guide "
+       "6.3.4, 'Allocate lockable memory for Infiniband', https://access.redhat.com/documentation/"
+       "en-us/red_hat_enterprise_mrg/3/html/messaging_installation_and_configuration_guide/"
+       "configure_infiniband_on_a_messaging_client)", outside=True,
+       fix="Raise the locked-memory limit where the ranks run: `ulimit -l unlimited` (memlock in "
+       "/etc/security/limits.conf), `docker run --ulimit memlock=-1`, or the container runtime's "
+       "or pod's memlock limit; `ulimit -l` inside the job shows it"),
     # data that arrives wrong between two GPUs of one machine, or the PCIe settings behind it:
     # the path between GPUs, not which rank has which GPU (a GPU problem of the family: other)
     _s("p2p-path-broken", r"\b(?:corrupt\w*|garbage(?! collect)|wrong values|all zeros?)\b[^.\n]{0,80}\b(?:GPUs?|"
@@ -662,6 +674,7 @@ FAMILY_KEYS: dict[str, tuple[str, ...]] = {
     "p2p-path-broken": ("corrupt", "garbage", "wrong values", "zero", "iommu", "acs"),
     "outside-network-words": ("connection", "iptable", "masquerad", "port"),
     "outside-ib-completion": ("got completion from peer",),
+    "outside-ib-memlock": ("ibv_",),
     "nccl-tests-wrong-data": ("out of bounds values",),
     "outside-network": (
         "connection refused",

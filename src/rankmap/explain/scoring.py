@@ -369,6 +369,8 @@ def rescore(
     out, s = _rescored(base, ctx, doc, s)
     out = _network_alone_is_info(out)
     out = _gpu_failure_unplaced(out, doc)
+    if doc is not None and out and out[0].code == "RM042":
+        out = _outside_beside_map(out, doc)
     if out and out[0].code != "RM003" and not out[0].ranks and named[0]:
         out[0] = replace(out[0], ranks=named[0])  # ranks the input names as failing
     guess = bool(out) and out[0].code in BEST_GUESS.values() and not out[0].ranks
@@ -469,14 +471,11 @@ def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
     """A lone "nothing recognised" beside a failure the input shows outside the mapping (a
     firewall, a security group, an OOM told in prose) says which: that failure is the one to fix,
     not a reason to re-run with NCCL_DEBUG (review 64)."""
-    if len(base) != 1 or base[0].code != "RM003" or doc is None or base[0].evidence:
+    if doc is None or len(base) != 1 or base[0].code != "RM003" or base[0].evidence:
         return base
     if not (doc.failed or any(h.signal.failure for h in doc.hits.values())):
         return base  # a question about a setting ("the security group allows all"): no failure
-    hit = next(
-        (h for h in doc.hits.values() if h.signal.outside and h.signal.id != "outside-model-size"),
-        None,
-    )  # (a model "too big" or "model parallel" is a setting told, not a failure shown)
+    hit = _outside_hit(doc)
     if hit is None:
         return base
     return [
@@ -485,10 +484,46 @@ def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
             title="No GPU-mapping problem recognised in the input",
             detail=f"{base[0].detail} The input shows a failure outside the GPU mapping: "
             f"`{hit.excerpt}` ({hit.signal.fact}).",
-            fix="Fix the failure quoted; nothing in the input points at the GPU mapping.",
+            fix=hit.signal.fix
+            or "Fix the failure quoted; nothing in the input points at the GPU mapping.",
             evidence=(f"{hit.where}: {hit.excerpt}",),
         )
     ]
+
+
+def _outside_hit(doc: DocFacts, *, printed: bool = False) -> Hit | None:
+    """The first failure outside the mapping the input shows (``printed``: in program output)."""
+    return next(
+        (
+            h
+            for h in doc.hits.values()
+            if h.signal.outside
+            and h.signal.id != "outside-model-size"  # a size told is a setting, not a failure
+            and (not printed or h.segment == "log")
+        ),
+        None,
+    )
+
+
+def _outside_beside_map(base: list[Finding], doc: DocFacts) -> list[Finding]:
+    """The rank map (RM042, nothing to fix) beside a failure outside the mapping the job printed
+    and the map does not already name (an IB memlock limit; the workers' own exception is named
+    by engine._rankmap_finding): the map names it and its fix, as for the workers' exception
+    (review 75)."""
+    lead = base[0]
+    if lead.evidence or any(f.severity is not Severity.INFO for f in base):
+        return base
+    hit = _outside_hit(doc, printed=True)
+    if hit is None:
+        return base
+    named = replace(
+        lead,
+        detail=f"{lead.detail} The job failed outside the GPU mapping: `{hit.excerpt}` "
+        f"({hit.signal.fact}).".lstrip(),
+        fix=hit.signal.fix or "Fix the failure quoted; the rank map shows no GPU problem.",
+        evidence=(f"{hit.where}: {hit.excerpt}",),
+    )
+    return [named, *base[1:]]
 
 
 def _gpu_failure_unplaced(out: list[Finding], doc: DocFacts | None) -> list[Finding]:
