@@ -249,3 +249,17 @@ def test_an_ib_memlock_failure_in_pods_is_no_mapping_alarm_and_names_the_limit()
     found = findings_of(text)
     assert not [f for f in found if f.category != "other" and f.severity.value != "info"]
     assert "memlock" in found[0].fix
+
+
+def test_one_host_name_with_two_socket_addresses_is_two_machines() -> None:
+    text = (
+        "gpu:700:700 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.0.1<0>\n"
+        "gpu:700:740 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 5e000 "
+        "commId 0x9 - Init START\n"
+        "gpu:300:340 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.9.0.2<0>\n"
+        "gpu:300:340 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 5e000 "
+        "commId 0x9 - Init START\n"
+        "gpu:300:340 [0] init.cc:836 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on "
+        "CUDA device 5e000\n"
+    )
+    assert findings_of(text)[0].code == "RM801"

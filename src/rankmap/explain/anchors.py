@@ -52,6 +52,8 @@ ANCHORS: tuple[bytes, ...] = (
     b"NCCL_SOCKET_IFNAME",
     b"socket",
     b"Bootstrap",
+    b"NET/Socket : Using",
+    b"; OOB ",
     b"failed",
     b"Last error",
     b"CUDA_VISIBLE_DEVICES",

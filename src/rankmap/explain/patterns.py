@@ -180,8 +180,13 @@ _STORE = _R(
 _W_LEVEL = _R(r"^\s*(?:\[rank\d+\]:)?\[W[\d :.]*\S*\.cpp:\d+\]")
 _RETRIED = frozenset({"store_error"})
 _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has already checked in")
-# "Bootstrap : Using eth0:10.0.0.1<0>" (NCCL INFO, every rank): the address a process bootstraps from
-_BOOT_IP = _R(r"Bootstrap ?: Using (?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<")
+# "Bootstrap : Using eth0:10.0.0.1<0>" (NCCL INFO, every rank): the address a process bootstraps
+# from; the first interface of "NET/Socket : Using [0]eth0:10.0.0.1<0> ..." and the out-of-band
+# one of "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>" are its machine's addresses too
+_BOOT_IP = _R(
+    r"(?:Bootstrap ?: Using |NET/Socket : Using \[0\]|NET/IB : Using [^\n]{0,200}?; OOB )"
+    r"(?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<"
+)
 # The last line of a Python traceback: the exception a process stopped with
 _PY_EXCEPTION = _R(
     r"^\s*(?:\[rank\d+\]:\s*)?(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)):\s(?P<msg>.{1,200})"
