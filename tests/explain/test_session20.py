@@ -263,3 +263,30 @@ def test_one_host_name_with_two_socket_addresses_is_two_machines() -> None:
         "CUDA device 5e000\n"
     )
     assert findings_of(text)[0].code == "RM801"
+
+
+def test_launchers_nested_in_srun_are_the_cause_not_nodes_taken_for_one_host() -> None:
+    text = (
+        "# srun + torchrun starts far too many processes\n\n"
+        "```bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
+        "srun torchrun --nnodes 2 --nproc_per_node 4 --rdzv_backend c10d "
+        "--rdzv_endpoint $head:29500 fit.py\n```\n\n"
+        "n7:500:560 [1] init.cc:705 NCCL WARN Duplicate GPU detected : rank 1 and rank 5 both on "
+        "CUDA device 3b000\n"
+    )
+    assert findings_of(text)[0].code == "RM904"
+
+
+def test_a_node_rank_both_nodes_claim_gets_the_node_rank_fix() -> None:
+    cmd = "  torchrun --nnodes=2 --nproc_per_node=4 --node_rank=0 --master_addr=10.4.0.1 fit.py\n"
+    text = (
+        "# both nodes wait forever\n\nnode one (10.4.0.1):\n"
+        + cmd
+        + "node two (10.4.0.2):\n"
+        + cmd
+        + "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. "
+        "4/8 clients joined.\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "host_identity"
+    assert "--node_rank=1" in first.fix

@@ -369,10 +369,14 @@ def _fits_each_node(ctx: Context, gpus: int | None) -> bool:
 def _launch_nodes_apart(ctx: Context, ev: Evidence) -> str | None:
     """A duplicate pair the launch puts on different nodes: ranks are numbered node by node
     (node_rank x processes per node + local rank: torchrun, srun's block layout, mpirun by slot),
-    so ranks a and b with a // n != b // n run on different machines, yet NCCL saw one host."""
+    so ranks a and b with a // n != b // n run on different machines, yet NCCL saw one host. Not
+    under nested launchers (srun around torchrun): each task's launcher numbers its own workers
+    (review 75)."""
     launch = ctx.launch
     nproc = launch.nproc_per_node if launch else None
     if not (launch and nproc and (launch.nnodes or 0) >= 2):
+        return None
+    if launch.nested_in:  # every outer task runs its own launcher: the layout is not node by node
         return None
     for e in ev.of("duplicate_gpu"):
         a, b = e.ranks

@@ -54,7 +54,7 @@ from rankmap.explain.containers import (
 )
 from rankmap.explain.context import Context
 from rankmap.explain.docfacts import DocFacts
-from rankmap.explain.node_launches import node_launch_points
+from rankmap.explain.node_launches import NODE_RANK_FIX, node_launch_points
 from rankmap.explain.printed_lists import printed_device_points, printed_list_points
 from rankmap.explain.score_model import Scores
 from rankmap.explain.versions import conflicts
@@ -159,6 +159,8 @@ def from_combinations(ctx: Context, doc: DocFacts | None, s: Scores, base: list[
         same = "same-command-every-node" in doc.hits
         for cat, pts, why in node_launch_points(doc.commands, doc.prompts, same_everywhere=same):
             s.add(cat, pts, why)
+            if cat == "host_identity":  # (the node-rank readings are its only ones there)
+                s.name_fix(cat, pts, NODE_RANK_FIX)
         container_sees_more(doc, s)
         container_given_all(doc, s)
         cleanenv_drops_the_binding(doc, s)

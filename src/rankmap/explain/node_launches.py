@@ -77,6 +77,15 @@ def _same_line(a: NodeLine, b: NodeLine) -> bool:
     return a.text == b.text and not (a.prompt and b.prompt and a.prompt != b.prompt)
 
 
+# The fix of a node rank that several nodes claim (host_identity by the contract: duplicated
+# node ranks): each node's own rank, not a machine identity.
+NODE_RANK_FIX = (
+    "Give every node its own node rank: `--node_rank=0` on the first node, `--node_rank=1` on "
+    "the second, and so on (or `--node_rank=$SLURM_NODEID` / the scheduler's node index); "
+    "`--nnodes`, `--master_addr` and `--master_port` stay the same everywhere."
+)
+
+
 def node_launch_points(
     commands: Sequence[str], prompts: Sequence[str] = (), *, same_everywhere: bool = False
 ) -> list[tuple[str, float, str]]:
