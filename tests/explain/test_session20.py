@@ -290,3 +290,24 @@ def test_a_node_rank_both_nodes_claim_gets_the_node_rank_fix() -> None:
     first = findings_of(text)[0]
     assert first.category == "host_identity"
     assert "--node_rank=1" in first.fix
+
+
+def test_an_apptainer_container_without_nv_that_finds_no_gpu_is_the_container() -> None:
+    text = (
+        "# no GPU inside the job\n\n"
+        "$ srun apptainer exec /images/train.sif python fit.py\n"
+        "UserWarning: CUDA initialization: Found no NVIDIA driver on your system.\n"
+        "RuntimeError: No CUDA GPUs are available\n"
+    )
+    first = findings_of(text)[0]
+    assert first.category == "container_mapping"
+    assert "--nv" in first.fix
+
+
+def test_an_apptainer_container_with_nv_is_not_blamed_for_it() -> None:
+    text = (
+        "# no GPU inside the job\n\n"
+        "$ srun apptainer exec --nv /images/train.sif python fit.py\n"
+        "RuntimeError: No CUDA GPUs are available\n"
+    )
+    assert "--nv" not in findings_of(text)[0].fix

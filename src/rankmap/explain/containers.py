@@ -106,7 +106,10 @@ def container_without_gpus(doc: DocFacts, s: Scores) -> None:
     """Containers started without any GPU request next to "no CUDA GPUs are available": the
     container was given no GPU (reference/cuda_devices.md §3: without ``--gpus`` or the NVIDIA
     runtime it runs like runc)."""
-    if "no-cuda-device" not in doc.hits or not doc.container_runs:
+    if "no-cuda-device" not in doc.hits:
+        return
+    _apptainer_without_nv(doc, s)
+    if not doc.container_runs:
         return
     if any(_GPU_REQUEST.match(opt) for cmd in doc.container_runs for opt in _run_options(cmd)):
         return
@@ -119,6 +122,37 @@ def container_without_gpus(doc: DocFacts, s: Scores) -> None:
         "NVIDIA_VISIBLE_DEVICES or device) and then finds no GPU (reference/cuda_devices.md §3): "
         f"{doc.container_runs[0][:120]}",
     )
+
+
+# A Singularity/Apptainer container started: exec, run, shell (instance start too).
+_APPTAINER_RUN = re.compile(r"\b(?:singularity|apptainer)\s+(?:exec|run|shell|instance\s+start)\b")
+# What binds the host's GPU driver and devices into it (apptainer.org/docs/user/main/gpu.html).
+_APPTAINER_GPU = re.compile(r"(?<![\w-])--(?:nv|nvccli|rocm)\b")
+
+
+def _apptainer_without_nv(doc: DocFacts, s: Scores) -> None:
+    """A Singularity/Apptainer container started without ``--nv`` (``--nvccli``, ``--rocm``)
+    next to "no NVIDIA driver / no CUDA GPUs": without it the host's driver libraries and GPU
+    devices are not bound into the container, so CUDA finds no GPU inside
+    (https://apptainer.org/docs/user/main/gpu.html, "--nv")."""
+    for cmd in doc.commands:
+        if _APPTAINER_RUN.search(cmd) and not _APPTAINER_GPU.search(cmd):
+            if cmd.rstrip().endswith("\\"):
+                return  # the options go on where the paste does not show them
+            s.add(
+                "container_mapping",
+                6.0,
+                "the Singularity/Apptainer container was started without --nv, so the host's "
+                "NVIDIA driver and GPUs are not bound into it and CUDA finds none "
+                f"(apptainer.org/docs/user/main/gpu.html): {cmd[:120]}",
+            )
+            s.name_fix(
+                "container_mapping",
+                6.0,
+                "Start the container with `--nv` (`singularity exec --nv ...`, `apptainer exec "
+                "--nv ...`; `--rocm` for AMD GPUs) so the host's driver and GPUs are bound in.",
+            )
+            return
 
 
 # CUDA_VISIBLE_DEVICES passed into a container: -e CUDA_VISIBLE_DEVICES=4,5 / -e "CUDA_...=4,5"
