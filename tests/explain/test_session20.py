@@ -47,8 +47,12 @@ def test_a_launcher_of_several_processes_keeps_the_oversubscription_reading() ->
     assert first.category == "oversubscribed"
 
 
+_TOLD = "# invalid ordinal\n\nI just run python demo.py on my workstation and get:\n"
+
+
 def test_ranks_in_the_log_make_it_a_job_of_several_processes() -> None:
-    text = "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
+    assert findings_of(_TOLD + _ORDINAL)[0].code == "RM046"  # the same words without the rank
+    text = _TOLD + "[rank3]: RuntimeError: CUDA error: invalid device ordinal\n"
     assert findings_of(text)[0].code != "RM046"
 
 
@@ -58,12 +62,17 @@ def test_a_job_started_from_a_script_the_paste_does_not_show_is_not_one_program(
 
 
 def test_a_multiprocessing_child_header_tells_several_processes() -> None:
-    text = "Spawned two worker processes\nProcess SpawnProcess-2:\n" + _ORDINAL
+    text = _TOLD + "Process SpawnProcess-2:\n" + _ORDINAL
+    assert findings_of(text)[0].code != "RM046"
+
+
+def test_torch_spawns_report_of_a_failed_child_tells_several_processes() -> None:
+    text = _TOLD + "-- Process 1 terminated with the following error:\n" + _ORDINAL
     assert findings_of(text)[0].code != "RM046"
 
 
 def test_two_processes_printing_one_error_at_once_tell_several_processes() -> None:
-    text = "RuntimeErrorRuntimeError: CUDA error: invalid device ordinal: CUDA error: invalid\n"
+    text = _TOLD + "RuntimeErrorRuntimeError: CUDA error: invalid device ordinal: CUDA error\n"
     assert findings_of(text)[0].code != "RM046"
 
 
@@ -120,12 +129,22 @@ def test_a_gpu_question_without_a_failure_stays_nothing_recognised() -> None:
     assert findings_of(text)[0].code == "RM003"
 
 
+def test_an_oom_told_in_a_title_is_no_unplaced_gpu_failure() -> None:
+    text = (
+        "# CUDA_ERROR_OUT_OF_MEMORY: out of memory\n\n"
+        "I got a memory error when I ran the code on my GPU at home. How can I fix the error?\n"
+    )
+    assert findings_of(text)[0].code == "RM003"
+
+
 def test_a_gpu_failure_outside_the_family_keeps_its_own_explanation() -> None:
     text = (
-        "# OOM on one GPU\n\nThe 70B model does not fit on my single 24 GB GPU:\n"
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "# training on two GPU servers stops\n\nThe job on our GPUs fails at start-up, it does "
+        "not work:\nConnectionRefusedError: [Errno 111] Connection refused\n"
     )
-    assert findings_of(text)[0].code != "RM045"
+    first = findings_of(text)[0]
+    assert first.code == "RM003"
+    assert "Connection refused" in first.detail  # the outside failure is named, not guessed at
 
 
 # --- review 74 ------------------------------------------------------------------------------------
@@ -256,13 +275,26 @@ def test_one_host_name_with_two_socket_addresses_is_two_machines() -> None:
         "gpu:700:700 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.0.1<0>\n"
         "gpu:700:740 [0] NCCL INFO comm 0x1 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 5e000 "
         "commId 0x9 - Init START\n"
-        "gpu:300:340 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.9.0.2<0>\n"
+        "gpu:300:340 [0] NCCL INFO NET/Socket : Using [0]eth0:10.9.0.2<0>\n"
         "gpu:300:340 [0] NCCL INFO comm 0x2 rank 2 nranks 4 cudaDev 0 nvmlDev 0 busId 5e000 "
         "commId 0x9 - Init START\n"
         "gpu:300:340 [0] init.cc:836 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on "
         "CUDA device 5e000\n"
     )
     assert findings_of(text)[0].code == "RM801"
+
+
+def test_two_kinds_of_address_lines_of_one_machine_are_no_second_machine() -> None:
+    # the bootstrap interface and the socket transport's first interface may differ on one host
+    text = (
+        "gpu:700:700 [0] NCCL INFO Bootstrap : Using eth0:10.9.0.1<0>\n"
+        "gpu:700:700 [0] NCCL INFO NET/Socket : Using [0]ib0:192.168.50.1<0> [1]eth0:10.9.0.1<0>\n"
+        "gpu:700:740 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 5e000 "
+        "commId 0x9 - Init START\n"
+        "gpu:701:741 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 5f000 "
+        "commId 0x9 - Init START\n"
+    )
+    assert all(f.category != "host_identity" for f in findings_of(text))
 
 
 def test_launchers_nested_in_srun_are_the_cause_not_nodes_taken_for_one_host() -> None:

@@ -23,7 +23,7 @@ define(
     "RM046",
     "other",
     "error",
-    "One program asks for a GPU index this machine does not show it",
+    "One program asks for a GPU index beyond the GPUs it sees",
     cause="A single process (no launcher, no ranks in the input) selected a device index at or "
     "above the number of GPUs it sees: a hard-coded `cuda:1` or `--gpu 1` written for another "
     "machine, a 1-based index, or a checkpoint saved on another GPU and loaded without "

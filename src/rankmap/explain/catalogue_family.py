@@ -385,8 +385,7 @@ FAMILY_SIGNALS: tuple[Signal, ...] = (
        "troubleshooting, networking issues)", outside=True),
     # an IB verbs resource that could not be created for lack of lockable memory: RDMA pins its
     # buffers, and a small memlock limit (ulimit -l 64 in many containers and pods) refuses it
-    _s("outside-ib-memlock", r"Call to ibv_\w+ failed with error Cannot allocate memory|"
-       r"ibv_reg_mr\w* failed",
+    _s("outside-ib-memlock", r"Call to ibv_\w+ failed with error Cannot allocate memory",
        {"other": 2},
        "InfiniBand needs lockable memory: raise the memlock limit (Red Hat MRG messaging guide "
        "6.3.4, 'Allocate lockable memory for Infiniband', https://access.redhat.com/documentation/"

@@ -378,6 +378,8 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        r"torch\.distributed\.(?:launch|run)|accelerate launch|\bdeepspeed\b|\bsrun\b|\bmpirun\b|"
        r"paddle\.distributed\.launch|\bfleetrun\b|\bjsrun\b|"
        r"\bmpiexec\b|\bhorovod|LOCAL_RANK|nproc[_-]per[_-]node|\bmp\.spawn|"
+       # sharded data parallelism and Megatron's model parallelism run a process per GPU
+       r"\bFSDP\b|FullyShardedDataParallel|\bMegatron|"
        # Python's multiprocessing names a child whose run() raised ("Process SpawnProcess-2:"
        # above its traceback: Lib/multiprocessing/process.py, _bootstrap); two processes that
        # print one exception at once glue its name twice ("RuntimeErrorRuntimeError: ...")
@@ -387,7 +389,7 @@ STACK_SIGNALS: tuple[Signal, ...] = (
        f"{LAUNCHERS} §1: a job of several processes"),
     # the job starts from a shell script the input does not show (`bash train.sh`, `./run.sh`):
     # how many processes it starts is unknown, not one
-    _s("shell-script-launch", r"(?:\b(?:sh|bash|zsh)\s+|(?<![\w/.])\./)[\w./-]*\.sh\b", {},
+    _s("shell-script-launch", r"(?:\b(?:sh|bash|zsh)\s+|(?<![\w./-])\./)[\w./-]*\.sh\b", {},
        # (anywhere: a sentence that quotes the error beside it reads as a log line)
        f"{LAUNCHERS} §1: the launcher and its process count are in the script"),
     # --- frameworks (identify only) --------------------------------------------------------------

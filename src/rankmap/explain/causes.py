@@ -337,14 +337,19 @@ def _neighbours_share(
         cands["RM301"].add(2, f"{why} (or only one GPU is visible)")
 
 
-def name_of_several_addresses(ev: Evidence) -> tuple[str, list[str]] | None:
-    """(host name, its addresses) of the first name whose processes bootstrap from different
-    addresses: two machines (or containers) behind one name (reference/nccl.md (b))."""
-    addresses: dict[str, set[str]] = {}
+def name_of_several_addresses(ev: Evidence) -> tuple[str, list[str], str] | None:
+    """(host name, its addresses, the line kind) of the first name whose processes give different
+    addresses in
+    lines of one kind (Bootstrap's, NET/Socket's first interface, NET/IB's out-of-band one): two
+    machines (or containers) behind one name (reference/nccl.md (b)). Lines of different kinds
+    may name different interfaces of one machine."""
+    addresses: dict[tuple[str, str], set[str]] = {}
     for e in ev.of("bootstrap_ip"):
         if e.host and (ip := e.get("ip")):
-            addresses.setdefault(e.host, set()).add(ip)
-    return next(((h, sorted(ips)) for h, ips in addresses.items() if len(ips) >= 2), None)
+            addresses.setdefault((e.host, str(e.get("kind"))), set()).add(ip)
+    return next(
+        ((h, sorted(ips), kind) for (h, kind), ips in addresses.items() if len(ips) >= 2), None
+    )
 
 
 def one_name_two_addresses(ev: Evidence) -> str | None:
@@ -352,9 +357,10 @@ def one_name_two_addresses(ev: Evidence) -> str | None:
     found = name_of_several_addresses(ev)
     if found is None:
         return None
-    host, ips = found
+    host, ips, kind = found
+    verb = "bootstrap from" if kind == "Bootstrap" else f"use ({kind})"
     return (
-        f"processes named {host} bootstrap from {len(ips)} addresses ({', '.join(ips[:3])}): "
+        f"processes named {host} {verb} {len(ips)} addresses ({', '.join(ips[:3])}): "
         "several machines or containers share that host name"
     )
 

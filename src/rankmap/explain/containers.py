@@ -125,9 +125,12 @@ def container_without_gpus(doc: DocFacts, s: Scores) -> None:
 
 
 # A Singularity/Apptainer container started: exec, run, shell (instance start too).
-_APPTAINER_RUN = re.compile(r"\b(?:singularity|apptainer)\s+(?:exec|run|shell|instance\s+start)\b")
+_APPTAINER_RUN = re.compile(
+    r"\b(?:singularity|apptainer)\s+(?:exec|run|shell|instance\s+start)(?![\w-])"
+)
 # What binds the host's GPU driver and devices into it (apptainer.org/docs/user/main/gpu.html).
 _APPTAINER_GPU = re.compile(r"(?<![\w-])--(?:nv|nvccli|rocm)\b")
+_APPTAINER_GPU_ENV = re.compile(r"(?:APPTAINER|SINGULARITY)_(?:NV|NVCCLI|ROCM)$")
 
 
 def _apptainer_without_nv(doc: DocFacts, s: Scores) -> None:
@@ -135,6 +138,8 @@ def _apptainer_without_nv(doc: DocFacts, s: Scores) -> None:
     next to "no NVIDIA driver / no CUDA GPUs": without it the host's driver libraries and GPU
     devices are not bound into the container, so CUDA finds no GPU inside
     (https://apptainer.org/docs/user/main/gpu.html, "--nv")."""
+    if any(_APPTAINER_GPU_ENV.match(k) and v not in ("", "0") for k, v in doc.env.items()):
+        return  # APPTAINER_NV=1 / SINGULARITY_NV=1: --nv set by the environment
     for cmd in doc.commands:
         if _APPTAINER_RUN.search(cmd) and not _APPTAINER_GPU.search(cmd):
             if cmd.rstrip().endswith("\\"):

@@ -23,7 +23,20 @@ class Hit:
     excerpt: str
 
 
-_PLAIN_PYTHON = re.compile(r"\s*python[\d.]*\s+(?!-m\s)")  # python train.py (not python -m ...)
+# A python command with its interpreter options: env assignments and nohup before it
+_PYTHON_RUN = re.compile(
+    r"\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:nohup\s+)?python[\d.]*\s+(?P<opts>(?:-(?!m\s)[A-Za-z]+\s+)*)"
+    r"(?P<module>-m\s)?"
+)
+
+
+def plain_python_run(command: str) -> bool:
+    """``python train.py`` (env assignments, nohup and interpreter options allowed), not
+    ``python -m pkg``: a module may start workers of its own (an inference server's per GPU)."""
+    m = _PYTHON_RUN.match(command)
+    return m is not None and m["module"] is None
+
+
 # Signals of a job with a worker process per GPU, or of a launch the input does not show.
 SEVERAL_PROCESS_WORDS = frozenset(
     {
@@ -31,7 +44,7 @@ SEVERAL_PROCESS_WORDS = frozenset(
         "jax-process-id-local", "horovod", "mpi-local", "gpus-per-task", "slurm-tasks",
         "accelerate-config", "deepspeed-include", "lightning", "dist-launch", "multi-node",
         "spawn-independent", "shell-script-launch", "tf-cluster-config", "jsrun-gpu-per-set",
-        "cvd-per-rank", "scheduler-sets-cvd",
+        "cvd-per-rank", "scheduler-sets-cvd", "vllm", "sglang",
     }
 )  # fmt: skip
 
@@ -154,7 +167,7 @@ class DocFacts:
         several = not SEVERAL_PROCESS_WORDS.isdisjoint(self.hits)
         counted = max(self.stated_procs or 0, self.engine_gpus)  # an engine: a worker per GPU
         told = self.tells_several_processes() or several or counted >= 2
-        plain_run = any(_PLAIN_PYTHON.match(c) for c in self.commands)
+        plain_run = any(plain_python_run(c) for c in self.commands)
         return (self.described or plain_run) and not told
 
     def fixed_device_of_one_program(self) -> bool:
@@ -191,12 +204,18 @@ class DocFacts:
         not the network errors the other ranks print once one rank is gone (a store reset, a
         socket timeout); ``printed``: in the job's output, not told in the reporter's sentences
         ("earlier we had an OOM")."""
-        return any(
-            h.signal.outside
+        return bool(self.outside_hits(own=own, printed=printed))
+
+    def outside_hits(self, *, own: bool = False, printed: bool = False) -> list[Hit]:
+        """The hits of failures outside this family, first found first (see
+        :meth:`shows_outside` for ``own`` and ``printed``)."""
+        return [
+            h
+            for h in self.hits.values()
+            if h.signal.outside
             and not (own and h.signal.id.startswith("outside-network"))
             and not (printed and h.segment == "prose")
-            for h in self.hits.values()
-        )
+        ]
 
     def in_prose(self, lineno: int) -> bool:
         """Whether line ``lineno`` (1-based) of the document is the reporter's prose."""

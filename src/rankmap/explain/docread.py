@@ -502,8 +502,8 @@ def without_template(text: str) -> str:
 
 # GPUs and their stacks named at all: the family's subject (a failure without them is anyone's)
 _GPU_WORDS = re.compile(
-    r"\b(?:gpus?|cuda\w*|nccl|rccl|hip|rocm|nvidia\w*|multi-?gpu|vram|tpus?|npus?)\b|显卡|多卡|单卡|"
-    r"\d卡",
+    r"\b(?:gpus?|cuda\w*|nccl|rccl|rocm|nvidia\w*|multi-?gpu|vram)\b|(?-i:\bHIP|\bNPUs?\b)|"
+    r"显卡|多卡|单卡|\d卡",
     re.IGNORECASE,
 )
 # A line that quotes a message or is a thread's metadata ("owner/repo · issue #3 · closed"), not

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -17,6 +16,7 @@ from rankmap.explain.causes import (
 )
 from rankmap.explain.collect import Evidence
 from rankmap.explain.context import Context, gpu_for_bus
+from rankmap.explain.docfacts import plain_python_run
 from rankmap.explain.patterns import Event
 from rankmap.explain.score_model import UNDECIDED_MARK
 from rankmap.explain.signals import is_nccl_tests
@@ -291,9 +291,6 @@ def ordinal_findings(ctx: Context, ev: Evidence) -> list[Finding]:
     return [first, *_alternatives(ctx, chosen, cands, (), "invalid device ordinal")]
 
 
-_PYTHON_MODULE = re.compile(r"\bpython[\d.]*\s+(?:-\w+\s+)*-m\s")
-
-
 def _one_program(ctx: Context, ev: Evidence, ranks: list[int]) -> bool:
     """The failing process is a program of its own: the launch is a plain ``python``, or none is
     known and the writer describes a run with no sign of several processes
@@ -307,8 +304,7 @@ def _one_program(ctx: Context, ev: Evidence, ranks: list[int]) -> bool:
         return ctx.one_program_told
     single = (launch.nproc_per_node or 1) <= 1 and (launch.nnodes or 1) <= 1
     # `python -m vllm.entrypoints... --tensor-parallel-size 2` starts a worker per GPU itself
-    module = _PYTHON_MODULE.search(launch.command) is not None
-    return launch.launcher == "python" and single and not module
+    return launch.launcher == "python" and single and plain_python_run(launch.command)
 
 
 def _one_program_ordinal(forms: list[str], common: dict[str, Any]) -> Finding:

@@ -184,8 +184,8 @@ _BOOT_DUP = _R(r"Bootstrap Root : rank (?P<r>\d+) of (?P<n>\d+) ranks has alread
 # from; the first interface of "NET/Socket : Using [0]eth0:10.0.0.1<0> ..." and the out-of-band
 # one of "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>" are its machine's addresses too
 _BOOT_IP = _R(
-    r"(?:Bootstrap ?: Using |NET/Socket : Using \[0\]|NET/IB : Using [^\n]{0,200}?; OOB )"
-    r"(?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<"
+    r"(?P<kind>Bootstrap|NET/Socket|NET/IB)(?: ?: Using | : Using \[0\]| : Using "
+    r"[^\n]{0,200}?; OOB )(?P<ifname>[\w.-]+):(?P<ip>[^<\s]+)<"
 )
 # The last line of a Python traceback: the exception a process stopped with
 _PY_EXCEPTION = _R(

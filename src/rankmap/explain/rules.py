@@ -312,12 +312,13 @@ def _one_name(ev: Evidence, ctx: Context) -> list[Finding]:
     found, why = name_of_several_addresses(ev), one_name_two_addresses(ev)
     if found is None or why is None:
         return []
-    host, ips = found
+    host, ips, kind = found
+    verb = "bootstrap from" if kind == "Bootstrap" else "use"
     evs = ev.of("bootstrap_ip")
     return [
         finding(
             "RM801",
-            f"Different machines share one host name: processes named {host} bootstrap from "
+            f"Different machines share one host name: processes named {host} {verb} "
             f"{len(ips)} addresses",
             detail=f"{why}. NCCL's host identity is the host name and boot_id (NCCL_HOSTID if "
             "set): their ranks are taken for one machine's, so NCCL uses shared memory or P2P "

@@ -430,7 +430,7 @@ def _rescored(
     explains = (
         winner in SYMPTOM_CAUSES
         or s.strongest(winner) >= NAMES_CAUSE
-        or _container_renumbers(winner, doc)
+        or _container_renumbers(winner, doc, lead)
     )
     decided_error |= printed and explains
     severity = Severity.INFO if below else _guess_severity(winner, strong or decided_error, s, doc)
@@ -450,7 +450,7 @@ def _one_host_count(f: Finding) -> Finding:
     """Processes counted per host when machines share one host identity: NCCL's one host is
     several machines, so "more processes on a node than GPUs" is that count, not a cause of its
     own (review 74: two cloned VMs with 4 GPUs and 4 processes each)."""
-    if f.category != "oversubscribed" or f.severity is Severity.INFO:
+    if f.code != "RM101" or f.severity is Severity.INFO:
         return f
     return replace(
         f,
@@ -460,11 +460,19 @@ def _one_host_count(f: Finding) -> Finding:
     )
 
 
-def _container_renumbers(winner: str, doc: DocFacts | None) -> bool:
+def _container_renumbers(winner: str, doc: DocFacts | None, lead: Finding | None) -> bool:
     """A container given some of the host's GPUs (``--gpus device=2,3``, ``--gpus 2``, a pod's
-    GPU limit) numbers them from 0 inside (RM703): a host index the program keeps asking for is
-    the container's to explain when the container leads (review 74)."""
-    return winner == "container_mapping" and doc is not None and bool(doc.gpus_requested)
+    GPU limit) numbers them from 0 inside (RM703): an invalid ordinal (a host index the program
+    keeps asking for) is the container's to explain when the container leads (review 74); a
+    duplicate GPU is not (review 61)."""
+    ordinal = lead is not None and lead.code in ORDINAL_LEADS
+    return (
+        ordinal and winner == "container_mapping" and doc is not None and bool(doc.gpus_requested)
+    )
+
+
+# The undecided invalid-ordinal findings: several processes (RM102), one program (RM046).
+ORDINAL_LEADS = frozenset({"RM102", "RM046"})
 
 
 def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
@@ -492,17 +500,10 @@ def _outside_named(base: list[Finding], doc: DocFacts | None) -> list[Finding]:
 
 
 def _outside_hit(doc: DocFacts, *, printed: bool = False) -> Hit | None:
-    """The first failure outside the mapping the input shows (``printed``: in program output)."""
-    return next(
-        (
-            h
-            for h in doc.hits.values()
-            if h.signal.outside
-            and h.signal.id != "outside-model-size"  # a size told is a setting, not a failure
-            and (not printed or h.segment == "log")
-        ),
-        None,
-    )
+    """The first failure outside the mapping the input shows (``printed``: not in the writer's
+    sentences); a model "too big" is a setting told, not a failure shown."""
+    hits = doc.outside_hits(printed=printed)
+    return next((h for h in hits if h.signal.id != "outside-model-size"), None)
 
 
 def _outside_beside_map(base: list[Finding], doc: DocFacts) -> list[Finding]:
@@ -693,7 +694,8 @@ def _one_program_stays(lead: Finding, winner: str, s: Scores) -> bool:
 
 def _undecided_mapping(f: Finding) -> bool:
     """A failure of the mapping the log shows whose cause it cannot decide (RM102, RM103, one
-    program's invalid ordinal RM046)."""
+    program's invalid ordinal RM046; of the ``other`` codes, those in OTHER_MAPPING_SYMPTOMS that
+    carry the undecided mark)."""
     mapping = f.category != "other" or f.code in OTHER_MAPPING_SYMPTOMS
     return mapping and UNDECIDED_MARK in f.detail
 
