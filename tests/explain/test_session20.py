@@ -343,3 +343,44 @@ def test_an_apptainer_container_with_nv_is_not_blamed_for_it() -> None:
         "RuntimeError: No CUDA GPUs are available\n"
     )
     assert "--nv" not in findings_of(text)[0].fix
+
+
+# --- the read of the session's diff ---------------------------------------------------------------
+
+
+def test_a_container_given_some_gpus_does_not_explain_a_duplicate_gpu() -> None:
+    text = (
+        "# duplicate GPU in the container\n\nI start it with docker run --gpus 2 --ipc=host img:1 "
+        "bash and launch the job inside.\n"
+        "c1:20:20 [0] init.cc:871 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on "
+        "CUDA device 1000\n"
+    )
+    first = findings_of(text)[0]
+    assert (first.code, first.severity.value) == ("RM103", "error")
+
+
+def test_a_gpudirect_registration_error_is_not_the_memlock_limit() -> None:
+    text = (
+        "w1:31:80 [0] misc/ibvwrap.cc:190 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Bad "
+        "address\ntorch.distributed.DistBackendError: NCCL error: unhandled system error\n"
+    )
+    assert all("memlock" not in f.fix for f in findings_of(text))
+
+
+def test_a_sharded_data_parallel_job_is_no_one_program() -> None:
+    text = "# fails\n\nWe train with FSDP on 8 GPUs and after the upgrade it fails:\n" + _ORDINAL
+    assert findings_of(text)[0].code == "RM102"
+
+
+def test_apptainers_nv_set_in_the_environment_is_no_missing_nv() -> None:
+    text = (
+        "# no GPU inside the job\n\nexport APPTAINER_NV=1\n"
+        "$ srun apptainer exec /images/train.sif python fit.py\n"
+        "RuntimeError: No CUDA GPUs are available\n"
+    )
+    assert all("--nv" not in f.fix for f in findings_of(text))
+
+
+def test_the_body_part_hip_is_no_gpu_word() -> None:
+    text = "# app crash\n\nThe physio app for my hip crashes with an error, it does not work.\n"
+    assert findings_of(text)[0].code == "RM003"
