@@ -384,3 +384,13 @@ def test_apptainers_nv_set_in_the_environment_is_no_missing_nv() -> None:
 def test_the_body_part_hip_is_no_gpu_word() -> None:
     text = "# app crash\n\nThe physio app for my hip crashes with an error, it does not work.\n"
     assert findings_of(text)[0].code == "RM003"
+
+
+def test_a_plain_python_run_is_read_as_check_reads_a_launch() -> None:
+    from rankmap.explain.docfacts import plain_python_run
+
+    assert plain_python_run('XLA_FLAGS="--a=1 --b=2" python3 fit.py')  # a quoted assignment
+    assert plain_python_run("nohup python -u fit.py")
+    assert not plain_python_run("python -u -m pkg.serve --tp 2")
+    assert not plain_python_run("docker run --gpus all img python fit.py")  # a container: unknown
+    assert not plain_python_run("python")

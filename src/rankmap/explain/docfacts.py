@@ -4,13 +4,16 @@ fills it): the signals found per segment, launch lines, env, code, nvidia-smi, c
 
 from __future__ import annotations
 
-import re
+import os
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 
 from rankmap.explain.catalogue import Signal
 from rankmap.explain.configs import ConfigFacts, config_machines
 from rankmap.explain.versions import Versions
+from rankmap.launchers import python_module
+from rankmap.launchers.command import parse_command
 
 
 @dataclass(frozen=True)
@@ -23,18 +26,19 @@ class Hit:
     excerpt: str
 
 
-# A python command with its interpreter options: env assignments and nohup before it
-_PYTHON_RUN = re.compile(
-    r"\s*(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:nohup\s+)?python[\d.]*\s+(?P<opts>(?:-(?!m\s)[A-Za-z]+\s+)*)"
-    r"(?P<module>-m\s)?"
-)
-
-
 def plain_python_run(command: str) -> bool:
     """``python train.py`` (env assignments, nohup and interpreter options allowed), not
-    ``python -m pkg``: a module may start workers of its own (an inference server's per GPU)."""
-    m = _PYTHON_RUN.match(command)
-    return m is not None and m["module"] is None
+    ``python -m pkg``: a module may start workers of its own (an inference server's per GPU).
+    The words are read as check reads a launch: the shell's assignments and wrappers
+    (``parse_command``), then the interpreter's ``-m`` (``python_module``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unbalanced quote in a pasted line: its words as they stand
+        words = command.split()
+    cmd = parse_command(words, {})
+    argv = list(cmd.argv)
+    python = len(argv) >= 2 and os.path.basename(argv[0]).startswith("python")
+    return python and set(cmd.wrappers) <= {"nohup"} and python_module(argv) is None
 
 
 # Signals of a job with a worker process per GPU, or of a launch the input does not show.
